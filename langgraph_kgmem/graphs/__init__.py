@@ -1,0 +1,1 @@
+"""One module per method; each exposes ``create_<method>_graph(kg, *, model=..., **options)``."""

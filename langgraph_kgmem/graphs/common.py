@@ -1,0 +1,144 @@
+"""Machinery every method graph shares: base state, evidence items, answering, tool wrapping.
+
+A method module imports from here rather than re-writing: ``BaseState`` (question, answer,
+evidence, usage with the usage reducer), ``evidence_item``, ``answer_question`` (LLM answer from
+evidence, or an extractive answer offline), and ``method_as_tool``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, TypedDict
+
+import numpy as np
+
+from langgraph_kgmem.ingest.chunking import split_sentences
+from langgraph_kgmem.llm import generate, is_offline, merge_usage
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+
+class InputState(TypedDict):
+    question: str
+
+
+class BaseState(TypedDict, total=False):
+    question: str
+    answer: str
+    evidence: list[dict[str, Any]]
+    usage: Annotated[dict[str, Any], merge_usage]
+    method: str
+    model: str
+
+
+def evidence_item(kg: "KnowledgeGraph", item_id: str, *, score: float | None = None) -> dict[str, Any]:
+    """``{"id", "kind", "text"}`` (+ ``score``, ``title``) for a node or an edge (a fact)."""
+    node = kg.node(item_id)
+    if node is not None:
+        item: dict[str, Any] = {"id": node.id, "kind": node.kind, "text": node.text}
+        if node.attrs.get("title"):
+            item["title"] = node.attrs["title"]
+    else:
+        edge = kg.edge(item_id)
+        if edge is None:
+            raise KeyError(f"no node or edge {item_id!r} in KG {kg.name!r}")
+        item = {"id": edge.id, "kind": "fact" if edge.kind == "relation" else edge.kind, "text": kg.fact_text(edge)}
+    if score is not None:
+        item["score"] = round(float(score), 6)
+    return item
+
+
+ANSWER_PROMPT = """Answer the question using only the evidence below. Be brief: a name, a number, a
+date or a short phrase. If the evidence does not contain the answer, say "no answer".
+
+Evidence:
+{evidence}
+
+Question: {question}
+Answer:"""
+
+
+def format_evidence(evidence: Sequence[dict[str, Any]], max_chars: int = 1200) -> str:
+    lines = []
+    for i, ev in enumerate(evidence, 1):
+        title = f"[{ev['title']}] " if ev.get("title") else ""
+        lines.append(f"({i}) {title}{ev['text'][:max_chars]}")
+    return "\n".join(lines)
+
+
+_WORDS = re.compile(r"[a-z0-9]+")
+_Q_STOP = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "was", "are", "were",
+           "the", "a", "an", "of", "in", "on", "for", "to", "and", "or", "did", "does", "do", "that", "this",
+           "by", "with", "as", "at", "from", "be", "it", "its", "has", "have", "had", "many", "much"}
+
+
+def extractive_answer(kg: "KnowledgeGraph", question: str, evidence: Sequence[dict[str, Any]]) -> str:
+    """Offline answer: the evidence sentence closest to the question (embedding + word overlap)."""
+    sentences: list[str] = []
+    for ev in evidence:
+        sentences.extend(split_sentences(ev.get("text", "")) or [ev.get("text", "")])
+    sentences = [s for s in dict.fromkeys(sentences) if s.strip()][:200]
+    if not sentences:
+        return "no answer"
+    q = kg.embed_query(question)
+    mat = kg.embed_texts(sentences)
+    mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+    qwords = set(_WORDS.findall(question.lower())) - _Q_STOP
+    overlap = np.array([len(qwords & set(_WORDS.findall(s.lower()))) / (len(qwords) or 1) for s in sentences])
+    score = mat @ q + 0.5 * overlap
+    return sentences[int(np.argmax(score))]
+
+
+def answer_question(kg: "KnowledgeGraph", model: Any, question: str, evidence: Sequence[dict[str, Any]], *,
+                    step: str = "answer", prompt: str = ANSWER_PROMPT,
+                    context: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """The final answer from evidence: an LLM call, or extractive when ``model`` is offline."""
+    if is_offline(model):
+        return extractive_answer(kg, question, evidence), {}
+    text = prompt.format(evidence=format_evidence(evidence) or "(none)", question=question)
+    ctx = {"question": question, "evidence_ids": [e["id"] for e in evidence]}
+    ctx.update(context or {})
+    return generate(model, text, step=step, context=ctx)
+
+
+def method_as_tool(app: Any, *, name: str, description: str) -> Any:
+    """Wrap a compiled method graph as a LangChain tool returning ``{answer, evidence_ids, usage}``."""
+    from langchain_core.tools import StructuredTool
+    from pydantic import BaseModel, Field
+
+    class Args(BaseModel):
+        question: str = Field(description="a self-contained question to answer from the knowledge graph")
+
+    def run(question: str) -> dict[str, Any]:
+        out = app.invoke({"question": question})
+        return {"answer": out.get("answer", ""), "evidence_ids": [e["id"] for e in out.get("evidence", [])],
+                "evidence": [e["text"][:300] for e in out.get("evidence", [])[:5]],
+                "llm_calls": out.get("usage", {}).get("llm_calls", 0)}
+
+    async def arun(question: str) -> dict[str, Any]:
+        out = await app.ainvoke({"question": question})
+        return {"answer": out.get("answer", ""), "evidence_ids": [e["id"] for e in out.get("evidence", [])],
+                "evidence": [e["text"][:300] for e in out.get("evidence", [])[:5]],
+                "llm_calls": out.get("usage", {}).get("llm_calls", 0)}
+
+    return StructuredTool.from_function(run, coroutine=arun, name=name, description=description, args_schema=Args)
+
+
+Validator = Callable[[Any], "str | None"]
+
+
+def id_validator(allowed: Sequence[str], field: str) -> Validator:
+    """A ``decide(validate=...)`` check that rejects ids the model invented."""
+    allowed_set = set(allowed)
+
+    def check(decision: Any) -> str | None:
+        value = getattr(decision, field)
+        values = value if isinstance(value, list) else [value]
+        bad = [v for v in values if v is not None and v not in allowed_set]
+        if bad:
+            shown = ", ".join(list(allowed)[:20])
+            return f"{bad[0]!r} is not one of the allowed ids; choose from: {shown}"
+        return None
+
+    return check

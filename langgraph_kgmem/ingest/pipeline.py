@@ -1,0 +1,327 @@
+"""Text → KG: validation, chunking, extraction, entity merging, and the writes, per document.
+
+Each document is written in one SQLite transaction after its extraction, and marked ``done``
+only then; a document left ``pending`` by a crash is cleaned and redone by the next run, so a
+re-run always completes the graph. Re-adding a ``done`` document changes nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.ingest.chunking import chunk_text
+from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
+from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
+from langgraph_kgmem.llm import empty_usage, is_offline, merge_usage, resolve_model
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+MAX_DOCUMENT_CHARS = 5_000_000
+
+
+@dataclass
+class IngestReport:
+    documents_added: int = 0
+    documents_skipped: int = 0
+    documents_repaired: int = 0
+    chunks: int = 0
+    entities_added: int = 0
+    entities_merged: int = 0
+    relations_added: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    document_ids: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=empty_usage)
+
+    def merge(self, other: "IngestReport") -> None:
+        for k in ("documents_added", "documents_skipped", "documents_repaired", "chunks", "entities_added",
+                  "entities_merged", "relations_added"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.document_ids.extend(other.document_ids)
+        self.usage = merge_usage(self.usage, other.usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return (f"added {self.documents_added} document(s) ({self.documents_skipped} already present, "
+                f"{self.documents_repaired} repaired): {self.chunks} chunks, {self.entities_added} new entities "
+                f"({self.entities_merged} merged into existing), {self.relations_added} relations; "
+                f"{self.usage['llm_calls']} LLM calls; {self.seconds:.2f}s ({self.embed_seconds:.2f}s embedding)")
+
+
+@dataclass
+class SourceDocument:
+    id: str
+    text: str
+    title: str
+    meta: dict[str, Any]
+
+
+# ------------------------------------------------------------------------------- input
+
+def read_text_file(path: str | Path) -> str:
+    """Read a UTF-8 text file, refusing binary, non-UTF-8 and empty files with a clear error."""
+    p = Path(path)
+    if not p.is_file():
+        raise KgmemInputError(f"{p} is not a file")
+    data = p.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise KgmemInputError(f"{p} looks binary (it contains NUL bytes): give plain UTF-8 text files")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise KgmemInputError(
+            f"{p} is not UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); "
+            f"convert it first, e.g. `iconv -f latin1 -t utf-8 {p.name}`") from exc
+    if not text.strip():
+        raise KgmemInputError(f"{p} is empty: nothing to ingest")
+    return text
+
+
+def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceDocument:
+    """str | Path | langchain Document | dict(text, title?, id?) → SourceDocument (validated)."""
+    meta: dict[str, Any] = {}
+    title = ""
+    did = None
+    if isinstance(doc, Path):
+        text = read_text_file(doc)
+        title, meta = doc.stem, {"path": str(doc)}
+    elif isinstance(doc, str):
+        text = doc
+    elif isinstance(doc, dict):
+        if "text" not in doc:
+            raise KgmemInputError(f"a document dict needs a 'text' key, got keys {sorted(doc)}")
+        text, title, did = str(doc["text"]), str(doc.get("title") or ""), doc.get("id")
+        meta = {k: v for k, v in doc.items() if k not in {"text", "title", "id"}}
+    elif hasattr(doc, "page_content"):
+        text = doc.page_content
+        meta = dict(getattr(doc, "metadata", {}) or {})
+        title = str(meta.pop("title", "") or "")
+        did = getattr(doc, "id", None) or meta.pop("id", None)
+    else:
+        raise KgmemInputError(f"cannot ingest a {type(doc).__name__}: pass str, Path, Document or dict")
+    if "\x00" in text:
+        raise KgmemInputError(f"document {title or text[:30]!r} contains NUL characters: is it binary?")
+    if not text.strip():
+        raise KgmemInputError(f"document {title or did or '(untitled)'!r} is empty: nothing to ingest")
+    if len(text) > max_chars:
+        raise KgmemInputError(
+            f"document {title or did or text[:30]!r} has {len(text):,} characters, over the limit of "
+            f"{max_chars:,}; split it into several documents or raise max_chars")
+    did = str(did) if did else document_id(title + "\x1f" + text if title else text)
+    return SourceDocument(did, text, title, meta)
+
+
+# ------------------------------------------------------------------------------- writing
+
+class _Writer:
+    """Writes one document's chunks; resolves entity names to ids (exact, alias, embedding merge)."""
+
+    def __init__(self, kg: "KnowledgeGraph", doc_id: str, merge_threshold: float | None) -> None:
+        self.kg = kg
+        self.doc_id = doc_id
+        self.merge_threshold = merge_threshold
+        self.report = IngestReport()
+        self.prev_anchor: str | None = None
+        self._resolved: dict[str, str] = {}
+
+    def resolve_entities(self, names: Sequence[str]) -> dict[str, str]:
+        """Map each name to an entity id, creating entity nodes; merges near-duplicates."""
+        kg, store = self.kg, self.kg.graph_store
+        todo: list[str] = []
+        for name in dict.fromkeys(names):
+            key = normalize_name(name)
+            if not key or name in self._resolved:
+                continue
+            eid = entity_id(name)
+            if kg.has_node(eid):
+                self._resolved[name] = eid
+                continue
+            target = store.alias_target(key)
+            if target and kg.has_node(target):
+                self._resolved[name] = target
+                continue
+            todo.append(name)
+        if not todo:
+            return self._resolved
+        vecs = kg.embed_texts(todo)
+        new_nodes: list[Node] = []
+        new_vecs: list[np.ndarray] = []
+        batch_ids: list[str] = []
+        for name, vec in zip(todo, vecs):
+            eid = entity_id(name)
+            if eid in batch_ids:
+                self._resolved[name] = eid
+                continue
+            merged = None
+            if self.merge_threshold is not None:
+                hits = kg.nearest(vec, 1, kinds=("entity",))
+                # also compare with entities created earlier in this same batch
+                best = (hits[0][0].id, hits[0][1]) if hits else (None, -1.0)
+                if batch_ids:
+                    sims = np.asarray(new_vecs) @ (vec / (np.linalg.norm(vec) or 1.0))
+                    j = int(np.argmax(sims))
+                    if sims[j] > best[1]:
+                        best = (batch_ids[j], float(sims[j]))
+                if best[0] is not None and best[1] >= self.merge_threshold:
+                    merged = best
+            if merged is not None:
+                self._resolved[name] = merged[0]
+                store.put_alias(normalize_name(name), merged[0], round(merged[1], 6))
+                self.report.entities_merged += 1
+                continue
+            self._resolved[name] = eid
+            batch_ids.append(eid)
+            new_nodes.append(Node(eid, "entity", name.strip(), {}))
+            new_vecs.append(vec / (np.linalg.norm(vec) or 1.0))
+        if new_nodes:
+            kg.add_nodes(new_nodes, source=self.doc_id, vectors=np.asarray(new_vecs))
+            self.report.entities_added += len(new_nodes)
+        return self._resolved
+
+    def write_chunk(self, index: int, text: str | None, extraction: Extraction, *, title: str) -> dict[str, str]:
+        kg = self.kg
+        ids = self.resolve_entities(extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)])
+        chunk_nodes: list[Node] = []
+        edges: list[Edge] = []
+        chunk_id = anchor_id = None
+        if text is not None:
+            key = content_hash(self.doc_id, str(index))
+            chunk_id, anchor_id = f"chk-{key}", f"anc-{key}"
+            attrs = {"doc_id": self.doc_id, "index": index, "title": title}
+            chunk_nodes = [Node(chunk_id, "chunk", text, dict(attrs)), Node(anchor_id, "anchor", extraction.title or title, dict(attrs))]
+            kg.add_nodes(chunk_nodes, source=self.doc_id)
+            edges.append(Edge(edge_id(anchor_id, chunk_id, "anchor_chunk"), anchor_id, chunk_id, "anchor_chunk"))
+            if self.prev_anchor:
+                edges.append(Edge(edge_id(self.prev_anchor, anchor_id, "next"), self.prev_anchor, anchor_id, "next"))
+            self.prev_anchor = anchor_id
+            for name in extraction.entities:
+                eid = ids.get(name)
+                if eid:
+                    edges.append(Edge(edge_id(eid, chunk_id, "context"), eid, chunk_id, "context"))
+            self.report.chunks += 1
+        for t in extraction.triples:
+            s, o = ids.get(t.subject), ids.get(t.object)
+            if not s or not o or s == o:
+                continue
+            eid = edge_id(s, o, "relation", t.relation)
+            existing = kg.edge(eid)
+            chunks = list(existing.attrs.get("chunks", [])) if existing else []
+            if chunk_id and chunk_id not in chunks:
+                chunks.append(chunk_id)
+            if existing is None:
+                self.report.relations_added += 1
+            edges.append(Edge(eid, s, o, "relation", t.relation, 1.0, {"chunks": chunks}))
+            if chunk_id:
+                for x in (s, o):
+                    edges.append(Edge(edge_id(x, chunk_id, "context"), x, chunk_id, "context"))
+        # one edge per id (context edges repeat when an entity appears in several triples)
+        kg.add_edges(list({e.id: e for e in edges}.values()), source=self.doc_id)
+        return {"chunk": chunk_id or "", "anchor": anchor_id or ""}
+
+
+def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
+                title: str | None = None, merge_threshold: float | None = 0.85) -> IngestReport:
+    """Add pre-extracted triples, optionally with the passage ``text`` they came from (which becomes
+    a chunk + anchor linked to the triples' entities). ``source`` is the document id
+    (default: a hash of the text or of the triples). Idempotent per source."""
+    t0 = time.perf_counter()
+    e0 = kg.embed_seconds
+    trips = [Triple.coerce(t) for t in triples]
+    if text is not None and not text.strip():
+        raise KgmemInputError("add_triples got an empty text: pass text=None for triples without a passage")
+    if not trips and text is None:
+        raise KgmemInputError("add_triples needs at least one triple or a text")
+    doc_id = source or document_id((title or "") + "\x1f" + (text or repr([t.text() for t in trips])))
+    existing = kg.graph_store.document(doc_id)
+    report = IngestReport()
+    if existing and existing["status"] == "done":
+        report.documents_skipped = 1
+        return report
+    if existing:
+        kg.delete_document(doc_id)
+        report.documents_repaired = 1
+    entities = list(dict.fromkeys([title] if title else []) )
+    entities += [x for t in trips for x in (t.subject, t.object)]
+    with kg.transaction():
+        kg.graph_store.put_document(doc_id, title=title or "", status="pending")
+        w = _Writer(kg, doc_id, merge_threshold)
+        w.write_chunk(0, text, Extraction(list(dict.fromkeys(entities)), trips, title or ""), title=title or "")
+        kg.graph_store.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0)
+    report.merge(w.report)
+    report.documents_added = 1
+    report.document_ids.append(doc_id)
+    report.seconds = time.perf_counter() - t0
+    report.embed_seconds = kg.embed_seconds - e0
+    return report
+
+
+def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
+                  merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                  progress: bool | None = None, extractor: Any = None) -> IngestReport:
+    """Ingest documents (str, Path, Document or dict with text/title/id).
+
+    Args:
+        model: chat model for extraction; ``"offline"`` uses the rule-based extractor; ``None``
+            uses ``$KGMEM_MODEL`` (error if unset).
+        chunk_tokens: chunk size in o200k tokens (default 750).
+        merge_threshold: cosine at which a new entity merges into an existing one (None: never).
+        progress: show a progress bar (default: when stderr is a terminal and there are > 3 docs).
+        extractor: an object with ``extract(text, title) -> Extraction`` overriding ``model``.
+
+    All documents are validated before anything is written: one bad document stops the call
+    and nothing already stored is touched.
+    """
+    sources = [coerce_document(d, max_chars=max_chars) for d in docs]
+    if extractor is None:
+        m = resolve_model(model)
+        extractor = OfflineExtractor() if is_offline(m) else LLMExtractor(m)
+    t0 = time.perf_counter()
+    e0 = kg.embed_seconds
+    report = IngestReport()
+    show = progress if progress is not None else (sys.stderr.isatty() and len(sources) > 3)
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(sources), desc=f"ingest {kg.name}", unit="doc")
+    for src in sources:
+        existing = kg.graph_store.document(src.id)
+        if existing and existing["status"] == "done":
+            report.documents_skipped += 1
+        else:
+            if existing:  # left pending by an interrupted run: clean it, then redo it
+                kg.delete_document(src.id)
+                report.documents_repaired += 1
+            with kg.transaction():
+                kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+            chunks = chunk_text(src.text, chunk_tokens)
+            extractions = []
+            for i, c in enumerate(chunks):
+                ex = extractor.extract(c, src.title or None)
+                extractions.append(ex)
+                report.usage = merge_usage(report.usage, ex.usage)
+            with kg.transaction():
+                w = _Writer(kg, src.id, merge_threshold)
+                for i, (c, ex) in enumerate(zip(chunks, extractions)):
+                    w.write_chunk(i, c, ex, title=src.title or ex.title)
+                kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
+            report.merge(w.report)
+            report.documents_added += 1
+        report.document_ids.append(src.id)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    report.seconds = time.perf_counter() - t0
+    report.embed_seconds = kg.embed_seconds - e0
+    return report

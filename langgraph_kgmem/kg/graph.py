@@ -1,0 +1,648 @@
+"""The knowledge graph every method shares.
+
+Structure lives in SQLite (``kg.sqlite``), vectors in a Chroma PersistentClient (``chroma/``) or a
+numpy index (``vector_backend="memory"``), both in one KG directory. The whole structure is also
+kept in memory as adjacency dicts (a cache of the stored graph); graph algorithms run on a cached
+CSR snapshot that is rebuilt lazily after writes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langgraph_kgmem.config import embeddings_id, get_embeddings
+from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_pagerank
+from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
+from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, edge_id, entity_id, node_id, normalize_name
+from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex
+
+DB_FILE = "kg.sqlite"
+MEMORY_DB_FILE = "memory.sqlite"
+FORMAT_VERSION = "1"
+# node kinds whose text is embedded (time/location/event nodes are found by structure, not text)
+EMBEDDED_KINDS = ("entity", "chunk", "anchor")
+Direction = Literal["out", "in", "both"]
+
+
+class KnowledgeGraph:
+    """A named, persistent knowledge graph.
+
+    Open one with :meth:`open` (a directory, created if needed) or :meth:`in_memory` (tests).
+    """
+
+    def __init__(self, store: SqliteGraphStore, vectors: NumpyVectorIndex, embeddings: Embeddings, *,
+                 name: str, path: Path | None, lock: Any = None) -> None:
+        self.name = name
+        self.path = path
+        self.embeddings = embeddings
+        self._store = store
+        self._vectors = vectors
+        self._lock = lock
+        self._nodes: dict[str, Node] = {}
+        self._edges: dict[str, Edge] = {}
+        self._out: dict[str, list[str]] = {}
+        self._in: dict[str, list[str]] = {}
+        self._version = 0
+        self._snapshots: dict[tuple, GraphSnapshot] = {}
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._persistence: tuple[Any, Any] | None = None
+        self._closed = False
+        for n in store.load_nodes():
+            self._index_node(n)
+        for e in store.load_edges():
+            self._index_edge(e)
+        self._check_embeddings()
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, name: str = "default",
+             embeddings: Embeddings | str | None = None,
+             vector_backend: Literal["chroma", "memory"] = "chroma", create: bool = True) -> "KnowledgeGraph":
+        """Create or reopen the KG stored in directory ``path``.
+
+        Raises:
+            NotAKnowledgeGraphError: ``path`` is a file, a non-empty directory that is not a KG, or
+                missing with ``create=False``; or another process holds the directory.
+        """
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise NotAKnowledgeGraphError(f"{root} is a file, not a KG directory: pass a directory path")
+        db = root / DB_FILE
+        if not db.exists():
+            if not create:
+                raise NotAKnowledgeGraphError(
+                    f"{root} is not a langgraph_kgmem KG directory (no {DB_FILE}); "
+                    "create one with KnowledgeGraph.open(path) or `kgmem ingest FILE --kg DIR`")
+            if root.exists() and any(p.name not in {".lock"} for p in root.iterdir()):
+                raise NotAKnowledgeGraphError(
+                    f"{root} is a non-empty directory without {DB_FILE}: refusing to turn it into a KG. "
+                    "Choose an empty or new directory.")
+        root.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(root / ".lock"))
+        try:
+            lock.acquire(timeout=float(os.environ.get("KGMEM_LOCK_TIMEOUT", "5")))
+        except Timeout as exc:
+            raise NotAKnowledgeGraphError(
+                f"{root} is open by another writer (one writer per KG directory: Chroma's persistent "
+                "client is not safe for several). Close the other KnowledgeGraph (kg.close()) or use "
+                "a Chroma server.") from exc
+        try:
+            store = SqliteGraphStore(db)
+            emb = get_embeddings(embeddings)
+            vectors = ChromaVectorIndex(root / "chroma") if vector_backend == "chroma" else NumpyVectorIndex()
+            if vector_backend == "memory":
+                _load_npz_vectors(root, vectors)
+            kg = cls(store, vectors, emb, name=name, path=root, lock=lock)
+        except BaseException:
+            lock.release()
+            raise
+        kg._vector_backend = vector_backend
+        return kg
+
+    @classmethod
+    def in_memory(cls, *, name: str = "default", embeddings: Embeddings | str | None = "hash") -> "KnowledgeGraph":
+        """A throw-away KG (SQLite ``:memory:`` + numpy vectors); defaults to the hashing embedding."""
+        kg = cls(SqliteGraphStore(":memory:"), NumpyVectorIndex(), get_embeddings(embeddings), name=name, path=None)
+        kg._vector_backend = "memory"
+        return kg
+
+    _vector_backend: str = "memory"
+
+    def _check_embeddings(self) -> None:
+        eid = embeddings_id(self.embeddings)
+        stored = self._store.get_meta("embeddings")
+        if stored is None:
+            with self._store.transaction():
+                self._store.set_meta("embeddings", eid)
+                self._store.set_meta("format", FORMAT_VERSION)
+                self._store.set_meta("name", self.name)
+        elif stored != eid:
+            raise KgmemInputError(
+                f"KG {self.name!r} was built with embeddings {stored!r}, not {eid!r}: vectors would not be "
+                f"comparable. Reopen with the same embeddings (KGMEM_EMBEDDINGS={stored}) or build a new KG.")
+
+    def close(self) -> None:
+        """Flush and release the directory lock. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.path is not None and self._vector_backend == "memory":
+            _save_npz_vectors(self.path, self._vectors)
+        if self._persistence is not None:
+            for obj in self._persistence:
+                conn = getattr(obj, "conn", None)
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # pragma: no cover - already closed
+                        pass
+        self._store.close()
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> "KnowledgeGraph":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"KnowledgeGraph(name={self.name!r}, path={str(self.path) if self.path else None!r}, " \
+               f"nodes={len(self._nodes)}, edges={len(self._edges)})"
+
+    # ------------------------------------------------------------------ persistence for methods
+    def persistence(self) -> tuple[Any, Any]:
+        """The shared (checkpointer, store) pair of this KG, backed by one database.
+
+        SQLite file ``memory.sqlite`` in the KG directory (SqliteSaver + SqliteStore); for an
+        in-memory KG, InMemorySaver + InMemoryStore. ``KGMEM_POSTGRES_URI`` switches to
+        PostgresSaver + PostgresStore (needs ``langgraph-checkpoint-postgres``).
+        """
+        if self._persistence is None:
+            self._persistence = open_persistence(self.path)
+        return self._persistence
+
+    # ------------------------------------------------------------------ in-memory index
+    def _index_node(self, n: Node) -> None:
+        self._nodes[n.id] = n
+        self._out.setdefault(n.id, [])
+        self._in.setdefault(n.id, [])
+
+    def _index_edge(self, e: Edge) -> None:
+        if e.id in self._edges:
+            self._edges[e.id] = e
+            return
+        self._edges[e.id] = e
+        self._out.setdefault(e.src, []).append(e.id)
+        self._in.setdefault(e.dst, []).append(e.id)
+
+    def _unindex_edge(self, eid: str) -> None:
+        e = self._edges.pop(eid, None)
+        if e is None:
+            return
+        self._out[e.src].remove(eid)
+        self._in[e.dst].remove(eid)
+
+    def _touch(self) -> None:
+        self._version += 1
+        self._snapshots.clear()
+
+    @property
+    def version(self) -> int:
+        """Increases on every write; caches keyed on it stay valid until the graph changes."""
+        return self._version
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes: all of them land in SQLite or none (vectors are upserted idempotently).
+        On failure the in-memory cache is reloaded from SQLite so both agree again."""
+        try:
+            with self._store.transaction():
+                yield
+        except BaseException:
+            if self._store._depth == 0:
+                self._reload()
+            raise
+
+    def _reload(self) -> None:
+        self._nodes, self._edges, self._out, self._in = {}, {}, {}, {}
+        for n in self._store.load_nodes():
+            self._index_node(n)
+        for e in self._store.load_edges():
+            self._index_edge(e)
+        self._touch()
+
+    # ------------------------------------------------------------------ embeddings
+    embed_seconds: float = 0.0  # time spent inside the embedding model (reported by ingestion)
+
+    def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        out: list[list[float]] = []
+        t0 = time.perf_counter()
+        for off in range(0, len(texts), batch_size):
+            out.extend(self.embeddings.embed_documents(list(texts[off:off + batch_size])))
+        self.embed_seconds += time.perf_counter() - t0
+        if not out:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.asarray(out, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Unit query vector, LRU-cached (the same question is embedded once per process)."""
+        vec = self._query_cache.get(text)
+        if vec is None:
+            t0 = time.perf_counter()
+            vec = np.asarray(self.embeddings.embed_query(text), dtype=np.float32)
+            self.embed_seconds += time.perf_counter() - t0
+            vec = vec / (np.linalg.norm(vec) or 1.0)
+            self._query_cache[text] = vec
+            if len(self._query_cache) > 2048:
+                self._query_cache.popitem(last=False)
+        else:
+            self._query_cache.move_to_end(text)
+        return vec
+
+    # ------------------------------------------------------------------ writes
+    def add_nodes(self, nodes: Sequence[Node], *, source: str | None = None, embed: bool = True,
+                  vectors: np.ndarray | None = None) -> list[str]:
+        """Insert or update nodes; embeds the text of entity/chunk/anchor nodes not yet embedded."""
+        for n in nodes:
+            if n.kind not in NODE_KINDS:
+                raise KgmemInputError(f"unknown node kind {n.kind!r}; allowed: {', '.join(NODE_KINDS)}")
+        with self.transaction():
+            self._store.upsert_nodes(nodes)
+            if source is not None:
+                self._store.add_sources([n.id for n in nodes], [], source)
+        for n in nodes:
+            self._index_node(n)
+        if vectors is not None:
+            self._vectors.upsert("nodes", [n.id for n in nodes], vectors, [n.kind for n in nodes])
+        elif embed:
+            todo = [n for n in nodes if n.kind in EMBEDDED_KINDS]
+            have = self._vectors.has("nodes", [n.id for n in todo])
+            todo = [n for n, h in zip(todo, have) if not h]
+            if todo:
+                self._vectors.upsert("nodes", [n.id for n in todo], self.embed_texts([n.text for n in todo]),
+                                     [n.kind for n in todo])
+        self._touch()
+        return [n.id for n in nodes]
+
+    def add_node(self, kind: str, text: str, *, id: str | None = None, attrs: dict[str, Any] | None = None,
+                 source: str | None = None, embed: bool = True) -> str:
+        nid = id or (entity_id(text) if kind == "entity" else node_id(kind, text))
+        self.add_nodes([Node(nid, kind, text, attrs or {})], source=source, embed=embed)
+        return nid
+
+    def add_edges(self, edges: Sequence[Edge], *, source: str | None = None, embed_facts: bool = True) -> list[str]:
+        """Insert or update edges; relation edges are also embedded as fact text ("s r o")."""
+        for e in edges:
+            if e.kind not in EDGE_KINDS:
+                raise KgmemInputError(f"unknown edge kind {e.kind!r}; allowed: {', '.join(EDGE_KINDS)}")
+            if e.src not in self._nodes or e.dst not in self._nodes:
+                missing = e.src if e.src not in self._nodes else e.dst
+                raise KgmemInputError(f"edge {e.id} refers to unknown node {missing!r}: add the node first")
+        with self.transaction():
+            self._store.upsert_edges(edges)
+            if source is not None:
+                self._store.add_sources([], [e.id for e in edges], source)
+        for e in edges:
+            self._index_edge(e)
+        if embed_facts:
+            facts = [e for e in edges if e.kind == "relation"]
+            have = self._vectors.has("facts", [e.id for e in facts])
+            facts = [e for e, h in zip(facts, have) if not h]
+            if facts:
+                self._vectors.upsert("facts", [e.id for e in facts],
+                                     self.embed_texts([self.fact_text(e) for e in facts]), ["relation"] * len(facts))
+        self._touch()
+        return [e.id for e in edges]
+
+    def add_edge(self, src: str, dst: str, kind: str, *, text: str = "", weight: float = 1.0,
+                 attrs: dict[str, Any] | None = None, source: str | None = None) -> str:
+        e = Edge(edge_id(src, dst, kind, text), src, dst, kind, text, weight, attrs or {})
+        self.add_edges([e], source=source)
+        return e.id
+
+    def add_triples(self, triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
+                    title: str | None = None, merge_threshold: float | None = 0.85) -> "Any":
+        """Add pre-extracted ``[subject, relation, object]`` triples (see ingest.pipeline)."""
+        from langgraph_kgmem.ingest.pipeline import add_triples
+
+        return add_triples(self, triples, source=source, text=text, title=title, merge_threshold=merge_threshold)
+
+    def add_documents(self, docs: Iterable[Any], *, model: Any = None, **options: Any) -> "Any":
+        """Chunk, extract and merge documents into the KG (see ingest.pipeline.add_documents)."""
+        from langgraph_kgmem.ingest.pipeline import add_documents
+
+        return add_documents(self, docs, model=model, **options)
+
+    def add_records(self, records: Any, **options: Any) -> "Any":
+        """Time-stamped observations → time/location/event nodes (see ingest.records)."""
+        from langgraph_kgmem.ingest.records import add_records
+
+        return add_records(self, records, **options)
+
+    def add_synonym_edges(self, *, threshold: float = 0.8, weight_scale: float = 2.0, max_per_node: int = 50,
+                          block: int = 2048) -> int:
+        """Link entity pairs with cosine ≥ ``threshold`` by ``synonym`` edges weighted
+        ``weight_scale × similarity`` (HippoRAG 2 / CatRAG). Vectorised in blocks; idempotent."""
+        ids, mat = self._vectors.matrix("nodes", kinds=("entity",))
+        if len(ids) < 2:
+            return 0
+        mat = np.asarray(mat, dtype=np.float32)
+        new: list[Edge] = []
+        for off in range(0, len(ids), block):
+            sims = mat[off:off + block] @ mat.T
+            for r in range(sims.shape[0]):
+                i = off + r
+                row = sims[r]
+                cand = np.flatnonzero(row >= threshold)
+                cand = cand[cand > i]  # each unordered pair once
+                if len(cand) > max_per_node:
+                    cand = cand[np.argsort(-row[cand], kind="stable")[:max_per_node]]
+                for j in sorted(cand.tolist()):
+                    sim = float(row[j])
+                    a, b = ids[i], ids[j]
+                    new.append(Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim,
+                                    {"similarity": round(sim, 6)}))
+        if new:
+            self.add_edges(new, source=DERIVED_SOURCE)
+        return len(new)
+
+    def delete_document(self, doc_id: str) -> dict[str, int]:
+        """Remove a document and everything only it contributed (nodes, edges, vectors)."""
+        if self._store.document(doc_id) is None:
+            known = [d["id"] for d in self._store.documents()][:5]
+            raise KgmemInputError(f"no document {doc_id!r} in KG {self.name!r}; known ids start with {known}")
+        with self.transaction():
+            nodes, edges = self._store.remove_document_sources(doc_id)
+            doomed_nodes = set(nodes)
+            doomed_edges = set(edges)
+            for nid in doomed_nodes:
+                doomed_edges.update(self._out.get(nid, []))
+                doomed_edges.update(self._in.get(nid, []))
+            self._store.delete_edges(sorted(doomed_edges))
+            self._store.delete_nodes(sorted(doomed_nodes))
+            self._store.delete_document_row(doc_id)
+        for eid in sorted(doomed_edges):
+            self._unindex_edge(eid)
+        for nid in doomed_nodes:
+            self._nodes.pop(nid, None)
+            self._out.pop(nid, None)
+            self._in.pop(nid, None)
+        self._vectors.delete("nodes", sorted(doomed_nodes))
+        self._vectors.delete("facts", sorted(doomed_edges))
+        self._touch()
+        return {"nodes_removed": len(doomed_nodes), "edges_removed": len(doomed_edges)}
+
+    # ------------------------------------------------------------------ reads
+    def node(self, nid: str) -> Node | None:
+        return self._nodes.get(nid)
+
+    def edge(self, eid: str) -> Edge | None:
+        return self._edges.get(eid)
+
+    def has_node(self, nid: str) -> bool:
+        return nid in self._nodes
+
+    def nodes(self, kind: str | None = None) -> list[Node]:
+        return [n for n in self._nodes.values() if kind is None or n.kind == kind]
+
+    def edges(self, kind: str | None = None) -> list[Edge]:
+        return [e for e in self._edges.values() if kind is None or e.kind == kind]
+
+    def node_count(self) -> int:
+        return len(self._nodes)
+
+    def edge_count(self) -> int:
+        return len(self._edges)
+
+    def edges_of(self, nid: str, *, direction: Direction = "both") -> list[Edge]:
+        ids: list[str] = []
+        if direction in ("out", "both"):
+            ids.extend(self._out.get(nid, []))
+        if direction in ("in", "both"):
+            ids.extend(self._in.get(nid, []))
+        return [self._edges[e] for e in ids]
+
+    def neighbors(self, nid: str, *, kinds: Sequence[str] | None = None, relation: str | None = None,
+                  node_kinds: Sequence[str] | None = None, direction: Direction = "both") -> list[tuple[Edge, Node]]:
+        """(edge, neighbour) pairs in insertion order, filtered by edge kind, relation text
+        (case-insensitive substring) and neighbour kind."""
+        out = []
+        rel = relation.lower() if relation else None
+        for e in self.edges_of(nid, direction=direction):
+            if kinds is not None and e.kind not in kinds:
+                continue
+            if rel is not None and rel not in e.text.lower() and rel != e.kind:
+                continue
+            other = e.dst if e.src == nid else e.src
+            node = self._nodes.get(other)
+            if node is None or (node_kinds is not None and node.kind not in node_kinds):
+                continue
+            out.append((e, node))
+        return out
+
+    def degree(self, nid: str, *, kinds: Sequence[str] | None = None) -> int:
+        return len(self.neighbors(nid, kinds=kinds))
+
+    def sources_of(self, nid: str) -> list[str]:
+        """Document ids that contributed node (or edge) ``nid``."""
+        if nid in self._edges:
+            return self._store.edge_sources(nid)
+        return self._store.node_sources(nid)
+
+    def document_nodes(self, doc_id: str) -> list[str]:
+        return self._store.doc_node_ids(doc_id)
+
+    def documents(self) -> list[dict[str, Any]]:
+        return self._store.documents()
+
+    def document(self, doc_id: str) -> dict[str, Any] | None:
+        return self._store.document(doc_id)
+
+    def aliases(self, nid: str | None = None) -> list[tuple[str, str, float]]:
+        return self._store.aliases(nid)
+
+    def fact_text(self, e: Edge) -> str:
+        s, o = self._nodes.get(e.src), self._nodes.get(e.dst)
+        return f"{s.text if s else e.src} {e.text} {o.text if o else e.dst}".strip()
+
+    def chunk_of_anchor(self, anchor_id: str) -> Node | None:
+        for e, n in self.neighbors(anchor_id, kinds=("anchor_chunk",)):
+            if n.kind == "chunk":
+                return n
+        return None
+
+    # ------------------------------------------------------------------ vectors
+    def vectors(self, ids: Sequence[str], space: str = "nodes") -> np.ndarray:
+        return self._vectors.get(space, ids)
+
+    def has_vectors(self, ids: Sequence[str], space: str = "nodes") -> list[bool]:
+        return self._vectors.has(space, ids)
+
+    def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
+        return self._vectors.matrix(space, kinds)
+
+    def nearest(self, query: str | np.ndarray, k: int = 5, *, kinds: Sequence[str] | None = ("entity",),
+                restrict: Sequence[str] | None = None) -> list[tuple[Node, float]]:
+        """Nodes most similar to ``query`` (text or vector), best first, deterministic ties."""
+        vec = self.embed_query(query) if isinstance(query, str) else query
+        hits = self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
+        return [(self._nodes[i], s) for i, s in hits if i in self._nodes]
+
+    def nearest_facts(self, query: str | np.ndarray, k: int = 5) -> list[tuple[Edge, float]]:
+        vec = self.embed_query(query) if isinstance(query, str) else query
+        hits = self._vectors.search("facts", vec, k)
+        return [(self._edges[i], s) for i, s in hits if i in self._edges]
+
+    # ------------------------------------------------------------------ subgraphs & algorithms
+    def subgraph(self, node_ids: Iterable[str], *, hops: int = 0, edge_kinds: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Nodes within ``hops`` of ``node_ids`` and the edges among them, as plain dicts."""
+        frontier = [n for n in dict.fromkeys(node_ids) if n in self._nodes]
+        seen = dict.fromkeys(frontier)
+        for _ in range(hops):
+            nxt = []
+            for nid in frontier:
+                for e, nb in self.neighbors(nid, kinds=edge_kinds):
+                    if nb.id not in seen:
+                        seen[nb.id] = None
+                        nxt.append(nb.id)
+            frontier = nxt
+        edges = {}
+        for nid in seen:
+            for e in self.edges_of(nid, direction="out"):
+                if e.dst in seen and (edge_kinds is None or e.kind in edge_kinds):
+                    edges[e.id] = e
+        return {"nodes": [self._nodes[n].to_dict() for n in seen], "edges": [e.to_dict() for e in edges.values()]}
+
+    def snapshot(self, edge_kinds: Sequence[str] | None = None, *, symmetric: bool = True) -> GraphSnapshot:
+        """CSR snapshot over the given edge kinds (all by default); cached until the next write."""
+        key = (tuple(sorted(edge_kinds)) if edge_kinds else None, symmetric)
+        snap = self._snapshots.get(key)
+        if snap is None:
+            ids = list(self._nodes)
+            index = {nid: i for i, nid in enumerate(ids)}
+            es = [e for e in self._edges.values() if edge_kinds is None or e.kind in edge_kinds]
+            src = np.fromiter((index[e.src] for e in es), dtype=np.int64, count=len(es))
+            dst = np.fromiter((index[e.dst] for e in es), dtype=np.int64, count=len(es))
+            w = np.fromiter((e.weight for e in es), dtype=np.float64, count=len(es))
+            snap = build_snapshot(ids, [self._nodes[i].kind for i in ids], src, dst, w, symmetric=symmetric)
+            self._snapshots[key] = snap
+        return snap
+
+    def ppr(self, seeds: Mapping[str, float], *, damping: float = 0.5, edge_kinds: Sequence[str] | None = None,
+            overrides: Mapping[tuple[str, str], float] | None = None, tol: float = 1e-8, max_iter: int = 200,
+            node_kinds: Sequence[str] | None = None, top_k: int | None = None) -> list[tuple[str, float]]:
+        """Personalized PageRank from ``seeds`` (node id → reset weight).
+
+        ``overrides`` maps directed pairs ``(src_id, dst_id)`` to weight multipliers for this call
+        only; the stored graph and the cached snapshot are never changed. Returns (node id, score)
+        best first, filtered by ``node_kinds`` and cut to ``top_k``.
+        """
+        snap = self.snapshot(edge_kinds)
+        reset = np.zeros(snap.n)
+        for nid, w in seeds.items():
+            i = snap.index.get(nid)
+            if i is not None and np.isfinite(w) and w > 0:
+                reset[i] += w
+        ov = None
+        if overrides:
+            ov = {(snap.index[a], snap.index[b]): m for (a, b), m in overrides.items()
+                  if a in snap.index and b in snap.index}
+        scores = personalized_pagerank(snap, reset, damping=damping, tol=tol, max_iter=max_iter, overrides=ov)
+        rows = np.arange(snap.n)
+        if node_kinds is not None:
+            rows = rows[np.isin(snap.kinds, list(node_kinds))]
+        order = rows[np.lexsort((rows, -scores[rows]))]
+        if top_k is not None:
+            order = order[:top_k]
+        return [(snap.node_ids[i], float(scores[i])) for i in order]
+
+    def to_networkx(self) -> Any:
+        """A networkx MultiDiGraph copy (for analysis and drawing; not used on hot paths)."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph(name=self.name)
+        for n in self._nodes.values():
+            g.add_node(n.id, kind=n.kind, text=n.text)
+        for e in self._edges.values():
+            g.add_edge(e.src, e.dst, key=e.id, kind=e.kind, text=e.text, weight=e.weight)
+        return g
+
+    def stats(self) -> dict[str, Any]:
+        nodes: dict[str, int] = {}
+        for n in self._nodes.values():
+            nodes[n.kind] = nodes.get(n.kind, 0) + 1
+        edges: dict[str, int] = {}
+        for e in self._edges.values():
+            edges[e.kind] = edges.get(e.kind, 0) + 1
+        return {
+            "name": self.name,
+            "path": str(self.path) if self.path else None,
+            "embeddings": embeddings_id(self.embeddings),
+            "documents": len(self._store.documents()),
+            "nodes": len(self._nodes),
+            "edges": len(self._edges),
+            "nodes_by_kind": dict(sorted(nodes.items())),
+            "edges_by_kind": dict(sorted(edges.items())),
+            "aliases": len(self._store.aliases()),
+            "vectors": {"nodes": self._vectors.count("nodes"), "facts": self._vectors.count("facts")},
+        }
+
+    # internal access for ingestion
+    @property
+    def graph_store(self) -> SqliteGraphStore:
+        return self._store
+
+    @property
+    def vector_index(self) -> NumpyVectorIndex:
+        return self._vectors
+
+
+def open_persistence(path: Path | None) -> tuple[Any, Any]:
+    """(checkpointer, store) on one database: Postgres if KGMEM_POSTGRES_URI, else SQLite in ``path``."""
+    uri = os.environ.get("KGMEM_POSTGRES_URI")
+    if uri:
+        try:
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from langgraph.store.postgres import PostgresStore
+            from psycopg import Connection
+        except ImportError as exc:  # pragma: no cover - optional extra
+            from langgraph_kgmem.errors import ConfigurationError
+
+            raise ConfigurationError(
+                "KGMEM_POSTGRES_URI is set but the Postgres backends are missing: "
+                "pip install 'langgraph-kgmem[postgres]'") from exc
+        conn = Connection.connect(uri, autocommit=True, prepare_threshold=0)
+        saver, store = PostgresSaver(conn), PostgresStore(conn)
+        saver.setup()
+        store.setup()
+        return saver, store
+    if path is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.store.memory import InMemoryStore
+
+        return InMemorySaver(), InMemoryStore()
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.sqlite import SqliteStore
+
+    db = str(Path(path) / MEMORY_DB_FILE)
+    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
+    saver.setup()
+    store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
+    store.setup()
+    return saver, store
+
+
+def _save_npz_vectors(root: Path, index: NumpyVectorIndex) -> None:
+    arrays: dict[str, Any] = {}
+    for space in ("nodes", "facts"):
+        ids, mat = index.matrix(space)
+        kinds = [index._space(space).kinds[index._space(space).row[i]] for i in ids]
+        arrays[f"{space}_ids"] = np.asarray(ids, dtype=object)
+        arrays[f"{space}_kinds"] = np.asarray(kinds, dtype=object)
+        arrays[f"{space}_mat"] = mat
+    np.savez(root / "vectors.npz", **arrays)
+
+
+def _load_npz_vectors(root: Path, index: NumpyVectorIndex) -> None:
+    f = root / "vectors.npz"
+    if not f.exists():
+        return
+    data = np.load(f, allow_pickle=True)
+    for space in ("nodes", "facts"):
+        ids = [str(x) for x in data[f"{space}_ids"]]
+        if ids:
+            index.upsert(space, ids, data[f"{space}_mat"], [str(x) for x in data[f"{space}_kinds"]])

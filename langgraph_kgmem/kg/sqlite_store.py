@@ -1,0 +1,178 @@
+"""Graph structure in one SQLite file: nodes, edges, provenance, documents, aliases, metadata."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from langgraph_kgmem.kg.types import Edge, Node
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes(id TEXT PRIMARY KEY, kind TEXT NOT NULL, text TEXT NOT NULL,
+    attrs TEXT NOT NULL DEFAULT '{}');
+CREATE TABLE IF NOT EXISTS edges(id TEXT PRIMARY KEY, src TEXT NOT NULL, dst TEXT NOT NULL,
+    kind TEXT NOT NULL, text TEXT NOT NULL DEFAULT '', weight REAL NOT NULL DEFAULT 1.0,
+    attrs TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+CREATE TABLE IF NOT EXISTS node_sources(node_id TEXT NOT NULL, doc_id TEXT NOT NULL,
+    PRIMARY KEY(node_id, doc_id));
+CREATE INDEX IF NOT EXISTS node_sources_doc ON node_sources(doc_id);
+CREATE TABLE IF NOT EXISTS edge_sources(edge_id TEXT NOT NULL, doc_id TEXT NOT NULL,
+    PRIMARY KEY(edge_id, doc_id));
+CREATE INDEX IF NOT EXISTS edge_sources_doc ON edge_sources(doc_id);
+CREATE TABLE IF NOT EXISTS documents(id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
+    seq INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS aliases(alias TEXT PRIMARY KEY, node_id TEXT NOT NULL, similarity REAL NOT NULL);
+"""
+
+# sources that are not documents: derived edges (synonyms) live as long as both endpoints do
+DERIVED_SOURCE = "__derived__"
+
+
+class SqliteGraphStore:
+    """Persistent structure of one KG. Writes are grouped with :meth:`transaction`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(SCHEMA)
+        self._depth = 0
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Nested-safe: only the outermost block commits; an exception rolls everything back."""
+        if self._depth == 0:
+            self.conn.execute("BEGIN")
+        self._depth += 1
+        try:
+            yield self.conn
+        except BaseException:
+            self._depth -= 1
+            if self._depth == 0:
+                self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self._depth -= 1
+            if self._depth == 0:
+                self.conn.execute("COMMIT")
+
+    # meta
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    # bulk loads
+    def load_nodes(self) -> Iterator[Node]:
+        for nid, kind, text, attrs in self.conn.execute("SELECT id, kind, text, attrs FROM nodes ORDER BY rowid"):
+            yield Node(nid, kind, text, json.loads(attrs))
+
+    def load_edges(self) -> Iterator[Edge]:
+        for row in self.conn.execute("SELECT id, src, dst, kind, text, weight, attrs FROM edges ORDER BY rowid"):
+            yield Edge(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
+
+    # writes
+    def upsert_nodes(self, nodes: Iterable[Node]) -> None:
+        self.conn.executemany(
+            "INSERT INTO nodes(id, kind, text, attrs) VALUES(?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET text=excluded.text, attrs=excluded.attrs",
+            [(n.id, n.kind, n.text, json.dumps(n.attrs, sort_keys=True)) for n in nodes],
+        )
+
+    def upsert_edges(self, edges: Iterable[Edge]) -> None:
+        self.conn.executemany(
+            "INSERT INTO edges(id, src, dst, kind, text, weight, attrs) VALUES(?,?,?,?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET weight=excluded.weight, attrs=excluded.attrs",
+            [(e.id, e.src, e.dst, e.kind, e.text, e.weight, json.dumps(e.attrs, sort_keys=True)) for e in edges],
+        )
+
+    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
+        self.conn.executemany("INSERT OR IGNORE INTO node_sources VALUES(?,?)", [(n, doc_id) for n in node_ids])
+        self.conn.executemany("INSERT OR IGNORE INTO edge_sources VALUES(?,?)", [(e, doc_id) for e in edge_ids])
+
+    def node_sources(self, node_id: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT doc_id FROM node_sources WHERE node_id=? ORDER BY doc_id", (node_id,))]
+
+    def edge_sources(self, edge_id: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT doc_id FROM edge_sources WHERE edge_id=? ORDER BY doc_id", (edge_id,))]
+
+    def doc_node_ids(self, doc_id: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT node_id FROM node_sources WHERE doc_id=? ORDER BY node_id", (doc_id,))]
+
+    def remove_document_sources(self, doc_id: str) -> tuple[list[str], list[str]]:
+        """Drop a document's provenance; return (node ids, edge ids) left with no source at all."""
+        c = self.conn
+        nodes = [r[0] for r in c.execute("SELECT node_id FROM node_sources WHERE doc_id=?", (doc_id,))]
+        edges = [r[0] for r in c.execute("SELECT edge_id FROM edge_sources WHERE doc_id=?", (doc_id,))]
+        c.execute("DELETE FROM node_sources WHERE doc_id=?", (doc_id,))
+        c.execute("DELETE FROM edge_sources WHERE doc_id=?", (doc_id,))
+        orphan_nodes = [n for n in nodes if not c.execute(
+            "SELECT 1 FROM node_sources WHERE node_id=? LIMIT 1", (n,)).fetchone()]
+        orphan_edges = [e for e in edges if not c.execute(
+            "SELECT 1 FROM edge_sources WHERE edge_id=? LIMIT 1", (e,)).fetchone()]
+        return sorted(orphan_nodes), sorted(orphan_edges)
+
+    def delete_nodes(self, ids: list[str]) -> None:
+        self.conn.executemany("DELETE FROM nodes WHERE id=?", [(i,) for i in ids])
+        self.conn.executemany("DELETE FROM node_sources WHERE node_id=?", [(i,) for i in ids])
+        self.conn.executemany("DELETE FROM aliases WHERE node_id=?", [(i,) for i in ids])
+
+    def delete_edges(self, ids: list[str]) -> None:
+        self.conn.executemany("DELETE FROM edges WHERE id=?", [(i,) for i in ids])
+        self.conn.executemany("DELETE FROM edge_sources WHERE edge_id=?", [(i,) for i in ids])
+
+    # documents
+    def document(self, doc_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT id, title, status, n_chunks, meta, seq FROM documents WHERE id=?", (doc_id,)).fetchone()
+        if not row:
+            return None
+        return {"id": row[0], "title": row[1], "status": row[2], "n_chunks": row[3],
+                "meta": json.loads(row[4]), "seq": row[5]}
+
+    def documents(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT id FROM documents ORDER BY seq, id").fetchall()
+        return [self.document(r[0]) for r in rows]  # type: ignore[misc]
+
+    def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
+                     meta: dict[str, Any] | None = None) -> None:
+        seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM documents").fetchone()[0]
+        self.conn.execute(
+            "INSERT INTO documents(id, title, status, n_chunks, meta, seq) VALUES(?,?,?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET title=excluded.title, status=excluded.status, "
+            "n_chunks=excluded.n_chunks, meta=excluded.meta",
+            (doc_id, title, status, n_chunks, json.dumps(meta or {}, sort_keys=True), seq),
+        )
+
+    def delete_document_row(self, doc_id: str) -> None:
+        self.conn.execute("DELETE FROM documents WHERE id=?", (doc_id,))
+
+    # aliases
+    def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO aliases VALUES(?,?,?)", (alias, node_id, similarity))
+
+    def aliases(self, node_id: str | None = None) -> list[tuple[str, str, float]]:
+        if node_id is None:
+            return list(self.conn.execute("SELECT alias, node_id, similarity FROM aliases ORDER BY alias"))
+        return list(self.conn.execute(
+            "SELECT alias, node_id, similarity FROM aliases WHERE node_id=? ORDER BY alias", (node_id,)))
+
+    def alias_target(self, alias: str) -> str | None:
+        row = self.conn.execute("SELECT node_id FROM aliases WHERE alias=?", (alias,)).fetchone()
+        return row[0] if row else None
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,106 @@
+"""Typed records of the knowledge graph: node and edge kinds, stable prefixed content-hash ids."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+NodeKind = Literal["entity", "chunk", "anchor", "time", "location", "event"]
+EdgeKind = Literal[
+    "relation",      # entity → entity, from a triple; text = relation sentence
+    "synonym",       # entity — entity, embedding similarity; weight = similarity-derived
+    "context",       # entity → chunk / anchor: "mentioned in"
+    "anchor_chunk",  # anchor → chunk
+    "next",          # anchor_i → anchor_{i+1} in document order
+    "temporal",      # time → location (KG-IRAG)
+    "spatial",       # location → event
+    "causal",        # time → event
+    "time_next",     # time_i → time_{i+1}
+]
+NODE_KINDS: tuple[str, ...] = ("entity", "chunk", "anchor", "time", "location", "event")
+EDGE_KINDS: tuple[str, ...] = ("relation", "synonym", "context", "anchor_chunk", "next", "temporal",
+                               "spatial", "causal", "time_next")
+ID_PREFIX = {"entity": "ent", "chunk": "chk", "anchor": "anc", "time": "tim", "location": "loc",
+             "event": "evt", "document": "doc", "edge": "rel"}
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_name(name: str) -> str:
+    """Case- and whitespace-folded form used for entity identity."""
+    return _WS.sub(" ", name.strip().strip(".,;:\"'")).lower()
+
+
+def content_hash(*parts: str, size: int = 16) -> str:
+    h = hashlib.blake2b(digest_size=size // 2)
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+def node_id(kind: str, key: str) -> str:
+    """Stable id: the kind's prefix plus a hash of the identifying key (e.g. the entity name)."""
+    return f"{ID_PREFIX[kind]}-{content_hash(kind, key)}"
+
+
+def entity_id(name: str) -> str:
+    return node_id("entity", normalize_name(name))
+
+
+def document_id(text: str) -> str:
+    return f"doc-{content_hash('document', text)}"
+
+
+def edge_id(src: str, dst: str, kind: str, text: str = "") -> str:
+    return f"rel-{content_hash(src, dst, kind, text.strip().lower())}"
+
+
+@dataclass
+class Node:
+    id: str
+    kind: str
+    text: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "text": self.text, "attrs": dict(self.attrs)}
+
+
+@dataclass
+class Edge:
+    id: str
+    src: str
+    dst: str
+    kind: str
+    text: str = ""
+    weight: float = 1.0
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "src": self.src, "dst": self.dst, "kind": self.kind, "text": self.text,
+                "weight": self.weight, "attrs": dict(self.attrs)}
+
+
+@dataclass(frozen=True)
+class Triple:
+    subject: str
+    relation: str
+    object: str
+
+    @classmethod
+    def coerce(cls, value: Any) -> "Triple":
+        if isinstance(value, Triple):
+            return value
+        if isinstance(value, dict):
+            return cls(str(value["subject"]), str(value["relation"]), str(value["object"]))
+        if isinstance(value, (list, tuple)) and len(value) == 3:
+            return cls(str(value[0]), str(value[1]), str(value[2]))
+        raise ValueError(
+            f"a triple must be [subject, relation, object] or a dict with those keys, got {value!r}"
+        )
+
+    def text(self) -> str:
+        return f"{self.subject} {self.relation} {self.object}"

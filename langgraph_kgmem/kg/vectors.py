@@ -1,0 +1,222 @@
+"""Vector indexes behind one small protocol.
+
+- :class:`NumpyVectorIndex`: in memory, brute-force cosine with numpy (tests; also the search
+  mirror of the persistent index).
+- :class:`ChromaVectorIndex`: vectors persisted in a Chroma ``PersistentClient``; we always pass
+  explicit vectors (Chroma's default embedding function would download a model) and keep a numpy
+  mirror for fast, deterministic search and bulk reads.
+
+Spaces separate families of vectors: ``"nodes"`` (entities, chunks, anchors ...) and ``"facts"``
+(relation edges rendered as text).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Protocol, Sequence
+
+import numpy as np
+
+
+class VectorIndex(Protocol):
+    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None: ...
+    def delete(self, space: str, ids: Iterable[str]) -> None: ...
+    def get(self, space: str, ids: Sequence[str]) -> np.ndarray: ...
+    def has(self, space: str, ids: Sequence[str]) -> list[bool]: ...
+    def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
+               restrict: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
+    def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]: ...
+    def count(self, space: str) -> int: ...
+
+
+class _Space:
+    """Append-only rows with tombstones; compacts when a third of the rows are dead."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        self.dim = dim
+        self.ids: list[str] = []
+        self.kinds: list[str] = []
+        self.row: dict[str, int] = {}
+        self.mat = np.zeros((0, dim or 0), dtype=np.float32)
+        self.alive = np.zeros(0, dtype=bool)
+        self._kind_arr: np.ndarray | None = None
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(vectors) != len(ids):
+            raise ValueError("vectors must be a 2-D array with one row per id")
+        if self.dim is None or self.mat.shape[1] == 0:
+            self.dim = vectors.shape[1]
+            self.mat = np.zeros((0, self.dim), dtype=np.float32)
+        if vectors.shape[1] != self.dim:
+            raise ValueError(f"vector dimension {vectors.shape[1]} does not match the index ({self.dim})")
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.where(norms > 0, norms, 1.0)
+        new_rows, new_vecs = [], []
+        for i, (nid, kind) in enumerate(zip(ids, kinds)):
+            r = self.row.get(nid)
+            if r is not None:
+                self.mat[r] = vectors[i]
+                self.kinds[r] = kind
+            else:
+                self.row[nid] = len(self.ids) + len(new_rows)
+                new_rows.append((nid, kind))
+                new_vecs.append(vectors[i])
+        if new_rows:
+            self.ids.extend(n for n, _ in new_rows)
+            self.kinds.extend(k for _, k in new_rows)
+            self.mat = np.vstack([self.mat, np.asarray(new_vecs, dtype=np.float32)])
+            self.alive = np.concatenate([self.alive, np.ones(len(new_rows), dtype=bool)])
+        self._kind_arr = None
+
+    def delete(self, ids: Iterable[str]) -> None:
+        for nid in ids:
+            r = self.row.pop(nid, None)
+            if r is not None:
+                self.alive[r] = False
+        if len(self.alive) and (~self.alive).sum() > len(self.alive) / 3:
+            keep = np.flatnonzero(self.alive)
+            self.ids = [self.ids[i] for i in keep]
+            self.kinds = [self.kinds[i] for i in keep]
+            self.mat = self.mat[keep]
+            self.alive = np.ones(len(keep), dtype=bool)
+            self.row = {nid: i for i, nid in enumerate(self.ids)}
+        self._kind_arr = None
+
+    def kind_mask(self, kinds: Sequence[str] | None) -> np.ndarray:
+        if kinds is None:
+            return self.alive
+        if self._kind_arr is None:
+            self._kind_arr = np.asarray(self.kinds, dtype=object)
+        return self.alive & np.isin(self._kind_arr, list(kinds))
+
+
+class NumpyVectorIndex:
+    """In-memory vector index (cosine on unit vectors)."""
+
+    def __init__(self) -> None:
+        self._spaces: dict[str, _Space] = {}
+
+    def _space(self, space: str) -> _Space:
+        return self._spaces.setdefault(space, _Space())
+
+    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
+        if len(ids):
+            self._space(space).upsert(ids, vectors, kinds)
+
+    def delete(self, space: str, ids: Iterable[str]) -> None:
+        self._space(space).delete(ids)
+
+    def has(self, space: str, ids: Sequence[str]) -> list[bool]:
+        row = self._space(space).row
+        return [i in row for i in ids]
+
+    def get(self, space: str, ids: Sequence[str]) -> np.ndarray:
+        s = self._space(space)
+        missing = [i for i in ids if i not in s.row]
+        if missing:
+            raise KeyError(f"no vector for {missing[:3]} in space {space!r}")
+        if not ids:
+            return np.zeros((0, s.dim or 0), dtype=np.float32)
+        return s.mat[[s.row[i] for i in ids]]
+
+    def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
+               restrict: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        s = self._space(space)
+        if not len(s.ids) or k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).ravel()
+        q = q / (np.linalg.norm(q) or 1.0)
+        if restrict is not None:
+            rows = np.array([s.row[i] for i in restrict if i in s.row], dtype=np.int64)
+            if not len(rows):
+                return []
+            scores = s.mat[rows] @ q
+            order = np.lexsort((rows, -scores))[:k]
+            return [(s.ids[rows[i]], float(scores[i])) for i in order]
+        mask = s.kind_mask(kinds)
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return []
+        scores = s.mat[rows] @ q
+        if k < len(rows):
+            part = np.argpartition(-scores, k - 1)[:k]
+        else:
+            part = np.arange(len(rows))
+        # ties broken by insertion order so results never depend on hash order
+        order = part[np.lexsort((rows[part], -scores[part]))]
+        return [(s.ids[rows[i]], float(scores[i])) for i in order]
+
+    def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+        s = self._space(space)
+        rows = np.flatnonzero(s.kind_mask(kinds)) if len(s.ids) else np.zeros(0, dtype=np.int64)
+        return [s.ids[i] for i in rows], s.mat[rows]
+
+    def count(self, space: str) -> int:
+        return len(self._space(space).row)
+
+
+class ChromaVectorIndex(NumpyVectorIndex):
+    """Chroma PersistentClient storage with a numpy search mirror loaded at open."""
+
+    def __init__(self, path: str | Path, collection_prefix: str = "kgmem") -> None:
+        super().__init__()
+        import chromadb
+        from chromadb.config import Settings
+
+        self._client = chromadb.PersistentClient(
+            path=str(path), settings=Settings(anonymized_telemetry=False, allow_reset=False)
+        )
+        self._prefix = collection_prefix
+        self._collections: dict[str, object] = {}
+        for col in self._client.list_collections():
+            name = col if isinstance(col, str) else col.name
+            if name.startswith(self._prefix + "_"):
+                self._load(name[len(self._prefix) + 1:])
+
+    def _collection(self, space: str):
+        col = self._collections.get(space)
+        if col is None:
+            # embedding_function=None: we always pass vectors, Chroma must never embed by itself
+            col = self._client.get_or_create_collection(
+                f"{self._prefix}_{space}", embedding_function=None, metadata={"hnsw:space": "cosine"}
+            )
+            self._collections[space] = col
+        return col
+
+    def _load(self, space: str) -> None:
+        col = self._collection(space)
+        total = col.count()
+        batch = 5000
+        ids: list[str] = []
+        kinds: list[str] = []
+        vecs: list[np.ndarray] = []
+        for off in range(0, total, batch):
+            got = col.get(include=["embeddings", "metadatas"], limit=batch, offset=off)
+            ids.extend(got["ids"])
+            kinds.extend((m or {}).get("kind", "") for m in got["metadatas"])
+            vecs.append(np.asarray(got["embeddings"], dtype=np.float32))
+        if ids:
+            # Chroma returns rows in its own order: sort by id so the mirror is deterministic
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            mat = np.vstack(vecs)[order]
+            super().upsert(space, [ids[i] for i in order], mat, [kinds[i] for i in order])
+
+    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
+        if not len(ids):
+            return
+        vectors = np.asarray(vectors, dtype=np.float32)
+        col = self._collection(space)
+        step = 4000
+        for off in range(0, len(ids), step):
+            col.upsert(ids=list(ids[off:off + step]), embeddings=vectors[off:off + step],
+                       metadatas=[{"kind": k} for k in kinds[off:off + step]])
+        super().upsert(space, ids, vectors, kinds)
+
+    def delete(self, space: str, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            col = self._collection(space)
+            for off in range(0, len(ids), 4000):
+                col.delete(ids=ids[off:off + 4000])
+        super().delete(space, ids)

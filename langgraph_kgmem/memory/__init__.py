@@ -1,0 +1,124 @@
+"""Cross-session memory on a LangGraph ``BaseStore``, namespaced per KG.
+
+Thin typed wrappers; every namespace is ``("kgmem", <kg name>, <kind>)``:
+
+- :class:`EdgeMemory` (``edge_memory``): ReMindRAG's per-edge memory vectors.
+- :class:`RecordMemory` (any kind: ``trajectories``, ``reflections``, ``codebook``, ``summaries`` ...):
+  pydantic/JSON records by key.
+
+The store comes from the argument, or from the running graph (``langgraph.config.get_store()``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+from langgraph.store.base import BaseStore
+
+from langgraph_kgmem.errors import ConfigurationError
+
+ROOT = "kgmem"
+
+
+def namespace(kg_name: str, kind: str) -> tuple[str, ...]:
+    if not kg_name or "." in kg_name:
+        raise ValueError(f"KG name {kg_name!r} must be non-empty and contain no '.' (store namespace rule)")
+    return (ROOT, kg_name, kind)
+
+
+def resolve_store(store: BaseStore | None) -> BaseStore:
+    if store is not None:
+        return store
+    try:
+        from langgraph.config import get_store
+
+        found = get_store()
+    except RuntimeError:
+        found = None
+    if found is None:
+        raise ConfigurationError(
+            "This method keeps cross-session memory in a LangGraph store: compile the graph with "
+            "store=... (e.g. `checkpointer, store = kg.persistence()`), or pass store= to the factory.")
+    return found
+
+
+def _list_all(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
+    items, offset = [], 0
+    while True:
+        batch = store.search(ns, limit=page, offset=offset)
+        items.extend(batch)
+        if len(batch) < page:
+            return items
+        offset += page
+
+
+class RecordMemory:
+    """JSON records under one namespace (key → dict)."""
+
+    def __init__(self, store: BaseStore, kg_name: str, kind: str) -> None:
+        self.store = store
+        self.ns = namespace(kg_name, kind)
+
+    def put(self, key: str, value: Mapping[str, Any]) -> None:
+        self.store.put(self.ns, key, dict(value), index=False)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        item = self.store.get(self.ns, key)
+        return dict(item.value) if item else None
+
+    def delete(self, key: str) -> None:
+        self.store.delete(self.ns, key)
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        return {it.key: dict(it.value) for it in sorted(_list_all(self.store, self.ns), key=lambda i: i.key)}
+
+
+class EdgeMemory:
+    """Per-edge memory vectors (ReMindRAG). Missing edges read as the zero vector.
+
+    Reads load the whole namespace once per instance (it is small: only edges that were ever
+    updated have an entry) and writes go through immediately.
+    """
+
+    def __init__(self, store: BaseStore, kg_name: str, dim: int) -> None:
+        self.store = store
+        self.ns = namespace(kg_name, "edge_memory")
+        self.dim = dim
+        self._cache: dict[str, np.ndarray] | None = None
+
+    def _load(self) -> dict[str, np.ndarray]:
+        if self._cache is None:
+            self._cache = {it.key: np.asarray(it.value["v"], dtype=np.float64)
+                           for it in _list_all(self.store, self.ns)}
+        return self._cache
+
+    def get(self, edge_id: str) -> np.ndarray:
+        v = self._load().get(edge_id)
+        return v.copy() if v is not None else np.zeros(self.dim)
+
+    def many(self, edge_ids: Iterable[str]) -> np.ndarray:
+        cache = self._load()
+        ids = list(edge_ids)
+        out = np.zeros((len(ids), self.dim))
+        for i, e in enumerate(ids):
+            v = cache.get(e)
+            if v is not None:
+                out[i] = v
+        return out
+
+    def put_many(self, vectors: Mapping[str, np.ndarray]) -> None:
+        cache = self._load()
+        for eid, v in sorted(vectors.items()):
+            arr = np.asarray(v, dtype=np.float64)
+            cache[eid] = arr
+            self.store.put(self.ns, eid, {"v": [round(float(x), 7) for x in arr]}, index=False)
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def keys(self) -> list[str]:
+        return sorted(self._load())
+
+
+__all__ = ["EdgeMemory", "RecordMemory", "namespace", "resolve_store"]

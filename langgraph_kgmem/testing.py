@@ -1,0 +1,138 @@
+"""Test doubles for users of langgraph_kgmem (and for our own tests).
+
+- :class:`ScriptedChatModel`: a LangChain chat model whose replies come from a list or from a
+  function of the messages; supports ``bind_tools`` and ``with_structured_output``, records every
+  call, and reports token usage counted on the real prompt.
+- :class:`DeterministicEmbeddings`: the hashing embedding (same text, same vector, any process).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Callable, Sequence
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from langgraph_kgmem.config import HashingEmbeddings
+from langgraph_kgmem.llm import DecisionRequest, count_message_tokens, count_tokens, current_decision, message_text, parse_json_object
+
+DeterministicEmbeddings = HashingEmbeddings
+
+Reply = str | dict | BaseModel | AIMessage
+Responder = Callable[[list[BaseMessage], DecisionRequest | None], Reply]
+
+
+class ScriptExhausted(AssertionError):
+    """The scripted model was called more times than it has replies."""
+
+
+def _to_message(reply: Reply) -> AIMessage:
+    if isinstance(reply, AIMessage):
+        return reply
+    if isinstance(reply, BaseModel):
+        return AIMessage(reply.model_dump_json())
+    if isinstance(reply, dict):
+        if "tool_calls" in reply:
+            calls = [
+                {"name": c["name"], "args": c.get("args", {}), "id": c.get("id") or f"call_{uuid.uuid4().hex[:8]}",
+                 "type": "tool_call"}
+                for c in reply["tool_calls"]
+            ]
+            return AIMessage(reply.get("content", ""), tool_calls=calls)
+        return AIMessage(json.dumps(reply))
+    return AIMessage(str(reply))
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that replies from a script.
+
+    Args:
+        responses: replies in order (str, dict, pydantic model, or AIMessage; a dict with a
+            ``tool_calls`` list becomes a tool-calling message).
+        responder: alternatively, ``fn(messages, request) -> reply``; ``request`` is the
+            :class:`~langgraph_kgmem.llm.DecisionRequest` of the decision being made (its step name,
+            schema and structured context) or ``None`` for free calls.
+
+    Every call is appended to ``calls`` as ``{"messages", "request", "tools", "reply"}``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    responses: list[Any] = Field(default_factory=list)
+    responder: Any = None
+    calls: list[dict[str, Any]] = Field(default_factory=list)
+    model_name: str = "scripted"
+    _index: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "kgmem-scripted"
+
+    def _next_reply(self, messages: list[BaseMessage]) -> Reply:
+        request = current_decision.get()
+        if self.responder is not None:
+            return self.responder(messages, request)
+        if self._index >= len(self.responses):
+            raise ScriptExhausted(
+                f"ScriptedChatModel has {len(self.responses)} replies but was called again "
+                f"(call #{self._index + 1}, step {getattr(request, 'step', None)!r})"
+            )
+        reply = self.responses[self._index]
+        self._index += 1
+        return reply
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        reply = self._next_reply(messages)
+        msg = _to_message(reply)
+        prompt = count_message_tokens(messages)
+        completion = count_tokens(message_text(msg))
+        msg = msg.model_copy(update={"usage_metadata": {
+            "input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}})
+        self.calls.append({"messages": list(messages), "request": current_decision.get(),
+                           "tools": kwargs.get("tools"), "reply": msg})
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=formatted, **kwargs)
+
+    def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Runnable:
+        def run(messages: Any) -> Any:
+            if hasattr(messages, "to_messages"):
+                messages = messages.to_messages()
+            elif isinstance(messages, str):
+                from langchain_core.messages import HumanMessage
+
+                messages = [HumanMessage(messages)]
+            raw = self.invoke(messages)
+            parsed, err = None, None
+            try:
+                if raw.tool_calls:
+                    data = raw.tool_calls[0]["args"]
+                else:
+                    data = parse_json_object(message_text(raw))
+                parsed = schema.model_validate(data) if isinstance(schema, type) and issubclass(schema, BaseModel) else data
+            except (ValueError, ValidationError) as exc:
+                err = exc
+                if not include_raw:
+                    raise
+            if include_raw:
+                return {"raw": raw, "parsed": parsed, "parsing_error": err}
+            return parsed
+
+        return RunnableLambda(run, name="ScriptedStructuredOutput")
+
+    @property
+    def call_count(self) -> int:
+        return len(self.calls)
+
+
+__all__ = ["ScriptedChatModel", "DeterministicEmbeddings", "HashingEmbeddings", "ScriptExhausted"]

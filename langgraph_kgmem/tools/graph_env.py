@@ -1,0 +1,148 @@
+"""The KG seen as a GRBench-style environment: node features and neighbours by relation.
+
+Used by the graph tools (RetrieveNode, NodeFeature, NeighbourCheck, NodeDegree) and by agents.
+Every function returns an *observation* string an LLM can act on; unknown ids, features and
+relations produce a helpful message listing what exists, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.types import Edge, Node, edge_id
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+MAX_LISTED = 30
+
+
+class GraphEnv:
+    """Feature/neighbour access over a :class:`KnowledgeGraph`."""
+
+    def __init__(self, kg: "KnowledgeGraph") -> None:
+        self.kg = kg
+
+    # -- features -----------------------------------------------------------------------------
+    def features(self, node: Node) -> dict[str, Any]:
+        feats = dict(node.attrs.get("features", {}))
+        if not feats:
+            feats["name"] = node.text
+        feats.setdefault("kind", node.attrs.get("type", node.kind))
+        if node.kind == "entity" and "features" not in node.attrs:
+            chunks = [n for _, n in self.kg.neighbors(node.id, kinds=("context",), node_kinds=("chunk",))]
+            if chunks:
+                feats["source_passages"] = [c.attrs.get("title") or c.id for c in chunks[:5]]
+                feats["description"] = chunks[0].text[:400]
+        if node.kind in ("chunk", "anchor"):
+            feats.setdefault("text", node.text)
+        return feats
+
+    def relations(self, node_id: str) -> list[str]:
+        rels = []
+        for e in self.kg.edges_of(node_id):
+            rels.append(e.text if e.kind == "relation" and e.text else e.kind)
+        return sorted(dict.fromkeys(rels))
+
+    def _unknown_node(self, node_id: str) -> str:
+        return (f"Node {node_id!r} does not exist. Use RetrieveNode with a keyword to find a valid node id "
+                "(ids look like the ones RetrieveNode returns).")
+
+    # -- observations ---------------------------------------------------------------------------
+    def retrieve_node(self, keyword: str, top_n: int = 1) -> str:
+        if not keyword or not keyword.strip():
+            return "RetrieveNode needs a non-empty keyword."
+        hits = self.kg.nearest(keyword, max(1, top_n), kinds=("entity",))
+        if not hits:
+            return "The graph has no nodes yet."
+        if top_n <= 1:
+            node, score = hits[0]
+            return f"The id of the node most related to {keyword!r} is {node.id} ({node.text!r})."
+        return "Nodes most related to {!r}: {}".format(
+            keyword, "; ".join(f"{n.id} ({n.text!r}, {s:.2f})" for n, s in hits))
+
+    def node_feature(self, node_id: str, feature: str) -> str:
+        node = self.kg.node(node_id)
+        if node is None:
+            return self._unknown_node(node_id)
+        feats = self.features(node)
+        if feature not in feats:
+            return (f"Node {node_id} has no feature {feature!r}; available features are: "
+                    f"{', '.join(sorted(feats))}.")
+        val = feats[feature]
+        return f"The {feature} of node {node_id} is: {json.dumps(val) if not isinstance(val, str) else val}"
+
+    def neighbour_ids(self, node_id: str, relation: str) -> list[Edge] | None:
+        if self.kg.node(node_id) is None:
+            return None
+        exact = [e for e in self.kg.edges_of(node_id) if (e.text == relation) or (e.kind == relation and not e.text)]
+        if exact:
+            return exact
+        return [e for e, _ in self.kg.neighbors(node_id, relation=relation)]
+
+    def neighbour_check(self, node_id: str, relation: str) -> str:
+        edges = self.neighbour_ids(node_id, relation)
+        if edges is None:
+            return self._unknown_node(node_id)
+        if not edges:
+            return (f"Node {node_id} has no neighbours along relation {relation!r}; its relations are: "
+                    f"{', '.join(self.relations(node_id)[:MAX_LISTED]) or 'none'}.")
+        others = [e.dst if e.src == node_id else e.src for e in edges]
+        others = list(dict.fromkeys(others))
+        shown = ", ".join(f"{o} ({self.kg.node(o).text[:40]!r})" for o in others[:MAX_LISTED])  # type: ignore[union-attr]
+        more = f" and {len(others) - MAX_LISTED} more" if len(others) > MAX_LISTED else ""
+        return f"The {relation} neighbours of {node_id} are: {shown}{more}."
+
+    def node_degree(self, node_id: str, relation: str) -> str:
+        edges = self.neighbour_ids(node_id, relation)
+        if edges is None:
+            return self._unknown_node(node_id)
+        n = len({e.dst if e.src == node_id else e.src for e in edges})
+        if n == 0:
+            return (f"Node {node_id} has 0 neighbours along relation {relation!r}; its relations are: "
+                    f"{', '.join(self.relations(node_id)[:MAX_LISTED]) or 'none'}.")
+        return f"Node {node_id} has {n} neighbours along relation {relation!r}."
+
+
+def load_grbench(kg: "KnowledgeGraph", data: dict[str, Any] | str | Path, *, source: str = "grbench") -> dict[str, int]:
+    """Load a GRBench-format graph ``{node_type: {node_id: {"features": {...}, "neighbors":
+    {relation: [node_id, ...]}}}}`` into ``kg``: one entity node per id (text = its name/title
+    feature), ``relation`` edges named by the relation. Neighbour ids that no node defines are
+    reported, not invented."""
+    if not isinstance(data, dict):
+        p = Path(data)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise KgmemInputError(f"cannot read GRBench graph {p}: {exc}") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise KgmemInputError("a GRBench graph is {node_type: {node_id: {features, neighbors}}}")
+    nodes: list[Node] = []
+    known: set[str] = set()
+    for ntype in sorted(data):
+        for nid in sorted(data[ntype]):
+            rec = data[ntype][nid] or {}
+            feats = dict(rec.get("features", {}))
+            label = next((str(feats[k]) for k in ("name", "title", "label") if feats.get(k)), str(nid))
+            nodes.append(Node(str(nid), "entity", label, {"type": ntype, "features": feats}))
+            known.add(str(nid))
+    kg.add_nodes(nodes, source=source)
+    edges: dict[str, Edge] = {}
+    dangling = 0
+    for ntype in sorted(data):
+        for nid in sorted(data[ntype]):
+            for rel, targets in sorted((data[ntype][nid] or {}).get("neighbors", {}).items()):
+                for t in targets:
+                    t = str(t)
+                    if t not in known:
+                        dangling += 1
+                        continue
+                    eid = edge_id(str(nid), t, "relation", rel)
+                    edges[eid] = Edge(eid, str(nid), t, "relation", rel)
+    kg.add_edges(list(edges.values()), source=source, embed_facts=False)
+    with kg.transaction():
+        kg.graph_store.put_document(source, title=source, status="done")
+    return {"nodes": len(nodes), "edges": len(edges), "dangling_neighbours": dangling}

@@ -1,0 +1,114 @@
+"""The contract between the benchmark harness and each method's adapter.
+
+A method registers itself by adding ``tools/benchlib/methods/<name>.py`` that defines
+``ADAPTERS: list[MethodAdapter]`` (one module may register several names, e.g. ``catrag`` and
+``hipporag2``). The harness discovers these modules, builds the corpus the adapter asks for,
+runs every question, and computes the metrics; adapters only answer questions.
+
+Deciders (``--decider``):
+- ``offline``: ``model="offline"`` — the methods' own embedding/rule heuristics, no LLM.
+- ``oracle``: a :class:`~langgraph_kgmem.testing.ScriptedChatModel` whose responder is the
+  adapter's :meth:`MethodAdapter.oracle` — decisions made from the gold supporting passages,
+  simulating a competent LLM. Prompts are still built and counted in tokens. Gold labels may be
+  used ONLY inside the responder (at decision points), never in retrieval code.
+- ``llm``: the configured chat model (``KGMEM_MODEL``).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Protocol
+
+CorpusMode = Literal["per-question", "pooled", "records", "graph-qa", "none"]
+
+
+@dataclass
+class BenchQuestion:
+    id: str
+    question: str
+    answer: str
+    passages: list[dict[str, str]]            # [{"title", "text"}]
+    supporting_titles: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)  # dataset-specific (e.g. KG-IRAG ground truth)
+
+
+@dataclass
+class MethodResult:
+    retrieved_titles: list[str]               # ranked passage titles (for Recall@k / FCR); [] if n/a
+    answer: str | None = None                 # None when the method produces no answer
+    usage: dict[str, Any] = field(default_factory=dict)   # the graph output's usage dict
+    retrieved_count: int | None = None        # items handed to the answer step (passages/triples/...)
+    extra: dict[str, Any] = field(default_factory=dict)   # method-specific metrics (numbers only)
+
+
+@dataclass
+class BenchContext:
+    """What the harness hands to an adapter for one corpus (one KG)."""
+
+    kg: Any                                   # langgraph_kgmem.KnowledgeGraph (None for corpus "none")
+    store: Any                                # a LangGraph BaseStore shared by all passes on this KG
+    checkpointer: Any                         # a LangGraph checkpointer (or None)
+    decider: Literal["offline", "oracle", "llm"]
+    dataset: str
+    workdir: Path                             # scratch dir for this corpus (persists across passes)
+    options: dict[str, Any] = field(default_factory=dict)  # CLI options (e.g. noise for graph-qa)
+    cache: dict[str, Any] = field(default_factory=dict)    # adapter's per-corpus cache (compiled apps ...)
+
+
+Responder = Callable[[list[Any], Any], Any]   # (messages, DecisionRequest | None) -> reply
+
+
+class MethodAdapter(Protocol):
+    name: str
+    corpus: CorpusMode
+    datasets: tuple[str, ...] | None          # datasets it supports (None: any QA dataset)
+
+    def setup(self, ctx: BenchContext) -> None:
+        """Once per corpus, before the first question (e.g. add synonym edges)."""
+
+    def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
+        """Answer one question with ``model`` ("offline", a scripted oracle, or a real model)."""
+
+    def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
+        """The oracle decider's responder for question ``q`` (may read q.supporting_titles)."""
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def titles_of(kg: Any, ids: list[str]) -> list[str]:
+    """Passage titles of evidence ids (chunk/anchor nodes carry ``attrs['title']``), ranked, unique."""
+    out: list[str] = []
+    for i in ids:
+        node = kg.node(i)
+        title = node.attrs.get("title") if node is not None else None
+        if title and title not in out:
+            out.append(title)
+    return out
+
+
+def normalize_answer(s: str) -> str:
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def oracle_answer(gold: str, evidence_texts: list[str]) -> str:
+    """What a competent reader answers: the gold answer if the evidence contains it, else "no answer".
+    (yes/no questions count as answerable when any evidence was retrieved.)"""
+    g = normalize_answer(gold)
+    if g in {"yes", "no"}:
+        return gold if evidence_texts else "no answer"
+    if any(g and g in normalize_answer(t) for t in evidence_texts):
+        return gold
+    return "no answer"
+
+
+def gold_chunk_ids(kg: Any, q: BenchQuestion) -> set[str]:
+    """Chunk and anchor ids of the gold supporting passages (for oracle responders only)."""
+    gold = set(q.supporting_titles)
+    return {n.id for kind in ("chunk", "anchor") for n in kg.nodes(kind) if n.attrs.get("title") in gold}
