@@ -188,9 +188,17 @@ class _Writer:
             self.report.entities_added += len(new_nodes)
         return self._resolved
 
+    def record_provenance(self, names: Sequence[str]) -> None:
+        """Existing or merged entities this document mentions get it as a source too, so deleting
+        another document never removes an entity this one still needs."""
+        ids = sorted({self._resolved[n] for n in names if n in self._resolved})
+        self.kg.graph_store.add_sources(ids, [], self.doc_id)
+
     def write_chunk(self, index: int, text: str | None, extraction: Extraction, *, title: str) -> dict[str, str]:
         kg = self.kg
-        ids = self.resolve_entities(extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)])
+        names = extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)]
+        ids = self.resolve_entities(names)
+        self.record_provenance(names)
         chunk_nodes: list[Node] = []
         edges: list[Edge] = []
         chunk_id = anchor_id = None

@@ -1,0 +1,221 @@
+"""KnowledgeGraph layer: ingestion, idempotency, deletion, PPR, overrides, bad input."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.kg.ppr import build_snapshot, personalized_pagerank
+from langgraph_kgmem.kg.types import Edge, Node, edge_id
+
+
+def _fingerprint(g: KnowledgeGraph):
+    return (sorted((n.id, n.kind, n.text) for n in g.nodes()),
+            sorted((e.id, e.src, e.dst, e.kind, e.text, e.weight) for e in g.edges()))
+
+
+def test_reingest_is_idempotent(kg, sample_docs):
+    before = _fingerprint(kg)
+    report = kg.add_documents(sample_docs, model="offline")
+    assert report.documents_added == 0 and report.documents_skipped == len(sample_docs)
+    assert _fingerprint(kg) == before
+
+
+def test_anchor_next_chain_and_context_edges(kg):
+    long_doc = {"id": "doc-long", "title": "Long",
+                "text": " ".join(f"Sentence number {i} mentions Alpha Centauri and Proxima." for i in range(60))}
+    kg.add_documents([long_doc], model="offline", chunk_tokens=64)
+    anchors = [n for n in kg.nodes("anchor") if n.attrs["doc_id"] == "doc-long"]
+    assert len(anchors) > 3
+    nexts = [e for e in kg.edges("next") if kg.node(e.src).attrs["doc_id"] == "doc-long"]
+    assert len(nexts) == len(anchors) - 1
+    chunk_ids = {n.id for n in kg.nodes("chunk") if n.attrs["doc_id"] == "doc-long"}
+    ctx = [e for e in kg.edges("context") if e.dst in chunk_ids]
+    assert ctx and all(kg.node(e.src).kind == "entity" for e in ctx)
+
+
+def test_delete_document_removes_only_its_contribution(kg):
+    shared = kg.nearest("Marie Curie", 1)[0][0]
+    assert shared.text == "Marie Curie"
+    result = kg.delete_document("doc-curie")
+    assert result["nodes_removed"] > 0
+    assert kg.document("doc-curie") is None
+    # Marie Curie is also mentioned by doc-pierre: she stays; polonium was only in doc-curie
+    assert kg.node(shared.id) is not None
+    assert not [n for n in kg.nodes("entity") if n.text.lower() == "polonium"]
+    assert all(kg.node(e.src) and kg.node(e.dst) for e in kg.edges())
+    with pytest.raises(KgmemInputError, match="no document"):
+        kg.delete_document("doc-curie")
+
+
+def test_entity_merge_records_alias():
+    g = KnowledgeGraph.in_memory()
+    g.add_triples([("Marie Curie", "born in", "Warsaw")], source="d1")
+    # the hashing embedding maps case/punctuation variants of the same words to the same vector
+    g.add_triples([("Marie  Curie.", "won", "Nobel Prize")], source="d2", merge_threshold=0.85)
+    names = sorted(n.text for n in g.nodes("entity"))
+    assert names.count("Marie Curie") == 1
+    g.add_triples([("Curie Marie", "won", "Physics Prize")], source="d3", merge_threshold=0.85)
+    assert any(alias == "curie marie" for alias, _, _ in g.aliases())
+    assert len([n for n in g.nodes("entity") if "Curie" in n.text]) == 1
+
+
+def test_ppr_matches_networkx_on_random_graph():
+    rng = np.random.default_rng(7)
+    n, m = 200, 900
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = rng.uniform(0.5, 2.0, m)
+    ids = [f"n{i}" for i in range(n)]
+    snap = build_snapshot(ids, ["entity"] * n, src, dst, w, symmetric=True)
+    reset = np.zeros(n)
+    reset[[3, 17, 42]] = [1.0, 0.5, 0.25]
+    ours = personalized_pagerank(snap, reset, damping=0.5, tol=1e-12, max_iter=500)
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    for a, b, x in zip(src, dst, w):
+        if a == b:
+            continue
+        if g.has_edge(a, b):
+            g[a][b]["weight"] += x
+        else:
+            g.add_edge(a, b, weight=x)
+    pers = {i: float(reset[i]) for i in range(n)}
+    ref = nx.pagerank(g, alpha=0.5, personalization=pers, weight="weight", tol=1e-14, max_iter=1000)
+    ref_vec = np.array([ref[i] for i in range(n)])
+    assert np.allclose(ours, ref_vec, atol=1e-8)
+    assert list(np.argsort(-ours)[:20]) == list(np.argsort(-ref_vec)[:20])
+
+
+def test_ppr_overrides_do_not_touch_stored_graph(kg):
+    seed = kg.nearest("Warsaw", 1)[0][0].id
+    base = kg.ppr({seed: 1.0})
+    snap_before = kg.snapshot()
+    data_before = snap_before.w.data.copy()
+    neighbours = [nb.id for _, nb in kg.neighbors(seed)]
+    boosted = kg.ppr({seed: 1.0}, overrides={(seed, neighbours[0]): 5.0, (seed, neighbours[-1]): 0.0})
+    assert dict(boosted) != dict(base)
+    assert kg.snapshot() is snap_before
+    assert np.array_equal(kg.snapshot().w.data, data_before)
+    assert all(e.weight == 1.0 for e in kg.edges() if e.kind != "synonym")
+    assert kg.ppr({seed: 1.0}) == base
+
+
+def test_ppr_zero_override_blocks_flow():
+    g = KnowledgeGraph.in_memory()
+    g.add_nodes([Node("a", "entity", "a"), Node("b", "entity", "b"), Node("c", "entity", "c")])
+    g.add_edges([Edge(edge_id("a", "b", "relation"), "a", "b", "relation", "r"),
+                 Edge(edge_id("a", "c", "relation"), "a", "c", "relation", "r")])
+    scores = dict(g.ppr({"a": 1.0}, overrides={("a", "b"): 0.0}))
+    assert scores["b"] < 1e-9 < scores["c"]
+
+
+def test_snapshot_rebuilt_after_write(kg):
+    s1 = kg.snapshot()
+    kg.add_triples([("Alpha", "orbits", "Beta")], source="d-new")
+    s2 = kg.snapshot()
+    assert s2 is not s1 and s2.n == s1.n + 2
+
+
+def test_subgraph_and_neighbours(kg):
+    warsaw = kg.nearest("Warsaw", 1)[0][0].id
+    sub = kg.subgraph([warsaw], hops=1)
+    ids = {n["id"] for n in sub["nodes"]}
+    assert warsaw in ids and len(ids) > 1
+    assert all(e["src"] in ids and e["dst"] in ids for e in sub["edges"])
+    rel = kg.neighbors(warsaw, kinds=("relation",))
+    assert all(e.kind == "relation" for e, _ in rel)
+
+
+def test_synonym_edges_weighted_by_similarity():
+    g = KnowledgeGraph.in_memory()
+    g.add_triples([("Lake Geneva", "borders", "Lausanne"), ("Geneva Lake", "borders", "Montreux")], source="d",
+                  merge_threshold=None)
+    added = g.add_synonym_edges(threshold=0.8)
+    syn = g.edges("synonym")
+    assert added == len(syn) >= 1
+    assert all(abs(e.weight - 2.0 * e.attrs["similarity"]) < 1e-5 for e in syn)
+    assert g.add_synonym_edges(threshold=0.8) == added and len(g.edges("synonym")) == len(syn)
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"", "empty"),
+    (b"\x00\x01binary\x00", "binary"),
+    ("caf\u00e9".encode("latin-1"), "not UTF-8"),
+])
+def test_bad_files_give_clear_errors_and_keep_data(kg, tmp_path, content, match):
+    before = _fingerprint(kg)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(content)
+    good = tmp_path / "good.txt"
+    good.write_text("Zed Alpha met Yara Beta.")
+    with pytest.raises(KgmemInputError, match=match):
+        kg.add_documents([good, bad], model="offline")
+    assert _fingerprint(kg) == before  # validation happens before any write
+
+
+def test_oversize_document_rejected(kg):
+    with pytest.raises(KgmemInputError, match="over the limit"):
+        kg.add_documents(["x " * 100], model="offline", max_chars=50)
+
+
+def test_open_refuses_non_kg_paths(tmp_path):
+    f = tmp_path / "file.txt"
+    f.write_text("hi")
+    with pytest.raises(NotAKnowledgeGraphError, match="is a file"):
+        KnowledgeGraph.open(f, embeddings="hash")
+    d = tmp_path / "project"
+    d.mkdir()
+    (d / "notes.md").write_text("mine")
+    with pytest.raises(NotAKnowledgeGraphError, match="non-empty directory"):
+        KnowledgeGraph.open(d, embeddings="hash")
+    assert (d / "notes.md").read_text() == "mine"
+    with pytest.raises(NotAKnowledgeGraphError, match="not a langgraph_kgmem KG"):
+        KnowledgeGraph.open(tmp_path / "missing", embeddings="hash", create=False)
+
+
+def test_second_writer_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMEM_LOCK_TIMEOUT", "0.1")
+    g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
+    try:
+        with pytest.raises(NotAKnowledgeGraphError, match="another writer"):
+            KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
+    finally:
+        g.close()
+
+
+def test_reopen_with_other_embeddings_is_refused(tmp_path):
+    g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
+    g.close()
+    with pytest.raises(KgmemInputError, match="was built with embeddings"):
+        KnowledgeGraph.open(tmp_path / "kg", embeddings="hash:64", vector_backend="memory")
+
+
+def test_interrupted_ingest_is_completed_by_rerun(tmp_path, sample_docs):
+    class Boom(Exception):
+        pass
+
+    from langgraph_kgmem.ingest.extract import OfflineExtractor
+
+    class Flaky(OfflineExtractor):
+        calls = 0
+
+        def extract(self, text, title=None):
+            Flaky.calls += 1
+            if Flaky.calls == 3:
+                raise Boom("crash midway")
+            return super().extract(text, title)
+
+    g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
+    with pytest.raises(Boom):
+        g.add_documents(sample_docs, extractor=Flaky())
+    statuses = {d["id"]: d["status"] for d in g.documents()}
+    assert statuses["doc-curie"] == "done" and statuses["doc-pierre"] == "pending"
+    report = g.add_documents(sample_docs, model="offline")
+    assert report.documents_repaired == 1 and report.documents_skipped == 2 and report.documents_added == 2
+    ref = KnowledgeGraph.in_memory()
+    ref.add_documents(sample_docs, model="offline")
+    assert _fingerprint(g) == _fingerprint(ref)
+    g.close()
