@@ -75,6 +75,14 @@ class MethodAdapter(Protocol):
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         """The oracle decider's responder for question ``q`` (may read q.supporting_titles)."""
 
+    # Only adapters whose corpus is "records" or "graph-qa" (datasets the QA loaders do not know)
+    # implement these two; the harness calls them instead of its own loaders/KG builders.
+    def load_questions(self, dataset: str, n: int, seed: int) -> list[BenchQuestion]:
+        """Questions (with exact ground truth in ``answer``/``extra``) for ``dataset``."""
+
+    def build_kg(self, ctx: BenchContext, questions: list[BenchQuestion]) -> None:
+        """Fill ``ctx.kg`` (empty, already opened by the harness) with the corpus of ``questions``."""
+
 
 # ------------------------------------------------------------------------------------ helpers
 
