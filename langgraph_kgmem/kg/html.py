@@ -1,0 +1,138 @@
+"""A self-contained interactive HTML view of a KG (no CDN, works offline).
+
+Positions come from networkx's spring layout (computed once, in Python); the page draws an SVG
+with pan/zoom, hover tooltips, a kind legend, a search box, and the highlighted traversal path of a
+run (nodes and edges of ``highlight``) drawn on top.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+KIND_COLORS = {"entity": "#4e79a7", "chunk": "#f28e2b", "anchor": "#59a14f", "time": "#b07aa1",
+               "location": "#76b7b2", "event": "#e15759"}
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+ body {{ margin:0; font-family: system-ui, sans-serif; background:#fafafa; }}
+ header {{ padding:8px 12px; background:#222; color:#eee; display:flex; gap:16px; align-items:center; }}
+ header input {{ padding:4px 8px; }}
+ #legend span {{ margin-right:10px; }}
+ svg {{ width:100vw; height:calc(100vh - 48px); display:block; cursor:grab; }}
+ .edge {{ stroke:#bbb; stroke-width:0.6; }}
+ .edge.hl {{ stroke:#d62728; stroke-width:3; }}
+ .node {{ stroke:#fff; stroke-width:0.8; }}
+ .node.hl {{ stroke:#d62728; stroke-width:3; }}
+ .node.match {{ stroke:#000; stroke-width:3; }}
+ .label {{ font-size:9px; fill:#333; pointer-events:none; }}
+ #tip {{ position:fixed; background:#fff; border:1px solid #999; padding:6px; max-width:420px;
+        font-size:12px; display:none; pointer-events:none; white-space:pre-wrap; }}
+</style></head>
+<body>
+<header><b>{title}</b><span id="counts"></span><span id="legend"></span>
+<input id="q" placeholder="search nodes..."></header>
+<svg id="view" viewBox="0 0 1000 1000" xmlns="http://www.w3.org/2000/svg"><g id="edges"></g><g id="nodes"></g></svg>
+<div id="tip"></div>
+<script>
+const DATA = {data};
+const COLORS = {colors};
+const svg = document.getElementById('view'), eg = document.getElementById('edges'), ng = document.getElementById('nodes');
+const NS = 'http://www.w3.org/2000/svg', tip = document.getElementById('tip');
+const pos = {{}};
+DATA.nodes.forEach(n => pos[n.id] = n);
+document.getElementById('counts').textContent = DATA.nodes.length + ' nodes, ' + DATA.edges.length + ' edges' + (DATA.truncated ? ' (largest part shown)' : '');
+document.getElementById('legend').innerHTML = Object.entries(COLORS).map(([k,c]) => '<span style="color:'+c+'">&#9679; '+k+'</span>').join('');
+DATA.edges.forEach(e => {{
+  const a = pos[e.src], b = pos[e.dst]; if (!a || !b) return;
+  const l = document.createElementNS(NS, 'line');
+  l.setAttribute('x1', a.x); l.setAttribute('y1', a.y); l.setAttribute('x2', b.x); l.setAttribute('y2', b.y);
+  l.setAttribute('class', 'edge' + (e.hl ? ' hl' : ''));
+  l.addEventListener('mousemove', ev => show(ev, e.kind + (e.text ? ': ' + e.text : '')));
+  l.addEventListener('mouseout', hide);
+  eg.appendChild(l);
+}});
+DATA.nodes.forEach(n => {{
+  const c = document.createElementNS(NS, 'circle');
+  c.setAttribute('cx', n.x); c.setAttribute('cy', n.y); c.setAttribute('r', n.hl ? 7 : (n.kind === 'entity' ? 4 : 5));
+  c.setAttribute('fill', COLORS[n.kind] || '#999'); c.setAttribute('class', 'node' + (n.hl ? ' hl' : ''));
+  c.dataset.text = (n.text || '').toLowerCase();
+  c.addEventListener('mousemove', ev => show(ev, '[' + n.kind + '] ' + n.id + '\\n' + n.text));
+  c.addEventListener('mouseout', hide);
+  ng.appendChild(c);
+  if (n.hl || n.kind === 'entity' && DATA.nodes.length < 150) {{
+    const t = document.createElementNS(NS, 'text');
+    t.setAttribute('x', n.x + 6); t.setAttribute('y', n.y + 3); t.setAttribute('class', 'label');
+    t.textContent = n.text.slice(0, 40); ng.appendChild(t);
+  }}
+}});
+function show(ev, text) {{ tip.style.display = 'block'; tip.style.left = (ev.clientX + 12) + 'px'; tip.style.top = (ev.clientY + 12) + 'px'; tip.textContent = text; }}
+function hide() {{ tip.style.display = 'none'; }}
+document.getElementById('q').addEventListener('input', ev => {{
+  const q = ev.target.value.toLowerCase();
+  ng.querySelectorAll('circle').forEach(c => c.classList.toggle('match', q.length > 1 && c.dataset.text.includes(q)));
+}});
+let vb = [0, 0, 1000, 1000], drag = null;
+function setVB() {{ svg.setAttribute('viewBox', vb.join(' ')); }}
+svg.addEventListener('wheel', ev => {{ ev.preventDefault(); const f = ev.deltaY > 0 ? 1.15 : 1/1.15;
+  const r = svg.getBoundingClientRect(), mx = vb[0] + (ev.clientX - r.left) / r.width * vb[2], my = vb[1] + (ev.clientY - r.top) / r.height * vb[3];
+  vb = [mx - (mx - vb[0]) * f, my - (my - vb[1]) * f, vb[2] * f, vb[3] * f]; setVB(); }});
+svg.addEventListener('mousedown', ev => drag = [ev.clientX, ev.clientY]);
+window.addEventListener('mouseup', () => drag = null);
+window.addEventListener('mousemove', ev => {{ if (!drag) return; const r = svg.getBoundingClientRect();
+  vb[0] -= (ev.clientX - drag[0]) / r.width * vb[2]; vb[1] -= (ev.clientY - drag[1]) / r.height * vb[3]; drag = [ev.clientX, ev.clientY]; setVB(); }});
+document.body.dataset.rendered = DATA.nodes.length;
+</script></body></html>
+"""
+
+
+def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[str] = (), max_nodes: int = 1500,
+                title: str | None = None, seed: int = 7) -> Path:
+    """Write the interactive view to ``path``. ``highlight``: node and/or edge ids (a run's path,
+    its evidence) drawn in red; the view keeps them even when the graph is cut to ``max_nodes``."""
+    import networkx as nx
+
+    hl = set(highlight)
+    hl_nodes = {i for i in hl if kg.node(i) is not None}
+    for i in hl:
+        e = kg.edge(i)
+        if e is not None:
+            hl_nodes.update((e.src, e.dst))
+    nodes = kg.nodes()
+    truncated = len(nodes) > max_nodes
+    if truncated:
+        by_degree = sorted(nodes, key=lambda n: (-len(kg.edges_of(n.id)), n.id))
+        keep = set(list(hl_nodes)[:max_nodes])
+        for n in by_degree:
+            if len(keep) >= max_nodes:
+                break
+            keep.add(n.id)
+        nodes = [n for n in nodes if n.id in keep]
+    keep_ids = {n.id for n in nodes}
+    edges = [e for e in kg.edges() if e.src in keep_ids and e.dst in keep_ids]
+    g = nx.Graph()
+    g.add_nodes_from(sorted(keep_ids))
+    g.add_edges_from((e.src, e.dst) for e in edges)
+    layout = nx.spring_layout(g, seed=seed, iterations=50 if len(keep_ids) < 3000 else 20) if keep_ids else {}
+    data: dict[str, Any] = {
+        "truncated": truncated,
+        "nodes": [{"id": n.id, "kind": n.kind, "text": n.text[:300], "hl": n.id in hl_nodes,
+                   "x": round(500 + 460 * float(layout[n.id][0]), 2), "y": round(500 + 460 * float(layout[n.id][1]), 2)}
+                  for n in nodes],
+        "edges": [{"src": e.src, "dst": e.dst, "kind": e.kind, "text": e.text[:120],
+                   "hl": e.id in hl or (e.src in hl_nodes and e.dst in hl_nodes and not (hl - hl_nodes))}
+                  for e in edges],
+    }
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # json inside <script>: escape '<' so text can never close the script element
+    payload = json.dumps(data).replace("<", "\\u003c")
+    out.write_text(PAGE.format(title=html.escape(title or f"kgmem: {kg.name}"), data=payload,
+                               colors=json.dumps(KIND_COLORS)), encoding="utf-8")
+    return out

@@ -1,0 +1,49 @@
+"""The kgmem command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from langgraph_kgmem.cli import main
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "a.txt").write_text("Marie Curie was born in Warsaw. Warsaw is the capital of Poland.")
+    (d / "b.md").write_text("Pierre Curie married Marie Curie in Paris.")
+    (d / "skip.bin").write_bytes(b"\x00\x01")
+    return d
+
+
+def test_ingest_stats_export(corpus, tmp_path, capsys):
+    kg = str(tmp_path / "kg")
+    assert main(["ingest", str(corpus), "--kg", kg, "--embeddings", "hash", "--model", "offline"]) == 0
+    assert "added 2 document(s)" in capsys.readouterr().out
+    assert main(["stats", "--kg", kg, "--embeddings", "hash"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["documents"] == 2 and stats["nodes_by_kind"]["chunk"] == 2
+    html = tmp_path / "view.html"
+    assert main(["export", "--kg", kg, "--embeddings", "hash", "--html", str(html), "--highlight",
+                 "does-not-exist"]) == 0
+    page = html.read_text()
+    assert "<svg" in page and "Marie Curie" in page and "cdn" not in page.lower()
+
+
+def test_cli_errors_are_clear(tmp_path, capsys):
+    assert main(["stats", "--kg", str(tmp_path / "nothing")]) == 2
+    assert "not a langgraph_kgmem KG directory" in capsys.readouterr().err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("   ")
+    assert main(["ingest", str(empty), "--kg", str(tmp_path / "kg"), "--embeddings", "hash", "--model", "offline"]) == 2
+    assert "is empty" in capsys.readouterr().err
+
+
+def test_ask_unknown_method(tmp_path, corpus, capsys):
+    kg = str(tmp_path / "kg")
+    main(["ingest", str(corpus), "--kg", kg, "--embeddings", "hash", "--model", "offline"])
+    assert main(["ask", "Where was Marie Curie born?", "--kg", kg, "--embeddings", "hash", "--method", "magic"]) == 2
+    assert "unknown method 'magic'" in capsys.readouterr().err
