@@ -219,3 +219,23 @@ def test_interrupted_ingest_is_completed_by_rerun(tmp_path, sample_docs):
     ref.add_documents(sample_docs, model="offline")
     assert _fingerprint(g) == _fingerprint(ref)
     g.close()
+
+
+def test_vector_index_upsert_delete_and_compaction():
+    from langgraph_kgmem.kg.vectors import NumpyVectorIndex
+
+    idx = NumpyVectorIndex()
+    eye = np.eye(4, dtype=np.float32)
+    idx.upsert("s", ["a", "b", "a"], eye[:3], ["x", "y", "x"])  # duplicate id in one call: last wins
+    assert idx.count("s") == 2
+    assert np.allclose(idx.get("s", ["a"]), eye[2])
+    for i in range(100):
+        idx.upsert("s", [f"n{i}"], eye[[i % 4]], ["y"])
+    idx.delete("s", [f"n{i}" for i in range(60)])  # triggers compaction
+    assert idx.count("s") == 42
+    hits = idx.search("s", eye[2], 3, kinds=("x",))
+    assert hits[0][0] == "a" and len(hits) == 1
+    ids, mat = idx.matrix("s", kinds=("y",))
+    assert len(ids) == 41 and mat.shape == (41, 4)
+    with pytest.raises(KeyError):
+        idx.get("s", ["n0"])

@@ -53,6 +53,7 @@ class KnowledgeGraph:
         self._in: dict[str, list[str]] = {}
         self._version = 0
         self._snapshots: dict[tuple, GraphSnapshot] = {}
+        self._row_cache: dict[tuple, np.ndarray] = {}
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._persistence: tuple[Any, Any] | None = None
         self._closed = False
@@ -197,6 +198,7 @@ class KnowledgeGraph:
     def _touch(self) -> None:
         self._version += 1
         self._snapshots.clear()
+        self._row_cache.clear()
 
     @property
     def version(self) -> int:
@@ -540,13 +542,23 @@ class KnowledgeGraph:
             ov = {(snap.index[a], snap.index[b]): m for (a, b), m in overrides.items()
                   if a in snap.index and b in snap.index}
         scores = personalized_pagerank(snap, reset, damping=damping, tol=tol, max_iter=max_iter, overrides=ov)
-        rows = np.arange(snap.n)
-        if node_kinds is not None:
-            rows = rows[np.isin(snap.kinds, list(node_kinds))]
-        order = rows[np.lexsort((rows, -scores[rows]))]
-        if top_k is not None:
-            order = order[:top_k]
-        return [(snap.node_ids[i], float(scores[i])) for i in order]
+        rows = self._kind_rows(snap, node_kinds)
+        sub = scores[rows]
+        if top_k is not None and top_k < len(rows):
+            part = np.argpartition(-sub, top_k - 1)[:top_k]
+            rows, sub = rows[part], sub[part]
+        order = np.lexsort((rows, -sub))  # best first, ties by row: deterministic
+        return [(snap.node_ids[rows[i]], float(sub[i])) for i in order]
+
+    def _kind_rows(self, snap: GraphSnapshot, node_kinds: Sequence[str] | None) -> np.ndarray:
+        key = (id(snap), tuple(sorted(node_kinds)) if node_kinds else None)
+        rows = self._row_cache.get(key)
+        if rows is None:
+            rows = np.arange(snap.n) if node_kinds is None else np.flatnonzero(np.isin(snap.kinds, list(node_kinds)))
+            if len(self._row_cache) > 32:
+                self._row_cache.clear()
+            self._row_cache[key] = rows
+        return rows
 
     def to_networkx(self) -> Any:
         """A networkx MultiDiGraph copy (for analysis and drawing; not used on hot paths)."""

@@ -37,49 +37,73 @@ class _Space:
         self.ids: list[str] = []
         self.kinds: list[str] = []
         self.row: dict[str, int] = {}
-        self.mat = np.zeros((0, dim or 0), dtype=np.float32)
-        self.alive = np.zeros(0, dtype=bool)
+        self._buf = np.zeros((0, dim or 0), dtype=np.float32)
+        self._alive_buf = np.zeros(0, dtype=bool)
         self._kind_arr: np.ndarray | None = None
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(ids):
             raise ValueError("vectors must be a 2-D array with one row per id")
-        if self.dim is None or self.mat.shape[1] == 0:
+        if self.dim is None or self._buf.shape[1] == 0:
             self.dim = vectors.shape[1]
-            self.mat = np.zeros((0, self.dim), dtype=np.float32)
+            self._buf = np.zeros((0, self.dim), dtype=np.float32)
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vector dimension {vectors.shape[1]} does not match the index ({self.dim})")
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.where(norms > 0, norms, 1.0)
         new_rows, new_vecs = [], []
+        pending: dict[str, int] = {}
         for i, (nid, kind) in enumerate(zip(ids, kinds)):
+            if nid in pending:  # the same id twice in one call: the last vector wins
+                new_vecs[pending[nid]] = vectors[i]
+                continue
             r = self.row.get(nid)
             if r is not None:
-                self.mat[r] = vectors[i]
+                self._buf[r] = vectors[i]
                 self.kinds[r] = kind
             else:
-                self.row[nid] = len(self.ids) + len(new_rows)
+                pending[nid] = len(new_rows)
                 new_rows.append((nid, kind))
                 new_vecs.append(vectors[i])
         if new_rows:
+            start = len(self.ids)
+            need = start + len(new_rows)
+            if need > len(self._buf):  # amortised growth: appends stay O(1) per row
+                cap = max(need, 2 * len(self._buf), 64)
+                buf = np.zeros((cap, self.dim), dtype=np.float32)
+                buf[:start] = self._buf[:start]
+                self._buf = buf
+                alive = np.zeros(cap, dtype=bool)
+                alive[:start] = self._alive_buf[:start]
+                self._alive_buf = alive
+            self._buf[start:need] = np.asarray(new_vecs, dtype=np.float32)
+            self._alive_buf[start:need] = True
+            for j, (nid, kind) in enumerate(new_rows):
+                self.row[nid] = start + j
             self.ids.extend(n for n, _ in new_rows)
             self.kinds.extend(k for _, k in new_rows)
-            self.mat = np.vstack([self.mat, np.asarray(new_vecs, dtype=np.float32)])
-            self.alive = np.concatenate([self.alive, np.ones(len(new_rows), dtype=bool)])
         self._kind_arr = None
+
+    @property
+    def mat(self) -> np.ndarray:
+        return self._buf[: len(self.ids)]
+
+    @property
+    def alive(self) -> np.ndarray:
+        return self._alive_buf[: len(self.ids)]
 
     def delete(self, ids: Iterable[str]) -> None:
         for nid in ids:
             r = self.row.pop(nid, None)
             if r is not None:
-                self.alive[r] = False
+                self._alive_buf[r] = False
         if len(self.alive) and (~self.alive).sum() > len(self.alive) / 3:
             keep = np.flatnonzero(self.alive)
+            self._buf = self.mat[keep].copy()
+            self._alive_buf = np.ones(len(keep), dtype=bool)
             self.ids = [self.ids[i] for i in keep]
             self.kinds = [self.kinds[i] for i in keep]
-            self.mat = self.mat[keep]
-            self.alive = np.ones(len(keep), dtype=bool)
             self.row = {nid: i for i, nid in enumerate(self.ids)}
         self._kind_arr = None
 
