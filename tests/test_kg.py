@@ -239,3 +239,19 @@ def test_vector_index_upsert_delete_and_compaction():
     assert len(ids) == 41 and mat.shape == (41, 4)
     with pytest.raises(KeyError):
         idx.get("s", ["n0"])
+
+
+def test_ingest_batches_embedding_calls_per_document(sample_docs):
+    from langgraph_kgmem.testing import DeterministicEmbeddings
+
+    class Counting(DeterministicEmbeddings):
+        calls = 0
+
+        def embed_documents(self, texts):
+            Counting.calls += 1
+            return super().embed_documents(texts)
+
+    g = KnowledgeGraph.in_memory(embeddings=Counting(64))
+    g.add_documents(sample_docs, model="offline")
+    # one batched call per document (prefetch) plus at most one per document for merged-fact texts
+    assert Counting.calls <= 2 * len(sample_docs)

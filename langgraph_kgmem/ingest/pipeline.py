@@ -237,6 +237,17 @@ class _Writer:
         return {"chunk": chunk_id or "", "anchor": anchor_id or ""}
 
 
+def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) -> list[str]:
+    """Everything a document's write will embed, so it goes to the model in one batched call
+    (fact texts use the names as extracted; a merged entity's fact is embedded on its own)."""
+    texts: list[str] = list(chunks)
+    for ex in extractions:
+        texts.append(ex.title)
+        texts.extend(e.strip() for e in ex.entities)
+        texts.extend(t.text() for t in ex.triples)
+    return texts
+
+
 def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
                 title: str | None = None, merge_threshold: float | None = 0.85) -> IngestReport:
     """Add pre-extracted triples, optionally with the passage ``text`` they came from (which becomes
@@ -318,7 +329,7 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
                 ex = extractor.extract(c, src.title or None)
                 extractions.append(ex)
                 report.usage = merge_usage(report.usage, ex.usage)
-            with kg.transaction():
+            with kg.transaction(), kg.prefetch_embeddings(_texts_to_embed(chunks, extractions)):
                 w = _Writer(kg, src.id, merge_threshold)
                 for i, (c, ex) in enumerate(zip(chunks, extractions)):
                     w.write_chunk(i, c, ex, title=src.title or ex.title)

@@ -55,6 +55,7 @@ class KnowledgeGraph:
         self._snapshots: dict[tuple, GraphSnapshot] = {}
         self._row_cache: dict[tuple, np.ndarray] = {}
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._prefetched: dict[str, np.ndarray] = {}
         self._persistence: tuple[Any, Any] | None = None
         self._closed = False
         for n in store.load_nodes():
@@ -229,14 +230,32 @@ class KnowledgeGraph:
     embed_seconds: float = 0.0  # time spent inside the embedding model (reported by ingestion)
 
     def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
-        out: list[list[float]] = []
-        t0 = time.perf_counter()
-        for off in range(0, len(texts), batch_size):
-            out.extend(self.embeddings.embed_documents(list(texts[off:off + batch_size])))
-        self.embed_seconds += time.perf_counter() - t0
-        if not out:
+        """Embed texts in batches; texts prefetched by :meth:`prefetch_embeddings` are not re-sent."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._prefetched))
+        fresh: dict[str, list[float]] = {}
+        if missing:
+            t0 = time.perf_counter()
+            for off in range(0, len(missing), batch_size):
+                batch = missing[off:off + batch_size]
+                fresh.update(zip(batch, self.embeddings.embed_documents(batch)))
+            self.embed_seconds += time.perf_counter() - t0
+        if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.asarray(out, dtype=np.float32)
+        return np.asarray([self._prefetched[t] if t in self._prefetched else fresh[t] for t in texts],
+                          dtype=np.float32)
+
+    @contextmanager
+    def prefetch_embeddings(self, texts: Iterable[str]) -> Iterator[None]:
+        """Embed ``texts`` in one batched call and serve them from memory inside the block
+        (ingestion embeds a whole document's chunks, titles, names and facts at once)."""
+        todo = [t for t in dict.fromkeys(texts) if t and t not in self._prefetched]
+        if todo:
+            vecs = self.embed_texts(todo)
+            self._prefetched.update(zip(todo, vecs))
+        try:
+            yield
+        finally:
+            self._prefetched.clear()
 
     def embed_query(self, text: str) -> np.ndarray:
         """Unit query vector, LRU-cached (the same question is embedded once per process)."""
