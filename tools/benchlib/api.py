@@ -12,6 +12,19 @@ Deciders (``--decider``):
   simulating a competent LLM. Prompts are still built and counted in tokens. Gold labels may be
   used ONLY inside the responder (at decision points), never in retrieval code.
 - ``llm``: the configured chat model (``KGMEM_MODEL``).
+
+How the harness (tools/benchlib/runner.py) calls an adapter:
+- ``run(ctx, q, model)`` gets ``q`` with ``answer`` and ``supporting_titles`` blanked (gold never
+  reaches retrieval code); ``oracle(ctx, q)`` gets the full question and is called before ``run``
+  for the same question.
+- ``setup(ctx)`` runs once per corpus *per process*: again in each ``--fresh-process`` pass, on
+  the persisted KG copy (so it must be idempotent, e.g. ``add_synonym_edges`` is).
+- Each (method, corpus) works on a private copy of the cached KG directory with its own
+  ``kg.persistence()`` pair as ``ctx.checkpointer`` / ``ctx.store``; all passes share them.
+- An adapter may set ``in_default_run = False`` (e.g. an ablation variant): it then runs only
+  when named in ``--method``, not in the default "every registered method" selection.
+- ``ctx.options``: ``seed``, ``noise``, ``quick``, ``corpus``, ``embeddings``, ``passes`` and the
+  current ``pass`` (1-based).
 """
 
 from __future__ import annotations

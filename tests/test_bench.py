@@ -1,0 +1,278 @@
+"""The benchmark harness (tools/bench.py): loaders, metrics, baselines, deciders, the JSON contract.
+
+Runs on a tiny hand-made fixture (tests/fixtures/bench_tiny.jsonl) with the hashing embedding;
+nothing here needs ../shared/data.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+if str(TOOLS) not in sys.path:
+    sys.path.insert(0, str(TOOLS))
+
+from benchlib import corpus as corpora  # noqa: E402
+from benchlib import datasets, metrics, runner  # noqa: E402
+from benchlib.api import BenchContext, BenchQuestion, MethodResult  # noqa: E402
+from benchlib.registry import discover  # noqa: E402
+
+FIXTURE = Path(__file__).parent / "fixtures" / "bench_tiny.jsonl"
+
+
+@pytest.fixture
+def bench_cache(tmp_path, monkeypatch):
+    """KG cache and run directories under tmp_path (also for fresh worker processes)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(corpora, "CACHE_DIR", cache)
+    monkeypatch.setenv("KGMEM_BENCH_CACHE", str(cache))
+    return cache
+
+
+def make_ctx(passages, decider="offline"):
+    from langgraph_kgmem import KnowledgeGraph
+
+    kg = KnowledgeGraph.in_memory(name="bench", embeddings="hash")
+    kg.add_documents(corpora.as_documents(passages), model="offline")
+    cp, store = kg.persistence()
+    return BenchContext(kg=kg, store=store, checkpointer=cp, decider=decider, dataset="tiny", workdir=Path("."))
+
+
+# ------------------------------------------------------------------------------------ loaders
+
+
+def test_load_questions_reads_the_normalized_form():
+    qs = datasets.load_questions(str(FIXTURE))
+    assert [q.id for q in qs] == ["q1", "q2", "q3"]
+    assert qs[0].answer == "Vistula"
+    assert qs[0].supporting_titles == ["Warsaw", "Vistula"]
+    assert qs[0].passages[1] == {"title": "Vistula", "text": qs[0].passages[1]["text"]}
+
+
+def test_question_selection_first_n_or_seeded_sample():
+    assert [q.id for q in datasets.load_questions(str(FIXTURE), 2)] == ["q1", "q2"]
+    a = [q.id for q in datasets.load_questions(str(FIXTURE), 2, seed=7)]
+    assert a == [q.id for q in datasets.load_questions(str(FIXTURE), 2, seed=7)]  # reproducible
+    assert a == sorted(a, key=["q1", "q2", "q3"].index)  # file order kept
+
+
+def test_pooled_corpus_deduplicates_on_title_and_text():
+    qs = datasets.load_questions(str(FIXTURE))
+    pooled = datasets.pooled_passages(str(FIXTURE), qs)
+    # q2's "Warsaw" repeats q1's exactly; q3's "Danube"/"Vistula" have other texts and stay
+    assert len(pooled) == 10
+    assert [p["title"] for p in pooled].count("Warsaw") == 1
+    assert [p["title"] for p in pooled].count("Danube") == 2
+
+
+def test_missing_shared_data_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMEM_SHARED_DATA", str(tmp_path))
+    with pytest.raises(datasets.DatasetError, match=r"hotpotqa.*missing.*shared/data"):
+        datasets.load_questions("hotpotqa", 3)
+    with pytest.raises(datasets.DatasetError, match="unknown dataset 'nope'"):
+        datasets.load_questions("nope")
+
+
+def test_malformed_jsonl_line_names_the_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "question": "q?", "passages": []}\n{not json}\n')
+    with pytest.raises(datasets.DatasetError, match=r"bad.jsonl:2 is not valid JSON"):
+        datasets.load_questions(str(bad))
+    bad.write_text('{"id": "a", "question": "q?"}\n')
+    with pytest.raises(datasets.DatasetError, match=r"missing key\(s\) \['passages'\]"):
+        datasets.load_questions(str(bad))
+
+
+# ------------------------------------------------------------------------------------ metrics
+
+
+def test_recall_and_full_chain_on_hand_computed_cases():
+    gold = ["A", "B"]
+    assert metrics.recall_at_k(["A", "C", "B"], gold, 2) == 0.5
+    assert metrics.recall_at_k(["A", "C", "B"], gold, 5) == 1.0
+    assert metrics.recall_at_k(["C", "D"], gold, 5) == 0.0
+    assert metrics.full_chain(["C", "A", "D", "E", "B"], gold) == 1.0
+    assert metrics.full_chain(["C", "A", "D", "E", "F", "B"], gold) == 0.0
+
+
+def test_exact_match_and_f1_hotpotqa_normalisation():
+    assert metrics.exact_match("The Vistula.", "vistula") == 1.0
+    assert metrics.exact_match("Vistula river", "Vistula") == 0.0
+    # pred tokens {vistula, river}, gold {vistula}: P=1/2, R=1 → F1=2/3
+    assert metrics.f1_score("the Vistula river", "Vistula") == pytest.approx(2 / 3)
+    assert metrics.f1_score("yes", "no") == 0.0
+    assert metrics.f1_score("no answer", "Vistula") == 0.0
+
+
+def test_aggregate_reports_null_for_metrics_that_do_not_apply():
+    o = metrics.QuestionOutcome("q", [], ["A"], None, "x", {"llm_calls": 2, "llm_seconds": 0.5}, None, 1.5)
+    row = metrics.aggregate([o], method="m", decider="oracle", dataset="d", pass_no=1)
+    assert row["recall@2"] is None and row["fcr"] is None  # no titles retrieved: n/a, not 0
+    assert row["em"] is None and row["f1"] is None          # no answer produced
+    assert row["retrieved_per_query"] is None
+    assert row["llm_calls_per_query"] == 2.0
+    assert row["wall_ms_median"] == 1500.0 and row["non_llm_ms_median"] == 1000.0
+
+
+def test_aggregate_averages_and_merges_numeric_extras():
+    a = metrics.QuestionOutcome("a", ["A", "B"], ["A", "B"], "1903", "1903", {}, 5, 0.1, extra={"hops": 2, "tag": "x"})
+    b = metrics.QuestionOutcome("b", ["C", "A"], ["A", "B"], "no", "1903", {}, 3, 0.3, extra={"hops": 4})
+    row = metrics.aggregate([a, b], method="m", decider="offline", dataset="d", pass_no=2)
+    assert row["recall@2"] == 0.75 and row["fcr"] == 0.5 and row["em"] == 0.5
+    assert row["retrieved_per_query"] == 4.0 and row["hops"] == 3.0 and "tag" not in row
+
+
+# ------------------------------------------------------------------------------------ baselines
+
+
+@pytest.mark.parametrize("name", ["dense", "bm25"])
+def test_baselines_rank_the_matching_passage_first(name):
+    reg = discover()
+    adapter = reg.get(name)
+    passages = [
+        {"title": "Bears", "text": "The brown bear eats salmon and berries in Alaska."},
+        {"title": "Volcanoes", "text": "A volcano erupts lava, ash and volcanic gases."},
+        {"title": "Chess", "text": "Chess is a board game played by two players on a checkered board."},
+    ]
+    ctx = make_ctx(passages)
+    adapter.setup(ctx)
+    q = BenchQuestion("x", "What does a volcano erupt besides lava?", "ash", passages, ["Volcanoes"])
+    res = adapter.run(ctx, q, "offline")
+    assert res.retrieved_titles[0] == "Volcanoes"
+    assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > 50  # would-be prompt counted
+    assert res.retrieved_count == len(res.retrieved_titles) <= 3
+    assert "volcano" in res.answer.lower()  # extractive answer offline
+
+
+def test_bm25_reports_no_passage_without_a_shared_term():
+    adapter = discover().get("bm25")
+    ctx = make_ctx([{"title": "Chess", "text": "Chess is a board game."}])
+    adapter.setup(ctx)
+    res = adapter.run(ctx, BenchQuestion("x", "volcanic eruption?", "", [], []), "offline")
+    assert res.retrieved_titles == []
+
+
+def test_oracle_decider_builds_a_scripted_model_from_the_adapter():
+    from langgraph_kgmem.testing import ScriptedChatModel
+
+    adapter = discover().get("dense")
+    q = datasets.load_questions(str(FIXTURE))[1]
+    ctx = make_ctx(q.passages, decider="oracle")
+    adapter.setup(ctx)
+    model = runner.make_model("oracle", adapter, ctx, q)
+    assert isinstance(model, ScriptedChatModel)
+    res = adapter.run(ctx, runner.blinded(q), model)
+    assert res.answer == "1903"  # the gold answer is in the retrieved evidence
+    assert model.call_count == 1 and res.usage["llm_calls"] == 1
+    assert res.usage["prompt_tokens"] > 50 and res.usage["completion_tokens"] >= 1
+    assert runner.make_model("offline", adapter, ctx, q) == "offline"
+
+
+# ------------------------------------------------------------------------------------ registry & runs
+
+
+def test_unknown_method_lists_registered_ones(capsys):
+    assert runner.main(["--method", "nope", "--dataset", str(FIXTURE), "--embeddings", "hash"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown method 'nope'" in err
+    listed = err.split("registered: ")[1].split(";")[0].strip().split(", ")
+    assert {"bm25", "dense"} <= set(listed) and listed == sorted(listed)
+
+
+def test_a_broken_adapter_module_is_reported_not_fatal(tmp_path, monkeypatch):
+    pkg = tmp_path / "fakemethods"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "good.py").write_text(textwrap.dedent("""
+        class A:
+            name, corpus, datasets = "good", "per-question", None
+            def setup(self, ctx): pass
+            def run(self, ctx, q, model): pass
+            def oracle(self, ctx, q): pass
+        ADAPTERS = [A()]
+    """))
+    (pkg / "broken.py").write_text("import not_a_real_module_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = discover("fakemethods")
+    assert reg.names() == ["good"]
+    assert "ModuleNotFoundError" in reg.broken["broken"]
+    with pytest.raises(Exception, match=r"unknown method 'broken'.*failed to import"):
+        reg.get("broken")
+
+
+def test_run_writes_contract_json_and_markdown(bench_cache, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    rc = runner.main(["--method", "dense,bm25", "--decider", "oracle", "--dataset", str(FIXTURE), "--questions", "3",
+                      "--passes", "2", "--json", str(out), "--embeddings", "hash"])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    rows = data["results"]
+    assert [(r["method"], r["pass"]) for r in rows] == [("dense", 1), ("dense", 2), ("bm25", 1), ("bm25", 2)]
+    for r in rows:
+        assert list(r)[:len(metrics.ROW_KEYS)] == list(metrics.ROW_KEYS)
+        assert r["questions"] == 3 and r["decider"] == "oracle" and r["dataset"] == "bench_tiny"
+        assert 0.0 <= r["recall@2"] <= r["recall@5"] <= 1.0
+        assert r["llm_calls_per_query"] == 1.0 and r["peak_rss_mb"] > 0
+    assert "| dense | oracle | bench_tiny |" in capsys.readouterr().out
+    # the second run reuses the cached KGs
+    assert data["meta"]["kg"]["per-question"]["kgs"] == 3
+    runner.main(["--method", "bm25", "--dataset", str(FIXTURE), "--json", str(out), "--embeddings", "hash",
+                 "--passes", "1"])
+    assert json.loads(out.read_text())["meta"]["kg"]["per-question"]["from_cache"] is True
+
+
+class _MemoryProbe:
+    """An adapter that writes one store item per question and reports how many it found."""
+
+    name, corpus, datasets = "probe", "pooled", None
+
+    def setup(self, ctx):
+        ctx.cache["setups"] = ctx.cache.get("setups", 0) + 1
+
+    def run(self, ctx, q, model):
+        assert q.supporting_titles == [] and q.answer == ""  # gold is blinded for methods
+        ns = ("kgmem", "bench", "probe")
+        seen = len(ctx.store.search(ns, limit=100))
+        ctx.store.put(ns, q.id, {"pass": ctx.options["pass"]})
+        return MethodResult(retrieved_titles=[], answer=None, extra={"memories_seen": seen})
+
+    def oracle(self, ctx, q):
+        return lambda messages, request: "{}"
+
+
+def test_passes_share_kg_and_store_so_memory_shows(bench_cache, tmp_path):
+    args = runner.parse_args(["--dataset", str(FIXTURE), "--embeddings", "hash", "--passes", "2"])
+    emb = runner.make_embeddings("hash")
+    plan = runner.plan_methods(args, [_MemoryProbe()], emb)[0]
+    assert plan.mode == "pooled" and len(plan.corpora) == 1
+    res = runner.run_plan(plan, [1, 2], tmp_path / "run", emb, args, None, reopen=False)
+    rows = runner.rows_for(plan, res, args)
+    assert [r["memories_seen"] for r in rows] == [1.0, 3.0]  # pass 1: 0,1,2 → mean 1; pass 2: 3 each
+    assert rows[0]["recall@5"] is None and rows[0]["em"] is None
+
+
+def test_fresh_process_passes_reopen_the_persisted_store(bench_cache, tmp_path):
+    out = tmp_path / "fp.json"
+    rc = runner.main(["--method", "bm25", "--dataset", str(FIXTURE), "--questions", "2", "--passes", "2",
+                      "--fresh-process", "--corpus", "pooled", "--json", str(out), "--embeddings", "hash"])
+    assert rc == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [r["pass"] for r in rows] == [1, 2]
+    assert rows[0]["recall@5"] == rows[1]["recall@5"]  # same KG copy reopened in the new process
+    assert not any((bench_cache / "runs").iterdir())  # run directory cleaned up
+
+
+def test_perf_suite_ppr_agrees_with_networkx_on_a_small_graph():
+    from benchlib.perf import ppr_suite
+
+    (row,) = ppr_suite((1000,), seed=3)
+    assert row["edges"] == 1000 and row["nodes"] == 200
+    assert row["max_abs_score_diff_vs_networkx"] < 1e-6
+    for key in ("snapshot_build_ms", "ppr_median_ms", "ppr_with_100_overrides_median_ms", "kg_ppr_median_ms",
+                "networkx_pagerank_median_ms"):
+        assert row[key] > 0

@@ -1,0 +1,141 @@
+"""Benchmark datasets in the normalized QA form, read from ``../shared/data`` (never copied here).
+
+Normalized form, one JSON object per line:
+``{"id", "question", "answer", "passages": [{"title", "text"}], "supporting_titles": [...]}``.
+``--dataset`` takes a name from :data:`DATASETS` or a path to such a JSONL file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib.api import BenchQuestion
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    file: str                       # path relative to the shared data directory
+    pooled_corpus: str | None = None  # a separate retrieval corpus (JSONL of {"title","text"})
+    per_question: bool = True       # False: the questions' own passages are not a retrieval corpus
+
+
+DATASETS: dict[str, DatasetSpec] = {
+    "hotpotqa": DatasetSpec("hotpotqa/dev300.jsonl"),
+    "hotpotqa-train100": DatasetSpec("hotpotqa_train100/normalized.jsonl"),
+    "musique-train100": DatasetSpec("musique_train100/normalized.jsonl"),
+    # STEM's per-question passages hold only the (heuristic) gold blocks: retrieval must run on the
+    # pooled corpus of all 4,207 blocks
+    "stem": DatasetSpec("stem/normalized.jsonl", pooled_corpus="stem/stem_corpus_chunks.jsonl", per_question=False),
+    "hipporag-sample": DatasetSpec("hipporag_sample/normalized.jsonl"),
+}
+
+
+class DatasetError(Exception):
+    """A dataset name, file or line the harness cannot use; the message says what to do."""
+
+
+def shared_data_dir() -> Path:
+    """``$KGMEM_SHARED_DATA`` or ``<repo>/../shared/data``."""
+    env = os.environ.get("KGMEM_SHARED_DATA")
+    return Path(env) if env else (REPO_ROOT / ".." / "shared" / "data").resolve()
+
+
+def is_qa_dataset(name_or_path: str) -> bool:
+    return name_or_path in DATASETS or name_or_path.endswith(".jsonl") or Path(name_or_path).is_file()
+
+
+def dataset_label(name_or_path: str) -> str:
+    return name_or_path if name_or_path in DATASETS else Path(name_or_path).stem
+
+
+def dataset_file(name_or_path: str) -> Path:
+    if name_or_path in DATASETS:
+        path = shared_data_dir() / DATASETS[name_or_path].file
+        if not path.is_file():
+            raise DatasetError(
+                f"dataset {name_or_path!r} needs {path}, which is missing. The shared data is read from "
+                f"../shared/data next to the repository (or $KGMEM_SHARED_DATA); it is not shipped in the repo.")
+        return path
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise DatasetError(
+            f"unknown dataset {name_or_path!r}: give one of {', '.join(DATASETS)} or a path to a JSONL file "
+            "in the normalized QA form")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{path}:{lineno} is not valid JSON ({exc.msg})") from exc
+    return rows
+
+
+def parse_question(row: dict, where: str) -> BenchQuestion:
+    missing = [k for k in ("question", "passages") if k not in row]
+    if missing:
+        raise DatasetError(f"{where}: missing key(s) {missing}; the normalized form needs "
+                           "id, question, answer, passages[{title,text}], supporting_titles")
+    passages = []
+    for i, p in enumerate(row["passages"]):
+        if not isinstance(p, dict) or "text" not in p:
+            raise DatasetError(f"{where}: passage {i} must be an object with 'title' and 'text'")
+        passages.append({"title": str(p.get("title") or f"passage {i}"), "text": str(p["text"])})
+    return BenchQuestion(
+        id=str(row.get("id") or where), question=str(row["question"]), answer=str(row.get("answer") or ""),
+        passages=passages, supporting_titles=[str(t) for t in row.get("supporting_titles") or []],
+        extra={k: v for k, v in row.items() if k not in {"id", "question", "answer", "passages", "supporting_titles"}})
+
+
+def select(total: int, n: int | None, seed: int | None) -> list[int]:
+    """Indices of the questions to run: all if ``n`` covers them; else the first ``n`` (``seed``
+    None) or a seeded sample kept in file order."""
+    if n is None or n >= total:
+        return list(range(total))
+    if n <= 0:
+        raise DatasetError(f"--questions must be positive, got {n}")
+    if seed is None:
+        return list(range(n))
+    return sorted(random.Random(seed).sample(range(total), n))
+
+
+def load_questions(name_or_path: str, n: int | None = None, seed: int | None = None) -> list[BenchQuestion]:
+    path = dataset_file(name_or_path)
+    rows = read_jsonl(path)
+    if not rows:
+        raise DatasetError(f"{path} holds no questions")
+    return [parse_question(rows[i], f"{path.name}:{i + 1}") for i in select(len(rows), n, seed)]
+
+
+def pooled_passages(name_or_path: str, questions: list[BenchQuestion]) -> list[dict[str, str]]:
+    """The pooled retrieval corpus: the dataset's own corpus file (STEM), else every passage of
+    ``questions`` once (deduplicated on title + text, first occurrence order)."""
+    spec = DATASETS.get(name_or_path)
+    if spec is not None and spec.pooled_corpus:
+        path = shared_data_dir() / spec.pooled_corpus
+        if not path.is_file():
+            raise DatasetError(f"dataset {name_or_path!r} needs its pooled corpus {path}, which is missing")
+        rows = [{"title": str(r["title"]), "text": str(r["text"])} for r in read_jsonl(path)]
+    else:
+        rows = [p for q in questions for p in q.passages]
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for p in rows:
+        seen.setdefault((p["title"], p["text"]), p)
+    return list(seen.values())
+
+
+def supports_per_question(name_or_path: str) -> bool:
+    spec = DATASETS.get(name_or_path)
+    return spec is None or spec.per_question

@@ -1,0 +1,176 @@
+"""Bench adapters ``autopruned`` (M = 20 runs, the paper's default) and ``autopruned-m5`` (the 5
+best runs) for ``langgraph_kgmem.graphs.autopruned``, on the pooled corpus.
+
+Setup indexes the whole KG into the codebook once (with ``phrase_facts="always"``: the offline
+extractor's relation edges miss most lower-case content words, so every chunk's phrase triples
+join its facts) (``sync_codebook``: F runs per passage chunk,
+consolidation) in the corpus' store; every question then runs the graph with the decider's
+model passed per run (``context={"model": m}``). Question and answer triples come from the
+offline parser under every decider (``extraction="offline"``), so the oracle decides only the
+answer: ``oracle_answer`` on the triples shown (gold is read only inside the responder).
+
+Retrieved titles: the passage titles of the selected runs' chunks, best run first (fact runs by
+their own chunk, reused answer runs by their recorded provenance). Offline, ``prompt_tokens`` is
+the would-be answer prompt (instructions + packed codebook + question), counted like the passage
+baselines count theirs. Extra metrics: ``prompt_tokens_packed`` (the codebook block alone),
+``titles`` (passages covered by the selected runs), ``reused`` (stored Q/A runs reused),
+``enc_words``/``enc_ids``/``enc_matrix`` (share of each chosen encoding), ``cb_entities``,
+``cb_relations``, ``cb_edges``, ``cb_runs`` (codebook size after the question).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, oracle_answer
+from langchain_core.messages import HumanMessage
+
+from langgraph_kgmem.graphs.autopruned import answer_prompt, create_autopruned_graph, sync_codebook
+from langgraph_kgmem.llm import count_message_tokens, is_offline
+
+
+def _int_env(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+class AutoPrunedAdapter:
+    corpus = "pooled"
+    datasets = ("stem", "hotpotqa")
+
+    def __init__(self, name: str, **options: Any) -> None:
+        self.name = name
+        self.options = options
+
+    def _options(self) -> dict[str, Any]:
+        opts = {"extraction": "offline", "fine_m": _int_env("KGMEM_APR_FINE_M", 20)}
+        if os.environ.get("KGMEM_APR_MAX_TOKENS"):
+            opts["max_prompt_tokens"] = int(os.environ["KGMEM_APR_MAX_TOKENS"])
+        opts.update(self.options)
+        return opts
+
+    def setup(self, ctx: BenchContext) -> None:
+        opts = self._options()
+        ctx.cache["apr_size"] = sync_codebook(ctx.kg, ctx.store, phrase_facts=opts.get("phrase_facts", "uncovered"))
+        ctx.cache[self.name] = create_autopruned_graph(ctx.kg, model="offline", store=ctx.store,
+                                                       **opts).compile(store=ctx.store)
+
+    def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
+        out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
+        return result_of(ctx, out, model)
+
+    def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
+        def respond(messages: list[Any], request: Any) -> str:
+            texts = list((getattr(request, "context", None) or {}).get("evidence_texts") or [])
+            return oracle_answer(q.answer, texts)
+
+        return respond
+
+
+def ranked_titles(ctx: BenchContext, evidence: list[dict[str, Any]]) -> list[str]:
+    titles: list[str] = []
+    for item in evidence:
+        for cid in item.get("chunks", []):
+            node = ctx.kg.node(cid)
+            title = node.attrs.get("title") if node is not None else None
+            if title and title not in titles:
+                titles.append(title)
+    return titles
+
+
+def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResult:
+    usage = dict(out.get("usage") or {})
+    if is_offline(model):  # the prompt an LLM answer would need, counted like the passage baselines
+        prompt = answer_prompt(out["question"], out.get("packed_prompt", ""), out.get("encoding", "words"))
+        usage["prompt_tokens"] = count_message_tokens([HumanMessage(prompt)])
+    titles = ranked_titles(ctx, out.get("evidence", []))
+    size = out.get("codebook_size", {})
+    enc = out.get("encoding", "")
+    extra = {"prompt_tokens_packed": out.get("prompt_tokens_packed", 0), "titles": len(titles),
+             "reused": len(out.get("reused", [])), "enc_words": enc == "words", "enc_ids": enc == "ids",
+             "enc_matrix": enc == "matrix", "cb_entities": size.get("entities", 0),
+             "cb_relations": size.get("relations", 0), "cb_edges": size.get("edges", 0),
+             "cb_runs": size.get("runs", 0)}
+    return MethodResult(retrieved_titles=titles, answer=out.get("answer"), usage=usage,
+                        retrieved_count=len(out.get("evidence", [])), extra=extra)
+
+
+# Benchmark KGs are built with the offline extractor, whose relation edges miss the lower-case
+# content words of prose: the adapters add phrase triples to every chunk's facts.
+ADAPTERS = [AutoPrunedAdapter("autopruned", phrase_facts="always"),                # M = 20 runs (paper)
+            AutoPrunedAdapter("autopruned-m5", fine_m=5, phrase_facts="always")]   # compact: 5 best runs
+
+
+# ------------------------------------------------------------------------------ codebook growth
+
+
+def codebook_growth(kg: Any, *, step: int = 50, entity_budget: int | None = None,
+                    alias_threshold: float = 0.93) -> list[dict[str, Any]]:
+    """Index the KG's documents into a fresh codebook ``step`` at a time, consolidating after each
+    step; one row per step with the sizes without consolidation (``*_raw``: every symbol ever
+    added) and the live sizes after it."""
+    import time
+
+    from langgraph_kgmem.memory.codebook import Codebook
+
+    book = Codebook(kg.name)
+    docs = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"]
+    rows = []
+    for off in range(0, len(docs), step):
+        t0 = time.perf_counter()
+        book.sync_facts(kg, documents=docs[off:off + step])
+        report = book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget)
+        size = book.size()
+        rows.append({"documents": min(off + step, len(docs)), "entities_raw": len(book.ent_text),
+                     "entities": size["entities"], "relations": size["relations"], "edges_raw": len(book.edge_hrt),
+                     "edges": size["edges"], "fact_runs": size["fact_runs"],
+                     "aliases_layer1": report["aliases_layer1"], "merged_layer2": report["merged_layer2"],
+                     "seconds": round(time.perf_counter() - t0, 2)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``PYTHONPATH=tools python -m benchlib.methods.autopruned --dataset stem [--embeddings local]
+    [--step 50] [--entity-budget N]``: print the codebook growth table (Markdown)."""
+    import argparse
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from benchlib import corpus as corpora
+    from benchlib.datasets import load_questions, pooled_passages
+
+    from langgraph_kgmem.config import get_embeddings
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--dataset", default="stem")
+    ap.add_argument("--questions", type=int, default=None, help="questions whose passages are pooled (QA sets)")
+    ap.add_argument("--embeddings", default="local")
+    ap.add_argument("--step", type=int, default=50)
+    ap.add_argument("--entity-budget", type=int, default=None)
+    ap.add_argument("--every", type=int, default=1, help="print every N-th row")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    emb = get_embeddings(args.embeddings)
+    qs = load_questions(args.dataset, args.questions, None)
+    built = corpora.build_corpus(pooled_passages(args.dataset, qs), emb, log=print)
+    wd = Path(tempfile.mkdtemp(prefix="apr-growth-"))
+    kg = corpora.open_working_copy(built, wd, emb)
+    try:
+        rows = codebook_growth(kg, step=args.step, entity_budget=args.entity_budget)
+    finally:
+        kg.close()
+        shutil.rmtree(wd, ignore_errors=True)
+    keys = list(rows[0]) if rows else []
+    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for i, r in enumerate(rows):
+        if i % args.every == 0 or i == len(rows) - 1:
+            print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":  # PYTHONPATH=tools python -m benchlib.methods.autopruned --dataset stem
+    raise SystemExit(main())

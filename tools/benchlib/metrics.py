@@ -1,0 +1,142 @@
+"""Per-question scores and their aggregation into one result row per (method, decider, dataset, pass).
+
+Retrieval: Recall@k = share of a question's gold supporting titles among its top-k retrieved
+titles; FCR (full-chain retrieval) = 1 when every gold title is in the top 5. Answers:
+HotpotQA-style exact match and token F1 on normalised strings. A metric that does not apply to
+a run (no gold titles, no titles retrieved by any question, no answers) is ``None``, never 0.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from benchlib.api import normalize_answer
+
+ROW_KEYS = ("method", "decider", "dataset", "pass", "questions", "recall@2", "recall@5", "fcr", "em", "f1",
+            "llm_calls_per_query", "prompt_tokens_per_query", "completion_tokens_per_query",
+            "retrieved_per_query", "non_llm_ms_median", "wall_ms_median")
+
+
+def recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
+    gold_set = set(gold)
+    if not gold_set:
+        raise ValueError("recall needs at least one gold title")
+    return len(gold_set & set(retrieved[:k])) / len(gold_set)
+
+
+def full_chain(retrieved: Sequence[str], gold: Sequence[str], k: int = 5) -> float:
+    return float(set(gold) <= set(retrieved[:k])) if gold else 0.0
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    """Token F1 as in the HotpotQA evaluation (yes/no/noanswer must match exactly)."""
+    pred, ref = normalize_answer(prediction), normalize_answer(gold)
+    if (pred in {"yes", "no", "noanswer"} or ref in {"yes", "no", "noanswer"}) and pred != ref:
+        return 0.0
+    pt, rt = pred.split(), ref.split()
+    common = Counter(pt) & Counter(rt)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pt), same / len(rt)
+    return 2 * precision * recall / (precision + recall)
+
+
+@dataclass
+class QuestionOutcome:
+    """One question's result under one (method, decider, pass)."""
+
+    qid: str
+    retrieved_titles: list[str]
+    gold_titles: list[str]
+    answer: str | None
+    gold_answer: str
+    usage: dict[str, Any]
+    retrieved_count: int | None
+    wall_seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"qid": self.qid, "retrieved_titles": self.retrieved_titles[:10], "gold_titles": self.gold_titles,
+                "answer": self.answer, "gold_answer": self.gold_answer, "retrieved_count": self.retrieved_count,
+                "wall_seconds": round(self.wall_seconds, 4), "llm_calls": int(self.usage.get("llm_calls", 0)),
+                "prompt_tokens": int(self.usage.get("prompt_tokens", 0)), "error": self.error,
+                "extra": self.extra}
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return round(sum(xs) / len(xs), 4) if xs else None
+
+
+def _median_ms(xs: Sequence[float]) -> float | None:
+    return round(statistics.median(xs) * 1000.0, 2) if xs else None
+
+
+def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str, dataset: str,
+              pass_no: int, peak_rss_mb: float | None = None, more: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The result row (contract keys first, then ``peak_rss_mb``, ``more``, and extras)."""
+    ok = [o for o in outcomes if o.error is None]
+    graded = [o for o in ok if o.gold_titles]
+    # a method returns [] when retrieval titles do not apply to it: no question retrieved anything → n/a
+    if not any(o.retrieved_titles for o in graded):
+        graded = []
+    answered = [o for o in ok if o.answer is not None and o.gold_answer]
+    counts = [o.retrieved_count for o in ok if o.retrieved_count is not None]
+    non_llm = [max(0.0, o.wall_seconds - float(o.usage.get("llm_seconds", 0.0) or 0.0)) for o in ok]
+    row: dict[str, Any] = {
+        "method": method, "decider": decider, "dataset": dataset, "pass": pass_no, "questions": len(ok),
+        "recall@2": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, 2) for o in graded]),
+        "recall@5": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, 5) for o in graded]),
+        "fcr": _mean([full_chain(o.retrieved_titles, o.gold_titles, 5) for o in graded]),
+        "em": _mean([exact_match(o.answer or "", o.gold_answer) for o in answered]),
+        "f1": _mean([f1_score(o.answer or "", o.gold_answer) for o in answered]),
+        "llm_calls_per_query": _mean([float(o.usage.get("llm_calls", 0) or 0) for o in ok]),
+        "prompt_tokens_per_query": _mean([float(o.usage.get("prompt_tokens", 0) or 0) for o in ok]),
+        "completion_tokens_per_query": _mean([float(o.usage.get("completion_tokens", 0) or 0) for o in ok]),
+        "retrieved_per_query": _mean([float(c) for c in counts]),
+        "non_llm_ms_median": _median_ms(non_llm),
+        "wall_ms_median": _median_ms([o.wall_seconds for o in ok]),
+        "peak_rss_mb": peak_rss_mb,
+    }
+    if len(ok) < len(outcomes):
+        row["errors"] = len(outcomes) - len(ok)
+    row.update(more or {})
+    extras: dict[str, list[float]] = {}
+    for o in ok:
+        for k, v in (o.extra or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                extras.setdefault(k, []).append(float(v))
+            elif isinstance(v, bool):
+                extras.setdefault(k, []).append(float(v))
+    for k, vals in extras.items():
+        key = k if k not in row else f"extra_{k}"
+        row[key] = _mean(vals)
+    return row
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    cols = [("method", "method"), ("decider", "decider"), ("dataset", "dataset"), ("corpus", "corpus"),
+            ("pass", "pass"), ("questions", "n"), ("recall@2", "R@2"), ("recall@5", "R@5"), ("fcr", "FCR"),
+            ("em", "EM"), ("f1", "F1"), ("llm_calls_per_query", "LLM calls/q"),
+            ("prompt_tokens_per_query", "prompt tok/q"), ("completion_tokens_per_query", "compl. tok/q"),
+            ("retrieved_per_query", "retrieved/q"), ("non_llm_ms_median", "non-LLM ms (med)"),
+            ("wall_ms_median", "wall ms (med)"), ("peak_rss_mb", "peak RSS MB")]
+
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "–"
+        if isinstance(v, float):
+            return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(k)) for k, _ in cols) + " |" for r in rows]
+    return "\n".join(lines)

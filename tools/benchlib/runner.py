@@ -1,0 +1,435 @@
+"""The benchmark run: plan corpora, run every (method, pass, question), aggregate, write reports.
+
+Order of work for one method: each corpus (one KG per question, or one pooled KG) is copied
+from the cache into the run directory, opened, given its own persisted checkpointer + store
+(``kg.persistence()``: SQLite in the copy), and ``adapter.setup(ctx)`` runs once per process.
+Then every pass runs its questions on that same KG and store, so memory written in pass 1 is
+there in pass 2. Per-question corpora are walked question-major (each question's passes run
+back to back: its KG and store are private to it, so this equals pass-major order and keeps
+only one small KG open at a time); a pooled corpus is walked pass-major.
+
+``--fresh-process``: pass 1 runs here; every later pass runs in a new ``python tools/bench.py``
+process (same arguments plus internal flags) that reopens the persisted KG copies and stores.
+
+Gold labels: ``adapter.run`` receives the question with ``answer`` and ``supporting_titles``
+blanked; only the oracle responder (``adapter.oracle``) and the metrics see them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from benchlib import corpus as corpora
+from benchlib.api import BenchContext, BenchQuestion
+from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset, load_questions,
+                               pooled_passages, supports_per_question)
+from benchlib.metrics import QuestionOutcome, aggregate, markdown_table
+from benchlib.registry import Registry, UnknownMethodError, discover, supports
+
+DEFAULT_DATASET = "hotpotqa"
+QUICK_QUESTIONS = 5
+DEFAULT_PASSES = 2
+RECORDS_DEFAULT_QUESTIONS = 100   # records / graph-qa datasets have no fixed question list
+OUTPUT_DIR = REPO_ROOT / "bench_output"
+
+
+class BenchError(Exception):
+    """A run that cannot start (bad option, missing data, unknown method); exit status 2."""
+
+
+# ------------------------------------------------------------------------------------ planning
+
+
+@dataclass
+class Corpus:
+    """One KG of the run and the questions asked on it."""
+
+    built: corpora.BuiltCorpus
+    questions: list[BenchQuestion]
+    mode: str
+
+
+@dataclass
+class MethodPlan:
+    adapter: Any
+    mode: str                               # per-question | pooled | records | graph-qa | none
+    questions: list[BenchQuestion]
+    corpora: list[Corpus] = field(default_factory=list)
+
+
+def log(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (Linux reports KiB, macOS bytes)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024, 1)
+
+
+def make_embeddings(spec: str) -> Any:
+    from langgraph_kgmem.config import get_embeddings
+
+    if spec not in ("local", "hash") and not spec.startswith("hash:"):
+        raise BenchError(f"--embeddings must be 'local' or 'hash', got {spec!r}")
+    return get_embeddings(spec)
+
+
+def select_methods(reg: Registry, names: str | None, dataset: str) -> list[Any]:
+    if names:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        adapters = []
+        for n in wanted:
+            try:
+                a = reg.get(n)
+            except UnknownMethodError as exc:
+                raise BenchError(str(exc)) from exc
+            if not supports(a, dataset):
+                raise BenchError(f"method {n!r} does not run on dataset {dataset!r}; it supports "
+                                 f"{', '.join(a.datasets) if a.datasets else 'QA datasets'}")
+            adapters.append(a)
+        return adapters
+    # adapters may opt out of the default selection (ablation variants): in_default_run = False
+    adapters = [reg.adapters[n] for n in reg.names()
+                if supports(reg.adapters[n], dataset) and getattr(reg.adapters[n], "in_default_run", True)]
+    if not adapters:
+        raise BenchError(f"no registered method runs on dataset {dataset!r}; registered: {', '.join(reg.names())}")
+    return adapters
+
+
+def corpus_mode(adapter: Any, requested: str | None, dataset: str) -> str:
+    if adapter.corpus not in ("per-question", "pooled"):
+        return adapter.corpus
+    mode = requested or adapter.corpus
+    if not supports_per_question(dataset):
+        if requested == "per-question":
+            raise BenchError(f"dataset {dataset!r} has no per-question retrieval corpus (its passages are only the "
+                             "gold ones): use --corpus pooled")
+        mode = "pooled"
+    return mode
+
+
+def plan_methods(args: argparse.Namespace, adapters: list[Any], emb: Any) -> list[MethodPlan]:
+    """Load questions and build (or fetch from the cache) every KG the methods need."""
+    plans: list[MethodPlan] = []
+    qa_questions: list[BenchQuestion] | None = None
+    built_pooled: Corpus | None = None
+    built_single: dict[str, corpora.BuiltCorpus] = {}
+    for a in adapters:
+        mode = corpus_mode(a, args.corpus, args.dataset)
+        if mode in ("per-question", "pooled"):
+            if qa_questions is None:
+                qa_questions = load_questions(args.dataset, args.questions, args.seed)
+            plan = MethodPlan(a, mode, qa_questions)
+            if mode == "pooled":
+                if built_pooled is None:
+                    passages = pooled_passages(args.dataset, qa_questions)
+                    b = corpora.build_corpus(passages, emb, backend=args.backend, log=log)
+                    built_pooled = Corpus(b, qa_questions, mode)
+                    log(f"pooled KG: {b.passages} passages, {b.stats.get('nodes')} nodes, {b.stats.get('edges')} "
+                        f"edges ({'cached' if b.cached else f'built in {b.build_seconds:.1f}s'})")
+                plan.corpora = [built_pooled]
+            else:
+                t0, fresh = time.perf_counter(), 0
+                for q in qa_questions:
+                    b = built_single.get(q.id)
+                    if b is None:
+                        b = built_single[q.id] = corpora.build_corpus(q.passages, emb, backend=args.backend)
+                        fresh += not b.cached
+                    plan.corpora.append(Corpus(b, [q], mode))
+                if fresh:
+                    log(f"per-question KGs: built {fresh} in {time.perf_counter() - t0:.1f}s")
+        elif mode in ("records", "graph-qa"):
+            n = args.questions or RECORDS_DEFAULT_QUESTIONS
+            qs = a.load_questions(args.dataset, n, args.seed if args.seed is not None else 0)
+            plan = MethodPlan(a, mode, qs)
+            key = corpora.key_of(a.name, mode, args.dataset, [q.id for q in qs], args.noise,
+                                 args.embeddings, args.backend)
+
+            def fill(kg: Any, a: Any = a, qs: list[BenchQuestion] = qs) -> None:
+                ctx = BenchContext(kg=kg, store=None, checkpointer=None, decider=args.decider,
+                                   dataset=dataset_label(args.dataset), workdir=Path(kg.path).parent,
+                                   options=run_options(args))
+                a.build_kg(ctx, qs)
+
+            b = corpora.build_cached(key, fill, emb, backend=args.backend, passages=0)
+            plan.corpora = [Corpus(b, qs, mode)]
+        else:  # "none": no KG at all
+            plan = MethodPlan(a, mode, load_questions(args.dataset, args.questions, args.seed))
+            plan.corpora = [Corpus(corpora.BuiltCorpus("none", Path(), 0, 0.0, 0.0), plan.questions, mode)]
+        plans.append(plan)
+    return plans
+
+
+def run_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"seed": args.seed if args.seed is not None else 0, "noise": args.noise, "quick": args.quick,
+            "corpus": args.corpus, "embeddings": args.embeddings, "passes": args.passes}
+
+
+# ------------------------------------------------------------------------------------ running
+
+
+def blinded(q: BenchQuestion) -> BenchQuestion:
+    """The question as a method sees it: no gold answer, no gold supporting titles."""
+    return dataclasses.replace(q, answer="", supporting_titles=[])
+
+
+def make_model(decider: str, adapter: Any, ctx: BenchContext, q: BenchQuestion, llm: Any = None) -> Any:
+    """The decider's model for one question: "offline", an oracle ScriptedChatModel, or the LLM."""
+    if decider == "offline":
+        return "offline"
+    if decider == "oracle":
+        from langgraph_kgmem.testing import ScriptedChatModel
+
+        return ScriptedChatModel(responder=adapter.oracle(ctx, q), model_name=f"oracle-{adapter.name}")
+    if decider == "llm":
+        return llm
+    raise BenchError(f"--decider must be oracle, offline or llm, got {decider!r}")
+
+
+def resolve_llm(decider: str) -> Any:
+    if decider != "llm":
+        return None
+    from langgraph_kgmem.errors import ConfigurationError
+    from langgraph_kgmem.llm import resolve_model
+
+    try:
+        return resolve_model(None)
+    except ConfigurationError as exc:
+        raise BenchError(f"--decider llm needs a chat model: {exc}") from exc
+
+
+def run_question(adapter: Any, ctx: BenchContext, q: BenchQuestion, decider: str, llm: Any,
+                 errors: list[str]) -> QuestionOutcome:
+    model = make_model(decider, adapter, ctx, q, llm)
+    t0 = time.perf_counter()
+    try:
+        res = adapter.run(ctx, blinded(q), model)
+    except Exception as exc:  # one failing question must not lose the others' figures
+        wall = time.perf_counter() - t0
+        if not errors:
+            log(f"{adapter.name}: question {q.id} failed:\n{traceback.format_exc()}")
+        errors.append(f"{type(exc).__name__}: {exc}")
+        return QuestionOutcome(q.id, [], list(q.supporting_titles), None, q.answer, {}, None, wall,
+                               error=f"{type(exc).__name__}: {exc}")
+    wall = time.perf_counter() - t0
+    return QuestionOutcome(q.id, list(res.retrieved_titles or []), list(q.supporting_titles), res.answer, q.answer,
+                           dict(res.usage or {}), res.retrieved_count, wall, extra=dict(res.extra or {}))
+
+
+def workdir_of(run_dir: Path, adapter: Any, c: Corpus) -> Path:
+    return run_dir / adapter.name / (c.built.key if c.mode != "per-question" else f"q-{c.built.key}")
+
+
+def open_context(plan: MethodPlan, c: Corpus, run_dir: Path, emb: Any, args: argparse.Namespace,
+                 reopen: bool) -> BenchContext:
+    wd = workdir_of(run_dir, plan.adapter, c)
+    if c.mode == "none":
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.store.memory import InMemoryStore
+
+        wd.mkdir(parents=True, exist_ok=True)
+        kg, cp, store = None, InMemorySaver(), InMemoryStore()
+    else:
+        if reopen:
+            kg = corpora.open_existing(wd, emb, backend=args.backend)
+        else:
+            kg = corpora.open_working_copy(c.built, wd, emb, backend=args.backend)
+        cp, store = kg.persistence()
+    return BenchContext(kg=kg, store=store, checkpointer=cp, decider=args.decider, dataset=dataset_label(args.dataset),
+                        workdir=wd, options=run_options(args))
+
+
+def run_plan(plan: MethodPlan, passes: Sequence[int], run_dir: Path, emb: Any, args: argparse.Namespace,
+             llm: Any, reopen: bool) -> dict[int, dict[str, Any]]:
+    """Run ``passes`` of one method; returns {pass: {"outcomes", "setup_seconds"}}."""
+    out = {p: {"outcomes": [], "setup_seconds": 0.0} for p in passes}
+    errors: list[str] = []
+    for c in plan.corpora:
+        ctx = open_context(plan, c, run_dir, emb, args, reopen)
+        try:
+            t0 = time.perf_counter()
+            plan.adapter.setup(ctx)
+            out[passes[0]]["setup_seconds"] += time.perf_counter() - t0
+            for p in passes:
+                ctx.options["pass"] = p
+                for q in c.questions:
+                    out[p]["outcomes"].append(run_question(plan.adapter, ctx, q, args.decider, llm, errors))
+        finally:
+            if ctx.kg is not None:
+                ctx.kg.close()
+    if errors:
+        log(f"{plan.adapter.name}: {len(errors)} question(s) failed (first: {errors[0]})")
+    return out
+
+
+def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    for p, res in sorted(results.items()):
+        more = {"corpus": plan.mode, "embeddings": args.embeddings,
+                "setup_seconds": round(res["setup_seconds"], 3) if res["setup_seconds"] else None}
+        rows.append(aggregate(res["outcomes"], method=plan.adapter.name, decider=args.decider,
+                              dataset=dataset_label(args.dataset), pass_no=p, peak_rss_mb=peak_rss_mb(), more=more))
+    return rows
+
+
+def spawn_worker(argv: Sequence[str], run_dir: Path, pass_no: int) -> list[dict[str, Any]]:
+    out = run_dir / f"worker-pass{pass_no}.json"
+    cmd = [sys.executable, str(Path(__file__).resolve().parents[1] / "bench.py"), *argv,
+           "--_worker-pass", str(pass_no), "--_run-dir", str(run_dir), "--_worker-out", str(out)]
+    log(f"pass {pass_no}: fresh process")
+    proc = subprocess.run(cmd, cwd=str(REPO_ROOT))
+    if proc.returncode != 0 or not out.exists():
+        raise BenchError(f"the fresh process for pass {pass_no} failed (exit {proc.returncode})")
+    return json.loads(out.read_text())["results"]
+
+
+# ------------------------------------------------------------------------------------ command line
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="tools/bench.py",
+        description="Benchmark the KG-memory methods and passage baselines on real QA data "
+                    "(retrieval quality, LLM cost, speed). See README 'Benchmarks'.")
+    ap.add_argument("--method", help="comma-separated method names (default: every registered method that "
+                                     "supports the dataset)")
+    ap.add_argument("--decider", default="offline", choices=["oracle", "offline", "llm"],
+                    help="who makes the methods' decisions (default: offline)")
+    ap.add_argument("--dataset", default=DEFAULT_DATASET,
+                    help=f"one of {', '.join(DATASETS)}, a method's own dataset, or a normalized JSONL path")
+    ap.add_argument("--questions", type=int, help=f"number of questions (default: all; --quick: {QUICK_QUESTIONS})")
+    ap.add_argument("--passes", type=int, help=f"passes over the same questions (default: {DEFAULT_PASSES})")
+    ap.add_argument("--json", help="result file (default: bench_output/bench-<dataset>-<decider>.json)")
+    ap.add_argument("--quick", action="store_true", help=f"{QUICK_QUESTIONS} questions, for a run under 2 minutes")
+    ap.add_argument("--seed", type=int, help="sample the questions with this seed (default: the first N in file "
+                                             "order); also handed to methods as options['seed']")
+    ap.add_argument("--corpus", choices=["per-question", "pooled"],
+                    help="QA corpus mode (default: each method's own; STEM is always pooled)")
+    ap.add_argument("--fresh-process", action="store_true",
+                    help="run passes 2..N each in a new process on the persisted KG copies and stores")
+    ap.add_argument("--noise", type=float, default=0.0, help="noise level for graph-QA datasets (default 0)")
+    ap.add_argument("--embeddings", default="local", help="local (all-MiniLM-L6-v2, default) or hash (fast smoke runs)")
+    ap.add_argument("--backend", default=corpora.DEFAULT_BACKEND, choices=["memory", "chroma"],
+                    help="vector backend of the benchmark KGs (default: memory = numpy + vectors.npz)")
+    ap.add_argument("--keep-run", action="store_true", help="keep the run directory (KG copies and stores)")
+    ap.add_argument("--list", action="store_true", help="list registered methods and datasets, then exit")
+    ap.add_argument("--perf", action="store_true", help="run the KG performance suite instead (PPR, overrides, ingest)")
+    ap.add_argument("--_worker-pass", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--_run-dir", help=argparse.SUPPRESS)
+    ap.add_argument("--_worker-out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.questions is None and args.quick:
+        args.questions = QUICK_QUESTIONS
+    if args.passes is None:
+        args.passes = DEFAULT_PASSES
+    if args.passes < 1:
+        ap.error(f"--passes must be at least 1, got {args.passes}")
+    if args.questions is not None and args.questions < 1:
+        ap.error(f"--questions must be at least 1, got {args.questions}")
+    return args
+
+
+def print_listing(reg: Registry) -> None:
+    print("registered methods:")
+    for n in reg.names():
+        a = reg.adapters[n]
+        default = "" if getattr(a, "in_default_run", True) else "  (not in the default run)"
+        print(f"  {n:16s} corpus={a.corpus:13s} datasets={', '.join(a.datasets) if a.datasets else 'any QA dataset'}"
+              f"{default}")
+    for mod, err in sorted(reg.broken.items()):
+        print(f"  (methods/{mod}.py failed to import: {err})")
+    print("QA datasets: " + ", ".join(DATASETS) + " (or a normalized JSONL path)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.perf:
+        from benchlib.perf import run_perf
+
+        return run_perf(args)
+    try:
+        return _run(args, argv)
+    except (BenchError, DatasetError) as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    reg = discover()
+    for mod, err in sorted(reg.broken.items()):
+        log(f"WARNING: methods/{mod}.py not registered: {err}")
+    if args.list:
+        print_listing(reg)
+        return 0
+    worker = args._worker_pass is not None
+    adapters = select_methods(reg, args.method, args.dataset)
+    if not is_qa_dataset(args.dataset) and all(a.corpus in ("per-question", "pooled") for a in adapters):
+        raise BenchError(f"unknown dataset {args.dataset!r}: give one of {', '.join(DATASETS)} or a JSONL path")
+    emb = make_embeddings(args.embeddings)
+    llm = resolve_llm(args.decider)
+    t_start = time.perf_counter()
+    plans = plan_methods(args, adapters, emb)
+    run_dir = Path(args._run_dir) if worker else corpora.CACHE_DIR / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    rows: list[dict[str, Any]] = []
+    if worker:
+        for plan in plans:
+            rows += rows_for(plan, run_plan(plan, [args._worker_pass], run_dir, emb, args, llm, reopen=True), args)
+        Path(args._worker_out).write_text(json.dumps({"results": rows}))
+        return 0
+    passes_here = [1] if args.fresh_process else list(range(1, args.passes + 1))
+    try:
+        for plan in plans:
+            log(f"{plan.adapter.name}: {len(plan.questions)} question(s), {len(plan.corpora)} KG(s) ({plan.mode}), "
+                f"decider {args.decider}, pass(es) {passes_here[0]}..{passes_here[-1]}")
+            rows += rows_for(plan, run_plan(plan, passes_here, run_dir, emb, args, llm, reopen=False), args)
+        if args.fresh_process:
+            for p in range(2, args.passes + 1):
+                rows += spawn_worker(argv, run_dir, p)
+    finally:
+        if not args.keep_run:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    rows.sort(key=lambda r: ([p.adapter.name for p in plans].index(r["method"]), r["pass"]))
+    meta = build_meta(args, argv, plans, reg, time.perf_counter() - t_start)
+    out = Path(args.json) if args.json else OUTPUT_DIR / f"bench-{dataset_label(args.dataset)}-{args.decider}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"results": rows, "meta": meta}, indent=1))
+    print(markdown_table(rows))
+    print(f"\n{len(rows)} result row(s) written to {out}  (decider: {args.decider}"
+          f"{'; oracle = simulated competent LLM deciding from the gold labels' if args.decider == 'oracle' else ''}"
+          f"{'; offline = no LLM, heuristic decisions, extractive answers' if args.decider == 'offline' else ''})")
+    failed = sum(r.get("errors", 0) for r in rows)
+    return 1 if failed else 0
+
+
+def build_meta(args: argparse.Namespace, argv: list[str], plans: list[MethodPlan], reg: Registry,
+               seconds: float) -> dict[str, Any]:
+    kgs: dict[str, Any] = {}
+    for plan in plans:
+        if plan.mode == "none" or plan.mode in kgs:
+            continue
+        built = [c.built for c in plan.corpora]
+        kgs[plan.mode] = {
+            "kgs": len(built), "passages": sum(b.passages for b in built),
+            "nodes": sum(b.stats.get("nodes", 0) for b in built), "edges": sum(b.stats.get("edges", 0) for b in built),
+            "build_seconds_first_time": round(sum(b.build_seconds for b in built), 2),
+            "embed_seconds_first_time": round(sum(b.embed_seconds for b in built), 2),
+            "from_cache": all(b.cached for b in built),
+        }
+    return {"command": "python tools/bench.py " + " ".join(argv), "seconds": round(seconds, 1),
+            "embeddings": args.embeddings, "backend": args.backend, "kg": kgs,
+            "unregistered_modules": reg.broken, "python": sys.version.split()[0],
+            "peak_rss_mb": peak_rss_mb()}
