@@ -1,0 +1,384 @@
+"""ReMindRAG: closed-form memory updates, replay, caps, id validation, memory that persists and pays off."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
+from langgraph_kgmem.graphs.remindrag import (
+    create_remindrag_graph,
+    delta,
+    effective_edges,
+    enhance,
+    hop_distances,
+    penalize,
+    replay_weights,
+)
+from langgraph_kgmem.memory import EdgeMemory
+from langgraph_kgmem.testing import ScriptedChatModel
+
+REPO = Path(__file__).resolve().parents[1]
+Q_RIVER = "Which river flows through the capital of Poland?"
+
+
+def run(app, question, thread="t"):
+    return app.invoke({"question": question}, {"configurable": {"thread_id": thread}})
+
+
+def chunk_titled(kg, title):
+    return next(n.id for n in kg.nodes("chunk") if n.attrs.get("title") == title)
+
+
+def targeted(kg, targets, answer="the answer"):
+    """A competent scripted reader that knows which passages answer the question."""
+    targets = list(targets)
+    dist = hop_distances(kg, targets)
+
+    def respond(messages, request):
+        if request is None or request.schema is None:
+            return answer
+        ctx = request.context
+        if request.step == "check_sufficiency":
+            return {"sufficient": set(targets) <= set(ctx["evidence_ids"])}
+        if request.step == "traverse_step":
+            def best(ids):
+                return min((dist.get(i, 99), i) for i in ids) if ids else (999, "")
+            fwd = best(ctx["forward"])
+            back = min(((best(ctx["frontier"][u])[0], u) for u in ctx["backward"]), default=(999, ""))
+            if fwd[0] <= back[0]:
+                return {"direction": "forward", "node_id": fwd[1]}
+            return {"direction": "backward", "node_id": back[1]}
+        if request.step == "mark_useful":
+            return {"useful_ids": [c for c in ctx["candidates"] if c in targets]}
+        raise AssertionError(f"unexpected step {request.step}")
+
+    return respond
+
+
+# ------------------------------------------------------------------------------ closed-form updates
+
+
+def test_delta_is_cosine_step_and_zero_from_norm_one():
+    assert delta(0.0) == pytest.approx(2 / math.pi)
+    assert delta(0.5) == pytest.approx((2 / math.pi) * math.cos(math.pi / 4))
+    assert delta(1.0) == 0.0
+    assert delta(1.7) == 0.0
+    assert np.all(np.diff(delta(np.linspace(0, 1, 50))) < 0)  # monotone decreasing on [0, 1]
+
+
+def test_enhance_moves_toward_query_with_step_delta_of_norm():
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=32)
+    qh = q / np.linalg.norm(q)
+    assert np.allclose(enhance(np.zeros(32), q), (2 / math.pi) * qh)  # fast wake-up from zero
+    v = 0.3 * rng.normal(size=32) / math.sqrt(32)
+    new = enhance(v, q)
+    assert np.allclose(new - v, delta(np.linalg.norm(v)) * qh)
+    cos = lambda a: a @ qh / np.linalg.norm(a)  # noqa: E731
+    assert cos(new) > cos(v)
+    big = 1.2 * qh
+    assert np.array_equal(enhance(big, q), big)  # δ = 0 at norm ≥ 1
+
+
+def test_penalize_shrinks_only_the_query_component():
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=32)
+    qh = q / np.linalg.norm(q)
+    v = 0.5 * qh + 0.2 * rng.normal(size=32) / math.sqrt(32)
+    p = v @ qh
+    new = penalize(v, q)
+    orth_before, orth_after = v - p * qh, new - (new @ qh) * qh
+    assert np.allclose(orth_before, orth_after)  # orthogonal part untouched
+    assert 0 < new @ qh < p  # projection shrinks, keeps its sign
+    assert new @ qh == pytest.approx(p * (1 - delta(abs(p))))
+    assert np.array_equal(penalize(np.zeros(32), q), np.zeros(32))  # nothing to forget
+    # the public code's bug (subtracting a scalar from every component) would move orthogonal parts too
+    assert not np.allclose(new, v - delta(abs(p)) * p)
+
+
+def test_repeated_updates_converge_with_norm_at_most_one():
+    rng = np.random.default_rng(2)
+    base = rng.normal(size=16)
+    v = np.zeros(16)
+    norms = []
+    for i in range(300):
+        q = base + 0.5 * rng.normal(size=16)
+        v = enhance(v, q) if i % 4 else penalize(v, q)
+        norms.append(np.linalg.norm(v))
+    assert max(norms) <= 1 + 1e-9
+    w = np.zeros(16)
+    for _ in range(50):
+        w = enhance(w, base)
+    assert np.linalg.norm(w) == pytest.approx(1.0, abs=1e-3)
+    assert np.allclose(w / np.linalg.norm(w), base / np.linalg.norm(base))
+
+
+def test_replay_weight_formula_and_zero_memory_stays_below_lambda():
+    q = np.array([1.0, 0.0, 0.0])
+    cos_ab = np.array([1.0, 0.5, -0.2])
+    mem = np.array([[0.0, 0.0, 0.0], [0.8, 0.1, 0.0], [0.3, 0.0, 0.9]])
+    w = replay_weights(cos_ab, mem, q, alpha=0.1)
+    assert np.allclose(w, 0.1 * cos_ab + 0.9 * mem[:, 0])
+    assert w[0] <= 0.1 < 0.55  # zero memory never passes the default λ
+
+
+def test_effective_edges_are_paths_from_seeds_to_useful_nodes():
+    adj = {"s": [("a", "e1"), ("x", "e4")], "a": [("s", "e1"), ("b", "e2")], "b": [("a", "e2"), ("c", "e3")],
+           "c": [("b", "e3")], "x": [("s", "e4")]}
+    assert effective_edges(adj, ["s"], ["b"]) == ["e2", "e1"]
+    assert effective_edges(adj, ["s"], ["zzz"]) == []
+
+
+# ------------------------------------------------------------------------------ replay
+
+
+def test_replay_is_a_noop_on_a_fresh_kg(kg, store):
+    app = create_remindrag_graph(kg, model="offline", store=store).compile()
+    out = run(app, Q_RIVER)
+    assert out["replayed"] == {"nodes": [], "edges": []}
+    assert out["path"], "a fresh KG must fall through to the traversal loop"
+    assert out["memory_updates"]["enhanced"] > 0
+
+
+def test_replay_follows_only_edges_above_lambda(kg, store):
+    q = kg.embed_query(Q_RIVER)
+    app = create_remindrag_graph(kg, model="offline", store=store, max_hops=0).compile()
+    seeds = run(app, Q_RIVER)["seed_ids"]
+    seed = seeds[0]
+    edge, nb = next((e, n) for e, n in kg.neighbors(seed, kinds=("context",)))
+    cos_ab = float((kg.vectors([seed]) @ kg.vectors([nb.id]).T)[0, 0])
+    alpha, lam = 0.1, 0.55
+    need = (lam - alpha * cos_ab) / (1 - alpha)  # q̂·v that makes w == λ exactly
+    mem = EdgeMemory(store, kg.name, len(q))
+    mem.put_many({edge.id: (need - 0.01) * q})
+    out = run(app, Q_RIVER, "below")
+    assert nb.id not in out["replayed"]["nodes"]
+    mem.put_many({edge.id: (need + 0.01) * q})
+    out = run(app, Q_RIVER, "above")
+    assert nb.id in out["replayed"]["nodes"]
+    followed = {e["edge"]: e for e in out["replayed"]["edges"]}
+    assert followed[edge.id]["weight"] > lam
+    assert out["path"] == []  # max_hops=0: no traversal at all
+
+
+# ------------------------------------------------------------------------------ caps and validation
+
+
+def test_caps_stop_the_walk_backward_moves_included(kg, store):
+    moves = iter(range(1000))
+
+    def restless(messages, request):
+        if request is None:
+            return "no answer"
+        if request.step == "check_sufficiency":
+            return {"sufficient": False}
+        if request.step == "traverse_step":
+            ctx = request.context
+            if ctx["backward"] and next(moves) % 2 == 0:  # bounce back whenever possible
+                return {"direction": "backward", "node_id": ctx["backward"][0]}
+            if ctx["forward"]:
+                return {"direction": "forward", "node_id": ctx["forward"][0]}
+            return {"direction": "backward", "node_id": ctx["backward"][0]}
+        return {"useful_ids": []}
+
+    model = ScriptedChatModel(responder=restless)
+    out = run(create_remindrag_graph(kg, model=model, store=store, max_hops=4).compile(), Q_RIVER)
+    assert len(out["path"]) == 4
+    assert any(h["direction"] == "backward" for h in out["path"])
+    assert out["stop_reason"] == "max_hops"
+    steps = [c["request"].step for c in model.calls]
+    assert steps.count("traverse_step") == 4
+    # the total step cap binds first when it is smaller
+    model2 = ScriptedChatModel(responder=restless)
+    out2 = run(create_remindrag_graph(kg, model=model2, store=store, max_hops=10, max_steps=3).compile(), Q_RIVER, "2")
+    assert len(out2["path"]) <= 2 and out2["stop_reason"] == "max_steps"
+
+
+def test_invented_node_ids_are_rejected_reasked_then_fall_back(kg, store):
+    def liar(messages, request):
+        if request is None:
+            return "no answer"
+        if request.step == "check_sufficiency":
+            return {"sufficient": False}
+        if request.step == "traverse_step":
+            return {"direction": "forward", "node_id": "ent-0000invented"}
+        return {"useful_ids": ["chk-invented"]}
+
+    model = ScriptedChatModel(responder=liar)
+    out = run(create_remindrag_graph(kg, model=model, store=store, max_hops=1).compile(), Q_RIVER)
+    trav = [c for c in model.calls if c["request"] and c["request"].step == "traverse_step"]
+    assert [c["request"].attempt for c in trav] == [0, 1]  # asked, then re-asked once
+    assert "not one of the allowed ids" in trav[1]["messages"][-1].content
+    hop = out["path"][0]
+    assert hop["decided_by"] == "fallback"
+    assert hop["to"] in trav[0]["request"].context["forward"]
+    steps = {f["step"] for f in out["usage"]["fallbacks"]}
+    assert steps == {"traverse_step", "mark_useful"}
+
+
+def test_a_corrected_answer_on_the_retry_is_used(kg, store):
+    tries = {"n": 0}
+
+    def second_time_right(messages, request):
+        if request is None:
+            return "no answer"
+        if request.step == "check_sufficiency":
+            return {"sufficient": False}
+        if request.step == "traverse_step":
+            tries["n"] += 1
+            if tries["n"] == 1:
+                return {"direction": "forward", "node_id": "made-up"}
+            return {"direction": "forward", "node_id": request.context["forward"][-1]}
+        return {"useful_ids": []}
+
+    model = ScriptedChatModel(responder=second_time_right)
+    out = run(create_remindrag_graph(kg, model=model, store=store, max_hops=1).compile(), Q_RIVER)
+    assert out["path"][0]["decided_by"] == "llm"
+    assert not out["usage"]["fallbacks"]
+
+
+def test_options_are_validated_at_build_time(kg):
+    with pytest.raises(KgmemInputError, match="seeds_k"):
+        create_remindrag_graph(kg, model="offline", seeds_k=0)
+    with pytest.raises(KgmemInputError, match="alpha"):
+        create_remindrag_graph(kg, model="offline", alpha=1.5)
+    with pytest.raises(KgmemInputError, match="max_hops"):
+        create_remindrag_graph(kg, model="offline", max_hops=-1)
+    with pytest.raises(KgmemInputError, match="max_steps"):
+        create_remindrag_graph(kg, model="offline", max_steps=0)
+    with pytest.raises(KgmemInputError, match="synonym_threshold"):
+        create_remindrag_graph(kg, model="offline", synonym_threshold=2.0)
+
+
+def test_without_a_store_the_error_says_how_to_provide_one(kg):
+    app = create_remindrag_graph(kg, model="offline").compile()
+    with pytest.raises(ConfigurationError, match="store"):
+        run(app, Q_RIVER)
+
+
+def test_graph_shape():
+    kg = KnowledgeGraph.in_memory(name="shape")
+    mermaid = create_remindrag_graph(kg, model="offline").compile().get_graph().draw_mermaid()
+    for node in ("retrieve_seeds", "replay_memory", "check_sufficiency", "traverse_step", "answer", "memorize"):
+        assert node in mermaid
+
+
+# ------------------------------------------------------------------------------ memory pays off
+
+
+def test_second_identical_question_needs_fewer_llm_calls(kg, store):
+    targets = [chunk_titled(kg, "Warsaw"), chunk_titled(kg, "Vistula")]
+    model = ScriptedChatModel(responder=targeted(kg, targets, answer="Vistula"))
+    app = create_remindrag_graph(kg, model=model, store=store).compile()
+    first = run(app, Q_RIVER, "1")
+    second = run(app, Q_RIVER, "2")
+    assert set(targets) <= {e["id"] for e in first["evidence"]}
+    assert first["memory_updates"]["enhanced"] >= 2
+    assert second["usage"]["llm_calls"] < first["usage"]["llm_calls"]
+    assert second["usage"]["prompt_tokens"] < first["usage"]["prompt_tokens"]
+    assert second["path"] == [] and set(targets) <= set(second["replayed"]["nodes"])
+    assert set(targets) <= {e["id"] for e in second["evidence"]}
+    assert second["memory_updates"]["enhanced"] == 0  # no traversal: nothing to memorize
+    assert [c["request"].step if c["request"] else "answer" for c in model.calls[-2:]] == ["check_sufficiency", "answer"]
+
+
+def test_insufficient_replay_falls_back_to_the_loop_and_penalises_misleading_edges(kg, store):
+    qa, qb = "Where was Marie Curie born?", "Where was Marie Curie born and raised?"
+    curie, warsaw = chunk_titled(kg, "Marie Curie"), chunk_titled(kg, "Warsaw")
+    opts = dict(store=store, lam=0.45)
+    run(create_remindrag_graph(kg, model=ScriptedChatModel(responder=targeted(kg, [curie])), **opts).compile(), qa)
+    model_b = ScriptedChatModel(responder=targeted(kg, [warsaw]))
+    out = run(create_remindrag_graph(kg, model=model_b, **opts).compile(), qb, "b")
+    assert curie in out["replayed"]["nodes"], "B's replay should supply what A memorised"
+    assert out["path"], "judged insufficient: the LLM loop must continue"
+    assert warsaw in {e["id"] for e in out["evidence"]}
+    misleading = [e["edge"] for e in out["replayed"]["edges"] if e["to"] == curie]
+    assert misleading and set(misleading) <= set(out["memory_updates"]["penalised_ids"])
+    qb_vec = kg.embed_query(qb)
+    before = {e["edge"]: e["weight"] for e in out["replayed"]["edges"]}
+    mem = EdgeMemory(store, kg.name, len(qb_vec))
+    for eid in misleading:
+        edge = kg.edge(eid)
+        cos_ab = float((kg.vectors([edge.src]) @ kg.vectors([edge.dst]).T)[0, 0])
+        after = float(replay_weights(np.array([cos_ab]), mem.many([eid]), qb_vec, 0.1)[0])
+        assert after < before[eid]
+
+
+# ------------------------------------------------------------------------------ offline and persistence
+
+
+def test_offline_runs_end_to_end_without_llm(kg, store):
+    out = run(create_remindrag_graph(kg, model="offline", store=store).compile(), Q_RIVER)
+    assert out["method"] == "remindrag"
+    assert out["answer"] and out["answer"] != "no answer"
+    assert out["evidence"] and all({"id", "kind", "text"} <= set(e) for e in out["evidence"])
+    assert out["usage"]["llm_calls"] == 0 and out["usage"]["offline_decisions"] > 0
+    assert not out["usage"]["fallbacks"]
+    assert all(h["direction"] in ("forward", "backward") for h in out["path"])
+    again = run(create_remindrag_graph(kg, model="offline", store=store).compile(), Q_RIVER, "2")
+    assert again["replayed"]["nodes"] and again["usage"]["offline_decisions"] < out["usage"]["offline_decisions"]
+
+
+def test_memories_persist_into_a_new_process(tmp_path, sample_docs):
+    kg = KnowledgeGraph.open(tmp_path, name="persist", embeddings="hash", vector_backend="memory")
+    kg.add_documents(sample_docs, model="offline")
+    cp, st = kg.persistence()
+    app = create_remindrag_graph(kg, model="offline").compile(checkpointer=cp, store=st)
+    first = run(app, Q_RIVER)
+    enhanced = first["memory_updates"]["enhanced_ids"]
+    assert enhanced
+    kg.close()
+    script = textwrap.dedent(f"""
+        import json
+        from langgraph_kgmem import KnowledgeGraph, create_remindrag_graph
+        kg = KnowledgeGraph.open({str(tmp_path)!r}, name="persist", embeddings="hash", vector_backend="memory")
+        cp, st = kg.persistence()
+        app = create_remindrag_graph(kg, model="offline").compile(checkpointer=cp, store=st)
+        out = app.invoke({{"question": {Q_RIVER!r}}}, {{"configurable": {{"thread_id": "new"}}}})
+        print(json.dumps({{"edges": [e["edge"] for e in out["replayed"]["edges"]], "path": out["path"]}}))
+        kg.close()
+    """)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(enhanced) <= set(got["edges"])
+    assert got["path"] == []
+
+
+def test_empty_kg_answers_no_answer_without_walking(store):
+    kg = KnowledgeGraph.in_memory(name="empty")
+    out = run(create_remindrag_graph(kg, model="offline", store=store).compile(), "Who is there?")
+    assert out["answer"] == "no answer" and out["evidence"] == [] and out["path"] == []
+    assert out["stop_reason"] == "exhausted"
+
+
+def test_progress_events_are_streamed(kg, store):
+    app = create_remindrag_graph(kg, model="offline", store=store).compile()
+    events = [e for e in app.stream({"question": Q_RIVER}, stream_mode="custom")]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "seeds" and "hop" in kinds and kinds[-1] == "memorize"
+
+
+def test_docstring_example_runs():
+    import doctest
+
+    import langgraph_kgmem.graphs.remindrag as mod
+
+    finder = doctest.DocTestFinder()
+    tests = [t for t in finder.find(mod) if t.examples]
+    assert tests
+    runner = doctest.DocTestRunner()
+    for t in tests:
+        runner.run(t)
+    assert runner.failures == 0
