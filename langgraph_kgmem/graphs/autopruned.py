@@ -1,0 +1,723 @@
+"""AutoPrunedRetriever: a persistent symbolic codebook, reusable reasoning runs, compact prompts.
+
+Idea: text becomes integer symbols (entities E, relations R, edges M ⊆ E×R×E) held in a codebook
+that lives in the LangGraph store and grows across sessions. Retrieval atoms are *runs* — short
+edge sequences — in three channels: facts (F, from the KG's relation edges per passage chunk),
+earlier questions (Q) and earlier answers (A). A question is encoded into edges, runs are ranked
+coarse → fine, a selection policy decides per channel whether to include all, one per cluster
+(unique) or none, and the selected runs are packed into the cheapest of three encodings, measured
+in tokens. The answered question and its answer are stored as new runs, so a later related
+question reuses them by id; consolidation merges alias entities so the codebook plateaus.
+
+Nodes (in order):
+    sync_facts        index KG documents not yet in the codebook into F runs (incremental)
+    encode_question   question → triples (LLM decision, or the offline extractor + phrase parser) → edge ids
+    retrieve_coarse   w_ent·max cos(entity pairs) + w_rel·max cos(relation pairs), top ``coarse_k`` runs
+    rerank_fine       line-level similarity score (top-t, coverage, soft many-to-many, greedy 1:1,
+                      gated whole-run), top ``fine_m`` fact/answer runs across channels; question runs
+                      ranked among them come along and bring their stored answers
+    select_runs       per channel: include all / unique / not include (pluggable policy)
+    pack_prompt       cheapest of word triples, id triples, edge matrix + edge-id lists (``count_tokens``)
+    answer            the LLM over the packed codebook (offline: extractive over the selected triples)
+    memorize          store the question's and the answer's edge sequences as Q and A runs
+    consolidate       layer-1 alias grouping (cosine ≥ 0.93, union-find), layer-2 k-means medoids
+                      over an entity budget; edges remapped, duplicates dropped, runs stay valid
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+import numpy as np
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.common import BaseState, InputState, extractive_answer
+from langgraph_kgmem.ingest.extract import ExtractedTriple, OfflineExtractor
+from langgraph_kgmem.llm import count_tokens, decide, generate, is_offline, model_label, resolve_model
+from langgraph_kgmem.memory import resolve_store
+from langgraph_kgmem.memory.codebook import CHANNELS, Channel, Codebook, phrase_triples
+
+METHOD = "autopruned"
+SelectionMode = Literal["all", "unique", "none"]
+Encoding = Literal["words", "ids", "matrix"]
+ENCODINGS: tuple[Encoding, ...] = ("words", "ids", "matrix")
+SELECTION_MODES: tuple[str, ...] = ("all", "unique", "none")
+SelectionPolicy = Callable[[Channel, list[dict[str, Any]], dict[str, Any]], SelectionMode]
+CHANNEL_SECTION = {"F": "facts", "A": "known answers", "Q": "earlier questions"}
+SECTION_CHANNEL = {v: k for k, v in CHANNEL_SECTION.items()}
+PACK_ORDER: tuple[Channel, ...] = ("F", "A", "Q")
+_QUESTION_WORDS = frozenset("what which who whom whose when where why how is was are were did does do the a an".split())
+NO_ANSWER = re.compile(r"^\s*(no answer|unknown|i don'?t know|n/?a)\W*$", re.I)
+
+
+@dataclass(frozen=True)
+class FineScoring:
+    """Weights and thresholds of the fine re-ranking score (cosines of the embedding model)."""
+
+    top_t: int = 3               # mean of the t best line pairs
+    tau_cov: float = 0.6         # a query line is covered by a run line at this cosine
+    tau_pair: float = 0.5        # centre of the soft many-to-many sigmoid, floor of 1:1 matches
+    temperature: float = 0.05    # sigmoid temperature
+    tau_whole: float = 0.4       # whole-run similarity counts only above this (and with coverage)
+    w_cov: float = 0.3
+    w_many: float = 0.2
+    w_one: float = 0.2
+    w_whole: float = 0.2
+
+
+# --------------------------------------------------------------------------------------------- state
+
+
+@dataclass
+class AutoPrunedContext:
+    """Per-run knobs (``app.invoke(..., context={"model": m})``): the chat model of this run."""
+
+    model: Any = None
+
+
+class AutoPrunedState(BaseState, total=False):
+    query_triples: list[list[str]]
+    query_edges: list[int]
+    coarse: list[dict[str, Any]]            # [{"run", "score"}], best first
+    candidates: list[dict[str, Any]]        # [{"run", "channel", "score", "via"?}], best first
+    selection: dict[str, str]               # channel → all / unique / none
+    selected_runs: dict[str, list[str]]     # channel → run ids, best first
+    reused: list[str]                       # stored Q/A runs put into the prompt
+    packed_prompt: str
+    encoding: str
+    encoding_tokens: dict[str, int]
+    prompt_tokens_packed: int
+    memorized: list[str]
+    consolidation: dict[str, int]
+    codebook_size: dict[str, int]
+
+
+# ------------------------------------------------------------------------------------ decisions
+
+
+class TextTriples(BaseModel):
+    """The facts in the text as [subject, relation, object] triples. Use short entity names as they
+    appear; for a question, write the unknown it asks for as "?" (e.g. ["Marie Curie", "born in", "?"])."""
+
+    triples: list[ExtractedTriple] = Field(description="one triple per fact, at most 8")
+
+
+# -------------------------------------------------------------------------------------- prompts
+
+TRIPLES_PROMPT = """Turn this {kind} into a few [subject, relation, object] triples (at most 8).
+
+{kind}: {text}"""
+
+ANSWER_PROMPT = """Answer the question from the knowledge below, written as a compact codebook ({legend}).
+Be brief: a name, a number, a date or a short phrase. If the knowledge does not hold the answer,
+say "no answer".
+
+{knowledge}
+
+Question: {question}
+Answer:"""
+
+LEGENDS = {
+    "words": "each line is subject | relation | object",
+    "ids": "entities and relations are numbered; each fact line is subject-number relation-number object-number",
+    "matrix": "entities and relations are numbered; [edges] numbers each fact as subject relation object; "
+              "the other sections list edge numbers",
+}
+
+
+def answer_prompt(question: str, packed: str, encoding: str) -> str:
+    """The answer step's prompt around a packed codebook (also used to count would-be tokens offline)."""
+    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]), knowledge=packed or "(nothing known)",
+                                question=question)
+
+
+# ------------------------------------------------------------------------------- selection policy
+
+
+def default_selection_policy(channel: Channel, runs: list[dict[str, Any]], features: dict[str, Any]) -> SelectionMode:
+    """The fixed default: facts and known answers ``unique`` (one run per cluster of
+    near-duplicates), earlier questions ``none`` (a stored question is the key that brings its answers — it
+    is reused and reported in ``reused`` — but its own triples add no knowledge to the prompt)."""
+    if not runs or channel == "Q":
+        return "none"
+    return "unique"
+
+
+# ---------------------------------------------------------------------------------- packing
+
+
+def _channel_triples(book: Codebook, channels: Mapping[str, Sequence[int]]) -> dict[str, list[tuple[str, str, str]]]:
+    return {c: [book.triple(e) for e in dict.fromkeys(book.resolve_edge(x) for x in channels.get(c, []))]
+            for c in PACK_ORDER if channels.get(c)}
+
+
+def encode_knowledge(triples: Mapping[str, Sequence[tuple[str, str, str]]]) -> dict[Encoding, str]:
+    """The selected triples per channel in the three encodings (see :func:`decode_knowledge`)."""
+    words: list[str] = []
+    ents: dict[str, int] = {}
+    rels: dict[str, int] = {}
+    edges: dict[tuple[int, int, int], int] = {}
+    id_lines: list[str] = []
+    lists: list[str] = []
+    for c in PACK_ORDER:
+        trips = triples.get(c)
+        if not trips:
+            continue
+        words.append(f"[{CHANNEL_SECTION[c]}]")
+        id_lines.append(f"[{CHANNEL_SECTION[c]}]")
+        ids = []
+        for h, r, t in trips:
+            words.append(f"{h} | {r} | {t}")
+            key = (ents.setdefault(h, len(ents)), rels.setdefault(r, len(rels)), ents.setdefault(t, len(ents)))
+            id_lines.append("%d %d %d" % key)
+            ids.append(str(edges.setdefault(key, len(edges))))
+        lists.append(f"[{CHANNEL_SECTION[c]}] " + " ".join(ids))
+    if not words:
+        return {"words": "", "ids": "", "matrix": ""}
+    legend = ["[entities]"] + [f"{i} {e}" for e, i in ents.items()] + ["[relations]"] + [f"{i} {r}" for r, i in rels.items()]
+    matrix = legend + ["[edges]"] + ["%d %d %d" % k for k in edges] + lists
+    return {"words": "\n".join(words), "ids": "\n".join(legend + id_lines), "matrix": "\n".join(matrix)}
+
+
+_HEADER = re.compile(r"^\[(entities|relations|edges|facts|known answers|earlier questions)\](.*)$")
+
+
+def decode_knowledge(text: str) -> dict[str, list[tuple[str, str, str]]]:
+    """Inverse of :func:`encode_knowledge` for any of the three encodings: channel → triples."""
+    ents: dict[int, str] = {}
+    rels: dict[int, str] = {}
+    edges: list[tuple[int, int, int]] = []
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    section = None
+    symbolic = "[entities]" in text.splitlines()[:1] if text else False
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        if m:
+            section, rest = m.group(1), m.group(2).strip()
+            if section in SECTION_CHANNEL and rest:  # matrix: edge-id list on the header line
+                out[SECTION_CHANNEL[section]] = [(ents[h], rels[r], ents[t]) for h, r, t in
+                                                 (edges[int(x)] for x in rest.split())]
+            elif section in SECTION_CHANNEL:
+                out.setdefault(SECTION_CHANNEL[section], [])
+            continue
+        if section == "entities":
+            num, _, name = line.partition(" ")
+            ents[int(num)] = name
+        elif section == "relations":
+            num, _, name = line.partition(" ")
+            rels[int(num)] = name
+        elif section == "edges":
+            h, r, t = (int(x) for x in line.split())
+            edges.append((h, r, t))
+        elif section in SECTION_CHANNEL:
+            if symbolic:
+                h, r, t = (int(x) for x in line.split())
+                out[SECTION_CHANNEL[section]].append((ents[h], rels[r], ents[t]))
+            else:
+                h, r, t = line.split(" | ")
+                out[SECTION_CHANNEL[section]].append((h, r, t))
+    return {c: out[c] for c in PACK_ORDER if c in out}
+
+
+def cheapest_encoding(encoded: Mapping[str, str], allowed: Sequence[str]) -> tuple[str, dict[str, int]]:
+    tokens = {name: count_tokens(encoded[name]) for name in ENCODINGS if name in allowed}
+    best = min(tokens, key=lambda n: (tokens[n], ENCODINGS.index(n)))  # ties: the more readable one
+    return best, tokens
+
+
+# ------------------------------------------------------------------------------------- scoring
+
+
+def _segment_max(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    if len(ptr) <= 1:
+        return np.zeros(0)
+    return np.maximum.reduceat(values, ptr[:-1])
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores, best first, ties by index."""
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    return part[np.lexsort((part, -scores[part]))]
+
+
+def fine_score(q: np.ndarray, lines: np.ndarray, cfg: FineScoring) -> float:
+    """The fine re-ranking score of one run (``q``: query line vectors, ``lines``: run line vectors)."""
+    s = q @ lines.T
+    flat = np.sort(s, axis=None)[::-1]
+    top = float(flat[: max(1, cfg.top_t)].mean())
+    best = s.max(axis=1)
+    coverage = float((best >= cfg.tau_cov).mean())
+    soft = 1.0 / (1.0 + np.exp(-(s - cfg.tau_pair) / cfg.temperature))
+    many = float(np.minimum(1.0, soft.sum(axis=1)).mean())
+    order = np.lexsort((np.arange(s.size), -s.ravel()))
+    used_q, used_l, one = set(), set(), 0
+    for flat_i in order.tolist():
+        v = float(s.ravel()[flat_i])
+        if v < cfg.tau_pair:
+            break
+        i, j = divmod(flat_i, s.shape[1])
+        if i not in used_q and j not in used_l:
+            used_q.add(i)
+            used_l.add(j)
+            one += 1
+    one_to_one = one / s.shape[0]
+    qm, lm = q.mean(axis=0), lines.mean(axis=0)
+    whole = float(qm @ lm / ((np.linalg.norm(qm) * np.linalg.norm(lm)) or 1.0))
+    gated = whole if (coverage > 0 and whole >= cfg.tau_whole) else 0.0
+    return top + cfg.w_cov * coverage + cfg.w_many * many + cfg.w_one * one_to_one + cfg.w_whole * gated
+
+
+# --------------------------------------------------------------------------------------- runtime
+
+
+def _emit(event: dict[str, Any]) -> None:
+    try:
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()(event)
+    except RuntimeError:  # called outside a graph run
+        pass
+
+
+class _Runtime:
+    """What the nodes share: the KG, options, and the codebook cached per store (reloaded when
+    another writer saved a newer revision)."""
+
+    def __init__(self, kg: Any, model: Any, store: Any, opts: dict[str, Any]) -> None:
+        self.kg = kg
+        self.model = model
+        self.store = store
+        self.opts = opts
+        self._books: dict[int, tuple[Any, Codebook]] = {}
+        self._synced: dict[int, int] = {}
+
+    def resolved_model(self, runtime: Runtime[AutoPrunedContext] | None = None) -> Any:
+        ctx = getattr(runtime, "context", None)
+        chosen = ctx.get("model") if isinstance(ctx, dict) else getattr(ctx, "model", None)
+        return resolve_model(chosen if chosen is not None else self.model)
+
+    def book(self) -> tuple[Any, Codebook]:
+        store = resolve_store(self.store)
+        stored = Codebook.stored_revision(store, self.kg.name)
+        hit = self._books.get(id(store))
+        if hit is None or hit[0] is not store or hit[1].revision != (stored or 0):
+            hit = (store, Codebook.load(store, self.kg.name))
+            self._books[id(store)] = hit
+            self._synced.pop(id(store), None)
+        return hit
+
+    def extract(self, text: str, kind: str, model: Any) -> tuple[list[list[str]], dict[str, Any]]:
+        """Triples of a question / answer: the LLM decision, or the offline parser."""
+
+        def offline() -> TextTriples:
+            trips = [(t.subject, t.relation, t.object) for t in OfflineExtractor().extract(text).triples]
+            trips += phrase_triples(text)
+            return TextTriples(triples=[ExtractedTriple(subject=h, relation=r, object=t)
+                                        for h, r, t in dict.fromkeys(trips)])
+
+        use_llm = self.opts["extraction"] == "llm" and not is_offline(model)
+        decision, usage = decide(model if use_llm else "offline", TextTriples,
+                                 TRIPLES_PROMPT.format(kind=kind, text=text), step=f"extract_{kind}_triples",
+                                 offline=offline, context={"text": text, "kind": kind})
+        trips = [[t.subject.strip(), t.relation.strip(), t.object.strip()] for t in decision.triples
+                 if t.subject.strip() and t.object.strip()]
+        return trips, (usage if use_llm else {})
+
+    @staticmethod
+    def phrase_nodes(text: str) -> list[list[str]]:
+        """For a text too short for triples (one name, one phrase): ``[phrase, "is", "?"]``."""
+        words = [w for w in re.findall(r"[\w'’\-]+", text) if w.lower() not in _QUESTION_WORDS]
+        return [[" ".join(words[:6]) or text.strip()[:60] or "?", "is", "?"]]
+
+
+# ------------------------------------------------------------------------------------ node bodies
+
+
+def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
+    kg, opts = rt.kg, rt.opts
+    cfg: FineScoring = opts["fine"]
+    seg = {"tau": opts["tau_run"]}
+
+    def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
+        store, book = rt.book()
+        if rt._synced.get(id(store)) != kg.version:
+            _emit({"event": "codebook_sync", "status": "start"})
+            done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
+            if done["documents"]:
+                book.save(store)
+            rt._synced[id(store)] = kg.version
+            _emit({"event": "codebook_sync", "status": "done", **done})
+        return {"method": METHOD, "model": model_label(rt.resolved_model(runtime))}
+
+    def encode_question(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
+        question = state["question"].strip()
+        if not question:
+            raise KgmemInputError("the question is empty: pass {'question': '...'} with some text")
+        _, book = rt.book()
+        triples, usage = rt.extract(question, "question", rt.resolved_model(runtime))
+        edges = book.indexify(triples or rt.phrase_nodes(question))
+        return {"query_triples": [list(book.triple(e)) for e in edges], "query_edges": edges, "usage": usage}
+
+    def retrieve_coarse(state: AutoPrunedState) -> dict[str, Any]:
+        _, book = rt.book()
+        idx = book.run_index(kg)
+        if not idx["ids"]:
+            return {"coarse": []}
+        hrt = [book.edge_hrt[book.resolve_edge(e)] for e in state["query_edges"]]
+        q_ents = list(dict.fromkeys(book.resolve_entity(x) for h, _, t in hrt for x in (h, t)))
+        q_rels = list(dict.fromkeys(r for _, r, _ in hrt))
+        ev, rv = book.entity_vectors(kg), book.relation_vectors(kg)
+        ent_sim = (ev @ ev[q_ents].T).max(axis=1)
+        rel_sim = (rv @ rv[q_rels].T).max(axis=1)
+        score = (opts["w_ent"] * _segment_max(ent_sim[idx["ent"]], idx["ent_ptr"])
+                 + opts["w_rel"] * _segment_max(rel_sim[idx["rel"]], idx["rel_ptr"]))
+        top = _top(score, opts["coarse_k"])
+        return {"coarse": [{"run": idx["ids"][i], "score": round(float(score[i]), 6)} for i in top.tolist()]}
+
+    def rerank_fine(state: AutoPrunedState) -> dict[str, Any]:
+        _, book = rt.book()
+        if not state.get("coarse"):
+            return {"candidates": []}
+        q = book.line_vectors(kg, state["query_edges"])
+        scored = []
+        for c in state["coarse"]:
+            run = book.runs[c["run"]]
+            scored.append((fine_score(q, book.line_vectors(kg, run.edges), cfg), run.seq, run))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        # the top fine_m fact and answer runs; a question run ranked among them is the key to its
+        # stored answers: it brings them in (they count toward fine_m), itself for free
+        out: list[dict[str, Any]] = []
+        have: set[str] = set()
+        counted = 0
+        for s, _, r in scored:
+            if counted >= opts["fine_m"]:
+                break
+            if r.id in have:
+                continue
+            have.add(r.id)
+            out.append({"run": r.id, "channel": r.channel, "score": round(s, 6)})
+            if r.channel != "Q":
+                counted += 1
+                continue
+            for a in r.links:
+                if counted < opts["fine_m"] and a in book.runs and a not in have:
+                    have.add(a)
+                    out.append({"run": a, "channel": "A", "score": round(s, 6), "via": r.id})
+                    counted += 1
+        return {"candidates": out}
+
+    def select_runs(state: AutoPrunedState) -> dict[str, Any]:
+        _, book = rt.book()
+        cands = state.get("candidates", [])
+        by_channel = {c: [x for x in cands if x["channel"] == c] for c in CHANNELS}
+        features = {"question_tokens": count_tokens(state["question"]), "query_lines": len(state["query_edges"]),
+                    "channel_sizes": {c: len(v) for c, v in by_channel.items()},
+                    "top_score": {c: (v[0]["score"] if v else 0.0) for c, v in by_channel.items()},
+                    "max_prompt_tokens": opts["max_prompt_tokens"]}
+        selection: dict[str, str] = {}
+        selected: dict[str, list[str]] = {}
+        for c in CHANNELS:
+            mode = opts["selection_policy"](c, list(by_channel[c]), features)
+            if mode not in SELECTION_MODES:
+                raise KgmemInputError(
+                    f"selection_policy returned {mode!r} for channel {c!r}; it must return one of "
+                    f"{', '.join(SELECTION_MODES)}")
+            selection[c] = mode
+            runs = [x["run"] for x in by_channel[c]]
+            if mode == "none":
+                runs = []
+            elif mode == "unique":
+                runs = _unique_runs(book, kg, runs, opts["unique_threshold"])
+            selected[c] = runs
+        return {"selection": selection, "selected_runs": selected, "reused": _reused(book, selected, cands)}
+
+    def pack_prompt(state: AutoPrunedState) -> dict[str, Any]:
+        _, book = rt.book()
+        selected = {c: list(v) for c, v in state.get("selected_runs", {}).items()}
+        scores = {x["run"]: x["score"] for x in state.get("candidates", [])}
+        while True:
+            channels = {c: [e for r in selected.get(c, []) for e in book.runs[r].edges] for c in CHANNELS}
+            encoded = encode_knowledge(_channel_triples(book, channels))
+            best, tokens = cheapest_encoding(encoded, opts["encodings"])
+            budget = opts["max_prompt_tokens"]
+            flat = [(scores.get(r, 0.0), book.runs[r].seq, c, r) for c, rs in selected.items() for r in rs]
+            if budget is None or tokens[best] <= budget or len(flat) <= 1:
+                break
+            _, _, c, r = min(flat, key=lambda x: (x[0], -x[1]))  # drop the weakest run
+            selected[c].remove(r)
+        evidence = _evidence(book, kg, selected, scores)
+        reused = _reused(book, selected, state.get("candidates", []))
+        return {"packed_prompt": encoded[best], "encoding": best, "encoding_tokens": tokens,
+                "prompt_tokens_packed": tokens[best], "selected_runs": selected, "reused": reused,
+                "evidence": evidence}
+
+    def answer(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
+        model = rt.resolved_model(runtime)
+        evidence = state.get("evidence", [])
+        if is_offline(model):
+            return {"answer": extractive_answer(kg, state["question"], evidence) if evidence else "no answer"}
+        prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"))
+        text, usage = generate(model, prompt, step="answer", context={
+            "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
+            "evidence_texts": [e["text"] for e in evidence], "run_ids": state.get("selected_runs", {}),
+            "encoding": state.get("encoding")})
+        return {"answer": text, "usage": usage}
+
+    def memorize(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
+        store, book = rt.book()
+        ans = (state.get("answer") or "").strip()
+        usage: dict[str, Any] = {}
+        new: list[str] = []
+        if opts["memorize"] and (ans and not NO_ANSWER.match(ans) or opts["memorize_unanswered"]):
+            # one run per question and per answer: they are reused whole, by id
+            q_edges = [book.resolve_edge(e) for e in state["query_edges"]]
+            q_runs = [r for r in book.runs_of("Q") if r.edges == q_edges]
+            if not q_runs and q_edges:
+                q_runs = [book.add_run("Q", q_edges, text=state["question"])]
+                new.append(q_runs[0].id)
+            if ans and not NO_ANSWER.match(ans):
+                trips, usage = rt.extract(ans, "answer", rt.resolved_model(runtime))
+                if not trips:  # a short answer ("Warsaw") completes the question's triples
+                    trips = [[*book.triple(e)[:2], ans] for e in q_edges[:2]]
+                a_edges = book.indexify(trips)
+                chunks = _supporting_chunks(book, kg, a_edges, state.get("evidence", []), cfg.tau_cov)
+                same = [r for r in book.runs_of("A") if r.edges == a_edges]
+                run = same[0] if same else book.add_run("A", a_edges, chunks=chunks, text=ans)
+                if not same:
+                    new.append(run.id)
+                for q in q_runs:
+                    if run.id not in q.links:
+                        q.links.append(run.id)
+                        run.links.append(q.id)
+                        book.touch_run(q)
+                        book.touch_run(run)
+        book.save(store)
+        return {"memorized": new, "usage": usage, "codebook_size": book.size()}
+
+    def consolidate(state: AutoPrunedState) -> dict[str, Any]:
+        store, book = rt.book()
+        report = book.consolidate(kg, alias_threshold=opts["alias_threshold"], entity_budget=opts["entity_budget"],
+                                  layer2_min_cos=opts["layer2_min_cos"])
+        book.history.append({"revision": book.revision, **{k: v for k, v in book.size().items()
+                                                            if k in ("entities", "relations", "edges", "runs")}})
+        book.save(store)
+        return {"consolidation": report, "codebook_size": book.size()}
+
+    return {"sync_facts": sync_facts, "encode_question": encode_question, "retrieve_coarse": retrieve_coarse,
+            "rerank_fine": rerank_fine, "select_runs": select_runs, "pack_prompt": pack_prompt,
+            "answer": answer, "memorize": memorize, "consolidate": consolidate}
+
+
+def _unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
+    """One representative per cluster of runs (greedy in rank order on whole-run vectors)."""
+    reps: list[np.ndarray] = []
+    out = []
+    for rid in run_ids:
+        v = book.line_vectors(kg, book.runs[rid].edges).mean(axis=0)
+        v = v / (np.linalg.norm(v) or 1.0)
+        if any(float(v @ r) >= threshold for r in reps):
+            continue
+        reps.append(v)
+        out.append(rid)
+    return out
+
+
+def _reused(book: Codebook, selected: Mapping[str, list[str]], candidates: list[dict[str, Any]]) -> list[str]:
+    """Stored runs this answer reuses: selected answer runs, the retrieved question runs linked to
+    them (the keys that matched), and selected question runs."""
+    answers = set(selected.get("A", []))
+    keys = [c["run"] for c in candidates if c["channel"] == "Q" and c["run"] in book.runs
+            and answers & set(book.runs[c["run"]].links)]
+    return list(dict.fromkeys(keys + list(selected.get("Q", [])) + list(selected.get("A", []))))
+
+
+def _supporting_chunks(book: Codebook, kg: Any, a_edges: list[int], evidence: list[dict[str, Any]],
+                       tau: float) -> list[str]:
+    """Provenance of an answer run: chunks of the evidence triples close to an answer line
+    (cosine ≥ ``tau``); the best evidence run's chunks when none is."""
+    if not evidence or not a_edges:
+        return []
+    lines = [e["text"] for e in evidence]
+    ev = book._embed(kg, lines)
+    av = book.line_vectors(kg, a_edges)
+    close = (ev @ av.T).max(axis=1) >= tau
+    picked = [e for e, ok in zip(evidence, close.tolist()) if ok] or [evidence[0]]
+    return list(dict.fromkeys(c for e in picked for c in e.get("chunks", [])))
+
+
+def _evidence(book: Codebook, kg: Any, selected: Mapping[str, list[str]], scores: Mapping[str, float]) -> list[dict[str, Any]]:
+    """The selected fact and answer runs' triples as evidence items (best run first)."""
+    items: dict[str, dict[str, Any]] = {}
+    ranked = sorted(((scores.get(r, 0.0), book.runs[r].seq, c, r) for c in ("F", "A") for r in selected.get(c, [])),
+                    key=lambda x: (-x[0], x[1]))
+    for score, _, c, rid in ranked:
+        run = book.runs[rid]
+        title = ""
+        for cid in run.chunks:
+            node = kg.node(cid)
+            if node is not None and node.attrs.get("title"):
+                title = node.attrs["title"]
+                break
+        for e in run.edges:
+            e = book.resolve_edge(e)
+            key = book.edge_kg[e] or f"apr-m{e}"
+            if key in items:
+                continue
+            item = {"id": key, "kind": "fact", "text": book.line(e), "run": rid, "channel": c,
+                    "chunks": list(run.chunks), "score": round(float(score), 6)}
+            if title:
+                item["title"] = title
+            items[key] = item
+    return list(items.values())
+
+
+def sync_codebook(kg: Any, store: Any, *, tau_run: float = 0.7,
+                  phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
+                  alias_threshold: float = 0.93, entity_budget: int | None = None) -> dict[str, int]:
+    """Index every KG document not yet in the codebook and consolidate, outside a graph run (e.g.
+    right after ingestion, so the first question does not pay for it). Returns the codebook size."""
+    book = Codebook.load(store, kg.name)
+    book.sync_facts(kg, phrase_facts=phrase_facts, segment_opts={"tau": tau_run})
+    book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget)
+    book.save(store)
+    return book.size()
+
+
+# ------------------------------------------------------------------------------------- routers
+
+
+def _after_memorize(state: AutoPrunedState) -> Literal["consolidate", "__end__"]:
+    return "consolidate" if state.get("memorized") is not None else END
+
+
+# ------------------------------------------------------------------------------------- factory
+
+
+def create_autopruned_graph(
+    kg: Any,
+    *,
+    model: Any = None,
+    store: Any = None,
+    selection_policy: SelectionPolicy | None = None,
+    coarse_k: int = 200,
+    fine_m: int = 20,
+    tau_run: float = 0.7,
+    w_ent: float = 1.0,
+    w_rel: float = 0.3,
+    fine: FineScoring | None = None,
+    unique_threshold: float = 0.9,
+    encodings: Sequence[Encoding] = ENCODINGS,
+    max_prompt_tokens: int | None = None,
+    extraction: Literal["llm", "offline"] = "llm",
+    phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
+    memorize: bool = True,
+    memorize_unanswered: bool = False,
+    consolidate: bool = True,
+    alias_threshold: float = 0.93,
+    entity_budget: int | None = None,
+    layer2_min_cos: float = 0.0,
+) -> StateGraph:
+    """Build the AutoPrunedRetriever graph (uncompiled) over ``kg``.
+
+    Args:
+        kg: the :class:`~langgraph_kgmem.KnowledgeGraph`; its relation edges become the fact runs.
+        model: a LangChain chat model, ``None`` ($KGMEM_MODEL) or ``"offline"`` (no LLM: offline
+            triple parser and extractive answers); a run may override it with
+            ``app.invoke(..., context={"model": m})``.
+        store: the LangGraph ``BaseStore`` for the codebook; default: the store the graph is compiled with.
+        selection_policy: ``fn(channel, candidates, features) -> "all" | "unique" | "none"`` per
+            channel ("F" facts, "Q" earlier questions, "A" known answers); default
+            :func:`default_selection_policy`.
+        coarse_k / fine_m: runs kept by the coarse and the fine stage.
+        tau_run: run segmentation threshold (cosine to the run centroid + continuity bonus).
+        w_ent / w_rel: coarse weights of the entity and relation max-cosines.
+        fine: :class:`FineScoring` weights and thresholds.
+        unique_threshold: whole-run cosine at which two runs count as one cluster ("unique").
+        encodings: the prompt encodings to choose from (cheapest in tokens wins).
+        max_prompt_tokens: drop the weakest runs until the packed codebook fits (None: no limit).
+        extraction: "llm" extracts question/answer triples with the model; "offline" uses the
+            rule parser even with a model (one LLM call per question: the answer).
+        phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
+            phrase parser; "always" adds phrase triples to every chunk's facts (better recall over
+            lower-case prose that an entity extractor misses, more tokens); "never".
+        memorize / memorize_unanswered: store Q/A runs (not for "no answer" unless asked).
+        consolidate / alias_threshold / entity_budget / layer2_min_cos: see
+            :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`.
+
+    Returns:
+        An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``,
+        ``packed_prompt``, ``encoding``, ``prompt_tokens_packed``, ``selected_runs``, ``reused``,
+        ``codebook_size`` and more (see :class:`AutoPrunedState`).
+
+    Raises:
+        KgmemInputError: an option is out of range (the message names it).
+
+    Example:
+        >>> from langgraph_kgmem import KnowledgeGraph
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> kg = KnowledgeGraph.in_memory(name="doc")
+        >>> _ = kg.add_documents([{"title": "Warsaw", "text": "Warsaw is the capital of Poland."}], model="offline")
+        >>> app = create_autopruned_graph(kg, model="offline").compile(store=InMemoryStore())
+        >>> out = app.invoke({"question": "What is the capital of Poland?"})
+        >>> out["method"], out["encoding"] in ("words", "ids", "matrix")
+        ('autopruned', True)
+    """
+    for name, value, low in (("coarse_k", coarse_k, 1), ("fine_m", fine_m, 1)):
+        if not isinstance(value, int) or value < low:
+            raise KgmemInputError(f"{name} must be an integer >= {low}, got {value!r}")
+    if not 0.0 < tau_run <= 2.0:
+        raise KgmemInputError(f"tau_run must be in (0, 2], got {tau_run!r}")
+    if not 0.0 < alias_threshold <= 1.0:
+        raise KgmemInputError(f"alias_threshold must be in (0, 1], got {alias_threshold!r}")
+    if not -1.0 <= unique_threshold <= 1.0:
+        raise KgmemInputError(f"unique_threshold must be a cosine in [-1, 1], got {unique_threshold!r}")
+    if entity_budget is not None and (not isinstance(entity_budget, int) or entity_budget < 1):
+        raise KgmemInputError(f"entity_budget must be None or an integer >= 1, got {entity_budget!r}")
+    if max_prompt_tokens is not None and max_prompt_tokens < 1:
+        raise KgmemInputError(f"max_prompt_tokens must be None or >= 1, got {max_prompt_tokens!r}")
+    bad = [e for e in encodings if e not in ENCODINGS]
+    if bad or not encodings:
+        raise KgmemInputError(f"encodings must be a non-empty subset of {ENCODINGS}, got {list(encodings)!r}")
+    if phrase_facts not in ("uncovered", "always", "never"):
+        raise KgmemInputError(f"phrase_facts must be 'uncovered', 'always' or 'never', got {phrase_facts!r}")
+    if extraction not in ("llm", "offline"):
+        raise KgmemInputError(f"extraction must be 'llm' or 'offline', got {extraction!r}")
+    if selection_policy is not None and not callable(selection_policy):
+        raise KgmemInputError(
+            f"selection_policy must be a function (channel, candidates, features) -> 'all'|'unique'|'none', "
+            f"got {type(selection_policy).__name__}")
+    if fine is not None and not isinstance(fine, FineScoring):
+        raise KgmemInputError(f"fine must be a FineScoring, got {type(fine).__name__}")
+    opts = {"selection_policy": selection_policy or default_selection_policy, "coarse_k": coarse_k,
+            "fine_m": fine_m, "tau_run": tau_run, "w_ent": w_ent, "w_rel": w_rel, "fine": fine or FineScoring(),
+            "unique_threshold": unique_threshold, "encodings": tuple(encodings),
+            "max_prompt_tokens": max_prompt_tokens, "extraction": extraction, "phrase_facts": phrase_facts,
+            "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
+            "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos}
+    nodes = _make_nodes(_Runtime(kg, model, store, opts))
+    builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoPrunedContext)
+    order = ["sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
+             "answer", "memorize"]
+    for name in order + (["consolidate"] if consolidate else []):
+        builder.add_node(name, nodes[name])
+    builder.add_edge(START, order[0])
+    for a, b in zip(order, order[1:]):
+        builder.add_edge(a, b)
+    if consolidate:
+        builder.add_conditional_edges("memorize", _after_memorize, ["consolidate", END])
+        builder.add_edge("consolidate", END)
+    else:
+        builder.add_edge("memorize", END)
+    return builder
+
+
+__all__ = ["create_autopruned_graph", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
+           "cheapest_encoding", "fine_score", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriples"]

@@ -1,0 +1,800 @@
+"""AutoPrunedRetriever's symbolic codebook, persisted in a LangGraph ``BaseStore``.
+
+The codebook turns text into small integer symbols so prompts and memories stay compact:
+
+- ``E`` entity dictionary and ``R`` relation dictionary (symbol text → id, append-only);
+- ``M`` unique edges ``(h, r, t)`` over those ids;
+- runs: short edge-id sequences, the retrieval atoms, one store per channel: ``F`` facts (from the
+  KG's relation edges, one group per passage chunk), ``Q`` earlier questions, ``A`` earlier answers;
+- embedding tables for E, R and the edge lines ``"h r t"``: recomputed deterministically from the
+  KG's embedding model and cached in memory (the KG's own entity/fact vectors are reused; the
+  local model's on-disk cache makes the rest cheap), never written to the store — a float table of
+  20k symbols would be ~50 MB of JSON per save.
+
+Consolidation (entities only) keeps the dictionary from growing with every alias: layer 1 groups
+entities at cosine ≥ ``alias_threshold`` (union-find, continuous: only new entities are compared
+with the rest); layer 2 runs k-means when the live entity count passes a budget and merges
+cluster members into the medoid. Edges are remapped to representatives and duplicates dropped;
+runs hold edge ids, so they are remapped through the edge alias table and stay valid.
+
+Everything is ordered deterministically: by symbol id (first-seen order), never by set or hash order.
+
+Store layout, namespace ``("kgmem", <kg name>, "codebook")``: ``meta``; pages of ``PAGE`` rows
+``E:000000``, ``R:…``, ``M:…``; run pages ``runs:000000``. Saving rewrites only dirty pages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
+
+import numpy as np
+
+from langgraph_kgmem.kg.types import normalize_name
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
+
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+Channel = Literal["F", "Q", "A"]
+CHANNELS: tuple[Channel, ...] = ("F", "Q", "A")
+PAGE = 1000
+FORMAT = 1
+ALIAS_THRESHOLD = 0.93
+
+_WS = re.compile(r"\s+")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+
+# --------------------------------------------------------------------------------------------
+# a fixed non-LLM triple parser (used for questions, answers and passages the extractor missed)
+
+_STOP = frozenset("""
+a an the and or but if then so of in on at by for from to into onto with without within about above
+below over under between among through during before after since until as than like via per
+is are was were be been being am do does did done doing has have had having will would shall should
+can could may might must it its it's this that these those there here their they them he him his she
+her hers we us our you your i me my mine who whom whose which what when where why how not no nor
+also very more most much many some any each every all both either neither such same other own only
+just too quite rather really what's whats one ones s t
+""".split())
+
+
+def _cap(word: str) -> bool:
+    return word[:1].isupper() or word[:1].isdigit()
+
+
+def clean_symbol(text: str) -> str:
+    """Symbols never contain newlines or ``|`` (the packed prompt's separators)."""
+    return _WS.sub(" ", str(text).replace("|", "/")).strip(" \t\n\"'“”‘’.,;:")
+
+
+def phrase_triples(text: str, *, max_per_sentence: int = 8, max_phrase_words: int = 4) -> list[tuple[str, str, str]]:
+    """Content-phrase triples: maximal runs of non-stopwords are the nodes, the words between two
+    consecutive phrases of a sentence are the relation ("and" when nothing stands between).
+
+    A deterministic parser for text the entity extractor finds nothing in (questions, lower-case
+    prose): "How does the lineage of the brown bear reflect its name?" gives
+    ``(lineage, of the, brown bear)``, ``(brown bear, and, reflect)``, ``(reflect, its, name)``.
+    """
+    out: list[tuple[str, str, str]] = []
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
+        phrases: list[tuple[str, int, int]] = []  # (phrase, start, end) in word positions
+        words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(sentence)]
+        i = 0
+        while i < len(words):
+            if words[i][0].lower() in _STOP:
+                i += 1
+                continue
+            j = i
+            while j < len(words) and words[j][0].lower() not in _STOP and j - i < max_phrase_words:
+                # a comma or bracket between two words ends the phrase, so does a change between a
+                # lower-case word and a name, or a name of two or more words and lower-case words
+                # ("Marie Curie | born"; "Ursus arctos" stays whole)
+                if j > i and (re.search(r"[,()\[\]:\"“”]", sentence[words[j - 1][2]:words[j][1]])
+                              or (j - 1 > 0 and not _cap(words[j - 1][0]) and _cap(words[j][0]))
+                              or (j - i >= 2 and _cap(words[j - 1][0]) and not _cap(words[j][0]))):
+                    break
+                j += 1
+            phrases.append((clean_symbol(sentence[words[i][1]:words[j - 1][2]]), i, j))
+            i = j
+        trips: list[tuple[str, str, str]] = []
+        for (a, _, ae), (b, bs, _) in zip(phrases, phrases[1:]):
+            rel = clean_symbol(" ".join(w for w, _, _ in words[ae:bs])) or "and"
+            if a and b and a.lower() != b.lower():
+                trips.append((a, rel, b))
+        out.extend(trips[:max_per_sentence])
+    return list(dict.fromkeys(out))
+
+
+# --------------------------------------------------------------------------------------------
+# run segmentation
+
+
+def segment_runs(heads: Sequence[int], tails: Sequence[int], vecs: np.ndarray, *, tau: float = 0.7,
+                 bonus_chain: float = 0.3, bonus_shared: float = 0.15, max_len: int = 12,
+                 window: int = 3) -> list[list[int]]:
+    """Cut a triple stream into runs; returns lists of positions.
+
+    A triple joins the current run when ``cos(triple, run centroid) + bonus ≥ tau``, with bonus
+    ``bonus_chain`` when its head is the previous triple's tail and ``bonus_shared`` when it reuses a
+    node of the run. Boundary check: each cut is re-segmented on a window of ``window`` triples
+    either side; when the cut does not reappear there, the two runs are merged.
+    """
+    n = len(heads)
+    if n == 0:
+        return []
+
+    def cuts_of(idx: Sequence[int]) -> list[int]:
+        cuts: list[int] = []
+        centroid = vecs[idx[0]].astype(np.float64).copy()
+        nodes = {heads[idx[0]], tails[idx[0]]}
+        size = 1
+        for pos in range(1, len(idx)):
+            k = idx[pos]
+            c = centroid / (np.linalg.norm(centroid) or 1.0)
+            sim = float(vecs[k] @ c)
+            if heads[k] == tails[idx[pos - 1]]:
+                sim += bonus_chain
+            elif heads[k] in nodes or tails[k] in nodes:
+                sim += bonus_shared
+            if sim >= tau and size < max_len:
+                centroid += vecs[k]
+                nodes.update((heads[k], tails[k]))
+                size += 1
+            else:
+                cuts.append(pos)
+                centroid = vecs[k].astype(np.float64).copy()
+                nodes = {heads[k], tails[k]}
+                size = 1
+        return cuts
+
+    order = list(range(n))
+    bounds = [0] + cuts_of(order) + [n]
+    runs = [order[a:b] for a, b in zip(bounds, bounds[1:])]
+    merged: list[list[int]] = [runs[0]]
+    for nxt in runs[1:]:
+        prev = merged[-1]
+        left = prev[-window:]
+        win = left + nxt[:window]
+        if len(prev) + len(nxt) <= max_len and len(left) not in cuts_of(win):
+            merged[-1] = prev + nxt
+        else:
+            merged.append(nxt)
+    return merged
+
+
+# --------------------------------------------------------------------------------------------
+# the codebook
+
+
+@dataclass
+class Run:
+    id: str
+    channel: Channel
+    edges: list[int]
+    chunks: list[str] = field(default_factory=list)
+    text: str = ""                                      # the question / answer text (Q, A)
+    links: list[str] = field(default_factory=list)      # Q → its A runs, A → its Q runs
+    doc: str = ""                                       # source document (F)
+    seq: int = 0                                        # creation number (page key)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "channel": self.channel, "edges": list(self.edges), "chunks": list(self.chunks),
+                "text": self.text, "links": list(self.links), "doc": self.doc, "seq": self.seq}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Run":
+        return cls(d["id"], d["channel"], [int(x) for x in d["edges"]], list(d.get("chunks", [])),
+                   d.get("text", ""), list(d.get("links", [])), d.get("doc", ""), int(d.get("seq", 0)))
+
+
+class Codebook:
+    """E, R, M, runs (F/Q/A) and their embedding tables. See the module docstring."""
+
+    def __init__(self, kg_name: str) -> None:
+        self.kg_name = kg_name
+        self.ent_text: list[str] = []
+        self.ent_kg: list[str] = []          # KG entity id when the symbol came from the KG
+        self.ent_rep: list[int] = []         # representative after consolidation (itself when live)
+        self.ent_index: dict[str, int] = {}  # normalised text → id (aliases point at their own slot)
+        self.rel_text: list[str] = []
+        self.rel_index: dict[str, int] = {}
+        self.edge_hrt: list[tuple[int, int, int]] = []
+        self.edge_kg: list[str] = []         # KG relation edge id when the edge came from the KG
+        self.edge_rep: list[int] = []
+        self.edge_index: dict[tuple[int, int, int], int] = {}
+        self.runs: dict[str, Run] = {}
+        self.indexed_docs: dict[str, list[str]] = {}   # doc id → its F run ids
+        self.run_counter = 0
+        self.revision = 0
+        self.checked_entities = 0            # layer-1 consolidation has compared entities below this id
+        self.history: list[dict[str, int]] = []
+        self._dirty: dict[str, set[int]] = {"E": set(), "R": set(), "M": set(), "runs": set()}
+        self._dirty_all = False
+        # embedding tables (memory only)
+        self._ent_vecs: np.ndarray | None = None
+        self._rel_vecs: np.ndarray | None = None
+        self._line_vecs: np.ndarray | None = None
+        self._line_valid: list[bool] = []
+        self._line_todo: dict[int, None] = {}   # edges whose line vector is missing (ordered set)
+        self._index_cache: dict[str, Any] | None = None
+        self._index_new: list[str] = []         # runs added since the index was built
+        self._dead_entities = 0
+        self._dead_edges = 0
+        self._channel_count = {c: 0 for c in CHANNELS}
+
+    # ------------------------------------------------------------------ symbols
+    def entity(self, text: str, kg_id: str = "") -> int:
+        """The (representative) id of entity ``text``; appends a new symbol only if unseen."""
+        text = clean_symbol(text)
+        key = normalize_name(text)
+        i = self.ent_index.get(key)
+        if i is not None:
+            if kg_id and not self.ent_kg[i]:
+                self.ent_kg[i] = kg_id
+                self._dirty["E"].add(i // PAGE)
+            return self.resolve_entity(i)
+        i = len(self.ent_text)
+        self.ent_text.append(text)
+        self.ent_kg.append(kg_id)
+        self.ent_rep.append(i)
+        self.ent_index[key] = i
+        self._dirty["E"].add(i // PAGE)
+        return i
+
+    def relation(self, text: str) -> int:
+        text = clean_symbol(text) or "related to"
+        key = text.lower()
+        i = self.rel_index.get(key)
+        if i is None:
+            i = len(self.rel_text)
+            self.rel_text.append(text)
+            self.rel_index[key] = i
+            self._dirty["R"].add(i // PAGE)
+        return i
+
+    def resolve_entity(self, i: int) -> int:
+        while self.ent_rep[i] != i:
+            i = self.ent_rep[i]
+        return i
+
+    def resolve_edge(self, i: int) -> int:
+        while self.edge_rep[i] != i:
+            i = self.edge_rep[i]
+        return i
+
+    def add_edge(self, h: str, r: str, t: str, *, kg_edge: str = "", h_kg: str = "", t_kg: str = "") -> int | None:
+        """Edge id of triple ``(h, r, t)``; E, R and M grow only for symbols not seen before."""
+        if not clean_symbol(h) or not clean_symbol(t):
+            return None
+        hi, ri, ti = self.entity(h, h_kg), self.relation(r), self.entity(t, t_kg)
+        key = (hi, ri, ti)
+        e = self.edge_index.get(key)
+        if e is not None:
+            if kg_edge and not self.edge_kg[e]:
+                self.edge_kg[e] = kg_edge
+                self._dirty["M"].add(e // PAGE)
+            return e
+        e = len(self.edge_hrt)
+        self.edge_hrt.append(key)
+        self.edge_kg.append(kg_edge)
+        self.edge_rep.append(e)
+        self.edge_index[key] = e
+        self._line_valid.append(False)
+        self._line_todo[e] = None
+        self._dirty["M"].add(e // PAGE)
+        return e
+
+    def indexify(self, triples: Iterable[Sequence[str]]) -> list[int]:
+        """Map triples to edge ids (in order, duplicates dropped), extending E/R/M only for new symbols."""
+        out: list[int] = []
+        for tr in triples:
+            e = self.add_edge(*tr[:3])
+            if e is not None and e not in out:
+                out.append(e)
+        return out
+
+    def triple(self, e: int) -> tuple[str, str, str]:
+        h, r, t = self.edge_hrt[self.resolve_edge(e)]
+        return self.ent_text[self.resolve_entity(h)], self.rel_text[r], self.ent_text[self.resolve_entity(t)]
+
+    def line(self, e: int) -> str:
+        return " ".join(self.triple(e))
+
+    # ------------------------------------------------------------------ runs
+    def add_run(self, channel: Channel, edges: Sequence[int], *, chunks: Sequence[str] = (), text: str = "",
+                doc: str = "") -> Run:
+        self.run_counter += 1
+        run = Run(f"{channel}{self.run_counter}", channel, list(edges), list(chunks), text, [], doc,
+                  self.run_counter)
+        self.runs[run.id] = run
+        self._channel_count[channel] += 1
+        self._index_new.append(run.id)
+        self.touch_run(run)
+        return run
+
+    def touch_run(self, run: Run) -> None:
+        """Mark a run's page for saving (its links or provenance changed, not its edges)."""
+        self._dirty["runs"].add(run.seq // PAGE)
+
+    def remove_run(self, run_id: str) -> None:
+        run = self.runs.pop(run_id, None)
+        if run is not None:
+            self._channel_count[run.channel] -= 1
+            self._dirty["runs"].add(run.seq // PAGE)
+            self._index_cache = None
+
+    def runs_of(self, channel: Channel) -> list[Run]:
+        return [r for r in self.runs.values() if r.channel == channel]
+
+    def segment(self, kg: "KnowledgeGraph", edges: Sequence[int], **opts: Any) -> list[list[int]]:
+        """Split an edge sequence into runs (see :func:`segment_runs`)."""
+        if not edges:
+            return []
+        vecs = self.line_vectors(kg, edges)
+        hrt = [self.edge_hrt[self.resolve_edge(e)] for e in edges]
+        parts = segment_runs([self.resolve_entity(h) for h, _, _ in hrt], [self.resolve_entity(t) for _, _, t in hrt],
+                             vecs, **opts)
+        return [[edges[i] for i in p] for p in parts]
+
+    # ------------------------------------------------------------------ facts channel
+    def sync_facts(self, kg: "KnowledgeGraph", *, documents: Sequence[str] | None = None,
+                   phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
+                   segment_opts: dict[str, Any] | None = None) -> dict[str, int]:
+        """Index the KG's relation edges into F runs, per passage chunk, for documents not yet indexed.
+
+        ``documents`` limits the pass to those document ids (in the given order); by default every
+        ``done`` document of the KG. F runs of deleted documents are dropped. ``phrase_facts``:
+        ``"uncovered"`` parses a chunk that has no relation edge with :func:`phrase_triples` (so no
+        passage is invisible to retrieval); ``"always"`` adds the phrase triples of every chunk to
+        its relation edges (the lower-case content words an entity extractor misses); ``"never"``.
+        """
+        known = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"]
+        known_set = set(known)
+        gone = [d for d in self.indexed_docs if d not in known_set]
+        for d in gone:
+            for rid in self.indexed_docs.pop(d):
+                self.remove_run(rid)
+        todo = [d for d in (documents if documents is not None else known)
+                if d not in self.indexed_docs and d in known_set]
+        if not todo:
+            return {"documents": 0, "runs": 0}
+        want = set(todo)
+        chunks: dict[str, list[Any]] = {d: [] for d in todo}
+        for n in kg.nodes("chunk"):
+            d = n.attrs.get("doc_id")
+            if d in want:
+                chunks[d].append(n)
+        chunk_ids = {n.id for ns in chunks.values() for n in ns}
+        by_chunk: dict[str, list[Any]] = {}
+        for e in kg.edges("relation"):
+            for c in e.attrs.get("chunks", []):
+                if c in chunk_ids:
+                    by_chunk.setdefault(c, []).append(e)
+        added = 0
+        for d in todo:
+            run_ids: list[str] = []
+            for node in sorted(chunks[d], key=lambda n: (int(n.attrs.get("index", 0)), n.id)):
+                text = node.text
+                lower = text.lower()
+                items: list[tuple[int, int, str, int | None]] = []
+                for e in by_chunk.get(node.id, []):
+                    s, o = kg.node(e.src), kg.node(e.dst)
+                    if s is None or o is None:
+                        continue
+                    eid = self.add_edge(s.text, e.text, o.text, kg_edge=e.id, h_kg=s.id, t_kg=o.id)
+                    if eid is not None:
+                        ps, po = lower.find(s.text.lower()), lower.find(o.text.lower())
+                        items.append((ps if ps >= 0 else len(text), po if po >= 0 else len(text), e.id, eid))
+                if phrase_facts == "always" or (phrase_facts == "uncovered" and not items):
+                    for h, r, t in phrase_triples(text):
+                        eid = self.add_edge(h, r, t)
+                        if eid is not None:
+                            ps, po = lower.find(h.lower()), lower.find(t.lower())
+                            items.append((ps if ps >= 0 else len(text), po if po >= 0 else len(text), "~", eid))
+                # text order of the subject, then the object, then the KG edge id: no hash order
+                items.sort(key=lambda x: (x[0], x[1], x[2], x[3]))
+                seq = list(dict.fromkeys(x[3] for x in items if x[3] is not None))
+                for part in self.segment(kg, seq, **(segment_opts or {})):
+                    run = self.add_run("F", part, chunks=[node.id], doc=d)
+                    run_ids.append(run.id)
+                    added += 1
+            self.indexed_docs[d] = run_ids
+        return {"documents": len(todo), "runs": added}
+
+    # ------------------------------------------------------------------ embedding tables
+    def _embed(self, kg: "KnowledgeGraph", texts: Sequence[str]) -> np.ndarray:
+        mat = np.asarray(kg.embed_texts(list(texts)), dtype=np.float32)
+        return mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+
+    @staticmethod
+    def _grow(mat: np.ndarray | None, n: int, dim: int) -> np.ndarray:
+        if mat is None:
+            return np.zeros((n, dim), dtype=np.float32)
+        if mat.shape[0] >= n:
+            return mat
+        out = np.zeros((max(n, int(mat.shape[0] * 1.5)), dim), dtype=np.float32)
+        out[: mat.shape[0]] = mat
+        return out
+
+    def _fill(self, kg: "KnowledgeGraph", mat: np.ndarray | None, have: int, texts: list[str],
+              kg_ids: list[str] | None, space: str) -> np.ndarray:
+        n = len(texts)
+        if n <= have and mat is not None:
+            return mat
+        todo = list(range(have, n))
+        vecs: dict[int, np.ndarray] = {}
+        if kg_ids is not None:
+            known = [i for i in todo if kg_ids[i]]
+            ok = kg.has_vectors([kg_ids[i] for i in known], space=space) if known else []
+            hit = [i for i, h in zip(known, ok) if h]
+            if hit:
+                got = kg.vectors([kg_ids[i] for i in hit], space=space)
+                for i, v in zip(hit, got):
+                    vecs[i] = v / (np.linalg.norm(v) or 1.0)
+        rest = [i for i in todo if i not in vecs]
+        if rest:
+            for i, v in zip(rest, self._embed(kg, [texts[i] for i in rest])):
+                vecs[i] = v
+        dim = len(next(iter(vecs.values()))) if vecs else (mat.shape[1] if mat is not None else 1)
+        mat = self._grow(mat, n, dim)
+        for i, v in vecs.items():
+            mat[i] = v
+        return mat
+
+    def entity_vectors(self, kg: "KnowledgeGraph") -> np.ndarray:
+        have = getattr(self, "_ent_have", 0)
+        self._ent_vecs = self._fill(kg, self._ent_vecs, have, self.ent_text, self.ent_kg, "nodes")
+        self._ent_have = len(self.ent_text)
+        return self._ent_vecs[: len(self.ent_text)]
+
+    def relation_vectors(self, kg: "KnowledgeGraph") -> np.ndarray:
+        have = getattr(self, "_rel_have", 0)
+        self._rel_vecs = self._fill(kg, self._rel_vecs, have, self.rel_text, None, "nodes")
+        self._rel_have = len(self.rel_text)
+        return self._rel_vecs[: len(self.rel_text)]
+
+    def line_vectors(self, kg: "KnowledgeGraph", edges: Sequence[int] | None = None) -> np.ndarray:
+        """Unit vectors of the edge lines ``"h r t"``. An edge that came from the KG reuses the KG's
+        fact vector (also after an alias remap: the text then differs only by an alias)."""
+        todo = list(self._line_todo)
+        if todo:
+            vecs: dict[int, np.ndarray] = {}
+            known = [e for e in todo if self.edge_kg[e]]
+            ok = kg.has_vectors([self.edge_kg[e] for e in known], space="facts") if known else []
+            hit = [e for e, h in zip(known, ok) if h]
+            if hit:
+                got = kg.vectors([self.edge_kg[e] for e in hit], space="facts")
+                for e, v in zip(hit, got):
+                    vecs[e] = v / (np.linalg.norm(v) or 1.0)
+            rest = [e for e in todo if e not in vecs]
+            if rest:
+                for e, v in zip(rest, self._embed(kg, [self.line(e) for e in rest])):
+                    vecs[e] = v
+            dim = len(next(iter(vecs.values())))
+            self._line_vecs = self._grow(self._line_vecs, len(self.edge_hrt), dim)
+            for e, v in vecs.items():
+                self._line_vecs[e] = v
+                self._line_valid[e] = True
+            self._line_todo.clear()
+        assert self._line_vecs is not None or not self.edge_hrt
+        if edges is None:
+            return self._line_vecs[: len(self.edge_hrt)]
+        return self._line_vecs[[self.resolve_edge(e) for e in edges]]
+
+    def run_index(self, kg: "KnowledgeGraph") -> dict[str, Any]:
+        """Flattened run → entities / relations / edges arrays for vectorised scoring (cached)."""
+        if self._index_cache is not None and not self._index_new:
+            return self._index_cache
+        if self._index_cache is None:
+            base, runs = None, list(self.runs.values())
+        else:
+            base, runs = self._index_cache, [self.runs[r] for r in self._index_new if r in self.runs]
+        self._index_new = []
+        ids, ent, ent_ptr, rel, rel_ptr, edg, edg_ptr = [], [], [0], [], [0], [], [0]
+        for run in runs:
+            if not run.edges:
+                continue
+            ids.append(run.id)
+            es = list(dict.fromkeys(self.resolve_edge(e) for e in run.edges))
+            hrt = [self.edge_hrt[e] for e in es]
+            ents = list(dict.fromkeys(self.resolve_entity(x) for h, _, t in hrt for x in (h, t)))
+            rels = list(dict.fromkeys(r for _, r, _ in hrt))
+            ent.extend(ents)
+            rel.extend(rels)
+            edg.extend(es)
+            ent_ptr.append(len(ent))
+            rel_ptr.append(len(rel))
+            edg_ptr.append(len(edg))
+        part = {
+            "ids": ids,
+            "ent": np.asarray(ent, dtype=np.int64), "ent_ptr": np.asarray(ent_ptr, dtype=np.int64),
+            "rel": np.asarray(rel, dtype=np.int64), "rel_ptr": np.asarray(rel_ptr, dtype=np.int64),
+            "edg": np.asarray(edg, dtype=np.int64), "edg_ptr": np.asarray(edg_ptr, dtype=np.int64),
+        }
+        if base is not None:  # append the new runs' rows to the cached arrays
+            for key in ("ent", "rel", "edg"):
+                off = int(base[key + "_ptr"][-1])
+                part[key + "_ptr"] = np.concatenate([base[key + "_ptr"], part[key + "_ptr"][1:] + off])
+                part[key] = np.concatenate([base[key], part[key]])
+            part["ids"] = base["ids"] + ids
+        self._index_cache = part
+        return part
+
+    # ------------------------------------------------------------------ consolidation
+    def size(self) -> dict[str, int]:
+        counts = self._channel_count
+        return {
+            "entities": len(self.ent_text) - self._dead_entities,
+            "relations": len(self.rel_text),
+            "edges": len(self.edge_hrt) - self._dead_edges,
+            "runs": len(self.runs), "fact_runs": counts["F"], "question_runs": counts["Q"],
+            "answer_runs": counts["A"], "entity_symbols": len(self.ent_text), "documents": len(self.indexed_docs),
+        }
+
+    def consolidate(self, kg: "KnowledgeGraph", *, alias_threshold: float = ALIAS_THRESHOLD,
+                    entity_budget: int | None = None, layer2_min_cos: float = 0.0, kmeans_iter: int = 8,
+                    block: int = 2048) -> dict[str, int]:
+        """Merge alias entities, remap edges and runs; returns counts of what was merged.
+
+        Layer 1 (always): every live entity not yet checked is compared with all live entities;
+        pairs at cosine ≥ ``alias_threshold`` are united (union-find; the oldest id represents).
+        Layer 2 (when the live count exceeds ``entity_budget``): k-means with k = 90 % of the budget
+        (deterministic init: evenly spaced live entities), members merged into the cluster medoid
+        when their cosine to it is ≥ ``layer2_min_cos``.
+        """
+        nothing = {"aliases_layer1": 0, "merged_layer2": 0, "edges_dropped": 0, "runs_dropped": 0}
+        over_budget = entity_budget is not None and self.size()["entities"] > entity_budget
+        if self.checked_entities >= len(self.ent_text) and not over_budget:
+            return nothing
+        vecs = self.entity_vectors(kg)
+        live = np.asarray([i for i, r in enumerate(self.ent_rep) if r == i], dtype=np.int64)
+        parent = {int(i): int(i) for i in live}
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: int, b: int) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                lo, hi = (ra, rb) if ra < rb else (rb, ra)
+                parent[hi] = lo
+
+        merged1 = merged2 = 0
+        new = live[live >= self.checked_entities]
+        if len(new) and len(live) > 1:
+            lv = vecs[live]
+            for off in range(0, len(new), block):
+                rows = new[off:off + block]
+                sims = vecs[rows] @ lv.T
+                hit_r, hit_c = np.nonzero(sims >= alias_threshold)
+                for r, c in zip(hit_r.tolist(), hit_c.tolist()):
+                    a, b = int(rows[r]), int(live[c])
+                    if a != b:
+                        union(a, b)
+        self.checked_entities = len(self.ent_text)
+        mapping = {int(i): find(int(i)) for i in live}
+        merged1 = sum(1 for i, r in mapping.items() if i != r)
+        if entity_budget is not None:
+            reps = np.asarray(sorted({r for r in mapping.values()}), dtype=np.int64)
+            if len(reps) > entity_budget:
+                k = max(1, int(entity_budget * 0.9))
+                assign, medoid = _kmeans_medoids(vecs[reps], k, kmeans_iter, block)
+                move: dict[int, int] = {}
+                for pos, rep in enumerate(reps.tolist()):
+                    m = int(reps[medoid[assign[pos]]])
+                    if m != rep and float(vecs[rep] @ vecs[m]) >= layer2_min_cos:
+                        move[rep] = m
+                merged2 = len(move)
+                mapping = {i: move.get(r, r) for i, r in mapping.items()}
+        if merged1 == 0 and merged2 == 0:
+            return nothing
+        for i, r in mapping.items():
+            if r != i:
+                self.ent_rep[i] = r
+                self._dead_entities += 1
+                self._dirty["E"].add(i // PAGE)
+        return {"aliases_layer1": merged1, "merged_layer2": merged2, **self._remap_edges()}
+
+    def _remap_edges(self) -> dict[str, int]:
+        """Rewrite edges over representatives, drop duplicates, remap every run."""
+        dropped = 0
+        new_index: dict[tuple[int, int, int], int] = {}
+        for e, (h, r, t) in enumerate(self.edge_hrt):
+            if self.edge_rep[e] != e:
+                continue
+            key = (self.resolve_entity(h), r, self.resolve_entity(t))
+            if key != (h, r, t):
+                self.edge_hrt[e] = key
+                self._line_valid[e] = False
+                self._line_todo[e] = None
+                self._dirty["M"].add(e // PAGE)
+            first = new_index.get(key)
+            if first is None:
+                new_index[key] = e
+            else:
+                self.edge_rep[e] = first
+                self._dead_edges += 1
+                self._line_todo.pop(e, None)
+                self._dirty["M"].add(e // PAGE)
+                if not self.edge_kg[first] and self.edge_kg[e]:
+                    self.edge_kg[first] = self.edge_kg[e]
+                dropped += 1
+        # old keys of merged edges still resolve (through their own slot's rep pointer)
+        for key, e in list(self.edge_index.items()):
+            self.edge_index[key] = self.resolve_edge(e)
+        self.edge_index.update(new_index)
+        runs_dropped = 0
+        seen_f: dict[tuple[int, ...], str] = {}
+        for run in list(self.runs.values()):
+            edges = list(dict.fromkeys(self.resolve_edge(e) for e in run.edges))
+            if edges != run.edges:
+                run.edges = edges
+                self.touch_run(run)
+                self._index_cache = None
+            if run.channel == "F":
+                key = tuple(edges)
+                keep = seen_f.get(key)
+                if keep is None:
+                    seen_f[key] = run.id
+                else:  # an identical fact run: keep one, union the provenance
+                    target = self.runs[keep]
+                    target.chunks = list(dict.fromkeys(target.chunks + run.chunks))
+                    self.touch_run(target)
+                    if run.doc in self.indexed_docs:
+                        self.indexed_docs[run.doc] = [keep if x == run.id else x for x in self.indexed_docs[run.doc]]
+                    self.remove_run(run.id)
+                    runs_dropped += 1
+        self._index_cache = None
+        return {"edges_dropped": dropped, "runs_dropped": runs_dropped}
+
+    def validate(self) -> list[str]:
+        """Problems found (empty when consistent): every run edge must resolve to a live edge."""
+        problems = []
+        n = len(self.edge_hrt)
+        for run in self.runs.values():
+            for e in run.edges:
+                if not 0 <= e < n:
+                    problems.append(f"run {run.id} points at missing edge {e}")
+                elif self.edge_rep[e] != e:
+                    problems.append(f"run {run.id} points at merged edge {e}")
+        for e, (h, _, t) in enumerate(self.edge_hrt):
+            if self.edge_rep[e] == e and (self.ent_rep[h] != h or self.ent_rep[t] != t):
+                problems.append(f"edge {e} points at a merged entity")
+        return problems
+
+    # ------------------------------------------------------------------ persistence
+    def mark_all_dirty(self) -> None:
+        self._dirty_all = True
+
+    def save(self, store: "BaseStore") -> int:
+        """Write dirty pages and the meta record; returns the number of items written."""
+        from langgraph_kgmem.memory import namespace
+
+        ns = namespace(self.kg_name, "codebook")
+        tables = {
+            "E": lambda i: [self.ent_text[i], self.ent_kg[i], self.ent_rep[i]],
+            "R": lambda i: self.rel_text[i],
+            "M": lambda i: [*self.edge_hrt[i], self.edge_kg[i], self.edge_rep[i]],
+        }
+        sizes = {"E": len(self.ent_text), "R": len(self.rel_text), "M": len(self.edge_hrt)}
+        written = 0
+        for name, row in tables.items():
+            pages = range((sizes[name] + PAGE - 1) // PAGE) if self._dirty_all else sorted(self._dirty[name])
+            for p in pages:
+                rows = [row(i) for i in range(p * PAGE, min(sizes[name], (p + 1) * PAGE))]
+                store.put(ns, f"{name}:{p:06d}", {"rows": rows}, index=False)
+                written += 1
+        run_pages = range(self.run_counter // PAGE + 1) if self._dirty_all else sorted(self._dirty["runs"])
+        wanted = set(run_pages)
+        pages_runs: dict[int, list[dict[str, Any]]] = {}
+        for run in self.runs.values():
+            if run.seq // PAGE in wanted:
+                pages_runs.setdefault(run.seq // PAGE, []).append(run.to_json())
+        for p in run_pages:
+            store.put(ns, f"runs:{p:06d}", {"runs": pages_runs.get(p, [])}, index=False)
+            written += 1
+        self.revision += 1
+        store.put(ns, "meta", {
+            "format": FORMAT, "revision": self.revision, "run_counter": self.run_counter,
+            "checked_entities": self.checked_entities, "indexed_docs": self.indexed_docs,
+            "sizes": sizes, "history": self.history[-200:],
+        }, index=False)
+        self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
+        self._dirty_all = False
+        return written + 1
+
+    @staticmethod
+    def stored_revision(store: "BaseStore", kg_name: str) -> int | None:
+        from langgraph_kgmem.memory import namespace
+
+        item = store.get(namespace(kg_name, "codebook"), "meta")
+        return int(item.value["revision"]) if item else None
+
+    @classmethod
+    def load(cls, store: "BaseStore", kg_name: str) -> "Codebook":
+        """The codebook stored for ``kg_name`` (an empty one when there is none)."""
+        from langgraph_kgmem.memory import _list_all, namespace
+
+        book = cls(kg_name)
+        ns = namespace(kg_name, "codebook")
+        items = {it.key: it.value for it in _list_all(store, ns)}
+        meta = items.get("meta")
+        if meta is None:
+            return book
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"codebook of KG {kg_name!r} has format {meta.get('format')!r}, expected {FORMAT}")
+
+        def rows(prefix: str) -> list[Any]:
+            out: list[Any] = []
+            for key in sorted(k for k in items if k.startswith(prefix + ":")):
+                out.extend(items[key]["rows"])
+            return out
+
+        for text, kg_id, rep in rows("E"):
+            i = len(book.ent_text)
+            book.ent_text.append(text)
+            book.ent_kg.append(kg_id)
+            book.ent_rep.append(int(rep))
+            book.ent_index.setdefault(normalize_name(text), i)
+        for text in rows("R"):
+            book.rel_index.setdefault(text.lower(), len(book.rel_text))
+            book.rel_text.append(text)
+        for h, r, t, kg_id, rep in rows("M"):
+            e = len(book.edge_hrt)
+            book.edge_hrt.append((int(h), int(r), int(t)))
+            book.edge_kg.append(kg_id)
+            book.edge_rep.append(int(rep))
+            book.edge_index.setdefault((int(h), int(r), int(t)), e)
+        book._line_valid = [False] * len(book.edge_hrt)
+        book._line_todo = dict.fromkeys(e for e in range(len(book.edge_hrt)) if book.edge_rep[e] == e)
+        book._dead_entities = sum(1 for i, r in enumerate(book.ent_rep) if r != i)
+        book._dead_edges = sum(1 for i, r in enumerate(book.edge_rep) if r != i)
+        for e in range(len(book.edge_hrt)):
+            if book.edge_rep[e] != e:
+                book.edge_index[book.edge_hrt[e]] = book.resolve_edge(e)
+        runs = []
+        for key in sorted(k for k in items if k.startswith("runs:")):
+            runs.extend(Run.from_json(d) for d in items[key]["runs"])
+        for run in sorted(runs, key=lambda r: r.seq):
+            book.runs[run.id] = run
+            book._channel_count[run.channel] += 1
+        book.run_counter = int(meta["run_counter"])
+        book.checked_entities = int(meta.get("checked_entities", 0))
+        book.indexed_docs = {k: list(v) for k, v in meta.get("indexed_docs", {}).items()}
+        book.history = list(meta.get("history", []))
+        book.revision = int(meta["revision"])
+        return book
+
+
+def _kmeans_medoids(x: np.ndarray, k: int, iters: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Spherical k-means with evenly spaced initial centres (deterministic); returns each row's
+    cluster and each cluster's medoid row (the member closest to the centre)."""
+    n = len(x)
+    k = min(k, n)
+    centres = x[np.linspace(0, n - 1, k).astype(np.int64)].astype(np.float32).copy()
+    assign = np.zeros(n, dtype=np.int64)
+    for _ in range(iters):
+        for off in range(0, n, block):
+            assign[off:off + block] = np.argmax(x[off:off + block] @ centres.T, axis=1)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, assign, x)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        nonempty = norms[:, 0] > 0
+        centres[nonempty] = sums[nonempty] / norms[nonempty]
+    sim = np.einsum("ij,ij->i", x, centres[assign])
+    medoid = np.full(k, -1, dtype=np.int64)
+    best = np.full(k, -np.inf)
+    for i in range(n):  # first best member wins: deterministic
+        c = assign[i]
+        if sim[i] > best[c]:
+            best[c], medoid[c] = sim[i], i
+    return assign, medoid
+
+
+__all__ = ["Codebook", "Run", "Channel", "CHANNELS", "clean_symbol", "phrase_triples", "segment_runs"]

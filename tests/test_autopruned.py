@@ -1,0 +1,286 @@
+"""AutoPrunedRetriever: codebook, runs, coarse→fine retrieval, selection, packing, memory, consolidation."""
+
+from __future__ import annotations
+
+import doctest
+import json
+
+import numpy as np
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs import autopruned
+from langgraph_kgmem.graphs.autopruned import (
+    FineScoring,
+    create_autopruned_graph,
+    decode_knowledge,
+    default_selection_policy,
+    encode_knowledge,
+)
+from langgraph_kgmem.memory.codebook import Codebook, phrase_triples, segment_runs
+from langgraph_kgmem.testing import ScriptedChatModel
+
+STABLE_KEYS = ("answer", "evidence", "packed_prompt", "encoding", "selected_runs", "candidates", "coarse",
+               "query_triples", "reused", "memorized", "codebook_size", "selection", "prompt_tokens_packed")
+
+
+def _app(kg, store, **opts):
+    return create_autopruned_graph(kg, model=opts.pop("model", "offline"), **opts).compile(store=store)
+
+
+def test_offline_run_returns_contract_fields(kg, store):
+    out = _app(kg, store).invoke({"question": "Where was Marie Curie born?"})
+    assert out["method"] == "autopruned"
+    assert out["encoding"] in ("words", "ids", "matrix")
+    assert out["prompt_tokens_packed"] == out["encoding_tokens"][out["encoding"]] > 0
+    assert out["evidence"] and all(e["kind"] == "fact" and e["text"] and e["id"] for e in out["evidence"])
+    # fact evidence carries the passage chunk it came from
+    chunk = kg.node(out["evidence"][0]["chunks"][0])
+    assert chunk is not None and chunk.kind == "chunk"
+    assert any("born in Warsaw" in e["text"] for e in out["evidence"])
+    assert "Warsaw" in out["answer"]
+    assert out["codebook_size"]["fact_runs"] > 0 and out["codebook_size"]["documents"] == 4
+    assert out["usage"]["llm_calls"] == 0
+    assert set(out["selected_runs"]) == {"F", "Q", "A"}
+
+
+def test_output_is_deterministic_across_fresh_stores(kg):
+    questions = ["Where was Marie Curie born?", "Which river flows into the Baltic Sea?",
+                 "Where was Marie Curie born?"]
+    runs = []
+    for _ in range(2):
+        app = _app(kg, InMemoryStore())
+        runs.append([{k: out.get(k) for k in STABLE_KEYS} for out in (app.invoke({"question": q}) for q in questions)])
+    assert json.dumps(runs[0], sort_keys=True) == json.dumps(runs[1], sort_keys=True)
+
+
+def test_indexify_extends_dictionaries_only_for_new_symbols():
+    book = Codebook("t")
+    first = book.indexify([("Marie Curie", "born in", "Warsaw"), ("Warsaw", "capital of", "Poland")])
+    sizes = (len(book.ent_text), len(book.rel_text), len(book.edge_hrt))
+    assert sizes == (3, 2, 2) and first == [0, 1]
+    assert book.indexify([("marie curie", "born in", "Warsaw")]) == [0]      # same symbols, any case
+    assert (len(book.ent_text), len(book.rel_text), len(book.edge_hrt)) == sizes
+    book.indexify([("Marie Curie", "born in", "Paris")])                       # one new entity, one new edge
+    assert (len(book.ent_text), len(book.rel_text), len(book.edge_hrt)) == (4, 2, 3)
+    assert book.ent_text == ["Marie Curie", "Warsaw", "Poland", "Paris"]       # first-seen order
+    assert book.indexify([("", "x", "y"), ("a | b", "r\nq", "c")]) == [3]      # separators never stored
+    assert book.triple(3) == ("a / b", "r q", "c")
+
+
+def test_consolidation_merges_aliases_without_growing_and_keeps_runs_valid():
+    kg = KnowledgeGraph.in_memory(name="cons")
+    book = Codebook("cons")
+    # word order does not change a hashing embedding: "Curie Marie" is an alias of "Marie Curie"
+    e = book.indexify([("Marie Curie", "born in", "Warsaw"), ("Curie Marie", "born in", "Warsaw"),
+                       ("Curie Marie", "won", "Nobel Prize"), ("Warsaw", "capital of", "Poland")])
+    book.add_run("F", [e[0], e[1], e[2]], chunks=["c1"])
+    book.add_run("F", [e[1]], chunks=["c2"])
+    book.add_run("Q", [e[2], e[3]])
+    before = book.size()
+    lengths = {r.id: len(r.edges) for r in book.runs.values()}
+    report = book.consolidate(kg, alias_threshold=0.93)
+    after = book.size()
+    assert report["aliases_layer1"] == 1 and report["edges_dropped"] == 1
+    assert after["entities"] == before["entities"] - 1
+    assert after["edges"] == before["edges"] - 1
+    assert after["runs"] <= before["runs"]
+    assert all(len(r.edges) <= lengths[r.id] for r in book.runs.values())
+    assert book.validate() == []
+    assert book.triple(e[2]) == ("Marie Curie", "won", "Nobel Prize")
+    # an alias seen again maps to its representative, adding nothing
+    assert book.indexify([("Curie Marie", "born in", "Warsaw")]) == [e[0]]
+    assert book.size()["edges"] == after["edges"]
+    # layer 2: a budget forces k-means medoids; counts still only shrink and runs stay valid
+    report2 = book.consolidate(kg, entity_budget=2)
+    assert report2["merged_layer2"] >= 1
+    final = book.size()
+    assert final["entities"] <= 2 and final["edges"] <= after["edges"] and final["runs"] <= after["runs"]
+    assert book.validate() == []
+
+
+def test_codebook_persists_and_reloads_identically(kg, store):
+    _app(kg, store).invoke({"question": "Where was Marie Curie born?"})
+    book = Codebook.load(store, kg.name)
+    again = Codebook.load(store, kg.name)
+    assert book.size() == again.size() and book.size()["question_runs"] == 1
+    assert book.ent_text == again.ent_text and book.edge_hrt == again.edge_hrt
+    assert list(book.runs) == list(again.runs) and book.validate() == []
+
+
+@pytest.mark.parametrize("encoding", ["words", "ids", "matrix"])
+def test_packed_prompt_round_trips(encoding):
+    triples = {"F": [("Marie Curie", "born in", "Warsaw"), ("Warsaw", "capital of", "Poland"),
+                     ("2019", "is", "a year")],
+               "A": [("Marie Curie", "born in", "Warsaw")],
+               "Q": [("Marie Curie", "born in", "?")]}
+    packed = encode_knowledge(triples)[encoding]
+    assert decode_knowledge(packed) == triples
+
+
+def test_graph_packed_prompt_decodes_to_selected_triples(kg, store):
+    app = _app(kg, store)
+    app.invoke({"question": "Where was Marie Curie born?"})
+    out = app.invoke({"question": "Where was Marie Curie born?"})
+    book = Codebook.load(store, kg.name)
+    expected = {}
+    for c in ("F", "A", "Q"):
+        edges = [e for r in out["selected_runs"][c] for e in book.runs[r].edges]
+        if edges:
+            expected[c] = [book.triple(e) for e in dict.fromkeys(edges)]
+    assert decode_knowledge(out["packed_prompt"]) == expected
+    for enc in ("ids", "matrix"):  # the other encodings carry the same content
+        forced = _app(kg, InMemoryStore(), encodings=(enc,)).invoke({"question": "Where was Marie Curie born?"})
+        assert forced["encoding"] == enc
+        assert decode_knowledge(forced["packed_prompt"]) == decode_knowledge(
+            encode_knowledge(decode_knowledge(forced["packed_prompt"]))["words"])
+
+
+def test_follow_up_question_reuses_stored_question_and_answer_runs(kg, store):
+    app = _app(kg, store)
+    first = app.invoke({"question": "Where was Marie Curie born?"})
+    assert first["reused"] == [] and first["memorized"]
+    q_runs = [r for r in first["memorized"] if r.startswith("Q")]
+    a_runs = [r for r in first["memorized"] if r.startswith("A")]
+    assert q_runs and a_runs
+    # a new session (fresh graph object) over the same store
+    follow = _app(kg, store).invoke({"question": "In which city was Marie Curie born?"})
+    assert set(q_runs) <= set(follow["reused"]) and set(a_runs) <= set(follow["reused"])
+    assert follow["selected_runs"]["A"] and decode_knowledge(follow["packed_prompt"])["A"]
+    # the stored answer run knows where its facts came from
+    book = Codebook.load(store, kg.name)
+    answer_run = book.runs[a_runs[0]]
+    assert answer_run.chunks and answer_run.links[0] == q_runs[0]
+    # the follow-up gave the same answer: its question was linked to the stored answer run, no copy made
+    assert not [r for r in follow["memorized"] if r.startswith("A")]
+    assert answer_run.links == q_runs + [r for r in follow["memorized"] if r.startswith("Q")]
+
+
+def test_selection_policy_is_pluggable_and_validated(kg, store):
+    seen = []
+
+    def facts_only(channel, runs, features):
+        seen.append((channel, len(runs), features["query_lines"]))
+        return "all" if channel == "F" else "none"
+
+    app = _app(kg, store, selection_policy=facts_only)
+    app.invoke({"question": "Where was Marie Curie born?"})
+    out = app.invoke({"question": "Where was Marie Curie born?"})
+    assert out["selection"] == {"F": "all", "Q": "none", "A": "none"}
+    assert out["reused"] == [] and out["selected_runs"]["Q"] == []
+    assert [c for c, _, _ in seen[:3]] == ["F", "Q", "A"]
+    nothing = _app(kg, InMemoryStore(), selection_policy=lambda c, r, f: "none").invoke({"question": "Warsaw?"})
+    assert nothing["evidence"] == [] and nothing["answer"] == "no answer" and nothing["packed_prompt"] == ""
+    with pytest.raises(KgmemInputError, match="selection_policy returned 'some'"):
+        _app(kg, InMemoryStore(), selection_policy=lambda c, r, f: "some").invoke({"question": "Warsaw?"})
+    assert default_selection_policy("F", [], {}) == "none"
+    assert default_selection_policy("Q", [{"run": "Q1"}], {"channel_sizes": {"A": 1}}) == "none"
+    assert default_selection_policy("A", [{"run": "A1"}], {}) == "unique"
+
+
+def test_token_budget_drops_weakest_runs(kg, store):
+    full = _app(kg, InMemoryStore()).invoke({"question": "Where was Marie Curie born?"})
+    small = _app(kg, store, max_prompt_tokens=90).invoke({"question": "Where was Marie Curie born?"})
+    assert small["prompt_tokens_packed"] <= 90 < full["prompt_tokens_packed"]
+    assert small["selected_runs"]["F"][0] == full["selected_runs"]["F"][0]
+
+
+def test_new_documents_are_indexed_incrementally(kg, store):
+    app = _app(kg, store)
+    before = app.invoke({"question": "Where was Marie Curie born?"})["codebook_size"]
+    kg.add_documents([{"title": "Krakow", "text": "Krakow is a city in Poland. Krakow lies on the Vistula."}],
+                     model="offline")
+    out = app.invoke({"question": "Which city lies on the Vistula?"})
+    assert out["codebook_size"]["documents"] == before["documents"] + 1
+    assert out["codebook_size"]["fact_runs"] > before["fact_runs"]
+    assert any("Krakow" in e["text"] for e in out["evidence"])
+
+
+def test_llm_decisions_are_typed_and_counted(kg, store):
+    def responder(messages, request):
+        if request is not None and request.step == "extract_question_triples":
+            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "?"}]}
+        if request is not None and request.step == "extract_answer_triples":
+            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "Warsaw"}]}
+        assert "Marie Curie" in messages[-1].content and "Question:" in messages[-1].content
+        return "Warsaw"
+
+    model = ScriptedChatModel(responder=responder)
+    out = _app(kg, store, model=model).invoke({"question": "Where was Marie Curie born?"})
+    assert out["answer"] == "Warsaw"
+    assert out["query_triples"] == [["Marie Curie", "born in", "?"]]
+    assert out["usage"]["llm_calls"] == 3 and set(out["usage"]["by_step"]) == {
+        "extract_question_triples", "answer", "extract_answer_triples"}
+    answer_call = [c for c in model.calls if c["request"] is not None and c["request"].step == "answer"][0]
+    assert answer_call["request"].context["evidence_ids"] == [e["id"] for e in out["evidence"]]
+    cheap = ScriptedChatModel(responses=["Warsaw"])
+    out2 = _app(kg, InMemoryStore(), model=cheap, extraction="offline").invoke({"question": "Where was Marie Curie born?"})
+    assert out2["usage"]["llm_calls"] == 1 and cheap.call_count == 1
+
+
+def test_malformed_extraction_falls_back_and_is_recorded(kg, store):
+    model = ScriptedChatModel(responses=["not json", "still not json", "Warsaw", "{}", "{}"])
+    out = _app(kg, store, model=model).invoke({"question": "Where was Marie Curie born?"})
+    assert out["answer"] == "Warsaw"
+    assert out["usage"]["fallbacks"] and out["usage"]["fallbacks"][0]["step"] == "extract_question_triples"
+    assert out["query_triples"]  # the offline parser answered
+
+
+def test_options_are_validated_at_build_time(kg):
+    with pytest.raises(KgmemInputError, match="coarse_k"):
+        create_autopruned_graph(kg, model="offline", coarse_k=0)
+    with pytest.raises(KgmemInputError, match="encodings"):
+        create_autopruned_graph(kg, model="offline", encodings=("base64",))
+    with pytest.raises(KgmemInputError, match="selection_policy must be a function"):
+        create_autopruned_graph(kg, model="offline", selection_policy="unique")
+    with pytest.raises(KgmemInputError, match="fine must be a FineScoring"):
+        create_autopruned_graph(kg, model="offline", fine={"top_t": 2})
+    with pytest.raises(KgmemInputError, match="question is empty"):
+        _app(kg, InMemoryStore()).invoke({"question": "   "})
+    assert create_autopruned_graph(kg, model="offline", fine=FineScoring(top_t=1)) is not None
+
+
+def test_graph_shape():
+    kg = KnowledgeGraph.in_memory(name="shape")
+    drawing = create_autopruned_graph(kg, model="offline").compile().get_graph().draw_mermaid()
+    for node in ("sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
+                 "answer", "memorize", "consolidate"):
+        assert node in drawing
+
+
+def test_segmentation_joins_chains_and_cuts_topic_changes():
+    v = np.eye(4, dtype=np.float32)
+    vecs = np.stack([v[0], v[0], v[1], v[1]])
+    # same topic → one run; a topic change without continuity → a cut
+    assert segment_runs([0, 2, 4, 6], [1, 3, 5, 7], vecs, tau=0.7) == [[0, 1], [2, 3]]
+    # the head of triple 2 is the tail of triple 1: the chain bonus keeps it in the run
+    assert segment_runs([0, 1, 2], [1, 2, 3], np.stack([v[0], v[0], 0.6 * v[0] + 0.8 * v[1]]), tau=0.7) == [[0, 1, 2]]
+    assert segment_runs([], [], np.zeros((0, 4))) == []
+
+
+def test_phrase_parser_is_deterministic():
+    trips = phrase_triples("How does the lineage of the brown bear, Ursus arctos, reflect its name?")
+    assert trips[0] == ("lineage", "of the", "brown bear")
+    assert ("brown bear", "and", "Ursus arctos") in trips
+    assert phrase_triples("Where was Marie Curie born?") == [("Marie Curie", "and", "born")]
+
+
+def test_docstring_example_runs():
+    result = doctest.testmod(autopruned, raise_on_error=False, verbose=False)
+    assert result.attempted >= 1 and result.failed == 0
+
+
+def test_run_context_overrides_the_model_and_sync_codebook_prepares(kg, store):
+    from langgraph_kgmem.graphs.autopruned import sync_codebook
+
+    size = sync_codebook(kg, store)
+    assert size["documents"] == 4 and size["fact_runs"] > 0
+    app = _app(kg, store, extraction="offline")  # built offline ...
+    model = ScriptedChatModel(responses=["Warsaw"])
+    out = app.invoke({"question": "Where was Marie Curie born?"}, context={"model": model})
+    assert out["answer"] == "Warsaw" and model.call_count == 1  # ... answered by the run's model
+    events = [e for mode, e in app.stream({"question": "Which river flows into the Baltic Sea?"},
+                                          stream_mode=["custom", "values"]) if mode == "custom"]
+    assert events == []  # the facts were indexed up front: no sync work left
