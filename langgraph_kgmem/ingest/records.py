@@ -1,0 +1,504 @@
+"""Time-stamped records → temporal KG (the index of KG-IRAG, METHODS.md §4).
+
+A record is one observation d_i = (t_i, l_i, e_i): a timestamp, a location and the measured
+values, plus whether it is an *abnormal event* under an event rule (rain > 0 mm, traffic volume
+above a percentile, ...). :func:`add_records` writes, per record,
+
+- a ``time`` node per timestamp (shared by all locations; hourly — finer timestamps are floored
+  to the hour), linked to its successor by a ``time_next`` edge so neighbourhoods along time exist;
+- a ``location`` node per location;
+- an ``event`` node per (time, location) holding the values and the ``abnormal`` flag;
+- the edges (t —temporal→ l), (l —spatial→ e), (t —causal→ e).
+
+Input: a CSV path, a list/iterable of dict rows, or a pandas DataFrame (pandas is not required).
+Rows that repeat a (time, location) — the metro traffic set has one row per weather condition —
+are merged: numeric values take the maximum, text values are joined with "/".
+Idempotent per source (document id); time/location/event nodes are not embedded.
+
+:func:`normalize_records` exposes the parsed :class:`Observation` list (the question generator in
+:mod:`langgraph_kgmem.ingest.temporal_questions` works on it), and :class:`TemporalIndex` is the
+per-KG-version lookup (time slots, events by (slot, location)) the KG-IRAG graph reads.
+"""
+
+from __future__ import annotations
+
+import calendar
+import csv
+import math
+import operator
+import re
+import time as _time
+import weakref
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.types import Edge, Node, content_hash, edge_id, node_id
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+TIME_FORMAT = "%Y-%m-%d %H:%M"
+DEFAULT_LOCATION = "site"
+BATCH_SIZE = 5000
+TEMPORAL_TEXT = "has an observation at"
+SPATIAL_TEXT = "recorded"
+CAUSAL_TEXT = "observed"
+TIME_NEXT_TEXT = "is followed by"
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}
+_CONDITION = re.compile(r"^\s*([A-Za-z_][\w.()%-]*)\s*(>=|<=|==|!=|>|<)\s*([-+]?\d+(?:\.\d*)?)\s*$")
+
+
+# ------------------------------------------------------------------------------------ time
+
+
+def format_time(dt: datetime) -> str:
+    return dt.strftime(TIME_FORMAT)
+
+
+def slot_of(dt: datetime) -> int:
+    """Hours since the epoch of a naive timestamp (timezone-independent)."""
+    return calendar.timegm(dt.replace(minute=0, second=0, microsecond=0).timetuple()) // 3600
+
+
+def time_of_slot(slot: int) -> datetime:
+    return datetime(1970, 1, 1) + timedelta(hours=int(slot))
+
+
+def parse_time(value: Any, *, time_format: str | None = None) -> datetime:
+    """A datetime from a datetime/date, pandas Timestamp, or a string (ISO or ``time_format``)."""
+    if isinstance(value, datetime):
+        dt = value
+    elif hasattr(value, "to_pydatetime"):
+        dt = value.to_pydatetime()
+    else:
+        text = str(value).strip()
+        try:
+            dt = datetime.strptime(text, time_format) if time_format else datetime.fromisoformat(text.replace("Z", ""))
+        except ValueError as exc:
+            raise KgmemInputError(f"cannot read timestamp {text!r}"
+                                  + (f" with format {time_format!r}" if time_format else
+                                     " (expected ISO like '2016-01-01 05:00'; pass time_format=...)")) from exc
+    if dt.tzinfo is not None:
+        dt = dt.replace(tzinfo=None) - (dt.utcoffset() or timedelta(0))
+    return dt.replace(minute=0, second=0, microsecond=0)
+
+
+def time_node_id(slot: int) -> str:
+    return node_id("time", format_time(time_of_slot(slot)))
+
+
+def location_node_id(name: str) -> str:
+    return node_id("location", name.strip())
+
+
+def event_node_id(slot: int, location: str) -> str:
+    return node_id("event", f"{location.strip()}@{format_time(time_of_slot(slot))}")
+
+
+# ------------------------------------------------------------------------------------ event rules
+
+
+class ThresholdRule:
+    """``"RAIN > 0"`` style rule: one comparison, or several joined by ``or`` / ``and``."""
+
+    def __init__(self, text: str) -> None:
+        self.description = text.strip()
+        self.joiner = "and" if re.search(r"\band\b", text) else "or"
+        self.conditions: list[tuple[str, str, float]] = []
+        for part in re.split(r"\s+(?:and|or)\s+", text.strip()):
+            m = _CONDITION.match(part)
+            if not m:
+                raise KgmemInputError(
+                    f"event_rule {text!r}: cannot read condition {part!r}; write e.g. 'RAIN > 0' or "
+                    "'rain_1h > 0 or snow_1h > 0', or pass a callable(row) -> bool")
+            self.conditions.append((m.group(1), m.group(2), float(m.group(3))))
+
+    @property
+    def columns(self) -> list[str]:
+        return [c for c, _, _ in self.conditions]
+
+    def __call__(self, row: Mapping[str, Any]) -> bool:
+        hits = []
+        for col, op, thr in self.conditions:
+            v = row.get(col)
+            hits.append(v is not None and not (isinstance(v, float) and math.isnan(v)) and _OPS[op](float(v), thr))
+        return all(hits) if self.joiner == "and" else any(hits)
+
+
+class HourOfWeekPercentileRule:
+    """Abnormal when ``column`` exceeds its ``q``-th percentile for that hour of the week
+    (168 thresholds, fitted on the first records it is applied to unless ``thresholds`` are given;
+    a fitted rule keeps its thresholds for later batches)."""
+
+    def __init__(self, column: str, q: float = 85.0, thresholds: Sequence[float] | None = None) -> None:
+        if not 0 < q < 100:
+            raise KgmemInputError(f"HourOfWeekPercentileRule: q must be in (0, 100), got {q}")
+        self.column = column
+        self.q = float(q)
+        self.thresholds = list(thresholds) if thresholds is not None else None
+        self.description = f"{column} above its {q:g}th percentile for that hour of the week"
+
+    @property
+    def columns(self) -> list[str]:
+        return [self.column]
+
+    @staticmethod
+    def hour_of_week(dt: datetime) -> int:
+        return dt.weekday() * 24 + dt.hour
+
+    def fit(self, observations: Sequence["Observation"]) -> "HourOfWeekPercentileRule":
+        buckets: list[list[float]] = [[] for _ in range(168)]
+        for o in observations:
+            v = o.values.get(self.column)
+            if isinstance(v, (int, float)) and not math.isnan(v):
+                buckets[self.hour_of_week(o.time)].append(float(v))
+        self.thresholds = [float(np.percentile(b, self.q)) if b else math.inf for b in buckets]
+        return self
+
+    def __call__(self, row: Mapping[str, Any]) -> bool:
+        if self.thresholds is None:
+            raise KgmemInputError("HourOfWeekPercentileRule used before fit(observations)")
+        v = row.get(self.column)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return False
+        return float(v) > self.thresholds[self.hour_of_week(row["time"])]
+
+
+EventRule = Callable[[Mapping[str, Any]], bool]
+
+
+def compile_rule(rule: Any) -> tuple[EventRule | None, str]:
+    """(callable or None, description) from a rule string, a {column: threshold} dict (value >
+    threshold), a callable(row) -> bool (row = values + "time" + "location"), or None (no events)."""
+    if rule is None:
+        return None, "none (no record is abnormal)"
+    if isinstance(rule, str):
+        r = ThresholdRule(rule)
+        return r, r.description
+    if isinstance(rule, Mapping):
+        r = ThresholdRule(" or ".join(f"{k} > {float(v)}" for k, v in rule.items()))
+        return r, r.description
+    if callable(rule):
+        return rule, str(getattr(rule, "description", None) or getattr(rule, "__name__", "custom rule"))
+    raise KgmemInputError(f"event_rule must be a string like 'RAIN > 0', a dict, a callable or None; got {rule!r}")
+
+
+# ------------------------------------------------------------------------------------ rows
+
+
+@dataclass
+class Observation:
+    slot: int
+    time: datetime
+    location: str
+    values: dict[str, Any]
+    abnormal: bool = False
+    duplicates: int = 1
+
+    @property
+    def time_text(self) -> str:
+        return format_time(self.time)
+
+
+def read_rows(records: Any) -> list[dict[str, Any]]:
+    """Rows as dicts from a CSV path, a pandas DataFrame, or an iterable of mappings."""
+    if isinstance(records, (str, Path)):
+        path = Path(records)
+        if not path.is_file():
+            raise KgmemInputError(f"records file {path} does not exist")
+        with path.open(newline="", encoding="utf-8") as fh:
+            return [dict(r) for r in csv.DictReader(fh)]
+    if hasattr(records, "to_dict") and hasattr(records, "columns"):
+        return [dict(r) for r in records.to_dict("records")]
+    try:
+        rows = [dict(r) for r in records]
+    except (TypeError, ValueError) as exc:
+        raise KgmemInputError("records must be a CSV path, a list of dict rows or a pandas DataFrame, "
+                              f"got {type(records).__name__}") from exc
+    return rows
+
+
+def _number(v: Any) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        f = float(v)
+        return None if math.isnan(f) else f
+    s = str(v).strip()
+    if s.upper() in {"", "NA", "NAN", "NONE", "NULL"}:
+        return None
+    return float(s) if _NUMBER.match(s) else None
+
+
+def _row_time(row: Mapping[str, Any], time_col: Any, time_format: str | None) -> datetime:
+    if callable(time_col):
+        return parse_time(time_col(row), time_format=time_format)
+    if isinstance(time_col, str):
+        if time_col not in row:
+            raise KgmemInputError(f"time column {time_col!r} not in the records (columns: {', '.join(list(row)[:20])})")
+        return parse_time(row[time_col], time_format=time_format)
+    cols = list(time_col)
+    missing = [c for c in cols if c not in row]
+    if missing:
+        raise KgmemInputError(f"time columns {missing} not in the records (columns: {', '.join(list(row)[:20])})")
+    if len(cols) < 3:
+        raise KgmemInputError(f"time_col as columns needs at least (year, month, day), got {cols}")
+    return datetime(*[int(float(row[c])) for c in cols][:6])
+
+
+def normalize_records(records: Any, *, time_col: Any = "time", location_col: str | None = "location",
+                      location: str | None = None, value_cols: Sequence[str] | None = None,
+                      event_rule: Any = None, time_format: str | None = None,
+                      dropna: bool = True) -> tuple[list[Observation], str]:
+    """Parse, merge repeated (time, location) rows and apply the event rule.
+
+    Returns (observations sorted by time then location, rule description). A list of
+    :class:`Observation` passes through unchanged (``event_rule`` then only names the rule). ``time_col`` is a column
+    name, a sequence of columns (year, month, day, hour) or a callable(row) -> timestamp.
+    ``location_col=None`` puts every row at ``location`` (default "site"). ``value_cols`` default:
+    every other column whose first non-empty value is numeric. Rows whose rule columns are all
+    empty are dropped when ``dropna`` (a missing reading is not "no event").
+    """
+    if isinstance(records, (list, tuple)) and records and all(isinstance(r, Observation) for r in records):
+        # already parsed (e.g. a subset of a larger normalised set): keep their abnormal flags
+        desc = event_rule if isinstance(event_rule, str) else str(getattr(event_rule, "description", "") or "given")
+        return sorted(records, key=lambda o: (o.slot, o.location)), desc
+    rows = read_rows(records)
+    rule, description = compile_rule(event_rule)
+    if not rows:
+        return [], description
+    if location_col is not None and location_col not in rows[0]:
+        if location is None:
+            raise KgmemInputError(f"location column {location_col!r} not in the records; pass location_col=... "
+                                  "or location_col=None with location='<name>' for single-site data")
+        location_col = None
+    time_cols = {time_col} if isinstance(time_col, str) else set() if callable(time_col) else set(time_col)
+    if value_cols is None:
+        skip = time_cols | {location_col}
+        value_cols = [c for c in rows[0] if c not in skip and any(
+            _number(r.get(c)) is not None for r in rows[:50] if str(r.get(c, "")).strip())]
+    else:
+        absent = [c for c in value_cols if c not in rows[0]]
+        if absent:
+            raise KgmemInputError(f"value columns {absent} not in the records (columns: {', '.join(list(rows[0])[:20])})")
+    rule_cols = list(getattr(rule, "columns", []) or [])
+    merged: dict[tuple[int, str], Observation] = {}
+    for row in rows:
+        dt = _row_time(row, time_col, time_format)
+        loc = str(row[location_col]).strip() if location_col is not None else (location or DEFAULT_LOCATION)
+        values: dict[str, Any] = {}
+        for c in dict.fromkeys(list(value_cols) + rule_cols):
+            raw = row.get(c)
+            num = _number(raw)
+            if num is not None:
+                values[c] = num
+            elif raw is not None and str(raw).strip() and str(raw).strip().upper() not in {"NA", "NAN"}:
+                values[c] = str(raw).strip()
+        if dropna and rule_cols and all(not isinstance(values.get(c), float) for c in rule_cols):
+            continue
+        key = (slot_of(dt), loc)
+        cur = merged.get(key)
+        if cur is None:
+            merged[key] = Observation(key[0], dt, loc, values)
+            continue
+        cur.duplicates += 1
+        for c, v in values.items():
+            old = cur.values.get(c)
+            if old is None:
+                cur.values[c] = v
+            elif isinstance(old, float) and isinstance(v, float):
+                cur.values[c] = max(old, v)
+            elif str(v) not in str(old).split("/"):
+                cur.values[c] = f"{old}/{v}"
+    obs = sorted(merged.values(), key=lambda o: (o.slot, o.location))
+    if rule is not None:
+        if hasattr(rule, "fit") and getattr(rule, "thresholds", None) is None:
+            rule.fit(obs)
+        for o in obs:
+            o.abnormal = bool(rule({**o.values, "time": o.time, "location": o.location}))
+    return obs, description
+
+
+# ------------------------------------------------------------------------------------ writing
+
+
+@dataclass
+class RecordsReport:
+    document_id: str
+    records: int = 0
+    time_nodes: int = 0
+    locations: int = 0
+    events: int = 0
+    abnormal: int = 0
+    edges: int = 0
+    skipped: bool = False
+    seconds: float = 0.0
+    event_rule: str = ""
+
+    def __str__(self) -> str:
+        if self.skipped:
+            return f"records {self.document_id} already present (skipped)"
+        return (f"added {self.records} records as {self.events} events ({self.abnormal} abnormal: "
+                f"{self.event_rule}) at {self.locations} location(s), {self.time_nodes} time points, "
+                f"{self.edges} edges in {self.seconds:.2f}s")
+
+
+def _values_text(values: Mapping[str, Any], limit: int = 6) -> str:
+    parts = []
+    for k, v in list(values.items())[:limit]:
+        parts.append(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}")
+    return ", ".join(parts)
+
+
+def event_text(o: Observation, event_name: str) -> str:
+    status = f"{event_name} (abnormal)" if o.abnormal else f"no {event_name}"
+    return f"{o.location} at {o.time_text}: {_values_text(o.values)} — {status}"
+
+
+def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
+                location_col: str | None = "location", location: str | None = None,
+                value_cols: Sequence[str] | None = None, event_rule: Any = None, event_name: str = "event",
+                time_format: str | None = None, source: str | None = None, title: str | None = None,
+                batch_size: int = BATCH_SIZE, dropna: bool = True) -> RecordsReport:
+    """Write time-stamped records into ``kg`` as time/location/event nodes (module docstring).
+
+    Args:
+        records: CSV path, list of dict rows, or a pandas DataFrame.
+        time_col: timestamp column, a sequence of (year, month, day, hour) columns, or a callable(row).
+        location_col / location: the location column, or None and one location name for single-site data.
+        value_cols: measured columns to keep (default: the numeric ones).
+        event_rule: what counts as abnormal: ``"RAIN > 0"``, ``{"rain_1h": 0}``,
+            :class:`HourOfWeekPercentileRule` ("traffic_volume", 85), or a callable(row) -> bool.
+        event_name: the event's name in questions and texts ("rain", "heavy traffic").
+        source: document id (default: a content hash); re-adding the same source is a no-op.
+    """
+    if batch_size < 1:
+        raise KgmemInputError(f"batch_size must be >= 1, got {batch_size}")
+    t0 = _time.perf_counter()
+    obs, description = normalize_records(records, time_col=time_col, location_col=location_col, location=location,
+                                         value_cols=value_cols, event_rule=event_rule, time_format=time_format,
+                                         dropna=dropna)
+    if not obs:
+        raise KgmemInputError("add_records got no usable records (empty input, or every rule column empty)")
+    doc_id = source or "doc-" + content_hash(
+        "records", event_name, description,
+        *(f"{o.slot}|{o.location}|{sorted(o.values.items())}|{o.abnormal}" for o in obs))
+    report = RecordsReport(doc_id, event_rule=description)
+    store = kg.graph_store
+    existing = store.document(doc_id)
+    if existing and existing["status"] == "done":
+        report.skipped = True
+        return report
+    if existing:
+        kg.delete_document(doc_id)
+    slots = sorted({o.slot for o in obs})
+    locs = sorted({o.location for o in obs})
+    ttext = {s: format_time(time_of_slot(s)) for s in slots}
+    tids = {s: node_id("time", ttext[s]) for s in slots}          # = time_node_id, computed once per slot
+    lids = {name: location_node_id(name) for name in locs}
+    nodes: list[Node] = [Node(tids[s], "time", ttext[s], {"time": ttext[s], "slot": s}) for s in slots]
+    nodes += [Node(lids[name], "location", name, {"location": name}) for name in locs]
+    edges: list[Edge] = []
+    for a, b in zip(slots, slots[1:]):
+        ta, tb = tids[a], tids[b]
+        edges.append(Edge(edge_id(ta, tb, "time_next", TIME_NEXT_TEXT), ta, tb, "time_next", TIME_NEXT_TEXT, 1.0,
+                          {"gap_hours": b - a}))
+    seen_tl: set[tuple[int, str]] = set()
+    for o in obs:
+        tid, lid = tids[o.slot], lids[o.location]
+        eid = node_id("event", f"{o.location.strip()}@{ttext[o.slot]}")   # = event_node_id
+        nodes.append(Node(eid, "event", event_text(o, event_name),
+                          {"time": o.time_text, "slot": o.slot, "location": o.location, "values": o.values,
+                           "abnormal": o.abnormal, "event": event_name, "duplicates": o.duplicates}))
+        if (o.slot, o.location) not in seen_tl:
+            seen_tl.add((o.slot, o.location))
+            edges.append(Edge(edge_id(tid, lid, "temporal", TEMPORAL_TEXT), tid, lid, "temporal", TEMPORAL_TEXT))
+        edges.append(Edge(edge_id(lid, eid, "spatial", SPATIAL_TEXT), lid, eid, "spatial", SPATIAL_TEXT))
+        edges.append(Edge(edge_id(tid, eid, "causal", CAUSAL_TEXT), tid, eid, "causal", CAUSAL_TEXT))
+    meta = {"kind": "records", "event_name": event_name, "event_rule": description, "records": len(obs),
+            "locations": locs, "start": format_time(time_of_slot(slots[0])),
+            "end": format_time(time_of_slot(slots[-1]))}
+    with kg.transaction():
+        store.put_document(doc_id, title=title or f"records: {event_name}", status="pending", meta=meta)
+        for off in range(0, len(nodes), batch_size):
+            kg.add_nodes(nodes[off:off + batch_size], source=doc_id, embed=False)
+        for off in range(0, len(edges), batch_size):
+            kg.add_edges(edges[off:off + batch_size], source=doc_id, embed_facts=False)
+        store.put_document(doc_id, title=title or f"records: {event_name}", status="done", meta=meta)
+    report.records = len(obs)
+    report.time_nodes = len(slots)
+    report.locations = len(locs)
+    report.events = len(obs)
+    report.abnormal = sum(o.abnormal for o in obs)
+    report.edges = len(edges)
+    report.seconds = _time.perf_counter() - t0
+    return report
+
+
+# ------------------------------------------------------------------------------------ reading
+
+
+@dataclass
+class TemporalIndex:
+    """Lookup over a KG's temporal part (rebuilt when ``kg.version`` changes)."""
+
+    slots: np.ndarray                                  # sorted time slots (hours since epoch)
+    time_ids: list[str]                                # time node id per slot (same order)
+    locations: dict[str, str]                          # location name -> node id
+    events: dict[tuple[int, str], str]                 # (slot, location name) -> event node id
+    event_name: str = "event"
+    event_rules: list[str] = field(default_factory=list)
+
+    def position(self, slot: int, direction: str = "forward") -> int | None:
+        """Index of the first time slot >= ``slot`` (forward) or last <= ``slot`` (backward)."""
+        if direction == "forward":
+            p = int(np.searchsorted(self.slots, slot, side="left"))
+            return p if p < len(self.slots) else None
+        p = int(np.searchsorted(self.slots, slot, side="right")) - 1
+        return p if p >= 0 else None
+
+    def location_of(self, name: str | None) -> str | None:
+        """The stored location name matching ``name`` case-insensitively (or None)."""
+        if name is None:
+            return None
+        want = name.strip().lower()
+        for loc in self.locations:
+            if loc.lower() == want:
+                return loc
+        return None
+
+
+_INDEXES: "weakref.WeakKeyDictionary[Any, tuple[int, TemporalIndex]]" = weakref.WeakKeyDictionary()
+
+
+def temporal_index(kg: "KnowledgeGraph") -> TemporalIndex:
+    cached = _INDEXES.get(kg)
+    if cached is not None and cached[0] == kg.version:
+        return cached[1]
+    times = sorted(((int(n.attrs["slot"]), n.id) for n in kg.nodes("time") if "slot" in n.attrs))
+    locations = {n.text: n.id for n in kg.nodes("location")}
+    events: dict[tuple[int, str], str] = {}
+    names: dict[str, int] = {}
+    for n in kg.nodes("event"):
+        if "slot" in n.attrs and "location" in n.attrs:
+            events[(int(n.attrs["slot"]), str(n.attrs["location"]))] = n.id
+            names[str(n.attrs.get("event", "event"))] = names.get(str(n.attrs.get("event", "event")), 0) + 1
+    rules = [d["meta"].get("event_rule", "") for d in kg.documents() if (d.get("meta") or {}).get("kind") == "records"]
+    idx = TemporalIndex(np.asarray([s for s, _ in times], dtype=np.int64), [i for _, i in times], locations, events,
+                        max(names, key=names.get) if names else "event", [r for r in dict.fromkeys(rules) if r])
+    _INDEXES[kg] = (kg.version, idx)
+    return idx
+
+
+__all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule", "TemporalIndex",
+           "add_records", "normalize_records", "read_rows", "compile_rule", "temporal_index", "parse_time",
+           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id"]
