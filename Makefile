@@ -10,7 +10,7 @@ export ANONYMIZED_TELEMETRY := False
 export LANGSMITH_TRACING ?= false
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast bench bench-full clean
+.PHONY: install browser demo test test-fast bench bench-full clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
-test: $(STAMP)
+# headless Debian chromium for the HTML view test (tests/test_html_view.py skips without it)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null || echo "could not install chromium: the HTML view test will be skipped"; \
+	  else echo "chromium is missing (install it with: sudo apt-get install chromium): the HTML view test will be skipped"; fi; }
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP)

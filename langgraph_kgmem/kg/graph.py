@@ -24,6 +24,7 @@ from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_p
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, edge_id, entity_id, node_id, normalize_name
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex
+from langgraph_kgmem.tracing import traced
 
 DB_FILE = "kg.sqlite"
 MEMORY_DB_FILE = "memory.sqlite"
@@ -494,6 +495,7 @@ class KnowledgeGraph:
     def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
         return self._vectors.matrix(space, kinds)
 
+    @traced("kg.nearest")
     def nearest(self, query: str | np.ndarray, k: int = 5, *, kinds: Sequence[str] | None = ("entity",),
                 restrict: Sequence[str] | None = None) -> list[tuple[Node, float]]:
         """Nodes most similar to ``query`` (text or vector), best first, deterministic ties."""
@@ -501,6 +503,7 @@ class KnowledgeGraph:
         hits = self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
         return [(self._nodes[i], s) for i, s in hits if i in self._nodes]
 
+    @traced("kg.nearest_facts")
     def nearest_facts(self, query: str | np.ndarray, k: int = 5) -> list[tuple[Edge, float]]:
         vec = self.embed_query(query) if isinstance(query, str) else query
         hits = self._vectors.search("facts", vec, k)
@@ -541,6 +544,7 @@ class KnowledgeGraph:
             self._snapshots[key] = snap
         return snap
 
+    @traced("kg.ppr")
     def ppr(self, seeds: Mapping[str, float], *, damping: float = 0.5, edge_kinds: Sequence[str] | None = None,
             overrides: Mapping[tuple[str, str], float] | None = None, tol: float = 1e-8, max_iter: int = 200,
             node_kinds: Sequence[str] | None = None, top_k: int | None = None) -> list[tuple[str, float]]:

@@ -1,0 +1,131 @@
+"""Every method as a tool for a ReAct-style agent (``langchain.agents.create_agent``, ``ToolNode``, ...).
+
+- :func:`create_method_tool`: one method compiled over a KG (with a store, so its cross-session
+  memory keeps working between calls) and wrapped by :func:`~langgraph_kgmem.graphs.common.method_as_tool`.
+  The tool takes ``{"question": str}`` and returns ``{"answer", "evidence_ids", "evidence", "llm_calls"}``
+  (JSON in the agent's ``ToolMessage``), so the agent can cite the KG ids it relied on.
+- :func:`create_all_tools`: the available methods' tools plus the graph-access tools
+  (``RetrieveNode``, ``NodeFeature``, ``NeighbourCheck``, ``NodeDegree``) of ``create_kgmem_tools``.
+
+Example:
+    from langchain.agents import create_agent
+    from langgraph_kgmem.agents import create_all_tools
+    agent = create_agent(model, create_all_tools(kg, model="offline"))
+    agent.invoke({"messages": [("user", "Where was Marie Curie born?")]})
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Sequence
+
+from langchain_core.tools import BaseTool
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.common import method_as_tool
+from langgraph_kgmem.graphs.registry import METHODS, get_factory
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
+
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+_RESULT = (" Input: one self-contained question. Returns JSON: `answer` (short text), `evidence_ids` (KG ids "
+           "of the chunks/facts used) and `evidence` (their first lines).")
+
+METHOD_DESCRIPTIONS: dict[str, str] = {
+    "remindrag": "Answer a factual question from the knowledge graph by walking it entity by entity "
+                 "(ReMindRAG). Good for multi-hop questions ('the wife of the man who ...'); it remembers "
+                 "useful paths, so asking a similar question again is cheaper.",
+    "catrag": "Answer a factual question by ranking knowledge-graph passages with personalised PageRank "
+              "from the question's entities (CatRAG). Fast, one shot; good for questions that combine two or "
+              "three facts from different documents.",
+    "hipporag2": "Answer a factual question with plain personalised-PageRank retrieval over the knowledge "
+                 "graph (HippoRAG 2 baseline). Fast, one shot; use as a second opinion.",
+    "autopruned": "Answer a question from compact, deduplicated knowledge-graph facts (AutoPrunedRetriever). "
+                  "Cheapest in tokens; good for simple lookups and for follow-up questions on the same topic.",
+    "kgirag": "Answer a question about time-stamped records (events, measurements, schedules) by searching "
+              "the temporal knowledge graph step by step (KG-IRAG). Use for 'when', 'before/after', 'during' "
+              "and trend questions.",
+    "r3cycle": "Answer a hard question by reasoning over the knowledge graph with graph lookups and "
+               "reflecting on failed attempts (R3-Cycle). Slowest; use when the fast tools gave no answer.",
+    "graphcot": "Answer a question by step-by-step reasoning with knowledge-graph lookups (Graph-CoT, no "
+                "reflection).",
+}
+
+
+def _tool_name(method: str) -> str:
+    return "ask_" + re.sub(r"[^a-zA-Z0-9_-]", "_", method)
+
+
+def method_available(method: str) -> bool:
+    """Whether ``method``'s module is importable in this installation."""
+    if method not in METHODS:
+        return False
+    try:
+        import_module(METHODS[method][0])
+    except ImportError:
+        return False
+    return True
+
+
+def create_method_tool(kg: "KnowledgeGraph", method: str, *, model: Any = None, store: "BaseStore | None" = None,
+                       name: str | None = None, description: str | None = None, **options: Any) -> BaseTool:
+    """Method ``method`` over ``kg`` as a LangChain tool.
+
+    Args:
+        kg: the knowledge graph to answer from.
+        method: a registry name (``remindrag``, ``catrag``, ``hipporag2``, ``autopruned``, ``kgirag``,
+            ``r3cycle``, ``graphcot``).
+        model: the method's own model (chat model, ``"offline"``, or ``None`` for ``$KGMEM_MODEL``);
+            independent of the agent's model.
+        store: where the method keeps cross-session memory; default: the KG's own store
+            (``kg.persistence()[1]``), so memory persists between calls and sessions.
+        name: tool name (default ``ask_<method>``); description: what the agent reads (default: a
+            per-method description saying when to use it and what it returns).
+        **options: method options, on top of the registry preset.
+
+    Returns:
+        A ``StructuredTool`` (sync and async) returning ``{answer, evidence_ids, evidence, llm_calls}``.
+
+    Raises:
+        KgmemInputError: unknown or unavailable method, or invalid options (named by the method).
+    """
+    factory, preset = get_factory(method)
+    preset.update(options)
+    if store is None:
+        store = kg.persistence()[1]
+    builder = factory(kg, model=model, store=store, **preset)
+    from langgraph_kgmem.tracing import with_tracing
+
+    app = with_tracing(builder.compile(store=store, name=method), method, kg, model=model)
+    desc = description or (METHOD_DESCRIPTIONS.get(method, f"Answer a question with the {method} method.") + _RESULT)
+    return method_as_tool(app, name=name or _tool_name(method), description=desc)
+
+
+def create_all_tools(kg: "KnowledgeGraph", *, methods: Sequence[str] | None = None, model: Any = None,
+                     store: "BaseStore | None" = None, graph_tools: bool = True) -> list[BaseTool]:
+    """Tools for every method (default: every available one, baselines included) plus the graph tools.
+
+    Explicitly requested ``methods`` must exist; with ``methods=None`` the ones whose module is not
+    installed are left out. ``graph_tools`` adds ``create_kgmem_tools(kg)``.
+    """
+    if methods is None:
+        chosen = [m for m in METHODS if method_available(m)]
+    else:
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown:
+            raise KgmemInputError(f"unknown method {unknown[0]!r}; choose from: {', '.join(METHODS)}")
+        chosen = list(dict.fromkeys(methods))
+    if store is None:
+        store = kg.persistence()[1]
+    tools = [create_method_tool(kg, m, model=model, store=store) for m in chosen]
+    if graph_tools:
+        from langgraph_kgmem.tools import create_kgmem_tools
+
+        tools.extend(create_kgmem_tools(kg))
+    return tools
+
+
+__all__ = ["create_method_tool", "create_all_tools", "METHOD_DESCRIPTIONS", "method_available"]

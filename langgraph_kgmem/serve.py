@@ -1,0 +1,146 @@
+"""The graphs LangGraph Server (``langgraph dev``, Studio, a deployment) serves, configured from environment.
+
+``langgraph.json`` points at ``graphs/<method>.py:graph``; each of those is ``graph_factory(method)``:
+a factory LangGraph Server calls with the run's config. The first call in a process opens the KG
+(once, lazily: nothing happens at import) and compiles the method **without** checkpointer or
+store — the server brings its own, and methods reach the server's store through
+``langgraph.config.get_store()``. Later calls reuse the compiled graph.
+
+Environment:
+
+- ``KGMEM_KG_DIR`` (required): the KG directory (``kgmem ingest FILE --kg DIR`` builds one).
+- ``KGMEM_KG_NAME``: the KG's name (memory namespaces); default: the name stored in the KG.
+- ``KGMEM_MODEL``: chat model (``openai:gpt-4o-mini``...); unset means ``offline`` (no LLM), and
+  the run's metadata (and the output's ``model``, for methods that report it) say so. A run's
+  ``configurable.model`` (an assistant's setting in Studio) overrides it.
+- ``KGMEM_EMBEDDINGS``: the embedding the KG was built with (``local`` default, ``hash``...).
+- ``KGMEM_VECTOR_BACKEND``: ``chroma`` or ``memory``; default: whichever the directory holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_kgmem.errors import ConfigurationError
+
+ENV_KG_DIR = "KGMEM_KG_DIR"
+ENV_KG_NAME = "KGMEM_KG_NAME"
+ENV_MODEL = "KGMEM_MODEL"
+ENV_EMBEDDINGS = "KGMEM_EMBEDDINGS"
+ENV_VECTOR_BACKEND = "KGMEM_VECTOR_BACKEND"
+
+_lock = threading.Lock()
+_opened: list[Any] = []  # KGs opened by this process, closed by close_served() or at exit
+
+
+def _vector_backend(root: Path) -> str:
+    backend = os.environ.get(ENV_VECTOR_BACKEND)
+    if backend:
+        if backend not in {"chroma", "memory"}:
+            raise ConfigurationError(f"{ENV_VECTOR_BACKEND}={backend!r}: use 'chroma' or 'memory'")
+        return backend
+    if (root / "vectors.npz").exists() and not (root / "chroma").exists():
+        return "memory"
+    return "chroma"
+
+
+@lru_cache(maxsize=None)
+def _open_kg(path: str, name: str | None, embeddings: str | None, backend: str) -> Any:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+    kg = KnowledgeGraph.open(path, name=name or "default", embeddings=embeddings, vector_backend=backend,  # type: ignore[arg-type]
+                             create=False)
+    if not name:
+        stored = kg.graph_store.get_meta("name")
+        if stored:
+            kg.name = stored
+    atexit.register(kg.close)
+    _opened.append(kg)
+    return kg
+
+
+def served_kg() -> Any:
+    """The KG named by the environment, opened once per process (and closed at exit)."""
+    path = os.environ.get(ENV_KG_DIR)
+    if not path:
+        raise ConfigurationError(
+            f"Set {ENV_KG_DIR} to a KG directory before starting the server (build one with "
+            f"`kgmem ingest FILE --kg DIR`); optionally {ENV_KG_NAME}, {ENV_MODEL}, {ENV_EMBEDDINGS}.")
+    root = Path(path).expanduser().resolve()
+    with _lock:
+        return _open_kg(str(root), os.environ.get(ENV_KG_NAME) or None,
+                        os.environ.get(ENV_EMBEDDINGS) or None, _vector_backend(root))
+
+
+def model_spec(config: RunnableConfig | None = None) -> str:
+    """The model a served run uses: ``configurable.model`` of the run (e.g. set on an assistant in
+    Studio), else ``$KGMEM_MODEL``, else ``"offline"``."""
+    configurable = (config or {}).get("configurable") or {}
+    spec = configurable.get("model")
+    return spec if isinstance(spec, str) and spec else (os.environ.get(ENV_MODEL) or "offline")
+
+
+def served_model(spec: str | None = None) -> Any:
+    """``spec`` (default :func:`model_spec`) as a chat model, or ``"offline"``."""
+    from langgraph_kgmem.llm import resolve_model
+
+    return resolve_model(spec or model_spec())
+
+
+@lru_cache(maxsize=None)
+def _compiled(method: str, kg_key: int, spec: str) -> Any:
+    from langgraph_kgmem.graphs.registry import get_factory
+    from langgraph_kgmem.tracing import with_tracing
+
+    factory, preset = get_factory(method)
+    kg = served_kg()
+    model = served_model(spec)
+    app = factory(kg, model=model, **preset).compile(name=method)
+    return with_tracing(app, method, kg, model=model)
+
+
+def build_served_graph(method: str, config: RunnableConfig | None = None) -> Any:
+    """The compiled graph of ``method`` for LangGraph Server (no checkpointer, no store); compiled
+    once per (method, model) and process."""
+    kg = served_kg()
+    return _compiled(method, id(kg), model_spec(config))
+
+
+def close_served() -> None:
+    """Close the KGs this process opened for serving and forget the compiled graphs (tests, reloads)."""
+    with _lock:
+        for kg in list(_opened):
+            kg.close()
+        _opened.clear()
+        _open_kg.cache_clear()
+        _compiled.cache_clear()
+
+
+def graph_factory(method: str) -> Callable[[RunnableConfig], Awaitable[Any]]:
+    """A LangGraph Server graph factory for ``method`` (what ``graphs/<method>.py`` exports).
+
+    The factory is async and opens the KG in a worker thread: the server's event loop never waits
+    on disk (``langgraph dev`` rejects blocking calls in it).
+    """
+    from langgraph_kgmem.graphs.registry import METHODS
+
+    if method not in METHODS:
+        raise ConfigurationError(f"unknown method {method!r}; choose one of: {', '.join(METHODS)}")
+
+    async def graph(config: RunnableConfig) -> Any:
+        return await asyncio.to_thread(build_served_graph, method, config)
+
+    graph.__name__ = f"{method}_graph"
+    graph.__doc__ = f"The served {method} graph (configured from KGMEM_* environment variables)."
+    return graph
+
+
+__all__ = ["graph_factory", "build_served_graph", "served_kg", "served_model", "model_spec", "close_served"]

@@ -1,0 +1,189 @@
+"""The HTML view in a real browser: headless Debian chromium renders the page; the screenshot shows
+the graph with a run's path in the highlight colour, and the DOM holds one circle per node.
+
+`make browser` (a dependency of `make test`) installs chromium when it is missing and we are root.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+QUESTION = "Where was Marie Curie born?"
+HIGHLIGHT_RGB = (0xD6, 0x27, 0x28)  # #d62728, .hl strokes in kg/html.py
+BACKGROUND_RGB = (0xFA, 0xFA, 0xFA)
+WINDOW = (1200, 900)
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    if Path("/usr/bin/chromium").exists():
+        return "/usr/bin/chromium"
+    pytest.skip("chromium is not installed: run `make browser` (apt-get install chromium) to enable this test")
+
+
+def run_chromium(args: list[str], tmp: Path, url: str) -> subprocess.CompletedProcess:
+    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args, url]
+    return subprocess.run(cmd, capture_output=True, timeout=60, check=False)
+
+
+def screenshot(page: Path, tmp: Path) -> np.ndarray:
+    png = tmp / f"{page.stem}.png"
+    proc = run_chromium([f"--screenshot={png}", f"--window-size={WINDOW[0]},{WINDOW[1]}"], tmp, page.as_uri())
+    assert png.exists(), proc.stderr.decode(errors="replace")[-2000:]
+    return read_png(png)
+
+
+def read_png(path: Path) -> np.ndarray:
+    """RGB pixels of an 8-bit, non-interlaced RGB/RGBA PNG (what chromium writes), decoded with zlib."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, [], None
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        elif kind == b"IEND":
+            break
+    width, height, depth, color, _, _, interlace = header
+    assert depth == 8 and color in (2, 6) and interlace == 0, f"unsupported PNG {header}"
+    bpp = 3 if color == 2 else 4
+    stride = width * bpp
+    rows = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(height, stride + 1)
+    out = np.zeros((height, stride), dtype=np.uint8)
+    prev = np.zeros(stride, dtype=np.uint8)
+    for y in range(height):
+        kind, line = int(rows[y, 0]), rows[y, 1:]
+        if kind == 0:  # None
+            cur = line.copy()
+        elif kind == 1:  # Sub: running sum per channel
+            cur = np.cumsum(line.reshape(width, bpp), axis=0, dtype=np.uint64).astype(np.uint8).reshape(-1)
+        elif kind == 2:  # Up
+            cur = line + prev
+        else:  # Average (3) and Paeth (4) depend on the reconstructed left byte: byte by byte
+            buf, up = bytearray(line.tobytes()), prev.tobytes()
+            for i in range(stride):
+                a = buf[i - bpp] if i >= bpp else 0
+                b = up[i]
+                if kind == 3:
+                    buf[i] = (buf[i] + ((a + b) >> 1)) & 0xFF
+                else:
+                    c = up[i - bpp] if i >= bpp else 0
+                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                    buf[i] = (buf[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+            cur = np.frombuffer(bytes(buf), dtype=np.uint8)
+        out[y] = cur
+        prev = out[y]
+    return out.reshape(height, width, bpp)[:, :, :3]
+
+
+def near(img: np.ndarray, rgb: tuple[int, int, int], tol: int = 60) -> np.ndarray:
+    return np.abs(img.astype(np.int32) - np.array(rgb)).sum(axis=-1) < tol
+
+
+def page_data(page: Path) -> dict:
+    match = re.search(r"const DATA = (\{.*?\});\n", page.read_text())
+    return json.loads(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def run_page(tmp_path_factory):
+    """A KG on disk, one offline method run, and the view exported by `kgmem export --html --run`."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import KnowledgeGraph
+    from langgraph_kgmem.cli import main
+    from langgraph_kgmem.graphs.registry import METHODS, get_factory
+
+    from conftest import SAMPLE_DOCS
+
+    chromium()  # skip before any work when there is no browser
+    tmp_path = tmp_path_factory.mktemp("view")
+    sample_docs = [dict(d) for d in SAMPLE_DOCS]
+    kg_dir = tmp_path / "kg"
+    kg = KnowledgeGraph.open(kg_dir, name="view", embeddings="hash", vector_backend="memory")
+    try:
+        kg.add_documents(sample_docs, model="offline")
+        run = None
+        for method in ("remindrag", "catrag", *METHODS):
+            try:
+                factory, preset = get_factory(method)
+            except Exception:
+                continue
+            store = InMemoryStore()
+            run = factory(kg, model="offline", store=store, **preset).compile(store=store).invoke({"question": QUESTION})
+            break
+        if run is None:  # no method present yet: a hand-made run over the best-matching nodes
+            hits = [n.id for n, _ in kg.nearest(QUESTION, 2)]
+            run = {"evidence": [{"id": i} for i in hits], "path": []}
+        nodes = kg.node_count()
+    finally:
+        kg.close()
+    run_file = tmp_path / "run.json"
+    run_file.write_text(json.dumps({"evidence": run["evidence"], "path": run.get("path", [])}, default=str))
+    page = tmp_path / "view.html"
+    assert main(["export", "--kg", str(kg_dir), "--name", "view", "--embeddings", "hash",
+                 "--html", str(page), "--run", str(run_file)]) == 0
+    plain = tmp_path / "plain.html"
+    assert main(["export", "--kg", str(kg_dir), "--name", "view", "--embeddings", "hash", "--html", str(plain)]) == 0
+    return page, plain, nodes
+
+
+def test_page_renders_every_node_in_chromium(run_page, tmp_path):
+    page, _, nodes = run_page
+    proc = run_chromium(["--dump-dom"], tmp_path, page.as_uri())
+    dom = proc.stdout.decode()
+    assert f'data-rendered="{nodes}"' in dom, proc.stderr.decode(errors="replace")[-1500:]
+    circles = re.findall(r"<circle\b[^>]*>", dom)
+    assert len(circles) == nodes
+    assert sum('class="node hl"' in c for c in circles) >= 1  # the run's nodes are marked
+    assert len(re.findall(r"<line\b", dom)) == len(page_data(page)["edges"])
+
+
+def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_path):
+    page, plain, _ = run_page
+    img = screenshot(page, tmp_path)
+    shutil.copy(tmp_path / f"{page.stem}.png", page.with_name("last_screenshot.png"))  # for a human look
+    assert img.shape == (WINDOW[1], WINDOW[0], 3)
+
+    # not blank: many non-background pixels and several colours (nodes by kind, edges, labels)
+    header = int(np.argmax(~near(img[:, 0], (0x22, 0x22, 0x22), 10)))  # rows of the dark header bar
+    assert 20 < header < 120
+    canvas = img[header:]
+    drawn = ~near(canvas, BACKGROUND_RGB, 12)
+    assert drawn.mean() > 0.002, "the graph area is blank"
+    assert len(np.unique(canvas[drawn].reshape(-1, 3), axis=0)) > 20
+
+    # the highlight colour is drawn, and where the highlighted nodes are
+    red = near(canvas, HIGHLIGHT_RGB)
+    assert red.sum() > 50, "no highlight-coloured pixels"
+    height = WINDOW[1] - header
+    scale = min(WINDOW[0], height) / 1000.0  # SVG viewBox 0..1000, preserveAspectRatio xMidYMid meet
+    ox, oy = (WINDOW[0] - 1000 * scale) / 2, (height - 1000 * scale) / 2
+    ys, xs = np.nonzero(red)
+    hl_nodes = [n for n in page_data(page)["nodes"] if n["hl"]]
+    assert hl_nodes
+    for n in hl_nodes:
+        px, py = ox + n["x"] * scale, oy + n["y"] * scale
+        assert (np.hypot(xs - px, ys - py) < 12).any(), f"highlighted node {n['id']} is not drawn in red"
+
+    # control: the same graph without a run has no highlight colour
+    assert near(screenshot(plain, tmp_path)[header:], HIGHLIGHT_RGB).sum() == 0
