@@ -150,7 +150,8 @@ def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> di
     return out
 
 
-def _call_usage(step: str, prompt: int, completion: int, seconds: float) -> dict[str, Any]:
+def call_usage(step: str, prompt: int, completion: int, seconds: float) -> dict[str, Any]:
+    """The usage record of one LLM call made at ``step`` (merge records with :func:`merge_usage`)."""
     u = empty_usage()
     u.update(llm_calls=1, prompt_tokens=prompt, completion_tokens=completion, llm_seconds=seconds,
              max_prompt_tokens=prompt)
@@ -308,7 +309,7 @@ def decide(
             current_decision.reset(token)
         seconds = time.perf_counter() - t0
         prompt_toks, completion_toks = _usage_of(raw, msgs)
-        meter.add(_call_usage(step, prompt_toks, completion_toks, seconds))
+        meter.add(call_usage(step, prompt_toks, completion_toks, seconds))
         raw_text = message_text(raw) if raw is not None else None
         if parsed is not None and validate is not None:
             error = validate(parsed)
@@ -335,7 +336,7 @@ def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
         current_decision.reset(token)
     seconds = time.perf_counter() - t0
     p, c = _usage_of(raw, messages)
-    return message_text(raw).strip(), _call_usage(step, p, c, seconds)
+    return message_text(raw).strip(), call_usage(step, p, c, seconds)
 
 
 def render(template: str, **values: Any) -> str:

@@ -36,7 +36,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.common import BaseState, InputState, extractive_answer
+from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress, extractive_answer
 from langgraph_kgmem.ingest.extract import ExtractedTriple, OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
@@ -278,14 +278,6 @@ def fine_score(q: np.ndarray, lines: np.ndarray, cfg: FineScoring) -> float:
 # --------------------------------------------------------------------------------------- runtime
 
 
-def _emit(event: dict[str, Any]) -> None:
-    try:
-        from langgraph.config import get_stream_writer
-
-        get_stream_writer()(event)
-    except RuntimeError:  # called outside a graph run
-        pass
-
 
 class _Runtime:
     """What the nodes share: the KG, options, and the codebook cached per store (reloaded when
@@ -349,12 +341,12 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         store, book = rt.book()
         if rt._synced.get(id(store)) != kg.version:
-            _emit({"event": "codebook_sync", "status": "start"})
+            emit_progress({"event": "codebook_sync", "status": "start"})
             done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
             if done["documents"]:
                 book.save(store)
             rt._synced[id(store)] = kg.version
-            _emit({"event": "codebook_sync", "status": "done", **done})
+            emit_progress({"event": "codebook_sync", "status": "done", **done})
         return {"method": METHOD, "model": model_label(rt.resolved_model(runtime))}
 
     def encode_question(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:

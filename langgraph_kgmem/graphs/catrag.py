@@ -47,7 +47,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.common import BaseState, InputState, answer_question, evidence_item
+from langgraph_kgmem.graphs.common import BaseState, InputState, answer_question, emit_progress, evidence_item
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
@@ -296,14 +296,6 @@ def _index(kg: "KnowledgeGraph") -> _Index:
 # ------------------------------------------------------------------------------------ helpers
 
 
-def _emit(event: dict[str, Any]) -> None:
-    try:
-        from langgraph.config import get_stream_writer
-
-        get_stream_writer()(event)
-    except Exception:  # outside a graph run (or no custom stream): progress is optional
-        pass
-
 
 def _passage_count(idx: _Index, eid: str) -> int:
     return max(1, idx.passage_count.get(eid, 0))
@@ -508,7 +500,7 @@ def create_catrag_graph(
                 tiers["stage1_weak"] += 1
             kept = [nbs[j] for j in order[:k_edge]]
             plans.append((seed, kept, {nbs[j]: float(best[j]) for j in order[:k_edge]}, groups))
-            _emit({"event": "weight_edges", "seed": seed, "neighbours": len(nbs), "kept": len(kept)})
+            emit_progress({"event": "weight_edges", "seed": seed, "neighbours": len(nbs), "kept": len(kept)})
         contexts: dict[str, str] = {}
         if not offline_run:  # neighbour contexts C(v) for the prompts (summaries batched via the store)
             contexts, usage = _neighbour_contexts(kg, idx, mdl, resolve_store(store),
@@ -592,6 +584,8 @@ def create_catrag_graph(
                  "top_nodes": [[snap.node_ids[i], round(float(scores[i]), 6)] for i in top]}
         ms = _ms(t0)
         stats["ms"] = ms
+        emit_progress({"event": "ppr", "method": method, "seeds": n_seeds, "overrides": len(ov), "ms": ms,
+                       "hub_mass": stats["hub_mass"]})
         evidence = [evidence_item(kg, p["id"], score=p["score"]) for p in passages[:top_passages]]
         return {"passages": passages, "evidence": evidence, "ppr": stats, "timings": _add(state, "run_ppr", t0)}
 
@@ -602,7 +596,7 @@ def create_catrag_graph(
         order = _top(dense, rank_depth)
         passages = [{"id": idx.chunk_ids[i], "score": round(float(dense[i]), 6)} for i in order]
         evidence = [evidence_item(kg, p["id"], score=p["score"]) for p in passages[:top_passages]]
-        _emit({"event": "fallback", "to": "dense", "reason": "no fact survived the filter"})
+        emit_progress({"event": "fallback", "to": "dense", "reason": "no fact survived the filter"})
         return {"passages": passages, "evidence": evidence, "fallback": "dense", "anchors": [], "edge_weights": {},
                 "ppr": {}, "timings": _add(state, "rank_passages", t0)}
 

@@ -2,7 +2,7 @@
 
 A method module imports from here rather than re-writing: ``BaseState`` (question, answer,
 evidence, usage with the usage reducer), ``evidence_item``, ``answer_question`` (LLM answer from
-evidence, or an extractive answer offline), and ``method_as_tool``.
+evidence, or an extractive answer offline), ``emit_progress`` and ``method_as_tool``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,20 @@ from langgraph_kgmem.llm import generate, is_offline, merge_usage
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+
+def emit_progress(event: dict[str, Any]) -> None:
+    """Send a small JSON progress event on LangGraph's ``custom`` stream (hop taken, PPR done ...).
+
+    Outside a graph run there is no stream writer: progress is optional, so nothing happens.
+    """
+    from langgraph.config import get_stream_writer
+
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # called outside a runnable context
+        return
+    writer(event)
 
 
 class InputState(TypedDict):
@@ -110,17 +124,17 @@ def method_as_tool(app: Any, *, name: str, description: str) -> Any:
     class Args(BaseModel):
         question: str = Field(description="a self-contained question to answer from the knowledge graph")
 
-    def run(question: str) -> dict[str, Any]:
-        out = app.invoke({"question": question})
-        return {"answer": out.get("answer", ""), "evidence_ids": [e["id"] for e in out.get("evidence", [])],
-                "evidence": [e["text"][:300] for e in out.get("evidence", [])[:5]],
+    def result(out: dict[str, Any]) -> dict[str, Any]:
+        evidence = out.get("evidence", [])
+        return {"answer": out.get("answer", ""), "evidence_ids": [e["id"] for e in evidence],
+                "evidence": [e["text"][:300] for e in evidence[:5]],
                 "llm_calls": out.get("usage", {}).get("llm_calls", 0)}
 
+    def run(question: str) -> dict[str, Any]:
+        return result(app.invoke({"question": question}))
+
     async def arun(question: str) -> dict[str, Any]:
-        out = await app.ainvoke({"question": question})
-        return {"answer": out.get("answer", ""), "evidence_ids": [e["id"] for e in out.get("evidence", [])],
-                "evidence": [e["text"][:300] for e in out.get("evidence", [])[:5]],
-                "llm_calls": out.get("usage", {}).get("llm_calls", 0)}
+        return result(await app.ainvoke({"question": question}))
 
     return StructuredTool.from_function(run, coroutine=arun, name=name, description=description, args_schema=Args)
 

@@ -41,7 +41,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.common import BaseState, InputState
+from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
@@ -353,14 +353,6 @@ def offline_plan(question: str, idx: TemporalIndex) -> dict[str, Any] | None:
             "horizon": int(within.group(1)) if within else (12 if task != "detect" else 0), "event": idx.event_name}
 
 
-def _emit(event: dict[str, Any]) -> None:
-    try:
-        from langgraph.config import get_stream_writer
-
-        get_stream_writer()(event)
-    except Exception:  # outside a graph run: progress events are optional
-        pass
-
 
 def _model_of(runtime: Runtime[KgiragContext] | None, default: Any) -> Any:
     ctx = getattr(runtime, "context", None)
@@ -432,7 +424,7 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
                 "event": (guess or {}).get("event") or idx.event_name, "valid": bool(ok and len(idx.slots))}
         plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule)
         start = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], {})
-        _emit({"event": "plan", "plan": plan})
+        emit_progress({"event": "plan", "plan": plan})
         return {"plan": plan, "anchor": start.need, "direction": start.direction, "iterations": 0, "triples": [],
                 "events": [], "anchors": [], "hops": [], "round_sizes": [], "notes": [], "stopped": False,
                 "usage": usage, "method": "kgirag"}
@@ -529,7 +521,7 @@ def create_kgirag_graph(
         new_ev = [e for e in dict.fromkeys(events) if e not in seen_ev]
         it = state.get("iterations", 0) + 1
         where = format_time(time_of_slot(anchor)) if anchor is not None else "-"
-        _emit({"event": "retrieve", "round": it, "anchor": where, "k": k, "new_triples": len(new)})
+        emit_progress({"event": "retrieve", "round": it, "anchor": where, "k": k, "new_triples": len(new)})
         return {"triples": state.get("triples", []) + new, "events": state.get("events", []) + new_ev,
                 "round_sizes": sizes + [len(new)], "hops": state.get("hops", []) + [k], "k": k,
                 "anchors": state.get("anchors", []) + [where], "iterations": it,
@@ -575,7 +567,7 @@ def create_kgirag_graph(
             nxt = slot_of(parse_time(decision.next_time or ""))
             out["anchor"] = nxt
             out["direction"] = res.direction if not res.done else state.get("direction", "forward")
-        _emit({"event": "judge", "round": state.get("iterations", 0), "stop": decision.stop,
+        emit_progress({"event": "judge", "round": state.get("iterations", 0), "stop": decision.stop,
                "next": decision.next_time})
         return out
 
@@ -619,7 +611,7 @@ def create_singlepass_graph(kg: "KnowledgeGraph", *, model: Any = None, store: A
         slots = [int(s) for s in idx.slots[p:q + 1]] if p is not None and q is not None and q >= p else []
         edges, events = collect_triples(kg, idx, slots, plan.get("location"))
         edges, events = list(dict.fromkeys(edges)), list(dict.fromkeys(events))
-        _emit({"event": "retrieve", "round": 1, "anchor": format_time(time_of_slot(lo)), "new_triples": len(edges)})
+        emit_progress({"event": "retrieve", "round": 1, "anchor": format_time(time_of_slot(lo)), "new_triples": len(edges)})
         return {"triples": edges, "events": events, "round_sizes": [len(edges)], "hops": [1], "iterations": 1,
                 "anchors": [format_time(time_of_slot(lo))], "stopped": True, "retrieved_triples": len(edges),
                 "method": "singlepass"}

@@ -44,9 +44,9 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
-from langgraph_kgmem.graphs.common import BaseState, InputState, evidence_item
-from langgraph_kgmem.llm import (DecisionRequest, count_message_tokens, count_tokens, current_decision, decide,
-                                 empty_usage, is_offline, merge_usage, message_text, model_label, render,
+from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress, evidence_item
+from langgraph_kgmem.llm import (DecisionRequest, call_usage, count_message_tokens, count_tokens, current_decision,
+                                 decide, empty_usage, is_offline, merge_usage, message_text, model_label, render,
                                  resolve_model)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.tools import create_kgmem_tools
@@ -391,23 +391,6 @@ def _offline_verdict(answer: str, steps: Sequence[dict[str, Any]]) -> Verdict:
 # ------------------------------------------------------------------------------------ helpers
 
 
-def _emit(event: dict[str, Any]) -> None:
-    try:
-        from langgraph.config import get_stream_writer
-
-        get_stream_writer()(event)
-    except RuntimeError:   # called outside a graph run
-        pass
-
-
-def _call_usage(step: str, prompt: int, completion: int, seconds: float) -> dict[str, Any]:
-    u = empty_usage()
-    u.update(llm_calls=1, prompt_tokens=prompt, completion_tokens=completion, llm_seconds=seconds,
-             max_prompt_tokens=prompt)
-    u["by_step"] = {step: {"llm_calls": 1, "prompt_tokens": prompt, "completion_tokens": completion,
-                           "llm_seconds": seconds}}
-    return u
-
 
 def _log_text(steps: Sequence[dict[str, Any]]) -> str:
     if not steps:
@@ -589,7 +572,7 @@ def create_r3cycle_graph(
             meta = getattr(raw, "usage_metadata", None) or {}
             p = int(meta.get("input_tokens") or count_message_tokens(msgs))
             c = int(meta.get("output_tokens") or count_tokens(message_text(raw)))
-            usage = merge_usage(usage, _call_usage("reason", p, c, time.perf_counter() - t0))
+            usage = merge_usage(usage, call_usage("reason", p, c, time.perf_counter() - t0))
             if raw.tool_calls:
                 break
             msgs = messages + [raw, HumanMessage(render(REASON_ONE_CALL, tools=", ".join(tool_names)))]
@@ -657,7 +640,7 @@ def create_r3cycle_graph(
         observation = observation[:MAX_OBSERVATION_CHARS]
         step = {"index": len(state.get("steps", [])), "thought": call.get("thought", ""), "tool": tool, "args": args,
                 "call_id": call["call_id"], "observation": observation, "error": error}
-        _emit({"event": "step", "method": method, "attempt": state["attempt"], "index": step["index"],
+        emit_progress({"event": "step", "method": method, "attempt": state["attempt"], "index": step["index"],
                "tool": tool, "args": args, "error": error})
         return {"steps": [*state.get("steps", []), step], "path": path,
                 "visited": list(dict.fromkeys(visited)), "final": final, "pending": None}
@@ -710,7 +693,7 @@ def create_r3cycle_graph(
             outcome = "correct" if verdict.ok else "incorrect_answer"
         vd = verdict.model_dump()
         _finish_record(state, outcome, vd)
-        _emit({"event": "verify", "attempt": state["attempt"], "outcome": outcome, "reason": verdict.reason})
+        emit_progress({"event": "verify", "attempt": state["attempt"], "outcome": outcome, "reason": verdict.reason})
         return {"verdict": vd, "attempts": [*state.get("attempts", []), _close_attempt(state, outcome, vd)],
                 "usage": usage or {}}
 
@@ -738,7 +721,7 @@ def create_r3cycle_graph(
         rec = {"run_id": state["run_id"], "question": state["question"], "attempt": state["attempt"],
                "failure_type": failure, "answer": state.get("final"), **decision.model_dump()}
         RecordMemory(resolve_store(store), kg.name, "reflections").put(f"{state['run_id']}-{state['attempt']}", rec)
-        _emit({"event": "reflect", "attempt": state["attempt"], "failure_type": failure, "retry": decision.retry})
+        emit_progress({"event": "reflect", "attempt": state["attempt"], "failure_type": failure, "retry": decision.retry})
         return {"reflections": [*state.get("reflections", []), rec], "retry": decision.retry, "usage": usage}
 
     def replan(state: R3State) -> dict[str, Any]:
@@ -747,7 +730,7 @@ def create_r3cycle_graph(
         if last["failure_type"] == "halted":
             budget = int(math.ceil(budget * HALT_GROWTH))
         guidance = render(GUIDANCE_TEMPLATE, root_cause=last["root_cause"], advice=last["advice"])
-        _emit({"event": "replan", "attempt": state["attempt"] + 1, "budget": budget})
+        emit_progress({"event": "replan", "attempt": state["attempt"] + 1, "budget": budget})
         return {"attempt": state["attempt"] + 1, "budget": budget, "steps": [], "path": [], "visited": [],
                 "pending": None, "final": None, "verdict": None, "guidance": guidance}
 

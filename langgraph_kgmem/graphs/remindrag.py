@@ -32,7 +32,8 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.common import BaseState, InputState, answer_question, evidence_item, id_validator
+from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, emit_progress, evidence_item,
+                                           id_validator)
 from langgraph_kgmem.llm import decide, is_offline, render, resolve_model
 from langgraph_kgmem.memory import namespace, resolve_store
 
@@ -319,14 +320,6 @@ class _GraphView:
 # ------------------------------------------------------------------------------------ helpers
 
 
-def _emit(event: dict[str, Any]) -> None:
-    try:
-        from langgraph.config import get_stream_writer
-
-        get_stream_writer()(event)
-    except RuntimeError:  # called outside a graph run
-        pass
-
 
 def _words(text: str) -> set[str]:
     return set(_WORDS.findall(text.lower())) - _STOP
@@ -532,7 +525,7 @@ def create_remindrag_graph(
             hits = kg.nearest(text, seeds_k, kinds=("entity",)) or kg.nearest(text, seeds_k, kinds=("chunk",))
             seeds.extend(view.unit(n.id) for n, _ in hits)
         seeds = list(dict.fromkeys(seeds))
-        _emit({"event": "seeds", "method": METHOD, "seed_ids": seeds})
+        emit_progress({"event": "seeds", "method": METHOD, "seed_ids": seeds})
         return {"seed_ids": seeds, "subgraph_nodes": list(seeds), "subgraph_edges": [], "current": seeds[0] if seeds else "",
                 "path": [], "hops": 0, "steps": 0, "traversed": False, "sufficient": False, "method": METHOD,
                 "replayed": {"nodes": [], "edges": []}, "memory_updates": dict(NO_UPDATES),
@@ -567,7 +560,7 @@ def create_remindrag_graph(
                 pushed.append(b)
             stack.extend(reversed(pushed))  # the strongest neighbour is explored next (depth first)
         replayed = {"nodes": [f["to"] for f in followed], "edges": followed}
-        _emit({"event": "replay", "method": METHOD, "nodes": len(followed)})
+        emit_progress({"event": "replay", "method": METHOD, "nodes": len(followed)})
         # the walk (if any) starts at the first seed; replayed nodes are reachable by backward moves
         return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed}
 
@@ -674,7 +667,7 @@ def create_remindrag_graph(
             update["subgraph_nodes"] = list(state.get("subgraph_nodes", [])) + [b]
             update["subgraph_edges"] = list(state.get("subgraph_edges", [])) + [eid]
         update["path"] = list(state.get("path", [])) + [hop]
-        _emit({"event": "hop", "method": METHOD, **hop})
+        emit_progress({"event": "hop", "method": METHOD, **hop})
         return update
 
     # -------------------------------------------------------------- 5. answer
@@ -745,7 +738,7 @@ def create_remindrag_graph(
         mem.put_many(new)
         updates = {"enhanced": len(eff), "penalised": len(ineff), "enhanced_ids": eff, "penalised_ids": ineff,
                    "useful_ids": useful}
-        _emit({"event": "memorize", "method": METHOD, "enhanced": len(eff), "penalised": len(ineff)})
+        emit_progress({"event": "memorize", "method": METHOD, "enhanced": len(eff), "penalised": len(ineff)})
         return {"memory_updates": updates, "usage": usage}
 
     # -------------------------------------------------------------- routers
