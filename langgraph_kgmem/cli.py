@@ -90,13 +90,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _run_highlight(run_file: str) -> list[str]:
-    data = json.loads(Path(run_file).read_text(encoding="utf-8"))
-    ids: list[str] = [ev["id"] for ev in data.get("evidence", [])]
-    for hop in data.get("path", []):
-        for key in ("node", "to", "from", "edge", "node_id", "edge_id"):
-            if isinstance(hop, dict) and isinstance(hop.get(key), str):
-                ids.append(hop[key])
-    return ids
+    from langgraph_kgmem.kg.html import run_highlight
+
+    return run_highlight(json.loads(Path(run_file).read_text(encoding="utf-8")))
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -90,6 +90,16 @@ window.addEventListener('mousemove', ev => {{ if (!drag) return; const r = svg.g
 document.body.dataset.rendered = DATA.nodes.length;
 </script></body></html>
 """
+
+
+def run_highlight(run: Mapping[str, Any]) -> list[str]:
+    """The node and edge ids a method's output names: its evidence and every hop of its ``path``."""
+    ids: list[str] = [ev["id"] for ev in run.get("evidence", [])]
+    for hop in run.get("path", []):
+        for key in ("node", "to", "from", "edge", "node_id", "edge_id"):
+            if isinstance(hop, dict) and isinstance(hop.get(key), str):
+                ids.append(hop[key])
+    return ids
 
 
 def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[str] = (), max_nodes: int = 1500,
