@@ -382,3 +382,40 @@ def test_docstring_example_runs():
     for t in tests:
         runner.run(t)
     assert runner.failures == 0
+
+
+def test_a_person_chooses_each_move_through_interrupt_and_resume(kg, store):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    def reader(messages, request):  # everything but the moves: never sufficient, then an answer
+        if request is None or request.schema is None:
+            return "Vistula"
+        if request.step == "check_sufficiency":
+            return {"sufficient": False}
+        if request.step == "mark_useful":
+            return {"useful_ids": []}
+        raise AssertionError(f"the person, not the model, chooses moves (got {request.step})")
+
+    model = ScriptedChatModel(responder=reader)
+    app = create_remindrag_graph(kg, model=model, store=store, max_hops=2, human_in_the_loop=True).compile(
+        checkpointer=InMemorySaver(), store=store)
+    cfg = {"configurable": {"thread_id": "hitl"}}
+    out = app.invoke({"question": Q_RIVER}, cfg)
+    request = out["__interrupt__"][0].value
+    assert request["kind"] == "remindrag_next_move" and request["forward"]
+    assert request["suggested"]["node_id"] in [c["id"] for c in request["forward"] + request["backward"]]
+    # an id that is not a candidate is refused with the reason, and nothing moves
+    out = app.invoke(Command(resume="ent-invented"), cfg)
+    retry = out["__interrupt__"][0].value
+    assert "ent-invented" in retry["error"] and retry["forward"] == request["forward"]
+    chosen = [retry["forward"][-1]["id"]]  # not necessarily what the heuristic suggested
+    out = app.invoke(Command(resume=chosen[0]), cfg)
+    second = out["__interrupt__"][0].value
+    chosen.append(second["forward"][0]["id"] if second["forward"] else second["backward"][0]["id"])
+    out = app.invoke(Command(resume={"direction": "forward" if second["forward"] else "backward",
+                                     "node_id": chosen[1]}), cfg)
+    assert "__interrupt__" not in out and out["answer"] == "Vistula"
+    assert [h["to"] for h in out["path"]] == chosen and {h["decided_by"] for h in out["path"]} == {"human"}
+    assert out["stop_reason"] == "max_hops"
+    assert [c["request"].step for c in model.calls if c["request"]].count("traverse_step") == 0

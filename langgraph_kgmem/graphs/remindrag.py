@@ -17,6 +17,7 @@ entities to chunks with ``context`` edges and the chunk to its anchor with ``anc
 
 Nodes (in order): ``retrieve_seeds`` → ``replay_memory`` → ``check_sufficiency`` ⇄
 ``traverse_step`` → ``answer`` → ``memorize`` (only when the traversal ran).
+With ``human_in_the_loop=True`` a person makes each traversal move (``interrupt`` / ``Command(resume=...)``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 import numpy as np
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, PutOp
-from pydantic import BaseModel, Field
+from langgraph.types import interrupt
+from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, emit_progress, evidence_item,
@@ -439,6 +441,7 @@ def create_remindrag_graph(
     synonym_threshold: float | None = None,
     decompose: bool = False,
     chunk_chars: int = 800,
+    human_in_the_loop: bool = False,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -458,6 +461,11 @@ def create_remindrag_graph(
         decompose: split the question into sub-questions and seed each (one extra LLM call).
         chunk_chars: passages longer than this are condensed to their most question-related
             sentences in prompts.
+        human_in_the_loop: a person chooses each traversal move instead of the LLM: the step
+            calls LangGraph's ``interrupt`` with the candidates (forward neighbours, backward
+            nodes, the offline heuristic's suggestion); resume with
+            ``Command(resume="<node id>")`` or ``Command(resume={"direction": ..., "node_id": ...})``.
+            An id that is not a candidate interrupts again with the reason. Needs a checkpointer.
 
     Returns:
         An uncompiled ``StateGraph``; input ``{"question"}``, output ``answer``, ``evidence``,
@@ -618,6 +626,30 @@ def create_remindrag_graph(
             out[u] = sorted(best.values(), key=lambda c: (-(c[3] + c[2]), c[0]))
         return out
 
+    def ask_person(question: str, current: str, forward: Sequence[tuple[str, str, float, float]],
+                   backward: Sequence[str], suggestion: NextMove, check: Any) -> NextMove:
+        """Human-in-the-loop move: ``interrupt`` with the candidates until the resume value is valid."""
+        request: dict[str, Any] = {
+            "kind": "remindrag_next_move", "question": question, "current": {"id": current, "label": _label(kg, current)},
+            "forward": [{"id": b, "label": _label(kg, b), "w": round(w, 4)} for b, _, w, _ in forward],
+            "backward": [{"id": u, "label": _label(kg, u)} for u in backward],
+            "suggested": suggestion.model_dump(),
+            "resume_with": "a node id from 'forward' or 'backward', or {'direction': ..., 'node_id': ...}"}
+        while True:
+            reply = interrupt(request)
+            if isinstance(reply, str):
+                direction = "forward" if reply in {b for b, *_ in forward} else "backward"
+                reply = {"direction": direction, "node_id": reply}
+            try:
+                move = NextMove.model_validate(reply)
+            except ValidationError as exc:
+                request = {**request, "error": f"could not read {reply!r} as a move: {exc.errors()[0]['msg']}"}
+                continue
+            problem = check(move)
+            if problem is None:
+                return move
+            request = {**request, "error": problem}
+
     def traverse_step(state: ReMindState) -> dict[str, Any]:
         question = state["question"]
         q = kg.embed_query(question)
@@ -651,12 +683,15 @@ def create_remindrag_graph(
             path=path_text, current=f"{current} {_label(kg, current)}",
             forward="\n".join(f"- {b} {_label(kg, b)} (w={w:.2f})" for b, _, w, _ in forward) or "(none)",
             backward="\n".join(f"- {u} {_label(kg, u)}" for u in backward) or "(none)")
-        move, usage = decide(
-            llm, NextMove, prompt, step="traverse_step", offline=best_first, validate=check,
-            context={"question": question, "current": current, "forward": fwd_ids, "backward": list(backward),
-                     "evidence_ids": chunks, "node_ids": list(state.get("subgraph_nodes", [])),
-                     "frontier": {u: [c[0] for c in cands] for u, cands in frontier.items()}})
-        decided_by = "offline" if offline else ("fallback" if usage.get("fallbacks") else "llm")
+        if human_in_the_loop:
+            move, usage, decided_by = ask_person(question, current, forward, backward, best_first(), check), {}, "human"
+        else:
+            move, usage = decide(
+                llm, NextMove, prompt, step="traverse_step", offline=best_first, validate=check,
+                context={"question": question, "current": current, "forward": fwd_ids, "backward": list(backward),
+                         "evidence_ids": chunks, "node_ids": list(state.get("subgraph_nodes", [])),
+                         "frontier": {u: [c[0] for c in cands] for u, cands in frontier.items()}})
+            decided_by = "offline" if offline else ("fallback" if usage.get("fallbacks") else "llm")
         hop: dict[str, Any] = {"step": state.get("hops", 0) + 1, "direction": move.direction, "from": current,
                                "to": move.node_id, "edge": None, "decided_by": decided_by}
         update: dict[str, Any] = {"hops": state.get("hops", 0) + 1, "steps": state.get("steps", 0) + 1,
