@@ -284,3 +284,19 @@ def test_run_context_overrides_the_model_and_sync_codebook_prepares(kg, store):
     events = [e for mode, e in app.stream({"question": "Which river flows into the Baltic Sea?"},
                                           stream_mode=["custom", "values"]) if mode == "custom"]
     assert events == []  # the facts were indexed up front: no sync work left
+
+
+def test_concurrent_runs_of_one_app_share_the_codebook_safely(kg, store):
+    """Runs of one compiled app in parallel threads all grow the same cached codebook (new question
+    entities, answer runs): each run sees consistent tables, and every stored run stays valid."""
+    app = create_autopruned_graph(kg, model="offline", store=store).compile(store=store)
+    names = ["Ada Lovelace", "Niels Bohr", "Lise Meitner", "Alan Turing", "Emmy Noether", "Paul Dirac",
+             "Rosalind Franklin", "Enrico Fermi"]
+    for round_ in range(3):
+        questions = [{"question": f"Did {n} meet Marie Curie in Warsaw in {1890 + round_}?"} for n in names]
+        outs = app.batch(questions, config={"max_concurrency": len(questions)})
+        assert all(o["answer"].strip() for o in outs)
+    book = Codebook.load(store, kg.name)
+    n_edges = len(book.edge_hrt)
+    assert all(0 <= e < n_edges for run in book.runs.values() for e in run.edges)
+    assert len(book.runs_of("Q")) >= len(names)

@@ -27,6 +27,7 @@ Nodes (in order):
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
@@ -290,6 +291,9 @@ class _Runtime:
         self.opts = opts
         self._books: dict[int, tuple[Any, Codebook]] = {}
         self._synced: dict[int, int] = {}
+        # concurrent runs of one compiled app (ainvoke, batch) share the cached codebook: every
+        # read-modify of it holds this lock; LLM calls are made outside it
+        self.lock = threading.RLock()
 
     def resolved_model(self, runtime: Runtime[AutoPrunedContext] | None = None) -> Any:
         ctx = getattr(runtime, "context", None)
@@ -339,117 +343,123 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     seg = {"tau": opts["tau_run"]}
 
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
-        store, book = rt.book()
-        if rt._synced.get(id(store)) != kg.version:
-            emit_progress({"event": "codebook_sync", "status": "start"})
-            done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
-            if done["documents"]:
-                book.save(store)
-            rt._synced[id(store)] = kg.version
-            emit_progress({"event": "codebook_sync", "status": "done", **done})
-        return {"method": METHOD, "model": model_label(rt.resolved_model(runtime))}
+        with rt.lock:  # concurrent runs of one app share the codebook
+            store, book = rt.book()
+            if rt._synced.get(id(store)) != kg.version:
+                emit_progress({"event": "codebook_sync", "status": "start"})
+                done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
+                if done["documents"]:
+                    book.save(store)
+                rt._synced[id(store)] = kg.version
+                emit_progress({"event": "codebook_sync", "status": "done", **done})
+            return {"method": METHOD, "model": model_label(rt.resolved_model(runtime))}
 
     def encode_question(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         question = state["question"].strip()
         if not question:
             raise KgmemInputError("the question is empty: pass {'question': '...'} with some text")
-        _, book = rt.book()
-        triples, usage = rt.extract(question, "question", rt.resolved_model(runtime))
-        edges = book.indexify(triples or rt.phrase_nodes(question))
-        return {"query_triples": [list(book.triple(e)) for e in edges], "query_edges": edges, "usage": usage}
+        triples, usage = rt.extract(question, "question", rt.resolved_model(runtime))  # the LLM: outside the lock
+        with rt.lock:
+            _, book = rt.book()
+            edges = book.indexify(triples or rt.phrase_nodes(question))
+            return {"query_triples": [list(book.triple(e)) for e in edges], "query_edges": edges, "usage": usage}
 
     def retrieve_coarse(state: AutoPrunedState) -> dict[str, Any]:
-        _, book = rt.book()
-        idx = book.run_index(kg)
-        if not idx["ids"]:
-            return {"coarse": []}
-        hrt = [book.edge_hrt[book.resolve_edge(e)] for e in state["query_edges"]]
-        q_ents = list(dict.fromkeys(book.resolve_entity(x) for h, _, t in hrt for x in (h, t)))
-        q_rels = list(dict.fromkeys(r for _, r, _ in hrt))
-        ev, rv = book.entity_vectors(kg), book.relation_vectors(kg)
-        ent_sim = (ev @ ev[q_ents].T).max(axis=1)
-        rel_sim = (rv @ rv[q_rels].T).max(axis=1)
-        score = (opts["w_ent"] * _segment_max(ent_sim[idx["ent"]], idx["ent_ptr"])
-                 + opts["w_rel"] * _segment_max(rel_sim[idx["rel"]], idx["rel_ptr"]))
-        top = _top(score, opts["coarse_k"])
-        return {"coarse": [{"run": idx["ids"][i], "score": round(float(score[i]), 6)} for i in top.tolist()]}
+        with rt.lock:  # concurrent runs of one app share the codebook
+            _, book = rt.book()
+            idx = book.run_index(kg)
+            if not idx["ids"]:
+                return {"coarse": []}
+            hrt = [book.edge_hrt[book.resolve_edge(e)] for e in state["query_edges"]]
+            q_ents = list(dict.fromkeys(book.resolve_entity(x) for h, _, t in hrt for x in (h, t)))
+            q_rels = list(dict.fromkeys(r for _, r, _ in hrt))
+            ev, rv = book.entity_vectors(kg), book.relation_vectors(kg)
+            ent_sim = (ev @ ev[q_ents].T).max(axis=1)
+            rel_sim = (rv @ rv[q_rels].T).max(axis=1)
+            score = (opts["w_ent"] * _segment_max(ent_sim[idx["ent"]], idx["ent_ptr"])
+                     + opts["w_rel"] * _segment_max(rel_sim[idx["rel"]], idx["rel_ptr"]))
+            top = _top(score, opts["coarse_k"])
+            return {"coarse": [{"run": idx["ids"][i], "score": round(float(score[i]), 6)} for i in top.tolist()]}
 
     def rerank_fine(state: AutoPrunedState) -> dict[str, Any]:
-        _, book = rt.book()
-        if not state.get("coarse"):
-            return {"candidates": []}
-        q = book.line_vectors(kg, state["query_edges"])
-        scored = []
-        for c in state["coarse"]:
-            run = book.runs[c["run"]]
-            scored.append((fine_score(q, book.line_vectors(kg, run.edges), cfg), run.seq, run))
-        scored.sort(key=lambda x: (-x[0], x[1]))
-        # the top fine_m fact and answer runs; a question run ranked among them is the key to its
-        # stored answers: it brings them in (they count toward fine_m), itself for free
-        out: list[dict[str, Any]] = []
-        have: set[str] = set()
-        counted = 0
-        for s, _, r in scored:
-            if counted >= opts["fine_m"]:
-                break
-            if r.id in have:
-                continue
-            have.add(r.id)
-            out.append({"run": r.id, "channel": r.channel, "score": round(s, 6)})
-            if r.channel != "Q":
-                counted += 1
-                continue
-            for a in r.links:
-                if counted < opts["fine_m"] and a in book.runs and a not in have:
-                    have.add(a)
-                    out.append({"run": a, "channel": "A", "score": round(s, 6), "via": r.id})
+        with rt.lock:  # concurrent runs of one app share the codebook
+            _, book = rt.book()
+            if not state.get("coarse"):
+                return {"candidates": []}
+            q = book.line_vectors(kg, state["query_edges"])
+            scored = []
+            for c in state["coarse"]:
+                run = book.runs[c["run"]]
+                scored.append((fine_score(q, book.line_vectors(kg, run.edges), cfg), run.seq, run))
+            scored.sort(key=lambda x: (-x[0], x[1]))
+            # the top fine_m fact and answer runs; a question run ranked among them is the key to its
+            # stored answers: it brings them in (they count toward fine_m), itself for free
+            out: list[dict[str, Any]] = []
+            have: set[str] = set()
+            counted = 0
+            for s, _, r in scored:
+                if counted >= opts["fine_m"]:
+                    break
+                if r.id in have:
+                    continue
+                have.add(r.id)
+                out.append({"run": r.id, "channel": r.channel, "score": round(s, 6)})
+                if r.channel != "Q":
                     counted += 1
-        return {"candidates": out}
+                    continue
+                for a in r.links:
+                    if counted < opts["fine_m"] and a in book.runs and a not in have:
+                        have.add(a)
+                        out.append({"run": a, "channel": "A", "score": round(s, 6), "via": r.id})
+                        counted += 1
+            return {"candidates": out}
 
     def select_runs(state: AutoPrunedState) -> dict[str, Any]:
-        _, book = rt.book()
-        cands = state.get("candidates", [])
-        by_channel = {c: [x for x in cands if x["channel"] == c] for c in CHANNELS}
-        features = {"question_tokens": count_tokens(state["question"]), "query_lines": len(state["query_edges"]),
-                    "channel_sizes": {c: len(v) for c, v in by_channel.items()},
-                    "top_score": {c: (v[0]["score"] if v else 0.0) for c, v in by_channel.items()},
-                    "max_prompt_tokens": opts["max_prompt_tokens"]}
-        selection: dict[str, str] = {}
-        selected: dict[str, list[str]] = {}
-        for c in CHANNELS:
-            mode = opts["selection_policy"](c, list(by_channel[c]), features)
-            if mode not in SELECTION_MODES:
-                raise KgmemInputError(
-                    f"selection_policy returned {mode!r} for channel {c!r}; it must return one of "
-                    f"{', '.join(SELECTION_MODES)}")
-            selection[c] = mode
-            runs = [x["run"] for x in by_channel[c]]
-            if mode == "none":
-                runs = []
-            elif mode == "unique":
-                runs = _unique_runs(book, kg, runs, opts["unique_threshold"])
-            selected[c] = runs
-        return {"selection": selection, "selected_runs": selected, "reused": _reused(book, selected, cands)}
+        with rt.lock:  # concurrent runs of one app share the codebook
+            _, book = rt.book()
+            cands = state.get("candidates", [])
+            by_channel = {c: [x for x in cands if x["channel"] == c] for c in CHANNELS}
+            features = {"question_tokens": count_tokens(state["question"]), "query_lines": len(state["query_edges"]),
+                        "channel_sizes": {c: len(v) for c, v in by_channel.items()},
+                        "top_score": {c: (v[0]["score"] if v else 0.0) for c, v in by_channel.items()},
+                        "max_prompt_tokens": opts["max_prompt_tokens"]}
+            selection: dict[str, str] = {}
+            selected: dict[str, list[str]] = {}
+            for c in CHANNELS:
+                mode = opts["selection_policy"](c, list(by_channel[c]), features)
+                if mode not in SELECTION_MODES:
+                    raise KgmemInputError(
+                        f"selection_policy returned {mode!r} for channel {c!r}; it must return one of "
+                        f"{', '.join(SELECTION_MODES)}")
+                selection[c] = mode
+                runs = [x["run"] for x in by_channel[c]]
+                if mode == "none":
+                    runs = []
+                elif mode == "unique":
+                    runs = _unique_runs(book, kg, runs, opts["unique_threshold"])
+                selected[c] = runs
+            return {"selection": selection, "selected_runs": selected, "reused": _reused(book, selected, cands)}
 
     def pack_prompt(state: AutoPrunedState) -> dict[str, Any]:
-        _, book = rt.book()
-        selected = {c: list(v) for c, v in state.get("selected_runs", {}).items()}
-        scores = {x["run"]: x["score"] for x in state.get("candidates", [])}
-        while True:
-            channels = {c: [e for r in selected.get(c, []) for e in book.runs[r].edges] for c in CHANNELS}
-            encoded = encode_knowledge(_channel_triples(book, channels))
-            best, tokens = cheapest_encoding(encoded, opts["encodings"])
-            budget = opts["max_prompt_tokens"]
-            flat = [(scores.get(r, 0.0), book.runs[r].seq, c, r) for c, rs in selected.items() for r in rs]
-            if budget is None or tokens[best] <= budget or len(flat) <= 1:
-                break
-            _, _, c, r = min(flat, key=lambda x: (x[0], -x[1]))  # drop the weakest run
-            selected[c].remove(r)
-        evidence = _evidence(book, kg, selected, scores)
-        reused = _reused(book, selected, state.get("candidates", []))
-        return {"packed_prompt": encoded[best], "encoding": best, "encoding_tokens": tokens,
-                "prompt_tokens_packed": tokens[best], "selected_runs": selected, "reused": reused,
-                "evidence": evidence}
+        with rt.lock:  # concurrent runs of one app share the codebook
+            _, book = rt.book()
+            selected = {c: list(v) for c, v in state.get("selected_runs", {}).items()}
+            scores = {x["run"]: x["score"] for x in state.get("candidates", [])}
+            while True:
+                channels = {c: [e for r in selected.get(c, []) for e in book.runs[r].edges] for c in CHANNELS}
+                encoded = encode_knowledge(_channel_triples(book, channels))
+                best, tokens = cheapest_encoding(encoded, opts["encodings"])
+                budget = opts["max_prompt_tokens"]
+                flat = [(scores.get(r, 0.0), book.runs[r].seq, c, r) for c, rs in selected.items() for r in rs]
+                if budget is None or tokens[best] <= budget or len(flat) <= 1:
+                    break
+                _, _, c, r = min(flat, key=lambda x: (x[0], -x[1]))  # drop the weakest run
+                selected[c].remove(r)
+            evidence = _evidence(book, kg, selected, scores)
+            reused = _reused(book, selected, state.get("candidates", []))
+            return {"packed_prompt": encoded[best], "encoding": best, "encoding_tokens": tokens,
+                    "prompt_tokens_packed": tokens[best], "selected_runs": selected, "reused": reused,
+                    "evidence": evidence}
 
     def answer(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         model = rt.resolved_model(runtime)
@@ -464,44 +474,48 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         return {"answer": text, "usage": usage}
 
     def memorize(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
-        store, book = rt.book()
         ans = (state.get("answer") or "").strip()
-        usage: dict[str, Any] = {}
+        answered = bool(ans) and not NO_ANSWER.match(ans)
+        wanted = opts["memorize"] and (answered or opts["memorize_unanswered"])
+        # the LLM extraction runs outside the lock; the codebook updates below hold it
+        trips, usage = rt.extract(ans, "answer", rt.resolved_model(runtime)) if wanted and answered else ([], {})
         new: list[str] = []
-        if opts["memorize"] and (ans and not NO_ANSWER.match(ans) or opts["memorize_unanswered"]):
-            # one run per question and per answer: they are reused whole, by id
-            q_edges = [book.resolve_edge(e) for e in state["query_edges"]]
-            q_runs = [r for r in book.runs_of("Q") if r.edges == q_edges]
-            if not q_runs and q_edges:
-                q_runs = [book.add_run("Q", q_edges, text=state["question"])]
-                new.append(q_runs[0].id)
-            if ans and not NO_ANSWER.match(ans):
-                trips, usage = rt.extract(ans, "answer", rt.resolved_model(runtime))
-                if not trips:  # a short answer ("Warsaw") completes the question's triples
-                    trips = [[*book.triple(e)[:2], ans] for e in q_edges[:2]]
-                a_edges = book.indexify(trips)
-                chunks = _supporting_chunks(book, kg, a_edges, state.get("evidence", []), cfg.tau_cov)
-                same = [r for r in book.runs_of("A") if r.edges == a_edges]
-                run = same[0] if same else book.add_run("A", a_edges, chunks=chunks, text=ans)
-                if not same:
-                    new.append(run.id)
-                for q in q_runs:
-                    if run.id not in q.links:
-                        q.links.append(run.id)
-                        run.links.append(q.id)
-                        book.touch_run(q)
-                        book.touch_run(run)
-        book.save(store)
-        return {"memorized": new, "usage": usage, "codebook_size": book.size()}
+        with rt.lock:
+            store, book = rt.book()
+            if wanted:
+                # one run per question and per answer: they are reused whole, by id
+                q_edges = [book.resolve_edge(e) for e in state["query_edges"]]
+                q_runs = [r for r in book.runs_of("Q") if r.edges == q_edges]
+                if not q_runs and q_edges:
+                    q_runs = [book.add_run("Q", q_edges, text=state["question"])]
+                    new.append(q_runs[0].id)
+                if answered:
+                    if not trips:  # a short answer ("Warsaw") completes the question's triples
+                        trips = [[*book.triple(e)[:2], ans] for e in q_edges[:2]]
+                    a_edges = book.indexify(trips)
+                    chunks = _supporting_chunks(book, kg, a_edges, state.get("evidence", []), cfg.tau_cov)
+                    same = [r for r in book.runs_of("A") if r.edges == a_edges]
+                    run = same[0] if same else book.add_run("A", a_edges, chunks=chunks, text=ans)
+                    if not same:
+                        new.append(run.id)
+                    for q in q_runs:
+                        if run.id not in q.links:
+                            q.links.append(run.id)
+                            run.links.append(q.id)
+                            book.touch_run(q)
+                            book.touch_run(run)
+            book.save(store)
+            return {"memorized": new, "usage": usage, "codebook_size": book.size()}
 
     def consolidate(state: AutoPrunedState) -> dict[str, Any]:
-        store, book = rt.book()
-        report = book.consolidate(kg, alias_threshold=opts["alias_threshold"], entity_budget=opts["entity_budget"],
-                                  layer2_min_cos=opts["layer2_min_cos"])
-        book.history.append({"revision": book.revision, **{k: v for k, v in book.size().items()
-                                                            if k in ("entities", "relations", "edges", "runs")}})
-        book.save(store)
-        return {"consolidation": report, "codebook_size": book.size()}
+        with rt.lock:  # concurrent runs of one app share the codebook
+            store, book = rt.book()
+            report = book.consolidate(kg, alias_threshold=opts["alias_threshold"], entity_budget=opts["entity_budget"],
+                                      layer2_min_cos=opts["layer2_min_cos"])
+            book.history.append({"revision": book.revision, **{k: v for k, v in book.size().items()
+                                                                if k in ("entities", "relations", "edges", "runs")}})
+            book.save(store)
+            return {"consolidation": report, "codebook_size": book.size()}
 
     return {"sync_facts": sync_facts, "encode_question": encode_question, "retrieve_coarse": retrieve_coarse,
             "rerank_fine": rerank_fine, "select_runs": select_runs, "pack_prompt": pack_prompt,
