@@ -9,52 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from importlib import import_module
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
+from method_cases import QUESTION, method_case, pick
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.registry import METHODS
 from langgraph_kgmem.testing import ScriptedChatModel
-
-QUESTION = "Where was Marie Curie born?"
-OTHER = "Which river flows into the Baltic Sea?"
-
-RECORDS_CSV = Path(__file__).parent / "fixtures" / "kgirag_records.csv"
-RECORD_QUESTIONS = ("Can I avoid rain at Riverside if I leave at 2024-05-01 00:00 and travel for 2 hours?",
-                    "Can I avoid rain at Northgate if I leave at 2024-05-01 02:00 and travel for 3 hours?")
-
-
-def method_case(method, text_kg):
-    """(kg, question, other question) a method can answer: KG-IRAG reads time-stamped records."""
-    if method != "kgirag":
-        return text_kg, QUESTION, OTHER
-    from langgraph_kgmem import KnowledgeGraph
-
-    kg = KnowledgeGraph.in_memory(name="records")
-    kg.add_records(RECORDS_CSV, event_rule="rain_mm > 0", event_name="rain")
-    return kg, *RECORD_QUESTIONS
-
-
-def available() -> list[str]:
-    out = []
-    for name, (module, _, _) in METHODS.items():
-        try:
-            import_module(module)
-        except ImportError:
-            continue
-        out.append(name)
-    return out
-
-
-def pick(*preferred: str) -> str:
-    have = available()
-    for name in preferred + tuple(METHODS):
-        if name in have:
-            return name
-    pytest.skip("no method module is importable yet")
 
 
 def answer_from_tool(messages, request):
@@ -85,11 +47,9 @@ def test_method_tool_has_actionable_description_and_schema(kg, store):
 
 
 @pytest.mark.parametrize("method", list(METHODS))
-def test_every_available_method_becomes_a_tool(kg, store, method):
+def test_every_method_becomes_a_tool(kg, store, method):
     from langgraph_kgmem.agents import METHOD_DESCRIPTIONS, create_method_tool
 
-    if method not in available():
-        pytest.skip(f"method module {METHODS[method][0]} is not present in this tree")
     kg, question, _ = method_case(method, kg)
     tool = create_method_tool(kg, method, model="offline", store=store)
     assert tool.name == f"ask_{method}" and METHOD_DESCRIPTIONS[method] in tool.description
@@ -147,13 +107,13 @@ def test_agent_uses_graph_access_tools_step_by_step(kg, store):
     assert out["messages"][-2].content in out["messages"][-1].content
 
 
-def test_create_all_tools_lists_available_methods_and_graph_tools(kg, store):
+def test_create_all_tools_lists_every_method_and_the_graph_tools(kg, store):
     from langgraph_kgmem.agents import create_all_tools
 
     tools = create_all_tools(kg, model="offline", store=store)
     names = [t.name for t in tools]
     assert names[-4:] == ["RetrieveNode", "NodeFeature", "NeighbourCheck", "NodeDegree"]
-    assert names[:-4] == [f"ask_{m}" for m in available()]
+    assert names[:-4] == [f"ask_{m}" for m in METHODS]
     assert len(set(names)) == len(names)
 
 
@@ -174,6 +134,5 @@ def test_tool_memory_persists_between_calls_through_the_shared_store(kg, store):
     tool.invoke({"question": QUESTION})
     tool.invoke({"question": QUESTION})
     namespaces = store.list_namespaces(prefix=("kgmem", kg.name))
-    if not namespaces:
-        pytest.skip(f"{method} kept no memory for this question offline")
+    assert namespaces, f"{method} kept no memory for this question offline"
     assert all(ns[:2] == ("kgmem", kg.name) for ns in namespaces)

@@ -17,37 +17,17 @@ import subprocess
 import sys
 import time
 import urllib.request
-from importlib import import_module
 from pathlib import Path
 
 import pytest
+from method_cases import QUESTION, pick
 
 from langgraph_kgmem.errors import ConfigurationError
 from langgraph_kgmem.graphs.registry import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
-QUESTION = "Where was Marie Curie born?"
-PREFERRED = ["catrag", "hipporag2", "remindrag", "autopruned", "r3cycle", "graphcot", "kgirag"]
-
-
-def available_methods() -> list[str]:
-    out = []
-    for name in METHODS:
-        module = METHODS[name][0]
-        try:
-            import_module(module)
-        except ImportError:
-            continue
-        out.append(name)
-    return out
-
-
-def served_method() -> str:
-    have = available_methods()
-    for name in PREFERRED:
-        if name in have:
-            return name
-    pytest.skip("no method module is importable yet (langgraph_kgmem/graphs/<method>.py)")
+# the method the served-graph tests run: the first of these the registry serves
+SERVED_METHOD = pick("catrag", "hipporag2", "remindrag", "autopruned", "r3cycle", "graphcot", "kgirag")
 
 
 def build_kg(path: Path, docs: list[dict]) -> list[str]:
@@ -110,7 +90,7 @@ def test_served_graph_has_no_checkpointer_or_store_and_is_built_once(served_env)
 
     from langgraph_kgmem import serve
 
-    method = served_method()
+    method = SERVED_METHOD
     app = asyncio.run(serve.graph_factory(method)({}))
     assert app.checkpointer is None and app.store is None  # the server brings its own
     assert asyncio.run(serve.graph_factory(method)({})) is app  # compiled once per process
@@ -131,7 +111,7 @@ def test_served_graph_has_no_checkpointer_or_store_and_is_built_once(served_env)
 def test_run_config_can_choose_the_model(served_env, monkeypatch):
     from langgraph_kgmem import serve
 
-    method = served_method()
+    method = SERVED_METHOD
     default = asyncio.run(serve.graph_factory(method)({}))
     assert asyncio.run(serve.graph_factory(method)({"configurable": {"model": "offline"}})) is default
     with pytest.raises(ConfigurationError, match="Could not create chat model 'nosuchprovider:x'"):
@@ -200,7 +180,7 @@ def test_langgraph_dev_serves_a_method_through_the_sdk(tmp_path, sample_docs):
     if not cli.exists():
         cli = Path(shutil.which("langgraph") or "")
     assert cli.is_file(), "the langgraph CLI is not on PATH"
-    method = served_method()
+    method = SERVED_METHOD
     ids = set(build_kg(tmp_path / "kg", sample_docs))
     local_events = local_progress_events(tmp_path / "kg", method)
 

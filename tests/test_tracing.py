@@ -3,34 +3,16 @@
 from __future__ import annotations
 
 import re
-from importlib import import_module
-from pathlib import Path
 
 import numpy as np
 import pytest
 from langchain_core.tracers.base import BaseTracer
+from method_cases import method_case, pick
 
 from langgraph_kgmem.graphs.registry import METHODS, get_factory
 from langgraph_kgmem.testing import ScriptedChatModel
 from langgraph_kgmem.tracing import Span, run_name, scrub, traced_config, traced_span, with_tracing
 
-QUESTION = "Where was Marie Curie born?"
-OTHER = "Which river flows into the Baltic Sea?"
-
-RECORDS_CSV = Path(__file__).parent / "fixtures" / "kgirag_records.csv"
-RECORD_QUESTIONS = ("Can I avoid rain at Riverside if I leave at 2024-05-01 00:00 and travel for 2 hours?",
-                    "Can I avoid rain at Northgate if I leave at 2024-05-01 02:00 and travel for 3 hours?")
-
-
-def method_case(method, text_kg):
-    """(kg, question, other question) a method can answer: KG-IRAG reads time-stamped records."""
-    if method != "kgirag":
-        return text_kg, QUESTION, OTHER
-    from langgraph_kgmem import KnowledgeGraph
-
-    kg = KnowledgeGraph.in_memory(name="records")
-    kg.add_records(RECORDS_CSV, event_rule="rain_mm > 0", event_name="rain")
-    return kg, *RECORD_QUESTIONS
 UNCLEAR_NAMES = {"RunnableLambda", "RunnableSequence", "RunnableParallel", "<lambda>", "LangGraph", "func"}
 HOT_PATH = re.compile(r"ppr|retriev|replay|nearest|search|seed|recall")
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -49,17 +31,6 @@ class RunCollector(BaseTracer):
     def _end_trace(self, run) -> None:
         super()._end_trace(run)
         self.finished.append(run)
-
-
-def available() -> list[str]:
-    out = []
-    for name, (module, _, _) in METHODS.items():
-        try:
-            import_module(module)
-        except ImportError:
-            continue
-        out.append(name)
-    return out
 
 
 def find_vectors(value, path="$"):
@@ -87,8 +58,6 @@ def traced_run(kg, store, method, model="offline"):
 
 @pytest.mark.parametrize("method", list(METHODS))
 def test_method_runs_have_clear_names_metadata_spans_and_no_vectors(kg, store, method):
-    if method not in available():
-        pytest.skip(f"method module {METHODS[method][0]} is not present in this tree")
     app, out, runs = traced_run(kg, store, method)
     kg = method_case(method, kg)[0]
 
@@ -134,9 +103,7 @@ def test_method_runs_have_clear_names_metadata_spans_and_no_vectors(kg, store, m
 
 def test_llm_runs_inherit_method_metadata(kg, store):
     """With a (scripted) chat model the LLM calls are traced too, under the method's metadata."""
-    method = next((m for m in ("remindrag", "catrag", "autopruned", "r3cycle") if m in available()), None)
-    if method is None:
-        pytest.skip("no LLM-using method present")
+    method = pick("remindrag", "catrag", "autopruned", "r3cycle")
 
     def responder(messages, request):
         return "{}" if request is not None else "Warsaw"  # decisions fall back; free text answers
