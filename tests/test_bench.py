@@ -117,6 +117,17 @@ def test_aggregate_reports_null_for_metrics_that_do_not_apply():
     assert row["retrieved_per_query"] is None
     assert row["llm_calls_per_query"] == 2.0
     assert row["wall_ms_median"] == 1500.0 and row["non_llm_ms_median"] == 1000.0
+    assert row["embed_ms_median"] == 0.0 and row["core_ms_median"] == 1000.0
+
+
+def test_embedding_time_is_split_out_of_the_non_llm_time():
+    runs = [(1.5, 0.5, 0.25), (1.0, 0.0, 0.5), (0.3, 0.1, 0.0)]  # (wall, llm, embedding) seconds
+    outcomes = [metrics.QuestionOutcome(f"q{i}", [], ["A"], None, "x", {"llm_seconds": llm}, None, wall,
+                                        embed_seconds=emb) for i, (wall, llm, emb) in enumerate(runs)]
+    row = metrics.aggregate(outcomes, method="m", decider="oracle", dataset="d", pass_no=1)
+    assert row["non_llm_ms_median"] == 1000.0        # median of 1000, 1000, 200
+    assert row["core_ms_median"] == 500.0            # median of 750, 500, 200
+    assert row["embed_ms_median"] == 250.0
 
 
 def test_aggregate_averages_and_merges_numeric_extras():

@@ -214,6 +214,7 @@ def resolve_llm(decider: str) -> Any:
 def run_question(adapter: Any, ctx: BenchContext, q: BenchQuestion, decider: str, llm: Any,
                  errors: list[str]) -> QuestionOutcome:
     model = make_model(decider, adapter, ctx, q, llm)
+    e0 = _embed_seconds(ctx)
     t0 = time.perf_counter()
     try:
         res = adapter.run(ctx, blinded(q), model)
@@ -226,7 +227,13 @@ def run_question(adapter: Any, ctx: BenchContext, q: BenchQuestion, decider: str
                                error=f"{type(exc).__name__}: {exc}")
     wall = time.perf_counter() - t0
     return QuestionOutcome(q.id, list(res.retrieved_titles or []), list(q.supporting_titles), res.answer, q.answer,
-                           dict(res.usage or {}), res.retrieved_count, wall, extra=dict(res.extra or {}))
+                           dict(res.usage or {}), res.retrieved_count, wall, extra=dict(res.extra or {}),
+                           embed_seconds=_embed_seconds(ctx) - e0)
+
+
+def _embed_seconds(ctx: BenchContext) -> float:
+    """Time the KG's embedding model has run so far (query embeddings, offline answer sentences)."""
+    return float(getattr(ctx.kg, "embed_seconds", 0.0) or 0.0)
 
 
 def workdir_of(run_dir: Path, adapter: Any, c: Corpus) -> Path:
