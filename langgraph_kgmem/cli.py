@@ -1,6 +1,8 @@
 """The ``kgmem`` command: ingest, stats, ask, export.
 
     kgmem ingest PATH [PATH ...] --kg DIR [--model offline|PROVIDER:MODEL] [--chunk-tokens 750]
+    kgmem records CSV --kg DIR --event-rule "rain_mm > 0" [--event-name rain] [--time-col time]
+                  [--location-col station | --location SITE] [--percentile-of COLUMN --percentile 85]
     kgmem stats --kg DIR
     kgmem ask "QUESTION" --kg DIR --method remindrag [--model ...] [--thread ID] [--json]
     kgmem export --kg DIR --html FILE [--highlight ID ...] [--run RUN.json]
@@ -56,6 +58,22 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = kg.add_documents(files, model=_model_arg(args.model), chunk_tokens=args.chunk_tokens,
                                   progress=True if len(files) > 3 else None)
         print(report)
+    return 0
+
+
+def cmd_records(args: argparse.Namespace) -> int:
+    from langgraph_kgmem.ingest.records import HourOfWeekPercentileRule
+
+    if (args.event_rule is None) == (args.percentile_of is None):
+        raise KgmemError("say what counts as an abnormal event with exactly one of --event-rule "
+                         "(e.g. \"rain_mm > 0\") or --percentile-of COLUMN [--percentile 85]")
+    rule = args.event_rule or HourOfWeekPercentileRule(args.percentile_of, args.percentile)
+    time_col = args.time_col.split(",") if "," in args.time_col else args.time_col
+    with _open(args, create=True) as kg:
+        for path in args.paths:
+            report = kg.add_records(path, time_col=time_col, location_col=None if args.location else args.location_col,
+                                    location=args.location, event_rule=rule, event_name=args.event_name)
+            print(f"{path}: {report}")
     return 0
 
 
@@ -123,6 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", default=None, help="extraction model: offline or provider:model (default $KGMEM_MODEL)")
     sp.add_argument("--chunk-tokens", type=int, default=750)
     sp.set_defaults(func=cmd_ingest)
+
+    sp = sub.add_parser("records", help="add time-stamped records (CSV) as a temporal KG, for KG-IRAG")
+    sp.add_argument("paths", nargs="+", help="CSV files with a timestamp, a location and measured columns")
+    common(sp)
+    sp.add_argument("--event-rule", default=None, help='what counts as abnormal, e.g. "rain_mm > 0"')
+    sp.add_argument("--percentile-of", default=None,
+                    help="instead of --event-rule: abnormal = COLUMN above its percentile for that hour of the week")
+    sp.add_argument("--percentile", type=float, default=85.0)
+    sp.add_argument("--event-name", default="event", help='the event in questions ("rain", "heavy traffic")')
+    sp.add_argument("--time-col", default="time", help="timestamp column, or year,month,day,hour columns")
+    sp.add_argument("--location-col", default="location")
+    sp.add_argument("--location", default=None, help="one site name for single-location data")
+    sp.set_defaults(func=cmd_records)
 
     sp = sub.add_parser("stats", help="print node/edge counts")
     common(sp)

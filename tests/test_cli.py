@@ -47,3 +47,21 @@ def test_ask_unknown_method(tmp_path, corpus, capsys):
     main(["ingest", str(corpus), "--kg", kg, "--embeddings", "hash", "--model", "offline"])
     assert main(["ask", "Where was Marie Curie born?", "--kg", kg, "--embeddings", "hash", "--method", "magic"]) == 2
     assert "unknown method 'magic'" in capsys.readouterr().err
+
+
+def test_records_then_ask_kgirag(tmp_path, capsys):
+    from pathlib import Path
+
+    csv = Path(__file__).parent / "fixtures" / "kgirag_records.csv"
+    kg = str(tmp_path / "rkg")
+    assert main(["records", str(csv), "--kg", kg, "--embeddings", "hash", "--event-rule", "rain_mm > 0",
+                 "--event-name", "rain"]) == 0
+    assert "abnormal" in capsys.readouterr().out
+    question = "Can I avoid rain at Riverside if I leave at 2024-05-01 00:00 and travel for 2 hours?"
+    assert main(["ask", question, "--kg", kg, "--embeddings", "hash", "--method", "kgirag", "--model", "offline",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "kgirag" and out["answer"] == "yes" and out["retrieved_triples"] > 0  # dry 00:00-01:59
+    # a rule is required, and only one kind of rule
+    assert main(["records", str(csv), "--kg", kg, "--embeddings", "hash"]) == 2
+    assert "exactly one of --event-rule" in capsys.readouterr().err
