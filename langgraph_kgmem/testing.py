@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from typing import Any, Callable, Sequence
 
@@ -60,7 +62,11 @@ class ScriptedChatModel(BaseChatModel):
             :class:`~langgraph_kgmem.llm.DecisionRequest` of the decision being made (its step name,
             schema and structured context) or ``None`` for free calls.
 
+        latency: seconds each call waits before replying, to simulate a hosted model's latency
+            (e.g. when measuring what concurrent calls save).
+
     Every call is appended to ``calls`` as ``{"messages", "request", "tools", "reply"}``.
+    Calls may come from several threads (methods make independent LLM calls concurrently).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -69,7 +75,9 @@ class ScriptedChatModel(BaseChatModel):
     responder: Any = None
     calls: list[dict[str, Any]] = Field(default_factory=list)
     model_name: str = "scripted"
+    latency: float = 0.0
     _index: int = PrivateAttr(default=0)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     @property
     def _llm_type(self) -> str:
@@ -79,17 +87,20 @@ class ScriptedChatModel(BaseChatModel):
         request = current_decision.get()
         if self.responder is not None:
             return self.responder(messages, request)
-        if self._index >= len(self.responses):
-            raise ScriptExhausted(
-                f"ScriptedChatModel has {len(self.responses)} replies but was called again "
-                f"(call #{self._index + 1}, step {getattr(request, 'step', None)!r})"
-            )
-        reply = self.responses[self._index]
-        self._index += 1
+        with self._lock:  # replies go out in call order, also when calls come from several threads
+            if self._index >= len(self.responses):
+                raise ScriptExhausted(
+                    f"ScriptedChatModel has {len(self.responses)} replies but was called again "
+                    f"(call #{self._index + 1}, step {getattr(request, 'step', None)!r})"
+                )
+            reply = self.responses[self._index]
+            self._index += 1
         return reply
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        if self.latency > 0:
+            time.sleep(self.latency)
         reply = self._next_reply(messages)
         msg = _to_message(reply)
         prompt = count_message_tokens(messages)

@@ -288,3 +288,41 @@ def test_docstring_example_runs():
     for t in finder.find(create_catrag_graph, "create_catrag_graph", globs={"create_catrag_graph": create_catrag_graph}):
         runner.run(t)
     assert runner.failures == 0 and runner.tries > 0
+
+
+def test_independent_llm_calls_of_the_weighting_step_run_concurrently(kg, store):
+    """Summaries and per-seed scores are independent calls: with llm_concurrency > 1 they overlap
+    (latency of the slowest, not the sum); the result and the usage are the same as one by one."""
+    import threading
+    import time
+
+    from langgraph.store.memory import InMemoryStore
+
+    def overlapping():
+        state = {"active": 0, "peak": 0}
+        lock = threading.Lock()
+        inner = responder()
+
+        def respond(messages, request):
+            with lock:
+                state["active"] += 1
+                state["peak"] = max(state["peak"], state["active"])
+            time.sleep(0.05)  # the 'network': concurrent calls overlap here
+            with lock:
+                state["active"] -= 1
+            return inner(messages, request)
+
+        return respond, state
+
+    outs, peaks = {}, {}
+    for conc in (1, 4):
+        respond, state = overlapping()
+        outs[conc] = run(kg, InMemoryStore(), model=ScriptedChatModel(responder=respond), tau=0, n_seed=5,
+                         llm_concurrency=conc)
+        peaks[conc] = state["peak"]
+    assert peaks[1] == 1 and peaks[4] >= 2
+    assert outs[4]["edge_weights"] == outs[1]["edge_weights"] and outs[4]["passages"] == outs[1]["passages"]
+    for key in ("llm_calls", "prompt_tokens", "completion_tokens"):
+        assert outs[4]["usage"][key] == outs[1]["usage"][key]
+    with pytest.raises(KgmemInputError, match="llm_concurrency"):
+        create_catrag_graph(kg, model="offline", llm_concurrency=0)

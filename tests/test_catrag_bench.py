@@ -40,9 +40,11 @@ def _pooled_kg(questions: list[BenchQuestion]) -> KnowledgeGraph:
 
 def test_every_ablation_is_registered_on_the_pooled_corpus():
     names = {a.name: a for a in ADAPTERS}
-    assert set(names) == {"catrag", "hipporag2", "catrag-noanchor", "catrag-noweight", "catrag-noboost"}
+    assert set(names) == {"catrag", "hipporag2", "catrag-noanchor", "catrag-noweight", "catrag-noboost",
+                          "catrag-serial"}
     assert all(a.corpus == "pooled" for a in ADAPTERS)
     assert names["hipporag2"].options == {"anchoring": False, "dynamic_weighting": False, "key_fact_boost": False}
+    assert names["catrag-serial"].options == {"llm_concurrency": 1} and not names["catrag-serial"].in_default_run
 
 
 def test_adapters_run_under_oracle_and_offline():

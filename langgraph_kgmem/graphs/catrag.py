@@ -35,6 +35,7 @@ The model can be swapped per run without recompiling: ``app.invoke(inputs, conte
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import weakref
@@ -51,7 +52,8 @@ from langgraph_kgmem.graphs.common import BaseState, InputState, answer_question
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
-from langgraph_kgmem.llm import decide, generate, is_offline, merge_usage, render, resolve_model
+from langgraph_kgmem.llm import (decide, generate, is_offline, merge_usage, render, resolve_model,
+                                 run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 
 if TYPE_CHECKING:
@@ -363,6 +365,7 @@ def create_catrag_graph(
     offline_fact_threshold: float = 0.2,
     anchor_threshold: float = 0.5,
     answer: bool = True,
+    llm_concurrency: int = 4,
 ) -> StateGraph:
     """Build the CatRAG graph (uncompiled); all three switches off = plain HippoRAG 2.
 
@@ -381,6 +384,8 @@ def create_catrag_graph(
         offline_fact_threshold, anchor_threshold: offline fact filter cutoff and the minimum
             cosine for mapping a query entity to an entity node.
         answer: ``False`` skips the answer step (retrieval only).
+        llm_concurrency: how many of the dynamic-weighting step's independent LLM calls (the
+            neighbour summaries, then one score per seed) run at once; 1 = one after another.
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method
@@ -399,7 +404,8 @@ def create_catrag_graph(
     """
     _validate(top_facts=top_facts, filter_keep=filter_keep, n_seed=n_seed, k_edge=k_edge, tau=tau,
               top_passages=top_passages, rank_depth=rank_depth, passage_weight=passage_weight, epsilon=epsilon,
-              beta=beta, damping=damping, synonym_threshold=synonym_threshold, synonym_weight=synonym_weight)
+              beta=beta, damping=damping, synonym_threshold=synonym_threshold, synonym_weight=synonym_weight,
+              llm_concurrency=llm_concurrency)
     default_model = resolve_model(model)
     method = "catrag" if (anchoring or dynamic_weighting or key_fact_boost) else "hipporag2"
     prepare_catrag_kg(kg, threshold=synonym_threshold, weight_scale=synonym_weight)
@@ -504,8 +510,10 @@ def create_catrag_graph(
         contexts: dict[str, str] = {}
         if not offline_run:  # neighbour contexts C(v) for the prompts (summaries batched via the store)
             contexts, usage = _neighbour_contexts(kg, idx, mdl, resolve_store(store),
-                                                  sorted({v for _, kept, _, _ in plans for v in kept}), tau)
-        # Stage II (fine): one LLM decision per seed
+                                                  sorted({v for _, kept, _, _ in plans for v in kept}), tau,
+                                                  llm_concurrency)
+        # Stage II (fine): one LLM decision per seed, the seeds' calls made concurrently
+        scorings = []
         for seed, kept, kept_sim, groups in plans:
             lines, listing = [], []
             for num, v in enumerate(kept if not offline_run else [], 1):  # prompt: LLM runs only
@@ -525,9 +533,11 @@ def create_catrag_graph(
 
             prompt = render(SCORE_PROMPT, seed=kg.node(seed).text if kg.node(seed) else seed, question=question,
                             facts=_fact_lines(facts), neighbours="\n".join(lines)) if not offline_run else ""
-            decision, u = decide(mdl, NeighbourScores, prompt, step="weight_edges", offline=offline,
-                                 fallback=lambda: NeighbourScores(scores=[]),
-                                 context={"question": question, "seed": seed, "neighbours": listing})
+            scorings.append(functools.partial(
+                decide, mdl, NeighbourScores, prompt, step="weight_edges", offline=offline,
+                fallback=lambda: NeighbourScores(scores=[]),
+                context={"question": question, "seed": seed, "neighbours": listing}))
+        for (seed, kept, _, _), (decision, u) in zip(plans, run_concurrently(scorings, 1 if offline_run else llm_concurrency)):
             usage = merge_usage(usage, u)
             given: dict[int, Any] = {}
             for sc in decision.scores:
@@ -645,7 +655,8 @@ def create_catrag_graph(
 
 
 def _validate(**opts: Any) -> None:
-    ints = {"top_facts": 1, "filter_keep": 1, "n_seed": 0, "k_edge": 1, "tau": 0, "top_passages": 1, "rank_depth": 1}
+    ints = {"top_facts": 1, "filter_keep": 1, "n_seed": 0, "k_edge": 1, "tau": 0, "top_passages": 1, "rank_depth": 1,
+            "llm_concurrency": 1}
     for name, lo in ints.items():
         v = opts[name]
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
@@ -691,10 +702,11 @@ def _rank_rows(snap: GraphSnapshot, scores: np.ndarray, rows: np.ndarray, k: int
 
 
 def _neighbour_contexts(kg: "KnowledgeGraph", idx: _Index, model: Any, store: Any, ids: Sequence[str],
-                        tau: int) -> tuple[dict[str, str], dict[str, Any]]:
+                        tau: int, concurrency: int = 1) -> tuple[dict[str, str], dict[str, Any]]:
     """C(v) for each neighbour: its facts when it has ≤ τ of them, else its LLM summary, generated
     once and cached in the store (namespace ``("kgmem", kg name, "summaries")``, key = entity id;
-    regenerated only when the entity's fact count changed). One batched store read, one write."""
+    regenerated only when the entity's fact count changed). One batched store read, one write; the
+    missing summaries are generated ``concurrency`` at a time."""
     from langgraph.store.base import GetOp, PutOp
 
     ns = RecordMemory(store, kg.name, SUMMARY_KIND).ns
@@ -704,16 +716,20 @@ def _neighbour_contexts(kg: "KnowledgeGraph", idx: _Index, model: Any, store: An
     usage: dict[str, Any] = {}
     if not need:
         return out, usage
-    puts = []
+    todo: list[tuple[str, str, list[str]]] = []
     for v, item in zip(need, store.batch([GetOp(ns, v) for v in need])):
         if item is not None and item.value.get("facts") == len(facts[v]):
             out[v] = str(item.value["summary"])
             continue
         node = kg.node(v)
-        name = node.text if node else v
-        shown = facts[v][:MAX_SUMMARY_FACTS]
-        text, u = generate(model, render(SUMMARY_PROMPT, entity=name, facts=_fact_lines([{"text": t} for t in shown])),
-                           step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown})
+        todo.append((v, node.text if node else v, facts[v][:MAX_SUMMARY_FACTS]))
+
+    def summarize(v: str, name: str, shown: list[str]) -> Any:
+        return lambda: generate(model, render(SUMMARY_PROMPT, entity=name, facts=_fact_lines([{"text": t} for t in shown])),
+                                step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown})
+
+    puts = []
+    for (v, name, _), (text, u) in zip(todo, run_concurrently([summarize(*x) for x in todo], concurrency)):
         usage = merge_usage(usage, u)
         out[v] = text
         puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name}, index=False))

@@ -175,7 +175,8 @@ def plan_methods(args: argparse.Namespace, adapters: list[Any], emb: Any) -> lis
 
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"seed": args.seed if args.seed is not None else 0, "noise": args.noise, "quick": args.quick,
-            "corpus": args.corpus, "embeddings": args.embeddings, "passes": args.passes}
+            "corpus": args.corpus, "embeddings": args.embeddings, "passes": args.passes,
+            "llm_latency": args.llm_latency}
 
 
 # ------------------------------------------------------------------------------------ running
@@ -193,7 +194,8 @@ def make_model(decider: str, adapter: Any, ctx: BenchContext, q: BenchQuestion, 
     if decider == "oracle":
         from langgraph_kgmem.testing import ScriptedChatModel
 
-        return ScriptedChatModel(responder=adapter.oracle(ctx, q), model_name=f"oracle-{adapter.name}")
+        return ScriptedChatModel(responder=adapter.oracle(ctx, q), model_name=f"oracle-{adapter.name}",
+                                 latency=float(ctx.options.get("llm_latency") or 0.0))
     if decider == "llm":
         return llm
     raise BenchError(f"--decider must be oracle, offline or llm, got {decider!r}")
@@ -328,6 +330,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--fresh-process", action="store_true",
                     help="run passes 2..N each in a new process on the persisted KG copies and stores")
     ap.add_argument("--noise", type=float, default=0.0, help="noise level for graph-QA datasets (default 0)")
+    ap.add_argument("--llm-latency", type=float, default=0.0,
+                    help="oracle decider: seconds each simulated LLM call waits, so wall times include a hosted "
+                         "model's latency (and what concurrent calls save); default 0")
     ap.add_argument("--embeddings", default="local", help="local (all-MiniLM-L6-v2, default) or hash (fast smoke runs)")
     ap.add_argument("--backend", default=corpora.DEFAULT_BACKEND, choices=["memory", "chroma"],
                     help="vector backend of the benchmark KGs (default: memory = numpy + vectors.npz)")

@@ -3,7 +3,9 @@
 Names (all on the pooled corpus: one KG of every question's passages):
 
 - ``catrag``: all three additions; ``hipporag2``: all off (plain HippoRAG 2);
-- ``catrag-noanchor`` / ``catrag-noweight`` / ``catrag-noboost``: one addition switched off.
+- ``catrag-noanchor`` / ``catrag-noweight`` / ``catrag-noboost``: one addition switched off;
+- ``catrag-serial`` (only when named): ``catrag`` with the weighting step's LLM calls made one
+  after another instead of concurrently; with ``--llm-latency`` it shows what concurrency saves.
 
 The graph is compiled once per corpus; each question's model (offline, oracle, LLM) is passed per
 run through the graph's context (``context={"model": m}``). Extra metrics per question:
@@ -33,8 +35,9 @@ class CatragAdapter:
     corpus = "pooled"
     datasets = None
 
-    def __init__(self, name: str, **options: Any) -> None:
+    def __init__(self, name: str, *, in_default_run: bool = True, **options: Any) -> None:
         self.name = name
+        self.in_default_run = in_default_run
         self.options = options
 
     def setup(self, ctx: BenchContext) -> None:
@@ -112,4 +115,6 @@ ADAPTERS = [
     CatragAdapter("catrag-noanchor", anchoring=False),
     CatragAdapter("catrag-noweight", dynamic_weighting=False),
     CatragAdapter("catrag-noboost", key_fact_boost=False),
+    # the weighting step's LLM calls one after another: what concurrency saves (with --llm-latency)
+    CatragAdapter("catrag-serial", llm_concurrency=1, in_default_run=False),
 ]

@@ -53,7 +53,8 @@ class ReMindRAGAdapter:
             slot = ctx.cache.setdefault("remindrag_oracle_slot", {})
             slot["responder"] = model.responder
             key, model = "oracle", apps.get("oracle_model") or ScriptedChatModel(
-                responder=lambda messages, request: slot["responder"](messages, request), model_name="oracle-remindrag")
+                responder=lambda messages, request: slot["responder"](messages, request), model_name="oracle-remindrag",
+                latency=model.latency)
             apps["oracle_model"] = model
         else:
             key = "offline" if model == "offline" else f"model-{id(model)}"
