@@ -241,6 +241,30 @@ def test_vector_index_upsert_delete_and_compaction():
         idx.get("s", ["n0"])
 
 
+def test_vector_search_never_returns_deleted_or_filtered_rows_and_is_exact():
+    from langgraph_kgmem.kg.vectors import NumpyVectorIndex
+
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(300, 16)).astype(np.float32)
+    ids, kinds = [f"v{i}" for i in range(300)], ["entity" if i % 3 else "chunk" for i in range(300)]
+    idx = NumpyVectorIndex()
+    idx.upsert("nodes", ids, vecs, kinds)
+    idx.delete("nodes", ids[:50])  # tombstones (below the compaction threshold)
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    for q in rng.normal(size=(5, 16)).astype(np.float32):
+        qn = q / np.linalg.norm(q)
+        live = [i for i in range(50, 300) if kinds[i] == "entity"]
+        want = sorted(live, key=lambda i: (-float(unit[i] @ qn), i))[:7]
+        got = idx.search("nodes", q, 7, kinds=("entity",))
+        assert [g for g, _ in got] == [ids[i] for i in want]
+        assert np.allclose([s for _, s in got], [unit[i] @ qn for i in want], atol=1e-5)
+    # k larger than what the filter keeps: only live rows of that kind come back
+    assert len(idx.search("nodes", vecs[0], 10_000, kinds=("chunk",))) == sum(
+        1 for i in range(50, 300) if kinds[i] == "chunk")
+    idx.upsert("nodes", ["v60"], vecs[[60]], ["chunk"])  # a write changes a row's kind: the filter follows
+    assert "v60" not in [i for i, _ in idx.search("nodes", vecs[60], 300, kinds=("entity",))]
+
+
 def test_ingest_batches_embedding_calls_per_document(sample_docs):
     from langgraph_kgmem.testing import DeterministicEmbeddings
 

@@ -40,6 +40,7 @@ class _Space:
         self._buf = np.zeros((0, dim or 0), dtype=np.float32)
         self._alive_buf = np.zeros(0, dtype=bool)
         self._kind_arr: np.ndarray | None = None
+        self._masks: dict[tuple[str, ...] | None, np.ndarray] = {}   # kind filter → row mask (until a write)
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -84,6 +85,7 @@ class _Space:
             self.ids.extend(n for n, _ in new_rows)
             self.kinds.extend(k for _, k in new_rows)
         self._kind_arr = None
+        self._masks.clear()
 
     @property
     def mat(self) -> np.ndarray:
@@ -106,13 +108,21 @@ class _Space:
             self.kinds = [self.kinds[i] for i in keep]
             self.row = {nid: i for i, nid in enumerate(self.ids)}
         self._kind_arr = None
+        self._masks.clear()
 
     def kind_mask(self, kinds: Sequence[str] | None) -> np.ndarray:
-        if kinds is None:
-            return self.alive
-        if self._kind_arr is None:
-            self._kind_arr = np.asarray(self.kinds, dtype=object)
-        return self.alive & np.isin(self._kind_arr, list(kinds))
+        """Live rows of these kinds (all live rows for ``None``); cached until the next write."""
+        key = None if kinds is None else tuple(sorted(set(kinds)))
+        mask = self._masks.get(key)
+        if mask is None:
+            if key is None:
+                mask = self.alive.copy()
+            else:
+                if self._kind_arr is None:
+                    self._kind_arr = np.asarray(self.kinds, dtype=object)
+                mask = self.alive & np.isin(self._kind_arr, list(key))
+            self._masks[key] = mask
+        return mask
 
 
 class NumpyVectorIndex:
@@ -159,17 +169,18 @@ class NumpyVectorIndex:
             order = np.lexsort((rows, -scores))[:k]
             return [(s.ids[rows[i]], float(scores[i])) for i in order]
         mask = s.kind_mask(kinds)
-        rows = np.flatnonzero(mask)
-        if not len(rows):
+        n = int(np.count_nonzero(mask))
+        if not n:
             return []
-        scores = s.mat[rows] @ q
-        if k < len(rows):
-            part = np.argpartition(-scores, k - 1)[:k]
-        else:
-            part = np.arange(len(rows))
-        # ties broken by insertion order so results never depend on hash order
-        order = part[np.lexsort((rows[part], -scores[part]))]
-        return [(s.ids[rows[i]], float(scores[i])) for i in order]
+        # one mat-vec over every row, then the filter: gathering the kept rows first would copy the
+        # matrix on every query (tens of MB at 40k facts)
+        scores = s.mat @ q
+        scores[~mask] = -np.inf
+        k = min(k, n)
+        part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        # ties broken by insertion order (row number) so results never depend on hash order
+        order = part[np.lexsort((part, -scores[part]))]
+        return [(s.ids[i], float(scores[i])) for i in order]
 
     def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         s = self._space(space)
