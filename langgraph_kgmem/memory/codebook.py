@@ -705,6 +705,8 @@ class Codebook:
             "checked_entities": self.checked_entities, "indexed_docs": self.indexed_docs,
             "sizes": sizes, "history": self.history[-200:],
         }, index=False)
+        # the revision alone, so that checking for a newer codebook does not parse the whole meta
+        store.put(ns, "revision", {"revision": self.revision}, index=False)
         self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
         self._dirty_all = False
         return written + 1
@@ -713,7 +715,8 @@ class Codebook:
     def stored_revision(store: "BaseStore", kg_name: str) -> int | None:
         from langgraph_kgmem.memory import namespace
 
-        item = store.get(namespace(kg_name, "codebook"), "meta")
+        ns = namespace(kg_name, "codebook")
+        item = store.get(ns, "revision") or store.get(ns, "meta")  # "meta" alone: written by an older version
         return int(item.value["revision"]) if item else None
 
     @classmethod
