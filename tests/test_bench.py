@@ -115,6 +115,7 @@ def test_aggregate_reports_null_for_metrics_that_do_not_apply():
     assert row["recall@2"] is None and row["fcr"] is None  # no titles retrieved: n/a, not 0
     assert row["em"] is None and row["f1"] is None          # no answer produced
     assert row["retrieved_per_query"] is None
+    assert row["recall_all"] is None and row["titles_per_query"] is None
     assert row["llm_calls_per_query"] == 2.0
     assert row["wall_ms_median"] == 1500.0 and row["non_llm_ms_median"] == 1000.0
     assert row["embed_ms_median"] == 0.0 and row["core_ms_median"] == 1000.0
@@ -287,3 +288,11 @@ def test_perf_suite_ppr_agrees_with_networkx_on_a_small_graph():
     for key in ("snapshot_build_ms", "ppr_median_ms", "ppr_with_100_overrides_median_ms", "kg_ppr_median_ms",
                 "networkx_pagerank_median_ms"):
         assert row[key] > 0
+
+
+def test_recall_over_everything_retrieved_counts_titles_past_the_top_five():
+    a = metrics.QuestionOutcome("a", ["C", "D", "E", "F", "G", "A", "B"], ["A", "B"], None, "x", {}, 7, 0.1)
+    b = metrics.QuestionOutcome("b", ["A", "C"], ["A", "B"], None, "x", {}, 2, 0.1)
+    row = metrics.aggregate([a, b], method="m", decider="oracle", dataset="d", pass_no=1)
+    assert row["recall@5"] == 0.25 and row["recall_all"] == 0.75   # a: 0 and 1; b: 0.5 and 0.5
+    assert row["titles_per_query"] == 4.5
