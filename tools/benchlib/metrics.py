@@ -109,7 +109,9 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
         # the non-LLM time without the embedding model (query embedding, offline answer sentences)
         "core_ms_median": _median_ms([max(0.0, n - o.embed_seconds) for n, o in zip(non_llm, ok)]),
         "embed_ms_median": _median_ms([o.embed_seconds for o in ok]),
-        # evidence recall over everything the method put in front of the model (not only its top 5)
+        # recall over every title the method returned: for ranked methods (dense, BM25, CatRAG) their
+        # ranking depth (20; the prompt holds the top 5), for AutoPruned the passages its selected runs
+        # come from (all of them in its prompt)
         "recall_all": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, len(o.retrieved_titles))
                              for o in graded]),
         "titles_per_query": _mean([float(len(set(o.retrieved_titles))) for o in graded]),
