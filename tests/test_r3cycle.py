@@ -4,7 +4,6 @@ observations, persisted trajectories, pluggable verifiers (scripted models, in-m
 from __future__ import annotations
 
 import doctest
-from typing import Any, TypedDict
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -15,18 +14,10 @@ from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphqa import make_domain_graph, make_questions
 from langgraph_kgmem.graphs import r3cycle
-from langgraph_kgmem.graphs.r3cycle import (Verdict, create_r3cycle_graph, entity_span, exact_match_verifier,
-                                            load_run)
+from langgraph_kgmem.graphs.r3cycle import (Verdict, VerifierState, create_r3cycle_graph, entity_span,
+                                            exact_match_verifier, load_run)
 from langgraph_kgmem.testing import ScriptedChatModel
 from langgraph_kgmem.tools import GraphEnv, load_grbench
-
-class VerifierState(TypedDict, total=False):
-    question: str
-    answer: str
-    evidence: list[dict[str, Any]]
-    ok: bool
-    reason: str
-
 
 REFLECTION = {"root_cause": "ROOT-CAUSE-X: followed the genre relation", "advice": "ADVICE-Y: follow 'author'",
               "retry": True}

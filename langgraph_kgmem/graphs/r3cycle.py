@@ -120,6 +120,17 @@ class Verdict(BaseModel):
     reason: str = Field(default="", description="one sentence: why the answer is or is not acceptable")
 
 
+class VerifierState(TypedDict, total=False):
+    """State of a verifier *graph* (``verifier=`` a compiled LangGraph graph): it is invoked with
+    ``question``, ``answer`` and ``evidence`` and must return ``ok`` (and optionally ``reason``)."""
+
+    question: str
+    answer: str
+    evidence: list[dict[str, Any]]
+    ok: bool
+    reason: str
+
+
 class Reflection(BaseModel):
     """Diagnose a failed attempt to answer a question over a graph, and advise the next attempt.
     The next attempt sees only the question and your advice, not the old log, so the advice must
@@ -780,5 +791,5 @@ def create_r3cycle_graph(
     return builder
 
 
-__all__ = ["Reflection", "Verdict", "Verifier", "create_r3cycle_graph", "entity_span", "exact_match_verifier",
-           "load_run", "offline_action"]
+__all__ = ["Reflection", "Verdict", "Verifier", "VerifierState", "create_r3cycle_graph", "entity_span",
+           "exact_match_verifier", "load_run", "offline_action"]
