@@ -187,6 +187,33 @@ def test_token_budget_drops_weakest_runs(kg, store):
     assert small["selected_runs"]["F"][0] == full["selected_runs"]["F"][0]
 
 
+def test_edge_pruning_keeps_each_fact_runs_edges_closest_to_the_question(kg):
+    q = "Where was Marie Curie born?"
+    full = _app(kg, InMemoryStore()).invoke({"question": q})
+    pruned = _app(kg, InMemoryStore(), edges_per_run=1).invoke({"question": q})
+    # the same runs are selected; each fact run shows one edge: its line closest to a question line
+    assert pruned["selected_runs"] == full["selected_runs"]
+    assert all(len(pruned["shown_edges"][r]) == 1 for r in pruned["selected_runs"]["F"])
+    book = Codebook.load(InMemoryStore(), kg.name)  # a fresh book numbers the same edges the same way
+    book.sync_facts(kg)
+    qv = book.line_vectors(kg, book.indexify(pruned["query_triples"]))
+    multi = [r for r in full["selected_runs"]["F"] if len(full["shown_edges"][r]) > 1]
+    assert multi, "the fixture should give at least one fact run with several edges"
+    for r in multi:
+        edges = full["shown_edges"][r]
+        rel = (book.line_vectors(kg, edges) @ qv.T).max(axis=1)
+        assert pruned["shown_edges"][r] == [edges[int(np.argmax(rel))]]
+    # the prompt holds exactly the shown edges, and is smaller
+    expected = {"F": [book.triple(e) for e in dict.fromkeys(e for r in pruned["selected_runs"]["F"]
+                                                             for e in pruned["shown_edges"][r])]}
+    assert decode_knowledge(pruned["packed_prompt"]) == expected
+    assert pruned["prompt_tokens_packed"] < full["prompt_tokens_packed"]
+    assert {e["text"] for e in pruned["evidence"]} == {" ".join(t) for t in expected["F"]}
+    assert "Warsaw" in pruned["answer"]
+    with pytest.raises(KgmemInputError, match="edges_per_run"):
+        create_autopruned_graph(kg, model="offline", edges_per_run=0)
+
+
 def test_new_documents_are_indexed_incrementally(kg, store):
     app = _app(kg, store)
     before = app.invoke({"question": "Where was Marie Curie born?"})["codebook_size"]
@@ -300,3 +327,44 @@ def test_concurrent_runs_of_one_app_share_the_codebook_safely(kg, store):
     n_edges = len(book.edge_hrt)
     assert all(0 <= e < n_edges for run in book.runs.values() for e in run.edges)
     assert len(book.runs_of("Q")) >= len(names)
+
+
+def _fine_score_reference(q, lines, cfg):
+    """The fine score of one run written out plainly (the vectorised fine_scores must equal it)."""
+    s = q @ lines.T
+    top = float(np.sort(s, axis=None)[::-1][: max(1, cfg.top_t)].mean())
+    coverage = float((s.max(axis=1) >= cfg.tau_cov).mean())
+    many = float(np.minimum(1.0, (1.0 / (1.0 + np.exp(-(s - cfg.tau_pair) / cfg.temperature))).sum(axis=1)).mean())
+    used_q, used_l, one = set(), set(), 0
+    for flat_i in np.lexsort((np.arange(s.size), -s.ravel())).tolist():
+        if s.ravel()[flat_i] < cfg.tau_pair:
+            break
+        i, j = divmod(flat_i, s.shape[1])
+        if i not in used_q and j not in used_l:
+            used_q.add(i)
+            used_l.add(j)
+            one += 1
+    qm, lm = q.mean(axis=0), lines.mean(axis=0)
+    whole = float(qm @ lm / ((np.linalg.norm(qm) * np.linalg.norm(lm)) or 1.0))
+    gated = whole if (coverage > 0 and whole >= cfg.tau_whole) else 0.0
+    return top + cfg.w_cov * coverage + cfg.w_many * many + cfg.w_one * one / s.shape[0] + cfg.w_whole * gated
+
+
+def test_vectorised_fine_scores_equal_the_per_run_definition():
+    rng = np.random.default_rng(7)
+
+    def unit(n, d=16):
+        x = rng.normal(size=(n, d))
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    base = unit(4)
+    q = base + 0.3 * unit(4)  # query lines close to some run lines, so every term is exercised
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    runs = [unit(n) for n in (1, 2, 5, 12, 3)] + [np.vstack([base[:2], unit(3)]), base.copy(), base[[0, 0, 1]]]
+    for cfg in (FineScoring(), FineScoring(top_t=1, tau_cov=0.3, tau_pair=0.2, tau_whole=0.0),
+                FineScoring(top_t=40)):
+        got = autopruned.fine_scores(q, runs, cfg)
+        want = [_fine_score_reference(q, r, cfg) for r in runs]
+        assert np.allclose(got, want, atol=1e-12), (got, want)
+        assert autopruned.fine_score(q, runs[3], cfg) == pytest.approx(want[3], abs=1e-12)
+    assert autopruned.fine_scores(q, [], FineScoring()).shape == (0,)

@@ -1,5 +1,6 @@
-"""Bench adapters ``autopruned`` (M = 20 runs, the paper's default) and ``autopruned-m5`` (the 5
-best runs) for ``langgraph_kgmem.graphs.autopruned``, on the pooled corpus.
+"""Bench adapters ``autopruned`` (M = 20 runs, the paper's default), ``autopruned-m5`` (the 5
+best runs) and ``autopruned-pruned`` (the 10 best runs, each pruned to its one edge closest to the
+question: ``edges_per_run=1``) for ``langgraph_kgmem.graphs.autopruned``, on the pooled corpus.
 
 Setup indexes the whole KG into the codebook once (with ``phrase_facts="always"``: the offline
 extractor's relation edges miss most lower-case content words, so every chunk's phrase triples
@@ -98,7 +99,9 @@ def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResul
 # Benchmark KGs are built with the offline extractor, whose relation edges miss the lower-case
 # content words of prose: the adapters add phrase triples to every chunk's facts.
 ADAPTERS = [AutoPrunedAdapter("autopruned", phrase_facts="always"),                # M = 20 runs (paper)
-            AutoPrunedAdapter("autopruned-m5", fine_m=5, phrase_facts="always")]   # compact: 5 best runs
+            AutoPrunedAdapter("autopruned-m5", fine_m=5, phrase_facts="always"),   # compact: 5 best runs
+            # pruned: the 10 best runs, each cut to its one edge closest to the question
+            AutoPrunedAdapter("autopruned-pruned", fine_m=10, edges_per_run=1, phrase_facts="always")]
 
 
 # ------------------------------------------------------------------------------ codebook growth
