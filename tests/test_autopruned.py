@@ -101,6 +101,62 @@ def test_consolidation_merges_aliases_without_growing_and_keeps_runs_valid():
     assert book.validate() == []
 
 
+def _check_codebook_invariants(book, kg):
+    assert book.validate() == []
+    live = [e for e in range(len(book.edge_hrt)) if book.edge_rep[e] == e]
+    keys = [book.edge_hrt[e] for e in live]
+    assert len(set(keys)) == len(keys), "two live edges share a key"
+    for e, key in zip(live, keys):
+        assert book.resolve_edge(book.edge_index[key]) == e
+    # the vectorised run index holds, per run, exactly its resolved edges, entities and relations
+    book._index_cache = None  # compare a fresh build ...
+    fresh = book.run_index(kg)
+    for pos, rid in enumerate(fresh["ids"]):
+        run = book.runs[rid]
+        edges = {book.resolve_edge(e) for e in run.edges}
+        ents = {book.resolve_entity(x) for e in edges for x in (book.edge_hrt[e][0], book.edge_hrt[e][2])}
+        rels = {book.edge_hrt[e][1] for e in edges}
+        for name, want in (("edg", edges), ("ent", ents), ("rel", rels)):
+            ptr = fresh[name + "_ptr"]
+            assert set(fresh[name][ptr[pos]:ptr[pos + 1]].tolist()) == want
+    assert set(fresh["ids"]) == {r.id for r in book.runs.values() if r.edges}
+
+
+def test_repeated_consolidation_keeps_the_codebook_consistent():
+    """Rounds of new facts (with word-order aliases, which the hashing embedding maps to one vector)
+    and consolidation, with and without an entity budget: sizes never grow through consolidation,
+    edges stay unique, old keys resolve, and the run index (appended to between rounds) equals a
+    fresh build."""
+    kg = KnowledgeGraph.in_memory(name="rounds")
+    book = Codebook("rounds")
+    rng = np.random.default_rng(3)
+    names = [f"{a} {b}" for a, b in zip(["Ada", "Bo", "Cy", "Di", "Ed", "Fay", "Gus", "Hal", "Ivy", "Jo"],
+                                          ["Lund", "Moss", "Nash", "Orr", "Penn", "Quay", "Roe", "Sze", "Tate", "Udo"])]
+    rels = ["knows", "met", "wrote to", "works with"]
+    for rnd in range(6):
+        for _ in range(4):
+            trips = []
+            for _ in range(int(rng.integers(1, 4))):
+                h, t = (names[i] for i in rng.choice(len(names), 2, replace=False))
+                if rng.random() < 0.4:  # the alias: same words, other order
+                    h = " ".join(reversed(h.split()))
+                trips.append((h, rels[int(rng.integers(len(rels)))], t))
+            edges = book.indexify(trips)
+            if edges:
+                book.add_run("F" if rng.random() < 0.7 else "Q", edges, chunks=[f"c{rnd}"])
+        book.run_index(kg)  # index built incrementally between rounds
+        before = book.size()
+        book.consolidate(kg, alias_threshold=0.93, entity_budget=8 if rnd >= 4 else None)
+        after = book.size()
+        assert after["entities"] <= before["entities"] and after["edges"] <= before["edges"]
+        assert after["runs"] <= before["runs"]
+        _check_codebook_invariants(book, kg)
+    assert book.size()["entities"] <= 8
+    # a triple over aliases of merged entities maps onto a live edge
+    e = book.indexify([(" ".join(reversed(names[0].split())), "knows", names[1])])
+    assert book.edge_rep[e[0]] == e[0]
+
+
 def test_codebook_persists_and_reloads_identically(kg, store):
     _app(kg, store).invoke({"question": "Where was Marie Curie born?"})
     book = Codebook.load(store, kg.name)

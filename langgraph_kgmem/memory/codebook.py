@@ -223,7 +223,7 @@ class Codebook:
         self._index_new: list[str] = []         # runs added since the index was built
         self._dead_entities = 0
         self._dead_edges = 0
-        self._channel_count = {c: 0 for c in CHANNELS}
+        self._by_channel: dict[str, dict[str, None]] = {c: {} for c in CHANNELS}  # ordered run-id sets
 
     # ------------------------------------------------------------------ symbols
     def entity(self, text: str, kg_id: str = "") -> int:
@@ -273,6 +273,7 @@ class Codebook:
         key = (hi, ri, ti)
         e = self.edge_index.get(key)
         if e is not None:
+            e = self.resolve_edge(e)
             if kg_edge and not self.edge_kg[e]:
                 self.edge_kg[e] = kg_edge
                 self._dirty["M"].add(e // PAGE)
@@ -310,7 +311,7 @@ class Codebook:
         run = Run(f"{channel}{self.run_counter}", channel, list(edges), list(chunks), text, [], doc,
                   self.run_counter)
         self.runs[run.id] = run
-        self._channel_count[channel] += 1
+        self._by_channel[channel][run.id] = None
         self._index_new.append(run.id)
         self.touch_run(run)
         return run
@@ -322,12 +323,12 @@ class Codebook:
     def remove_run(self, run_id: str) -> None:
         run = self.runs.pop(run_id, None)
         if run is not None:
-            self._channel_count[run.channel] -= 1
+            self._by_channel[run.channel].pop(run.id, None)
             self._dirty["runs"].add(run.seq // PAGE)
             self._index_cache = None
 
     def runs_of(self, channel: Channel) -> list[Run]:
-        return [r for r in self.runs.values() if r.channel == channel]
+        return [self.runs[r] for r in self._by_channel[channel]]
 
     def segment(self, kg: "KnowledgeGraph", edges: Sequence[int], **opts: Any) -> list[list[int]]:
         """Split an edge sequence into runs (see :func:`segment_runs`)."""
@@ -485,7 +486,8 @@ class Codebook:
         return self._line_vecs[[self.resolve_edge(e) for e in edges]]
 
     def run_index(self, kg: "KnowledgeGraph") -> dict[str, Any]:
-        """Flattened run → entities / relations / edges arrays for vectorised scoring (cached)."""
+        """Flattened run → entities / relations / edges arrays for vectorised scoring (cached;
+        runs added since are appended, a consolidation that rewrote runs rebuilds it)."""
         if self._index_cache is not None and not self._index_new:
             return self._index_cache
         if self._index_cache is None:
@@ -493,39 +495,38 @@ class Codebook:
         else:
             base, runs = self._index_cache, [self.runs[r] for r in self._index_new if r in self.runs]
         self._index_new = []
-        ids, ent, ent_ptr, rel, rel_ptr, edg, edg_ptr = [], [], [0], [], [0], [], [0]
-        for run in runs:
-            if not run.edges:
-                continue
-            ids.append(run.id)
-            es = list(dict.fromkeys(self.resolve_edge(e) for e in run.edges))
-            hrt = [self.edge_hrt[e] for e in es]
-            ents = list(dict.fromkeys(self.resolve_entity(x) for h, _, t in hrt for x in (h, t)))
-            rels = list(dict.fromkeys(r for _, r, _ in hrt))
-            ent.extend(ents)
-            rel.extend(rels)
-            edg.extend(es)
-            ent_ptr.append(len(ent))
-            rel_ptr.append(len(rel))
-            edg_ptr.append(len(edg))
-        part = {
-            "ids": ids,
-            "ent": np.asarray(ent, dtype=np.int64), "ent_ptr": np.asarray(ent_ptr, dtype=np.int64),
-            "rel": np.asarray(rel, dtype=np.int64), "rel_ptr": np.asarray(rel_ptr, dtype=np.int64),
-            "edg": np.asarray(edg, dtype=np.int64), "edg_ptr": np.asarray(edg_ptr, dtype=np.int64),
-        }
+        part = self._index_rows(runs)
         if base is not None:  # append the new runs' rows to the cached arrays
             for key in ("ent", "rel", "edg"):
                 off = int(base[key + "_ptr"][-1])
                 part[key + "_ptr"] = np.concatenate([base[key + "_ptr"], part[key + "_ptr"][1:] + off])
                 part[key] = np.concatenate([base[key], part[key]])
-            part["ids"] = base["ids"] + ids
+            part["ids"] = base["ids"] + part["ids"]
         self._index_cache = part
+        return part
+
+    def _index_rows(self, runs: Sequence[Run]) -> dict[str, Any]:
+        """Index rows of ``runs`` (those with edges): per run its distinct resolved edges, entities and
+        relations (sorted ids), as flat arrays with row pointers."""
+        runs = [r for r in runs if r.edges]
+        lens = np.fromiter((len(r.edges) for r in runs), dtype=np.int64, count=len(runs))
+        flat = np.fromiter((e for r in runs for e in r.edges), dtype=np.int64, count=int(lens.sum()))
+        row = np.repeat(np.arange(len(runs), dtype=np.int64), lens)
+        edges = _resolved(self.edge_rep)[flat]
+        hrt = np.array([self.edge_hrt[e] for e in edges.tolist()], dtype=np.int64).reshape(-1, 3)
+        ents = _resolved(self.ent_rep)[np.concatenate([hrt[:, 0], hrt[:, 2]])]
+        part: dict[str, Any] = {"ids": [r.id for r in runs]}
+        for key, rr, vals in (("edg", row, edges), ("ent", np.concatenate([row, row]), ents), ("rel", row, hrt[:, 1])):
+            width = int(vals.max()) + 1 if len(vals) else 1
+            pairs = np.unique(rr * width + vals)  # sorted (run, id) pairs without repeats
+            part[key] = (pairs % width).astype(np.int64)
+            part[key + "_ptr"] = np.concatenate([[0], np.cumsum(np.bincount(pairs // width, minlength=len(runs)))
+                                                 ]).astype(np.int64)
         return part
 
     # ------------------------------------------------------------------ consolidation
     def size(self) -> dict[str, int]:
-        counts = self._channel_count
+        counts = {c: len(ids) for c, ids in self._by_channel.items()}
         return {
             "entities": len(self.ent_text) - self._dead_entities,
             "relations": len(self.rel_text),
@@ -550,14 +551,17 @@ class Codebook:
         if self.checked_entities >= len(self.ent_text) and not over_budget:
             return nothing
         vecs = self.entity_vectors(kg)
-        live = np.asarray([i for i, r in enumerate(self.ent_rep) if r == i], dtype=np.int64)
-        parent = {int(i): int(i) for i in live}
+        reps_now = np.asarray(self.ent_rep, dtype=np.int64)
+        live = np.flatnonzero(reps_now == np.arange(len(reps_now)))
+        parent: dict[int, int] = {}  # union-find over the entities that take part in a union
 
         def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
+            root = x
+            while parent.get(root, root) != root:
+                root = parent[root]
+            while parent.get(x, x) != root:  # path compression
+                parent[x], x = root, parent[x]
+            return root
 
         def union(a: int, b: int) -> None:
             ra, rb = find(a), find(b)
@@ -568,20 +572,20 @@ class Codebook:
         merged1 = merged2 = 0
         new = live[live >= self.checked_entities]
         if len(new) and len(live) > 1:
-            lv = vecs[live]
+            is_live = reps_now == np.arange(len(reps_now))
             for off in range(0, len(new), block):
                 rows = new[off:off + block]
-                sims = vecs[rows] @ lv.T
+                sims = vecs[rows] @ vecs[: len(reps_now)].T   # all slots (no copy), dead ones skipped below
                 hit_r, hit_c = np.nonzero(sims >= alias_threshold)
                 for r, c in zip(hit_r.tolist(), hit_c.tolist()):
-                    a, b = int(rows[r]), int(live[c])
-                    if a != b:
-                        union(a, b)
+                    a = int(rows[r])
+                    if a != c and is_live[c]:
+                        union(a, c)
         self.checked_entities = len(self.ent_text)
-        mapping = {int(i): find(int(i)) for i in live}
-        merged1 = sum(1 for i, r in mapping.items() if i != r)
+        moved = {i: r for i in sorted(parent) if (r := find(i)) != i}   # entity → its representative
+        merged1 = len(moved)
         if entity_budget is not None:
-            reps = np.asarray(sorted({r for r in mapping.values()}), dtype=np.int64)
+            reps = live[~np.isin(live, np.fromiter(moved, dtype=np.int64, count=len(moved)))]
             if len(reps) > entity_budget:
                 k = max(1, int(entity_budget * 0.9))
                 assign, medoid = _kmeans_medoids(vecs[reps], k, kmeans_iter, block)
@@ -591,66 +595,76 @@ class Codebook:
                     if m != rep and float(vecs[rep] @ vecs[m]) >= layer2_min_cos:
                         move[rep] = m
                 merged2 = len(move)
-                mapping = {i: move.get(r, r) for i, r in mapping.items()}
-        if merged1 == 0 and merged2 == 0:
+                moved = {i: move.get(r, r) for i, r in moved.items()}
+                moved.update(move)  # representatives that join a medoid
+        if not moved:
             return nothing
-        for i, r in mapping.items():
-            if r != i:
-                self.ent_rep[i] = r
-                self._dead_entities += 1
-                self._dirty["E"].add(i // PAGE)
-        return {"aliases_layer1": merged1, "merged_layer2": merged2, **self._remap_edges()}
+        for i, r in moved.items():
+            self.ent_rep[i] = r
+            self._dead_entities += 1
+            self._dirty["E"].add(i // PAGE)
+        return {"aliases_layer1": merged1, "merged_layer2": merged2, **self._remap_edges(set(moved))}
 
-    def _remap_edges(self) -> dict[str, int]:
-        """Rewrite edges over representatives, drop duplicates, remap every run."""
-        dropped = 0
-        new_index: dict[tuple[int, int, int], int] = {}
-        for e, (h, r, t) in enumerate(self.edge_hrt):
-            if self.edge_rep[e] != e:
-                continue
+    def _remap_edges(self, moved: set[int]) -> dict[str, int]:
+        """Rewrite the edges over ``moved`` entities onto representatives; where two live edges now
+        have the same key the smallest id stays and the others merge into it. Runs holding a
+        rewritten or merged edge are remapped, identical fact runs collapse into the first."""
+        hrt = self.edge_hrt
+        affected = [e for e, (h, _, t) in enumerate(hrt) if self.edge_rep[e] == e and (h in moved or t in moved)]
+        groups: dict[tuple[int, int, int], list[int]] = {}
+        for e in affected:
+            h, r, t = hrt[e]
             key = (self.resolve_entity(h), r, self.resolve_entity(t))
-            if key != (h, r, t):
-                self.edge_hrt[e] = key
-                self._line_valid[e] = False
-                self._line_todo[e] = None
-                self._dirty["M"].add(e // PAGE)
-            first = new_index.get(key)
-            if first is None:
-                new_index[key] = e
-            else:
-                self.edge_rep[e] = first
+            hrt[e] = key
+            self._line_valid[e] = False
+            self._line_todo[e] = None
+            self._dirty["M"].add(e // PAGE)
+            groups.setdefault(key, []).append(e)
+        touched = set(affected)
+        dropped = 0
+        for key, members in groups.items():
+            other = self.edge_index.get(key)
+            if other is not None:
+                other = self.resolve_edge(other)
+                if other not in touched and self.edge_rep[other] == other and hrt[other] == key:
+                    members = members + [other]
+            keep, *rest = sorted(members)
+            for e in rest:
+                self.edge_rep[e] = keep
                 self._dead_edges += 1
                 self._line_todo.pop(e, None)
                 self._dirty["M"].add(e // PAGE)
-                if not self.edge_kg[first] and self.edge_kg[e]:
-                    self.edge_kg[first] = self.edge_kg[e]
+                if not self.edge_kg[keep] and self.edge_kg[e]:
+                    self.edge_kg[keep] = self.edge_kg[e]
+                touched.add(e)
                 dropped += 1
-        # old keys of merged edges still resolve (through their own slot's rep pointer)
-        for key, e in list(self.edge_index.items()):
-            self.edge_index[key] = self.resolve_edge(e)
-        self.edge_index.update(new_index)
-        runs_dropped = 0
-        seen_f: dict[tuple[int, ...], str] = {}
-        for run in list(self.runs.values()):
+            self.edge_index[key] = keep
+        for key, e in list(self.edge_index.items()):  # old keys resolve to the live edge
+            if e in touched:
+                self.edge_index[key] = self.resolve_edge(e)
+        for run in self.runs.values():
+            if touched.isdisjoint(run.edges):
+                continue
             edges = list(dict.fromkeys(self.resolve_edge(e) for e in run.edges))
             if edges != run.edges:
                 run.edges = edges
                 self.touch_run(run)
-                self._index_cache = None
-            if run.channel == "F":
-                key = tuple(edges)
-                keep = seen_f.get(key)
-                if keep is None:
-                    seen_f[key] = run.id
-                else:  # an identical fact run: keep one, union the provenance
-                    target = self.runs[keep]
-                    target.chunks = list(dict.fromkeys(target.chunks + run.chunks))
-                    self.touch_run(target)
-                    if run.doc in self.indexed_docs:
-                        self.indexed_docs[run.doc] = [keep if x == run.id else x for x in self.indexed_docs[run.doc]]
-                    self.remove_run(run.id)
-                    runs_dropped += 1
-        self._index_cache = None
+        runs_dropped = 0
+        seen_f: dict[tuple[int, ...], str] = {}
+        for run in list(self.runs.values()):
+            if run.channel != "F":
+                continue
+            keep_id = seen_f.setdefault(tuple(run.edges), run.id)
+            if keep_id != run.id:  # an identical fact run: keep one, union the provenance
+                target = self.runs[keep_id]
+                target.chunks = list(dict.fromkeys(target.chunks + run.chunks))
+                self.touch_run(target)
+                if run.doc in self.indexed_docs:
+                    self.indexed_docs[run.doc] = [keep_id if x == run.id else x for x in self.indexed_docs[run.doc]]
+                self.remove_run(run.id)
+                runs_dropped += 1
+        if touched:
+            self._index_cache = None
         return {"edges_dropped": dropped, "runs_dropped": runs_dropped}
 
     def validate(self) -> list[str]:
@@ -766,13 +780,24 @@ class Codebook:
             runs.extend(Run.from_json(d) for d in items[key]["runs"])
         for run in sorted(runs, key=lambda r: r.seq):
             book.runs[run.id] = run
-            book._channel_count[run.channel] += 1
+            book._by_channel[run.channel][run.id] = None
         book.run_counter = int(meta["run_counter"])
         book.checked_entities = int(meta.get("checked_entities", 0))
         book.indexed_docs = {k: list(v) for k, v in meta.get("indexed_docs", {}).items()}
         book.history = list(meta.get("history", []))
         book.revision = int(meta["revision"])
         return book
+
+
+def _resolved(rep: Sequence[int]) -> np.ndarray:
+    """Final representative of every slot of a representative-pointer list (pointer jumping)."""
+    out = np.asarray(rep, dtype=np.int64)
+    while len(out):
+        nxt = out[out]
+        if np.array_equal(nxt, out):
+            break
+        out = nxt
+    return out
 
 
 def _kmeans_medoids(x: np.ndarray, k: int, iters: int, block: int) -> tuple[np.ndarray, np.ndarray]:
