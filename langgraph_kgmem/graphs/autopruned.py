@@ -706,8 +706,8 @@ def create_autopruned_graph(
         edges_per_run: prune each selected fact run to its ``k`` edges closest to a question line
             before packing (None, the paper: whole runs). ``edges_per_run=1`` with ``fine_m=10``
             is the compact setting measured in the README (about 7× fewer evidence tokens than
-            top-5 passages at the same passage coverage, but the answer itself is in the prompt
-            far less often). Stored answer and question runs are always shown whole.
+            top-5 passages, gold-passage coverage 4–8 points lower, and the answer itself in the
+            prompt far less often). Stored answer and question runs are always shown whole.
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).
         phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the

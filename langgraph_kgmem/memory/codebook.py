@@ -551,8 +551,8 @@ class Codebook:
         if self.checked_entities >= len(self.ent_text) and not over_budget:
             return nothing
         vecs = self.entity_vectors(kg)
-        reps_now = np.asarray(self.ent_rep, dtype=np.int64)
-        live = np.flatnonzero(reps_now == np.arange(len(reps_now)))
+        is_live = np.asarray(self.ent_rep, dtype=np.int64) == np.arange(len(self.ent_rep))
+        live = np.flatnonzero(is_live)
         parent: dict[int, int] = {}  # union-find over the entities that take part in a union
 
         def find(x: int) -> int:
@@ -572,10 +572,9 @@ class Codebook:
         merged1 = merged2 = 0
         new = live[live >= self.checked_entities]
         if len(new) and len(live) > 1:
-            is_live = reps_now == np.arange(len(reps_now))
             for off in range(0, len(new), block):
                 rows = new[off:off + block]
-                sims = vecs[rows] @ vecs[: len(reps_now)].T   # all slots (no copy), dead ones skipped below
+                sims = vecs[rows] @ vecs[: len(is_live)].T   # all slots (no copy), dead ones skipped below
                 hit_r, hit_c = np.nonzero(sims >= alias_threshold)
                 for r, c in zip(hit_r.tolist(), hit_c.tolist()):
                     a = int(rows[r])
