@@ -138,33 +138,24 @@ def _templates(data: dict[str, dict[str, Any]], rng: random.Random) -> dict[str,
     author_ids = sorted(data["author"], key=lambda s: int(s.split("-")[1]))
     pub_ids = sorted(data["publisher"], key=lambda s: int(s.split("-")[1]))
 
-    def book_feature(feature: str, text: str):
+    def feature_of(ntype: str, ids: list[str], feature: str, text: str):
+        """One-hop: a feature of a named node ("{title}" for books, "{name}" otherwise)."""
         def make() -> tuple[str, str, list]:
-            b = rng.choice(book_ids)
-            title = _name(data, "book", b)
-            ans = data["book"][b]["features"][feature]
-            return (text.format(title=title), ans,
-                    [_call("RetrieveNode", keyword=title), _call("NodeFeature", node_id=b, feature=feature),
+            n = rng.choice(ids)
+            name = _name(data, ntype, n)
+            ans = data[ntype][n]["features"][feature]
+            return (text.format(title=name, name=name), ans,
+                    [_call("RetrieveNode", keyword=name), _call("NodeFeature", node_id=n, feature=feature),
                      _call("Finish", answer=ans)])
         return make
 
-    def book_neighbour_name(rel: str, ntype: str, text: str):
+    def book_neighbour(rel: str, ntype: str, feature: str, text: str):
+        """Two hops: a feature (or the name) of the book's ``rel`` neighbour."""
         def make() -> tuple[str, str, list]:
             b = rng.choice(book_ids)
             title = _name(data, "book", b)
             other = data["book"][b]["neighbors"][rel][0]
-            ans = _name(data, ntype, other)
-            return (text.format(title=title), ans,
-                    [_call("RetrieveNode", keyword=title), _call("NeighbourCheck", node_id=b, relation=rel),
-                     _call("NodeFeature", node_id=other, feature="name"), _call("Finish", answer=ans)])
-        return make
-
-    def book_neighbour_feature(rel: str, ntype: str, feature: str, text: str):
-        def make() -> tuple[str, str, list]:
-            b = rng.choice(book_ids)
-            title = _name(data, "book", b)
-            other = data["book"][b]["neighbors"][rel][0]
-            ans = data[ntype][other]["features"][feature]
+            ans = _name(data, ntype, other) if feature == "name" else data[ntype][other]["features"][feature]
             return (text.format(title=title), ans,
                     [_call("RetrieveNode", keyword=title), _call("NeighbourCheck", node_id=b, relation=rel),
                      _call("NodeFeature", node_id=other, feature=feature), _call("Finish", answer=ans)])
@@ -191,33 +182,23 @@ def _templates(data: dict[str, dict[str, Any]], rng: random.Random) -> dict[str,
                      _call("NodeDegree", node_id=a, relation="written_books"), _call("Finish", answer=ans)])
         return make
 
-    def author_feature(feature: str, text: str):
-        def make() -> tuple[str, str, list]:
-            a = rng.choice(author_ids)
-            name = _name(data, "author", a)
-            ans = data["author"][a]["features"][feature]
-            return (text.format(name=name), ans,
-                    [_call("RetrieveNode", keyword=name), _call("NodeFeature", node_id=a, feature=feature),
-                     _call("Finish", answer=ans)])
-        return make
-
     return {
         "easy": {
-            "book_year": book_feature("year", 'In which year was the book "{title}" published?'),
-            "book_pages": book_feature("pages", 'How long is the book "{title}" in pages?'),
-            "book_author": book_neighbour_name("author", "author", 'Who is the author of the book "{title}"?'),
-            "book_publisher": book_neighbour_name("publisher", "publisher",
-                                                  'Which publisher released the book "{title}"?'),
-            "author_country": author_feature("country", "Which country is the writer {name} from?"),
+            "book_year": feature_of("book", book_ids, "year", 'In which year was the book "{title}" published?'),
+            "book_pages": feature_of("book", book_ids, "pages", 'How long is the book "{title}" in pages?'),
+            "book_author": book_neighbour("author", "author", "name", 'Who is the author of the book "{title}"?'),
+            "book_publisher": book_neighbour("publisher", "publisher", "name",
+                                             'Which publisher released the book "{title}"?'),
+            "author_country": feature_of("author", author_ids, "country", "Which country is the writer {name} from?"),
         },
         "medium": {
-            "author_country_of_book": book_neighbour_feature(
+            "author_country_of_book": book_neighbour(
                 "author", "author", "country", 'Which country is the author of the book "{title}" from?'),
-            "author_birth_of_book": book_neighbour_feature(
+            "author_birth_of_book": book_neighbour(
                 "author", "author", "birth_year", 'In which year was the author of the book "{title}" born?'),
-            "publisher_city_of_book": book_neighbour_feature(
+            "publisher_city_of_book": book_neighbour(
                 "publisher", "publisher", "city", 'In which city is the publisher of the book "{title}" based?'),
-            "genre_of_book": book_neighbour_name("genre", "genre", 'What is the genre of the book "{title}"?'),
+            "genre_of_book": book_neighbour("genre", "genre", "name", 'What is the genre of the book "{title}"?'),
         },
         "hard": {
             "author_degree": degree("author", author_ids, "written_books", "How many books has {name} written?"),
