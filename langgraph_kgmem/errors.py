@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class KgmemError(Exception):
     """Base class of every error raised on purpose by langgraph_kgmem."""
@@ -25,3 +27,38 @@ class KgmemDecisionError(KgmemError):
     def __init__(self, message: str, raw: str | None = None) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+# ------------------------------------------------------------------------- option checks (factories)
+
+
+def check_int(name: str, value: object, low: int, high: int | None = None, *, optional: bool = False) -> None:
+    """Raise :class:`KgmemInputError` unless ``value`` is an integer in ``[low, high]`` (``None``
+    also allowed when ``optional``); booleans are not integers here."""
+    if optional and value is None:
+        return
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
+    if not ok:
+        want = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+        raise KgmemInputError(f"{name} must be {want}{' or None' if optional else ''}, got {value!r}")
+
+
+def check_number(name: str, value: object, low: float | None = None, high: float | None = None, *,
+                 low_open: bool = False, high_open: bool = False, optional: bool = False) -> None:
+    """Raise :class:`KgmemInputError` unless ``value`` is a finite number within the bounds
+    (``low_open`` / ``high_open`` exclude the bound itself; ``None`` allowed when ``optional``)."""
+    if optional and value is None:
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        if low is not None and high is not None:
+            want = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        elif low is not None:
+            want = f"a finite number {'>' if low_open else '>='} {low:g}"
+        else:
+            want = "a finite number"
+        raise KgmemInputError(f"{name} must be {want}{' or None' if optional else ''}, got {value!r}")

@@ -38,7 +38,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress, extractive_answer
 from langgraph_kgmem.ingest.extract import ExtractedTriple, OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, generate, is_offline, model_label, resolve_model
@@ -735,21 +735,17 @@ def create_autopruned_graph(
         >>> out["method"], out["encoding"] in ("words", "ids", "matrix")
         ('autopruned', True)
     """
-    for name, value, low in (("coarse_k", coarse_k, 1), ("fine_m", fine_m, 1)):
-        if not isinstance(value, int) or value < low:
-            raise KgmemInputError(f"{name} must be an integer >= {low}, got {value!r}")
-    if not 0.0 < tau_run <= 2.0:
-        raise KgmemInputError(f"tau_run must be in (0, 2], got {tau_run!r}")
-    if not 0.0 < alias_threshold <= 1.0:
-        raise KgmemInputError(f"alias_threshold must be in (0, 1], got {alias_threshold!r}")
-    if not -1.0 <= unique_threshold <= 1.0:
-        raise KgmemInputError(f"unique_threshold must be a cosine in [-1, 1], got {unique_threshold!r}")
-    if entity_budget is not None and (not isinstance(entity_budget, int) or entity_budget < 1):
-        raise KgmemInputError(f"entity_budget must be None or an integer >= 1, got {entity_budget!r}")
-    if max_prompt_tokens is not None and max_prompt_tokens < 1:
-        raise KgmemInputError(f"max_prompt_tokens must be None or >= 1, got {max_prompt_tokens!r}")
-    if edges_per_run is not None and (not isinstance(edges_per_run, int) or edges_per_run < 1):
-        raise KgmemInputError(f"edges_per_run must be None (whole runs) or an integer >= 1, got {edges_per_run!r}")
+    check_int("coarse_k", coarse_k, 1)
+    check_int("fine_m", fine_m, 1)
+    check_number("tau_run", tau_run, 0.0, 2.0, low_open=True)
+    check_number("alias_threshold", alias_threshold, 0.0, 1.0, low_open=True)
+    check_number("unique_threshold", unique_threshold, -1.0, 1.0)
+    check_number("layer2_min_cos", layer2_min_cos, -1.0, 1.0)
+    check_number("w_ent", w_ent, 0.0)
+    check_number("w_rel", w_rel, 0.0)
+    check_int("entity_budget", entity_budget, 1, optional=True)
+    check_int("max_prompt_tokens", max_prompt_tokens, 1, optional=True)
+    check_int("edges_per_run", edges_per_run, 1, optional=True)
     bad = [e for e in encodings if e not in ENCODINGS]
     if bad or not encodings:
         raise KgmemInputError(f"encodings must be a non-empty subset of {ENCODINGS}, got {list(encodings)!r}")

@@ -47,7 +47,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.common import BaseState, InputState, answer_question, emit_progress, evidence_item
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
@@ -658,18 +658,11 @@ def _validate(**opts: Any) -> None:
     ints = {"top_facts": 1, "filter_keep": 1, "n_seed": 0, "k_edge": 1, "tau": 0, "top_passages": 1, "rank_depth": 1,
             "llm_concurrency": 1}
     for name, lo in ints.items():
-        v = opts[name]
-        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-            raise KgmemInputError(f"create_catrag_graph: {name} must be an integer ≥ {lo}, got {v!r}")
+        check_int(name, opts[name], lo)
     for name in ("passage_weight", "epsilon", "beta", "synonym_weight"):
-        v = opts[name]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-            raise KgmemInputError(f"create_catrag_graph: {name} must be a finite number ≥ 0, got {v!r}")
-    if not isinstance(opts["damping"], (int, float)) or not 0.0 < opts["damping"] < 1.0:
-        raise KgmemInputError(f"create_catrag_graph: damping must be in (0, 1), got {opts['damping']!r}")
-    if not isinstance(opts["synonym_threshold"], (int, float)) or not 0.0 < opts["synonym_threshold"] <= 1.0:
-        raise KgmemInputError(
-            f"create_catrag_graph: synonym_threshold must be in (0, 1], got {opts['synonym_threshold']!r}")
+        check_number(name, opts[name], 0.0)
+    check_number("damping", opts["damping"], 0.0, 1.0, low_open=True, high_open=True)
+    check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
     if opts["rank_depth"] < opts["top_passages"]:
         raise KgmemInputError(f"create_catrag_graph: rank_depth ({opts['rank_depth']}) must be ≥ top_passages "
                               f"({opts['top_passages']})")

@@ -40,7 +40,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, check_int
 from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
@@ -635,14 +635,10 @@ def create_singlepass_graph(kg: "KnowledgeGraph", *, model: Any = None, store: A
 
 
 def _validate(*, t_max: int, kappa: int, step: int | None, k0: int | None) -> None:
-    if not isinstance(t_max, int) or t_max < 1:
-        raise KgmemInputError(f"t_max must be an integer >= 1, got {t_max!r}")
-    if not isinstance(kappa, int) or kappa < 1:
-        raise KgmemInputError(f"kappa must be an integer >= 1, got {kappa!r}")
-    if step is not None and (not isinstance(step, int) or step < 1):
-        raise KgmemInputError(f"step must be an integer >= 1 (hours per hop) or None, got {step!r}")
-    if k0 is not None and (not isinstance(k0, int) or not 1 <= k0 <= 3):
-        raise KgmemInputError(f"k0 must be 1, 2 or 3 or None, got {k0!r}")
+    check_int("t_max", t_max, 1)
+    check_int("kappa", kappa, 1)
+    check_int("step (hours per hop)", step, 1, optional=True)
+    check_int("k0", k0, 1, 3, optional=True)
 
 
 __all__ = ["create_kgirag_graph", "create_singlepass_graph", "hop_count", "scan_records", "horizon_window",

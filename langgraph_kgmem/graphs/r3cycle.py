@@ -43,7 +43,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, check_int
 from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress, evidence_item
 from langgraph_kgmem.llm import (DecisionRequest, call_usage, count_message_tokens, count_tokens, current_decision,
                                  decide, empty_usage, is_offline, merge_usage, message_text, model_label, render,
@@ -522,9 +522,9 @@ def create_r3cycle_graph(
     else:
         raise KgmemInputError(f"kg_or_graph_env must be a KnowledgeGraph or a GraphEnv, got "
                               f"{type(kg_or_graph_env).__name__}")
-    for name, value, low in (("max_steps", max_steps, 1), ("max_cycles", max_cycles, 0), ("top_n", top_n, 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise KgmemInputError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_int("max_steps", max_steps, 1)
+    check_int("max_cycles", max_cycles, 0)
+    check_int("top_n", top_n, 1)
     if verifier is not None and not (callable(verifier) or isinstance(verifier, Runnable)):
         raise KgmemInputError(f"verifier must be a callable (question, answer, evidence) or a compiled graph, "
                               f"got {type(verifier).__name__}")

@@ -33,7 +33,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, emit_progress, evidence_item,
                                            id_validator)
 from langgraph_kgmem.llm import decide, is_offline, render, resolve_model
@@ -484,24 +484,16 @@ def create_remindrag_graph(
         >>> out["method"]
         'remindrag'
     """
-    if not isinstance(seeds_k, int) or seeds_k < 1:
-        raise KgmemInputError(f"seeds_k must be a positive integer, got {seeds_k!r}")
-    if not 0.0 <= alpha <= 1.0:
-        raise KgmemInputError(f"alpha must be in [0, 1], got {alpha!r}")
-    if not -1.0 <= lam <= 1.0:
-        raise KgmemInputError(f"lam (the replay threshold λ) must be in [-1, 1], got {lam!r}")
-    if not isinstance(max_hops, int) or max_hops < 0:
-        raise KgmemInputError(f"max_hops must be a non-negative integer, got {max_hops!r}")
+    check_int("seeds_k", seeds_k, 1)
+    check_number("alpha", alpha, 0.0, 1.0)
+    check_number("lam (the replay threshold λ)", lam, -1.0, 1.0)
+    check_int("max_hops", max_hops, 0)
     if max_steps is None:
         max_steps = 2 * max_hops + 2
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise KgmemInputError(f"max_steps must be a positive integer, got {max_steps!r}")
-    if not isinstance(max_replay_nodes, int) or max_replay_nodes < 0:
-        raise KgmemInputError(f"max_replay_nodes must be a non-negative integer, got {max_replay_nodes!r}")
-    if synonym_threshold is not None and not 0.0 < synonym_threshold <= 1.0:
-        raise KgmemInputError(f"synonym_threshold must be in (0, 1] or None, got {synonym_threshold!r}")
-    if chunk_chars < 50:
-        raise KgmemInputError(f"chunk_chars must be at least 50, got {chunk_chars!r}")
+    check_int("max_steps", max_steps, 1)
+    check_int("max_replay_nodes", max_replay_nodes, 0)
+    check_number("synonym_threshold", synonym_threshold, 0.0, 1.0, low_open=True, optional=True)
+    check_int("chunk_chars", chunk_chars, 50)
     llm = resolve_model(model)
     offline = is_offline(llm)
     if synonym_threshold is not None:

@@ -22,7 +22,7 @@ from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_pagerank
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
-from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, edge_id, entity_id, node_id, normalize_name
+from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex
 from langgraph_kgmem.tracing import traced
 
