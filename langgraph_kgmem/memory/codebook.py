@@ -213,6 +213,8 @@ class Codebook:
         self.history: list[dict[str, int]] = []
         self._dirty: dict[str, set[int]] = {"E": set(), "R": set(), "M": set(), "runs": set()}
         self._dirty_all = False
+        self._dirty_docs = False             # indexed_docs changed since the last save
+        self._by_seq: dict[int, str] = {}    # run seq → run id (run pages are written by seq)
         # embedding tables (memory only)
         self._ent_vecs: np.ndarray | None = None
         self._rel_vecs: np.ndarray | None = None
@@ -312,6 +314,7 @@ class Codebook:
                   self.run_counter)
         self.runs[run.id] = run
         self._by_channel[channel][run.id] = None
+        self._by_seq[run.seq] = run.id
         self._index_new.append(run.id)
         self.touch_run(run)
         return run
@@ -324,6 +327,7 @@ class Codebook:
         run = self.runs.pop(run_id, None)
         if run is not None:
             self._by_channel[run.channel].pop(run.id, None)
+            self._by_seq.pop(run.seq, None)
             self._dirty["runs"].add(run.seq // PAGE)
             self._index_cache = None
 
@@ -356,6 +360,7 @@ class Codebook:
         known_set = set(known)
         gone = [d for d in self.indexed_docs if d not in known_set]
         for d in gone:
+            self._dirty_docs = True
             for rid in self.indexed_docs.pop(d):
                 self.remove_run(rid)
         todo = [d for d in (documents if documents is not None else known)
@@ -403,6 +408,7 @@ class Codebook:
                     run_ids.append(run.id)
                     added += 1
             self.indexed_docs[d] = run_ids
+            self._dirty_docs = True
         return {"documents": len(todo), "runs": added}
 
     # ------------------------------------------------------------------ embedding tables
@@ -660,6 +666,7 @@ class Codebook:
                 self.touch_run(target)
                 if run.doc in self.indexed_docs:
                     self.indexed_docs[run.doc] = [keep_id if x == run.id else x for x in self.indexed_docs[run.doc]]
+                    self._dirty_docs = True
                 self.remove_run(run.id)
                 runs_dropped += 1
         if touched:
@@ -704,24 +711,22 @@ class Codebook:
                 store.put(ns, f"{name}:{p:06d}", {"rows": rows}, index=False)
                 written += 1
         run_pages = range(self.run_counter // PAGE + 1) if self._dirty_all else sorted(self._dirty["runs"])
-        wanted = set(run_pages)
-        pages_runs: dict[int, list[dict[str, Any]]] = {}
-        for run in self.runs.values():
-            if run.seq // PAGE in wanted:
-                pages_runs.setdefault(run.seq // PAGE, []).append(run.to_json())
-        for p in run_pages:
-            store.put(ns, f"runs:{p:06d}", {"runs": pages_runs.get(p, [])}, index=False)
+        for p in run_pages:  # a page holds the runs with seq in [p·PAGE, (p+1)·PAGE)
+            ids = (self._by_seq.get(seq) for seq in range(p * PAGE, (p + 1) * PAGE))
+            store.put(ns, f"runs:{p:06d}", {"runs": [self.runs[r].to_json() for r in ids if r]}, index=False)
+            written += 1
+        if self._dirty_docs or self._dirty_all:  # doc → run ids changes only when documents are indexed
+            store.put(ns, "docs", {"indexed_docs": self.indexed_docs}, index=False)
             written += 1
         self.revision += 1
         store.put(ns, "meta", {
             "format": FORMAT, "revision": self.revision, "run_counter": self.run_counter,
-            "checked_entities": self.checked_entities, "indexed_docs": self.indexed_docs,
-            "sizes": sizes, "history": self.history[-200:],
+            "checked_entities": self.checked_entities, "sizes": sizes, "history": self.history[-200:],
         }, index=False)
         # the revision alone, so that checking for a newer codebook does not parse the whole meta
         store.put(ns, "revision", {"revision": self.revision}, index=False)
         self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
-        self._dirty_all = False
+        self._dirty_all = self._dirty_docs = False
         return written + 1
 
     @staticmethod
@@ -780,9 +785,11 @@ class Codebook:
         for run in sorted(runs, key=lambda r: r.seq):
             book.runs[run.id] = run
             book._by_channel[run.channel][run.id] = None
+            book._by_seq[run.seq] = run.id
         book.run_counter = int(meta["run_counter"])
         book.checked_entities = int(meta.get("checked_entities", 0))
-        book.indexed_docs = {k: list(v) for k, v in meta.get("indexed_docs", {}).items()}
+        docs = (items.get("docs") or meta).get("indexed_docs", {})  # in meta: written by an older version
+        book.indexed_docs = {k: list(v) for k, v in docs.items()}
         book.history = list(meta.get("history", []))
         book.revision = int(meta["revision"])
         return book
