@@ -130,8 +130,12 @@ def empty_usage() -> dict[str, Any]:
 
 
 def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
-    """Reducer for a graph state's ``usage`` key: sums counters, merges per-step figures."""
+    """Reducer for a graph state's ``usage`` key: sums counters, merges per-step figures. An update
+    made by :func:`fresh_usage` starts the count again (a new run on a thread whose checkpoint holds
+    the previous run's usage)."""
     out = empty_usage()
+    if right is not None and right.get("reset"):
+        left = None
     for part in (left, right):
         if not part:
             continue
@@ -148,6 +152,11 @@ def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> di
                 cur[key] += int(fig.get(key, 0))
             cur["llm_seconds"] += float(fig.get("llm_seconds", 0.0))
     return out
+
+
+def fresh_usage(usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``usage`` update of a run's first node: ``usage`` (if any) counted from zero."""
+    return {**(usage or empty_usage()), "reset": True}
 
 
 def call_usage(step: str, prompt: int, completion: int, seconds: float) -> dict[str, Any]:

@@ -39,9 +39,9 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress, extractive_answer
+from langgraph_kgmem.graphs.common import BaseState, InputState, check_question, emit_progress, extractive_answer
 from langgraph_kgmem.ingest.extract import ExtractedTriple, OfflineExtractor
-from langgraph_kgmem.llm import count_tokens, decide, generate, is_offline, model_label, resolve_model
+from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.codebook import CHANNELS, Channel, Codebook, phrase_triples
 
@@ -358,7 +358,7 @@ class _Runtime:
                                  offline=offline, context={"text": text, "kind": kind})
         trips = [[t.subject.strip(), t.relation.strip(), t.object.strip()] for t in decision.triples
                  if t.subject.strip() and t.object.strip()]
-        return trips, (usage if use_llm else {})
+        return trips, usage
 
     @staticmethod
     def phrase_nodes(text: str) -> list[list[str]]:
@@ -376,6 +376,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     seg = {"tau": opts["tau_run"]}
 
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
+        check_question(state)
         with rt.lock:  # concurrent runs of one app share the codebook
             store, book = rt.book()
             if rt._synced.get(id(store)) != kg.version:
@@ -385,12 +386,10 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                     book.save(store)
                 rt._synced[id(store)] = kg.version
                 emit_progress({"event": "codebook_sync", "status": "done", **done})
-            return {"method": METHOD, "model": model_label(rt.resolved_model(runtime))}
+            return {"method": METHOD, "model": model_label(rt.resolved_model(runtime)), "usage": fresh_usage()}
 
     def encode_question(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         question = state["question"].strip()
-        if not question:
-            raise KgmemInputError("the question is empty: pass {'question': '...'} with some text")
         triples, usage = rt.extract(question, "question", rt.resolved_model(runtime))  # the LLM: outside the lock
         with rt.lock:
             _, book = rt.book()

@@ -48,11 +48,12 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import BaseState, InputState, answer_question, emit_progress, evidence_item
+from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, emit_progress,
+                                           evidence_item)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
-from langgraph_kgmem.llm import (decide, generate, is_offline, merge_usage, render, resolve_model,
+from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, render, resolve_model,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 
@@ -414,11 +415,11 @@ def create_catrag_graph(
     def retrieve_facts(state: CatragState) -> dict[str, Any]:
         t0 = time.perf_counter()
         out = []
-        for e, score in kg.nearest_facts(state["question"], top_facts):
+        for e, score in kg.nearest_facts(check_question(state), top_facts):
             out.append({"id": e.id, "text": kg.fact_text(e), "score": round(float(score), 6), "src": e.src,
                         "dst": e.dst, "chunks": list(e.attrs.get("chunks", []))})
         return {"candidates": out, "method": method, "fallback": None, "anchors": [], "overrides": [],
-                "edge_weights": {},
+                "edge_weights": {}, "usage": fresh_usage(),
                 "timings": {"retrieve_facts": _ms(t0)}}
 
     def filter_facts(state: CatragState, runtime: Runtime[CatragContext]) -> dict[str, Any]:

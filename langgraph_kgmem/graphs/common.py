@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, TypedDict
 import numpy as np
 
 from langgraph_kgmem.ingest.chunking import split_sentences
+from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.llm import generate, is_offline, merge_usage
 
 if TYPE_CHECKING:
@@ -44,6 +45,18 @@ class BaseState(TypedDict, total=False):
     usage: Annotated[dict[str, Any], merge_usage]
     method: str
     model: str
+
+
+def check_question(state: Any) -> str:
+    """The run's question; a clear error when it is missing, not text, or blank (every method's
+    first node calls this, together with ``llm.fresh_usage`` so a reused thread counts anew)."""
+    question = state.get("question") if isinstance(state, dict) else None
+    if not isinstance(question, str):
+        raise KgmemInputError(f"the question must be text: invoke with {{'question': '...'}}, "
+                              f"got {type(question).__name__}")
+    if not question.strip():
+        raise KgmemInputError("the question is empty: invoke with {'question': '...'} and some text")
+    return question
 
 
 def evidence_item(kg: "KnowledgeGraph", item_id: str, *, score: float | None = None) -> dict[str, Any]:

@@ -41,11 +41,11 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress
+from langgraph_kgmem.graphs.common import BaseState, InputState, check_question, emit_progress
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
-from langgraph_kgmem.llm import decide, generate, is_offline, render, resolve_model
+from langgraph_kgmem.llm import decide, fresh_usage, generate, is_offline, render, resolve_model
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -386,7 +386,7 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         mdl = _model_of(runtime, default_model)
         idx = temporal_index(kg)
         rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
-        guess = offline_plan(state["question"], idx)
+        guess = offline_plan(check_question(state), idx)
 
         def offline() -> TemporalPlan:
             g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
@@ -427,7 +427,7 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         emit_progress({"event": "plan", "plan": plan})
         return {"plan": plan, "anchor": start.need, "direction": start.direction, "iterations": 0, "triples": [],
                 "events": [], "anchors": [], "hops": [], "round_sizes": [], "notes": [], "stopped": False,
-                "usage": usage, "method": "kgirag"}
+                "usage": fresh_usage(usage), "method": "kgirag"}
 
     return plan_query
 

@@ -35,7 +35,7 @@ import math
 import re
 import time
 import uuid
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Protocol, Sequence, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, TypedDict, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable
@@ -44,9 +44,9 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import BaseState, InputState, emit_progress, evidence_item
+from langgraph_kgmem.graphs.common import BaseState, InputState, check_question, emit_progress, evidence_item
 from langgraph_kgmem.llm import (DecisionRequest, call_usage, count_message_tokens, count_tokens, current_decision,
-                                 decide, empty_usage, is_offline, merge_usage, message_text, model_label, render,
+                                 decide, empty_usage, fresh_usage, is_offline, merge_usage, message_text, model_label, render,
                                  resolve_model)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.tools import create_kgmem_tools
@@ -70,19 +70,7 @@ Outcome = Literal["correct", "incorrect_answer", "halted", "finished"]   # "fini
 # ------------------------------------------------------------------------------------ state
 
 
-RESET_USAGE = {"reset": True}
-
-
-def _usage_reducer(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
-    """``merge_usage``, except that :data:`RESET_USAGE` starts a fresh count (a new run on a thread
-    whose checkpoint holds the previous run's usage)."""
-    if right is not None and right.get("reset"):
-        return empty_usage()
-    return merge_usage(left, right)
-
-
 class R3State(BaseState, total=False):
-    usage: Annotated[dict[str, Any], _usage_reducer]
     run_id: str
     attempt: int                       # 0-based index of the current attempt
     budget: int                        # step budget of the current attempt
@@ -552,10 +540,11 @@ def create_r3cycle_graph(
 
     # -------------------------------------------------------------------- nodes
     def start_run(state: R3State) -> dict[str, Any]:
+        check_question(state)
         return {"run_id": uuid.uuid4().hex[:12], "attempt": 0, "budget": max_steps, "steps": [], "path": [],
                 "visited": [], "pending": None, "final": None, "guidance": "", "verdict": None, "retry": False,
                 "attempts": [], "reflections": [], "method": method, "model": model_label(resolved),
-                "answer": "", "evidence": [], "usage": dict(RESET_USAGE)}
+                "answer": "", "evidence": [], "usage": fresh_usage()}
 
     def reason(state: R3State) -> dict[str, Any]:
         steps = state.get("steps", [])

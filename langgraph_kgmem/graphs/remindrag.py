@@ -33,10 +33,10 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, emit_progress, evidence_item,
-                                           id_validator)
-from langgraph_kgmem.llm import decide, is_offline, render, resolve_model
+from langgraph_kgmem.errors import check_int, check_number
+from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, emit_progress,
+                                           evidence_item, id_validator)
+from langgraph_kgmem.llm import decide, fresh_usage, is_offline, render, resolve_model
 from langgraph_kgmem.memory import namespace, resolve_store
 
 if TYPE_CHECKING:
@@ -510,9 +510,7 @@ def create_remindrag_graph(
 
     # -------------------------------------------------------------- 1. seeds
     def retrieve_seeds(state: ReMindState) -> dict[str, Any]:
-        question = state["question"]
-        if not question or not question.strip():
-            raise KgmemInputError("the question is empty: pass {'question': '...'}")
+        question = check_question(state)
         usage: dict[str, Any] = {}
         queries = [question]
         if decompose:
@@ -529,7 +527,7 @@ def create_remindrag_graph(
         return {"seed_ids": seeds, "subgraph_nodes": list(seeds), "subgraph_edges": [], "current": seeds[0] if seeds else "",
                 "path": [], "hops": 0, "steps": 0, "traversed": False, "sufficient": False, "method": METHOD,
                 "replayed": {"nodes": [], "edges": []}, "memory_updates": dict(NO_UPDATES),
-                "usage": usage, "model": "offline" if offline else str(getattr(llm, "model_name", type(llm).__name__))}
+                "usage": fresh_usage(usage), "model": "offline" if offline else str(getattr(llm, "model_name", type(llm).__name__))}
 
     # -------------------------------------------------------------- 2. replay (no LLM)
     def replay_memory(state: ReMindState) -> dict[str, Any]:

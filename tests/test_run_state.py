@@ -1,0 +1,41 @@
+"""What every method does at the start of a run: check the question, count usage from zero."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from method_cases import method_case
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.registry import METHODS, get_factory
+
+COUNTERS = ("llm_calls", "prompt_tokens", "completion_tokens", "offline_decisions")
+
+
+def _app(method, kg):
+    factory, preset = get_factory(method)
+    return factory(kg, model="offline", **preset).compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_a_second_run_on_a_thread_counts_only_its_own_usage(method, kg):
+    """Twin apps see the same history (one earlier run of the question); the second run is on the
+    same thread in one and on a new thread in the other, and must report the same usage."""
+    kg, question, _ = method_case(method, kg)
+    same, fresh = _app(method, kg), _app(method, kg)
+    for app in (same, fresh):
+        app.invoke({"question": question}, {"configurable": {"thread_id": "t1"}})
+    again = same.invoke({"question": question}, {"configurable": {"thread_id": "t1"}})["usage"]
+    other = fresh.invoke({"question": question}, {"configurable": {"thread_id": "t2"}})["usage"]
+    assert {k: again[k] for k in COUNTERS} == {k: other[k] for k in COUNTERS}
+    assert len(again["fallbacks"]) == len(other["fallbacks"])
+    assert sum(again[k] for k in COUNTERS) > 0, "offline runs count their decisions, so the test can fail"
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("question, message", [("   ", "question is empty"), (42, "question must be text")])
+def test_a_bad_question_is_a_clear_input_error(method, question, message, kg):
+    kg, _, _ = method_case(method, kg)
+    with pytest.raises(KgmemInputError, match=message):
+        _app(method, kg).invoke({"question": question}, {"configurable": {"thread_id": "t"}})
