@@ -452,3 +452,14 @@ def test_vectorised_fine_scores_equal_the_per_run_definition():
         assert np.allclose(got, want, atol=1e-12), (got, want)
         assert autopruned.fine_score(q, runs[3], cfg) == pytest.approx(want[3], abs=1e-12)
     assert autopruned.fine_scores(q, [], FineScoring()).shape == (0,)
+
+
+def test_a_run_that_learns_nothing_writes_nothing(kg, store):
+    q = "Where was Marie Curie born?"
+    _app(kg, store).invoke({"question": q})          # indexes the facts, stores Q and A runs
+    rev = Codebook.stored_revision(store, kg.name)
+    again = _app(kg, store).invoke({"question": q})  # the same question and answer: already known
+    assert again["memorized"] == [] and "consolidation" not in again
+    assert Codebook.stored_revision(store, kg.name) == rev
+    _app(kg, store, memorize=False).invoke({"question": "Which river flows into the Baltic Sea?"})
+    assert Codebook.stored_revision(store, kg.name) == rev

@@ -496,8 +496,13 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     def answer(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         model = rt.resolved_model(runtime)
         evidence = state.get("evidence", [])
-        if is_offline(model):
-            return {"answer": extractive_answer(kg, state["question"], evidence) if evidence else "no answer"}
+        if is_offline(model):  # extractive: over the reused answers as they were given, else the shown triples
+            with rt.lock:
+                _, book = rt.book()
+                known = [{"text": book.runs[r].text} for r in state.get("selected_runs", {}).get("A", [])
+                         if r in book.runs and book.runs[r].text]
+            pool = known or list(evidence)
+            return {"answer": extractive_answer(kg, state["question"], pool) if pool else "no answer"}
         prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"))
         text, usage = generate(model, prompt, step="answer", context={
             "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
@@ -512,6 +517,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         # the LLM extraction runs outside the lock; the codebook updates below hold it
         trips, usage = rt.extract(ans, "answer", rt.resolved_model(runtime)) if wanted and answered else ([], {})
         new: list[str] = []
+        linked = False
         with rt.lock:
             store, book = rt.book()
             if wanted:
@@ -536,7 +542,9 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                             run.links.append(q.id)
                             book.touch_run(q)
                             book.touch_run(run)
-            book.save(store)
+                            linked = True
+            if new or linked:  # a question already stored with the same answer changes nothing
+                book.save(store)
             return {"memorized": new, "usage": usage, "codebook_size": book.size()}
 
     def consolidate(state: AutoPrunedState) -> dict[str, Any]:
@@ -653,7 +661,7 @@ def sync_codebook(kg: Any, store: Any, *, tau_run: float = 0.7,
 
 
 def _after_memorize(state: AutoPrunedState) -> Literal["consolidate", "__end__"]:
-    return "consolidate" if state.get("memorized") is not None else END
+    return "consolidate" if state.get("memorized") else END  # only new runs bring new symbols
 
 
 # ------------------------------------------------------------------------------------- factory
