@@ -279,3 +279,27 @@ def test_ingest_batches_embedding_calls_per_document(sample_docs):
     g.add_documents(sample_docs, model="offline")
     # one batched call per document (prefetch) plus at most one per document for merged-fact texts
     assert Counting.calls <= 2 * len(sample_docs)
+
+
+def test_best_first_is_deterministic_at_ties_and_bounds():
+    import numpy as np
+
+    from langgraph_kgmem.ranking import best_first
+
+    s = np.array([0.5, 0.9, 0.5, 0.9, 0.1, 0.5])
+    assert best_first(s).tolist() == [1, 3, 0, 2, 5, 4]
+    assert best_first(s, 3).tolist() == [1, 3, 0]        # the tie at the cut goes to the lowest index
+    assert best_first(s, 4).tolist() == [1, 3, 0, 2]
+    assert best_first(s, 0).tolist() == [] and best_first(s, 99).tolist() == [1, 3, 0, 2, 5, 4]
+    assert best_first(np.zeros(0), 3).tolist() == []
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 5, size=500).astype(float)  # many ties
+    for k in (1, 7, 100, 499, 500):
+        assert best_first(x, k).tolist() == np.lexsort((np.arange(500), -x))[:k].tolist()
+
+
+def test_empty_kind_filters_mean_nothing_not_everything(kg):
+    assert kg.snapshot([]).n == kg.snapshot().n and kg.snapshot([]) is not kg.snapshot()
+    seeds = {n.id: 1.0 for n in kg.nodes("entity")[:1]}
+    assert kg.ppr(seeds, node_kinds=[]) == []
+    assert kg.ppr(seeds)  # a plain call after it still ranks every node

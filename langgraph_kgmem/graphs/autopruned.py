@@ -44,6 +44,7 @@ from langgraph_kgmem.ingest.extract import ExtractedTriple, OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.codebook import CHANNELS, Channel, Codebook, phrase_triples
+from langgraph_kgmem.ranking import best_first
 
 METHOD = "autopruned"
 SelectionMode = Literal["all", "unique", "none"]
@@ -243,15 +244,6 @@ def _segment_max(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
     return np.maximum.reduceat(values, ptr[:-1])
 
 
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores, best first, ties by index."""
-    k = min(k, len(scores))
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    return part[np.lexsort((part, -scores[part]))]
-
-
 def fine_score(q: np.ndarray, lines: np.ndarray, cfg: FineScoring) -> float:
     """The fine re-ranking score of one run (``q``: query line vectors, ``lines``: run line vectors)."""
     return float(fine_scores(q, [lines], cfg)[0])
@@ -410,7 +402,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             rel_sim = (rv @ rv[q_rels].T).max(axis=1)
             score = (opts["w_ent"] * _segment_max(ent_sim[idx["ent"]], idx["ent_ptr"])
                      + opts["w_rel"] * _segment_max(rel_sim[idx["rel"]], idx["rel_ptr"]))
-            top = _top(score, opts["coarse_k"])
+            top = best_first(score, opts["coarse_k"])
             return {"coarse": [{"run": idx["ids"][i], "score": round(float(score[i]), 6)} for i in top.tolist()]}
 
     def rerank_fine(state: AutoPrunedState) -> dict[str, Any]:

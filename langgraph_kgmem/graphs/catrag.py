@@ -56,6 +56,7 @@ from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, render, resolve_model,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
+from langgraph_kgmem.ranking import best_first
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -257,8 +258,7 @@ def hub_mass(scores: np.ndarray, hubs: np.ndarray, top: int = HUB_TOP) -> float:
     """PPR mass that sits on hub nodes among the ``top`` highest-scoring nodes."""
     if len(scores) == 0:
         return 0.0
-    k = min(top, len(scores))
-    best = np.argpartition(-scores, k - 1)[:k]
+    best = best_first(scores, top)
     return float(scores[best][hubs[best]].sum())
 
 
@@ -588,9 +588,7 @@ def create_catrag_graph(
                 ov[(ia, ib)] = float(m)
         scores = personalized_pagerank(snap, reset, damping=damping, overrides=ov or None)
         passages = _rank_rows(snap, scores, idx.chunk_rows, rank_depth)
-        k = min(HUB_TOP, snap.n)
-        top = np.argpartition(-scores, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
-        top = top[np.lexsort((top, -scores[top]))]
+        top = best_first(scores, HUB_TOP)
         stats = {"hub_mass": round(hub_mass(scores, idx.hub_mask), 6), "seeds": n_seeds, "overrides": len(ov),
                  "top_nodes": [[snap.node_ids[i], round(float(scores[i]), 6)] for i in top]}
         ms = _ms(t0)
@@ -604,7 +602,7 @@ def create_catrag_graph(
         t0 = time.perf_counter()
         idx = _index(kg)
         dense = _dense_scores(kg, idx, state["question"])
-        order = _top(dense, rank_depth)
+        order = best_first(dense, rank_depth)
         passages = [{"id": idx.chunk_ids[i], "score": round(float(dense[i]), 6)} for i in order]
         evidence = [evidence_item(kg, p["id"], score=p["score"]) for p in passages[:top_passages]]
         emit_progress({"event": "fallback", "to": "dense", "reason": "no fact survived the filter"})
@@ -681,17 +679,9 @@ def _add(state: Mapping[str, Any], step: str, t0: float, usage: Mapping[str, Any
     return out
 
 
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    k = min(k, len(scores))
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.lexsort((part, -scores[part]))]
-
-
 def _rank_rows(snap: GraphSnapshot, scores: np.ndarray, rows: np.ndarray, k: int) -> list[dict[str, Any]]:
     sub = scores[rows]
-    order = _top(sub, k)
+    order = best_first(sub, k)
     return [{"id": snap.node_ids[rows[i]], "score": round(float(sub[i]), 8)} for i in order]
 
 

@@ -24,6 +24,7 @@ from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_p
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex
+from langgraph_kgmem.ranking import best_first
 from langgraph_kgmem.tracing import traced
 
 DB_FILE = "kg.sqlite"
@@ -531,7 +532,7 @@ class KnowledgeGraph:
 
     def snapshot(self, edge_kinds: Sequence[str] | None = None, *, symmetric: bool = True) -> GraphSnapshot:
         """CSR snapshot over the given edge kinds (all by default); cached until the next write."""
-        key = (tuple(sorted(edge_kinds)) if edge_kinds else None, symmetric)
+        key = (tuple(sorted(edge_kinds)) if edge_kinds is not None else None, symmetric)
         snap = self._snapshots.get(key)
         if snap is None:
             ids = list(self._nodes)
@@ -567,14 +568,11 @@ class KnowledgeGraph:
         scores = personalized_pagerank(snap, reset, damping=damping, tol=tol, max_iter=max_iter, overrides=ov)
         rows = self._kind_rows(snap, node_kinds)
         sub = scores[rows]
-        if top_k is not None and top_k < len(rows):
-            part = np.argpartition(-sub, top_k - 1)[:top_k]
-            rows, sub = rows[part], sub[part]
-        order = np.lexsort((rows, -sub))  # best first, ties by row: deterministic
-        return [(snap.node_ids[rows[i]], float(sub[i])) for i in order]
+        # best first, ties by row (rows are ascending): deterministic
+        return [(snap.node_ids[rows[i]], float(sub[i])) for i in best_first(sub, top_k)]
 
     def _kind_rows(self, snap: GraphSnapshot, node_kinds: Sequence[str] | None) -> np.ndarray:
-        key = (id(snap), tuple(sorted(node_kinds)) if node_kinds else None)
+        key = (id(snap), tuple(sorted(node_kinds)) if node_kinds is not None else None)
         rows = self._row_cache.get(key)
         if rows is None:
             rows = np.arange(snap.n) if node_kinds is None else np.flatnonzero(np.isin(snap.kinds, list(node_kinds)))

@@ -17,6 +17,8 @@ from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 
+from langgraph_kgmem.ranking import best_first
+
 
 class VectorIndex(Protocol):
     def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None: ...
@@ -176,11 +178,8 @@ class NumpyVectorIndex:
         # matrix on every query (tens of MB at 40k facts)
         scores = s.mat @ q
         scores[~mask] = -np.inf
-        k = min(k, n)
-        part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         # ties broken by insertion order (row number) so results never depend on hash order
-        order = part[np.lexsort((part, -scores[part]))]
-        return [(s.ids[i], float(scores[i])) for i in order]
+        return [(s.ids[i], float(scores[i])) for i in best_first(scores, min(k, n))]
 
     def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         s = self._space(space)
