@@ -463,3 +463,25 @@ def test_a_run_that_learns_nothing_writes_nothing(kg, store):
     assert Codebook.stored_revision(store, kg.name) == rev
     _app(kg, store, memorize=False).invoke({"question": "Which river flows into the Baltic Sea?"})
     assert Codebook.stored_revision(store, kg.name) == rev
+
+
+def test_deleting_a_document_keeps_the_fact_runs_another_document_shares():
+    """Consolidation keeps identical fact runs of two documents once; deleting one document must
+    not take the other's facts with it."""
+    kg = KnowledgeGraph.in_memory(name="shared")
+    text = "Warsaw is the capital of Poland. Marie Curie was born in Warsaw."
+    kg.add_documents([{"id": "a", "title": "A", "text": text}, {"id": "b", "title": "B", "text": text},
+                      {"id": "c", "title": "C", "text": "The Vistula flows into the Baltic Sea near Gdansk."}],
+                     model="offline")
+    book = Codebook("shared")
+    book.sync_facts(kg)
+    assert book.consolidate(kg, entity_budget=3)["runs_dropped"] > 0
+    shared = [r for r in book.indexed_docs["b"] if r in book.indexed_docs["a"]]
+    assert shared, "the identical runs of a and b were kept once"
+    kg.delete_document("a")
+    book.sync_facts(kg)
+    assert set(book.indexed_docs) == {"b", "c"}
+    for rid in book.indexed_docs["b"]:
+        run = book.runs[rid]
+        assert run.doc == "b" and run.chunks and all(kg.node(c) is not None for c in run.chunks)
+    assert book.validate() == []

@@ -359,10 +359,20 @@ class Codebook:
         known = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"]
         known_set = set(known)
         gone = [d for d in self.indexed_docs if d not in known_set]
-        for d in gone:
+        if gone:
             self._dirty_docs = True
-            for rid in self.indexed_docs.pop(d):
-                self.remove_run(rid)
+            # identical fact runs of several documents are kept once (consolidation): a run another
+            # document still lists stays, with the deleted chunks dropped from its provenance
+            owner = {rid: d for d, rids in self.indexed_docs.items() if d in known_set for rid in rids}
+            for d in gone:
+                for rid in self.indexed_docs.pop(d):
+                    run = self.runs.get(rid)
+                    if rid not in owner:
+                        self.remove_run(rid)
+                    elif run is not None:
+                        run.chunks = [c for c in run.chunks if kg.node(c) is not None]
+                        run.doc = owner[rid]
+                        self.touch_run(run)
         todo = [d for d in (documents if documents is not None else known)
                 if d not in self.indexed_docs and d in known_set]
         if not todo:
