@@ -32,6 +32,9 @@ ModelLike = BaseChatModel | str | None
 # model resolution
 
 
+_RESOLVED: dict[str, BaseChatModel] = {}
+
+
 def resolve_model(model: ModelLike, *, required: bool = True) -> BaseChatModel | Literal["offline"] | None:
     """Turn ``model`` into a chat model, the ``"offline"`` marker, or ``None``.
 
@@ -53,10 +56,14 @@ def resolve_model(model: ModelLike, *, required: bool = True) -> BaseChatModel |
             )
     if model == OFFLINE:
         return OFFLINE
+    cached = _RESOLVED.get(model)
+    if cached is not None:  # one client per provider string, not one per node of every run
+        return cached
     from langchain.chat_models import init_chat_model
 
     try:
-        return init_chat_model(model)
+        _RESOLVED[model] = init_chat_model(model)
+        return _RESOLVED[model]
     except Exception as exc:
         raise ConfigurationError(
             f"Could not create chat model {model!r}: {exc}. Set KGMEM_MODEL to a provider string "

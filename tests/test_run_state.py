@@ -39,3 +39,11 @@ def test_a_bad_question_is_a_clear_input_error(method, question, message, kg):
     kg, _, _ = method_case(method, kg)
     with pytest.raises(KgmemInputError, match=message):
         _app(method, kg).invoke({"question": question}, {"configurable": {"thread_id": "t"}})
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_labels_an_offline_run(method, kg):
+    kg, question, _ = method_case(method, kg)
+    out = _app(method, kg).invoke({"question": question}, {"configurable": {"thread_id": "t"}})
+    assert out["model"].startswith("offline")
+    assert out["method"] and isinstance(out["answer"], str)

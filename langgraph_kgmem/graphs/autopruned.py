@@ -39,7 +39,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import BaseState, InputState, check_question, emit_progress, extractive_answer
+from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, check_question, emit_progress,
+                                           extractive_answer, run_model)
 from langgraph_kgmem.ingest.extract import ExtractedTriple, OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
@@ -77,11 +78,7 @@ class FineScoring:
 # --------------------------------------------------------------------------------------------- state
 
 
-@dataclass
-class AutoPrunedContext:
-    """Per-run knobs (``app.invoke(..., context={"model": m})``): the chat model of this run."""
-
-    model: Any = None
+AutoPrunedContext = RunContext  # per-run knobs: context={"model": m} (graphs.common.RunContext)
 
 
 class AutoPrunedState(BaseState, total=False):
@@ -321,9 +318,7 @@ class _Runtime:
         self.lock = threading.RLock()
 
     def resolved_model(self, runtime: Runtime[AutoPrunedContext] | None = None) -> Any:
-        ctx = getattr(runtime, "context", None)
-        chosen = ctx.get("model") if isinstance(ctx, dict) else getattr(ctx, "model", None)
-        return resolve_model(chosen if chosen is not None else self.model)
+        return run_model(runtime, self.model)
 
     def book(self) -> tuple[Any, Codebook]:
         store = resolve_store(self.store)
@@ -764,7 +759,7 @@ def create_autopruned_graph(
             "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos}
-    nodes = _make_nodes(_Runtime(kg, model, store, opts))
+    nodes = _make_nodes(_Runtime(kg, resolve_model(model), store, opts))
     builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoPrunedContext)
     order = ["sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
              "answer", "memorize"]

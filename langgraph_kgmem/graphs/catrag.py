@@ -40,7 +40,7 @@ import math
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 import numpy as np
 from langgraph.graph import END, START, StateGraph
@@ -48,12 +48,12 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, emit_progress,
-                                           evidence_item)
+from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, answer_question, check_question,
+                                           emit_progress, evidence_item, run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
-from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, render, resolve_model,
+from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render, resolve_model,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.ranking import best_first
@@ -95,11 +95,7 @@ def score_multiplier(score: Any) -> tuple[float, Tier]:
 # ------------------------------------------------------------------------------------ state
 
 
-@dataclass
-class CatragContext:
-    """Per-run knobs (``app.invoke(..., context={"model": m})``): the chat model of this run."""
-
-    model: Any = None
+CatragContext = RunContext  # per-run knobs: context={"model": m} (graphs.common.RunContext)
 
 
 class CatragState(BaseState, total=False):
@@ -114,11 +110,7 @@ class CatragState(BaseState, total=False):
     timings: dict[str, float]             # non-LLM ms per step
 
 
-class CatragOutput(TypedDict, total=False):
-    answer: str
-    evidence: list[dict[str, Any]]
-    usage: dict[str, Any]
-    method: str
+class CatragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
     facts: list[dict[str, Any]]
     anchors: list[dict[str, Any]]
     edge_weights: dict[str, int]
@@ -333,12 +325,6 @@ def _fact_lines(facts: Sequence[dict[str, Any]]) -> str:
     return "\n".join(f"- {f['text']}" for f in facts) or "(none)"
 
 
-def _model_of(runtime: Runtime[CatragContext] | None, default: Any) -> Any:
-    ctx = getattr(runtime, "context", None)
-    chosen = ctx.get("model") if isinstance(ctx, dict) else getattr(ctx, "model", None)
-    return resolve_model(chosen) if chosen is not None else default
-
-
 # ------------------------------------------------------------------------------------ factory
 
 
@@ -412,19 +398,19 @@ def create_catrag_graph(
     prepare_catrag_kg(kg, threshold=synonym_threshold, weight_scale=synonym_weight)
 
     # ---------------------------------------------------------------- nodes
-    def retrieve_facts(state: CatragState) -> dict[str, Any]:
+    def retrieve_facts(state: CatragState, runtime: Runtime[CatragContext]) -> dict[str, Any]:
         t0 = time.perf_counter()
         out = []
         for e, score in kg.nearest_facts(check_question(state), top_facts):
             out.append({"id": e.id, "text": kg.fact_text(e), "score": round(float(score), 6), "src": e.src,
                         "dst": e.dst, "chunks": list(e.attrs.get("chunks", []))})
         return {"candidates": out, "method": method, "fallback": None, "anchors": [], "overrides": [],
-                "edge_weights": {}, "usage": fresh_usage(),
+                "edge_weights": {}, "usage": fresh_usage(), "model": model_label(run_model(runtime, default_model)),
                 "timings": {"retrieve_facts": _ms(t0)}}
 
     def filter_facts(state: CatragState, runtime: Runtime[CatragContext]) -> dict[str, Any]:
         t0 = time.perf_counter()
-        mdl = _model_of(runtime, default_model)
+        mdl = run_model(runtime, default_model)
         cands = state.get("candidates", [])
         if not cands:
             return {"facts": [], "timings": _add(state, "filter_facts", t0)}
@@ -447,7 +433,7 @@ def create_catrag_graph(
 
     def anchor_entities(state: CatragState, runtime: Runtime[CatragContext]) -> dict[str, Any]:
         t0 = time.perf_counter()
-        mdl = _model_of(runtime, default_model)
+        mdl = run_model(runtime, default_model)
         question = state["question"]
         idx = _index(kg)
 
@@ -476,7 +462,7 @@ def create_catrag_graph(
 
     def weight_edges(state: CatragState, runtime: Runtime[CatragContext]) -> dict[str, Any]:
         t0 = time.perf_counter()
-        mdl = _model_of(runtime, default_model)
+        mdl = run_model(runtime, default_model)
         idx = _index(kg)
         question = state["question"]
         facts = state.get("facts", [])
@@ -611,7 +597,7 @@ def create_catrag_graph(
 
     def answer_node(state: CatragState, runtime: Runtime[CatragContext]) -> dict[str, Any]:
         t0 = time.perf_counter()
-        mdl = _model_of(runtime, default_model)
+        mdl = run_model(runtime, default_model)
         evidence = state.get("evidence", [])
         text, usage = answer_question(kg, mdl, state["question"], evidence,
                                       context={"evidence_texts": [e["text"] for e in evidence], "method": method})

@@ -8,13 +8,14 @@ evidence, or an extractive answer offline), ``emit_progress`` and ``method_as_to
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, TypedDict
 
 import numpy as np
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.llm import generate, is_offline, merge_usage
+from langgraph_kgmem.llm import generate, is_offline, merge_usage, resolve_model
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -45,6 +46,22 @@ class BaseState(TypedDict, total=False):
     usage: Annotated[dict[str, Any], merge_usage]
     method: str
     model: str
+
+
+@dataclass
+class RunContext:
+    """Per-run knobs of every method (``app.invoke(..., context={"model": m})``): the chat model
+    of this run, overriding the one the graph was built with."""
+
+    model: Any = None
+
+
+def run_model(runtime: Any, default: Any) -> Any:
+    """The chat model of this run: the run context's ``model`` (a :class:`RunContext` or a dict)
+    when given, else ``default`` (resolved once, when the graph was built)."""
+    ctx = getattr(runtime, "context", None)
+    chosen = ctx.get("model") if isinstance(ctx, dict) else getattr(ctx, "model", None)
+    return default if chosen is None else resolve_model(chosen)
 
 
 def check_question(state: Any) -> str:

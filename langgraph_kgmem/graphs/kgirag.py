@@ -34,18 +34,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import BaseState, InputState, check_question, emit_progress
+from langgraph_kgmem.graphs.common import BaseState, InputState, RunContext, check_question, emit_progress, run_model
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
-from langgraph_kgmem.llm import decide, fresh_usage, generate, is_offline, render, resolve_model
+from langgraph_kgmem.llm import decide, fresh_usage, generate, is_offline, model_label, render, resolve_model
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -63,10 +63,7 @@ _WITHIN_RE = re.compile(r"(?:within|at most|up to)\s+(\d+)\s*hours?", re.I)
 # ------------------------------------------------------------------------------------ state
 
 
-class KgiragContext(TypedDict, total=False):
-    """Per-run knobs (``app.invoke(..., context={"model": m})``): the chat model of this run."""
-
-    model: Any
+KgiragContext = RunContext  # per-run knobs: context={"model": m} (graphs.common.RunContext)
 
 
 class KgiragState(BaseState, total=False):
@@ -85,11 +82,7 @@ class KgiragState(BaseState, total=False):
     notes: list[str]                  # the judge's reasons
 
 
-class KgiragOutput(TypedDict, total=False):
-    answer: str
-    evidence: list[dict[str, Any]]
-    usage: dict[str, Any]
-    method: str
+class KgiragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
     plan: dict[str, Any]
     iterations: int
     retrieved_triples: int
@@ -354,12 +347,6 @@ def offline_plan(question: str, idx: TemporalIndex) -> dict[str, Any] | None:
 
 
 
-def _model_of(runtime: Runtime[KgiragContext] | None, default: Any) -> Any:
-    ctx = getattr(runtime, "context", None)
-    chosen = ctx.get("model") if isinstance(ctx, dict) else getattr(ctx, "model", None)
-    return resolve_model(chosen) if chosen is not None else default
-
-
 def _reasoning(plan: Mapping[str, Any], rule: str) -> str:
     t = slot_of(parse_time(plan["time"]))
     hours = int(plan["hours"])
@@ -383,7 +370,7 @@ def _evidence(kg: "KnowledgeGraph", edge_ids: Sequence[str]) -> list[dict[str, A
 
 def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | None, k0: int | None):
     def plan_query(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
-        mdl = _model_of(runtime, default_model)
+        mdl = run_model(runtime, default_model)
         idx = temporal_index(kg)
         rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
         guess = offline_plan(check_question(state), idx)
@@ -427,14 +414,14 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         emit_progress({"event": "plan", "plan": plan})
         return {"plan": plan, "anchor": start.need, "direction": start.direction, "iterations": 0, "triples": [],
                 "events": [], "anchors": [], "hops": [], "round_sizes": [], "notes": [], "stopped": False,
-                "usage": fresh_usage(usage), "method": "kgirag"}
+                "usage": fresh_usage(usage), "method": "kgirag", "model": model_label(mdl)}
 
     return plan_query
 
 
 def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: int, method: str):
     def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
-        mdl = _model_of(runtime, default_model)
+        mdl = run_model(runtime, default_model)
         plan = state["plan"]
         triples = state.get("triples", [])
         evidence = _evidence(kg, triples)
@@ -528,7 +515,7 @@ def create_kgirag_graph(
                 "retrieved_triples": len(seen) + len(new)}
 
     def judge_retrieval(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
-        mdl = _model_of(runtime, default_model)
+        mdl = run_model(runtime, default_model)
         idx = temporal_index(kg)
         plan = state["plan"]
         known = known_records(kg, state.get("events", []))

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, ValidationError
 from langgraph_kgmem.errors import check_int, check_number
 from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, emit_progress,
                                            evidence_item, id_validator)
-from langgraph_kgmem.llm import decide, fresh_usage, is_offline, render, resolve_model
+from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render, resolve_model
 from langgraph_kgmem.memory import namespace, resolve_store
 
 if TYPE_CHECKING:
@@ -527,7 +527,7 @@ def create_remindrag_graph(
         return {"seed_ids": seeds, "subgraph_nodes": list(seeds), "subgraph_edges": [], "current": seeds[0] if seeds else "",
                 "path": [], "hops": 0, "steps": 0, "traversed": False, "sufficient": False, "method": METHOD,
                 "replayed": {"nodes": [], "edges": []}, "memory_updates": dict(NO_UPDATES),
-                "usage": fresh_usage(usage), "model": "offline" if offline else str(getattr(llm, "model_name", type(llm).__name__))}
+                "usage": fresh_usage(usage), "model": model_label(llm)}
 
     # -------------------------------------------------------------- 2. replay (no LLM)
     def replay_memory(state: ReMindState) -> dict[str, Any]:
