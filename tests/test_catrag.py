@@ -250,7 +250,7 @@ def test_prepare_is_idempotent_and_adds_synonyms():
     version = g.version
     assert prepare_catrag_kg(g, threshold=0.3) == 0 and g.version == version
     assert all(e.weight == pytest.approx(2.0 * e.attrs["similarity"]) for e in g.edges("synonym"))
-    assert n_syn >= 0
+    assert n_syn > 0  # "Marie Curie" ~ "Marie Curie Sklodowska"
 
 
 def test_hub_mass_helpers(kg):
@@ -280,9 +280,6 @@ def test_rank_depth_must_cover_top_passages(kg):
 
 
 def test_docstring_example_runs():
-    result = doctest.run_docstring_examples(create_catrag_graph, {"create_catrag_graph": create_catrag_graph},
-                                            verbose=False)
-    assert result is None
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner()
     for t in finder.find(create_catrag_graph, "create_catrag_graph", globs={"create_catrag_graph": create_catrag_graph}):

@@ -111,7 +111,7 @@ def run_page(tmp_path_factory):
 
     from langgraph_kgmem import KnowledgeGraph
     from langgraph_kgmem.cli import main
-    from langgraph_kgmem.graphs.registry import METHODS, get_factory
+    from langgraph_kgmem.graphs.registry import get_factory
 
     from conftest import SAMPLE_DOCS
 
@@ -122,18 +122,9 @@ def run_page(tmp_path_factory):
     kg = KnowledgeGraph.open(kg_dir, name="view", embeddings="hash", vector_backend="memory")
     try:
         kg.add_documents(sample_docs, model="offline")
-        run = None
-        for method in ("remindrag", "catrag", *METHODS):
-            try:
-                factory, preset = get_factory(method)
-            except Exception:
-                continue
-            store = InMemoryStore()
-            run = factory(kg, model="offline", store=store, **preset).compile(store=store).invoke({"question": QUESTION})
-            break
-        if run is None:  # no method present yet: a hand-made run over the best-matching nodes
-            hits = [n.id for n, _ in kg.nearest(QUESTION, 2)]
-            run = {"evidence": [{"id": i} for i in hits], "path": []}
+        factory, preset = get_factory("remindrag")  # a run with a traversal path to highlight
+        store = InMemoryStore()
+        run = factory(kg, model="offline", store=store, **preset).compile(store=store).invoke({"question": QUESTION})
         nodes = kg.node_count()
     finally:
         kg.close()

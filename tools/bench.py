@@ -7,7 +7,7 @@
     python tools/bench.py --perf           # KG performance suite (PPR, overrides, ingest)
 
 Writes ``{"results": [...]}`` (one row per method × decider × dataset × pass) and prints a
-Markdown table. See README "Benchmarks" and tools/benchlib/api.py for the adapter contract.
+Markdown table. See README "Tests and benchmarks" and tools/benchlib/api.py for the adapter contract.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from langgraph_kgmem.config import embeddings_id
 from benchlib.datasets import REPO_ROOT
 
 CACHE_DIR = Path(os.environ.get("KGMEM_BENCH_CACHE", REPO_ROOT / ".bench_cache"))
-# "memory" (numpy vectors saved as vectors.npz) builds and reopens faster than Chroma at benchmark
-# scale (measured: see README "Benchmarks"); the graph itself is SQLite in both cases.
+# "memory" (numpy vectors saved as vectors.npz) avoids Chroma's per-collection client and HNSW
+# index work when the cache copies and reopens KGs many times; the graph itself is SQLite in both cases.
 DEFAULT_BACKEND = "memory"
 KG_NAME = "bench"
 _EXTRACTOR_SOURCES = ("ingest/extract.py", "ingest/pipeline.py", "ingest/chunking.py", "kg/types.py")
