@@ -14,12 +14,12 @@ import os
 import re
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Literal, Sequence, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError
@@ -176,14 +176,11 @@ def call_usage(step: str, prompt: int, completion: int, seconds: float) -> dict[
     return u
 
 
-@dataclass
-class UsageMeter:
-    """Accumulates the usage of several calls inside one node."""
-
-    usage: dict[str, Any] = field(default_factory=empty_usage)
-
-    def add(self, delta: dict[str, Any]) -> None:
-        self.usage = merge_usage(self.usage, delta)
+def offline_usage() -> dict[str, Any]:
+    """The usage record of one decision made by an offline heuristic (no LLM call)."""
+    u = empty_usage()
+    u["offline_decisions"] = 1
+    return u
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,11 +297,9 @@ def decide(
     - ``context``: structured facts about the decision (candidates and their ids) that scripted
       and oracle models in tests and benchmarks read; real models see only the prompt.
     """
-    meter = UsageMeter()
     if is_offline(model):
-        decision = offline()
-        meter.usage["offline_decisions"] = 1
-        return decision, meter.usage
+        return offline(), offline_usage()
+    usage = empty_usage()
     messages = _as_messages(prompt)
     error: str | None = None
     raw_text: str | None = None
@@ -325,17 +320,17 @@ def decide(
             current_decision.reset(token)
         seconds = time.perf_counter() - t0
         prompt_toks, completion_toks = _usage_of(raw, msgs)
-        meter.add(call_usage(step, prompt_toks, completion_toks, seconds))
+        usage = merge_usage(usage, call_usage(step, prompt_toks, completion_toks, seconds))
         raw_text = message_text(raw) if raw is not None else None
         if parsed is not None and validate is not None:
             error = validate(parsed)
             if error is not None:
                 parsed = None
         if parsed is not None:
-            return parsed, meter.usage
+            return parsed, usage
     chosen = fallback or offline
-    meter.usage["fallbacks"] = [{"step": step, "error": (error or "")[:500], "raw": (raw_text or "")[:500]}]
-    return chosen(), meter.usage
+    usage["fallbacks"] = [{"step": step, "error": (error or "")[:500], "raw": (raw_text or "")[:500]}]
+    return chosen(), usage
 
 
 def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
@@ -343,16 +338,22 @@ def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
     """Free-text generation (answers, summaries), counted like a decision."""
     if is_offline(model):
         raise KgmemDecisionError(f"step {step!r} needs a model; offline callers must answer extractively")
-    messages = _as_messages(prompt)
-    token = current_decision.set(DecisionRequest(step, None, context or {}))
+    raw, usage = invoke_counted(model, _as_messages(prompt), step=step, context=context)
+    return message_text(raw).strip(), usage
+
+
+def invoke_counted(model: Any, messages: list[BaseMessage], *, step: str, context: dict[str, Any] | None = None,
+                   attempt: int = 0) -> tuple[Any, dict[str, Any]]:
+    """One plain model call (any runnable taking messages, e.g. a model with bound tools) with the
+    decision context set for scripted/oracle models, timed and counted: (raw message, usage)."""
+    token = current_decision.set(DecisionRequest(step, None, context or {}, attempt))
     t0 = time.perf_counter()
     try:
         raw = model.invoke(messages)
     finally:
         current_decision.reset(token)
-    seconds = time.perf_counter() - t0
     p, c = _usage_of(raw, messages)
-    return message_text(raw).strip(), call_usage(step, p, c, seconds)
+    return raw, call_usage(step, p, c, time.perf_counter() - t0)
 
 
 def run_concurrently(calls: Sequence[Callable[[], T]], max_workers: int) -> list[T]:
@@ -379,6 +380,3 @@ def render(template: str, **values: Any) -> str:
         head = template.strip().splitlines()[0][:60] if template.strip() else "<empty>"
         raise KgmemDecisionError(f"prompt template {head!r} needs variable {exc.args[0]!r}") from exc
 
-
-def system_and_user(system: str, user: str) -> list[BaseMessage]:
-    return [SystemMessage(system), HumanMessage(user)]

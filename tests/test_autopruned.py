@@ -269,6 +269,21 @@ def test_token_budget_drops_weakest_runs(kg, store):
     small = _app(kg, store, max_prompt_tokens=90).invoke({"question": "Where was Marie Curie born?"})
     assert small["prompt_tokens_packed"] <= 90 < full["prompt_tokens_packed"]
     assert small["selected_runs"]["F"][0] == full["selected_runs"]["F"][0]
+    # over every budget: the runs kept are the strongest ones, as many as fit, more with more budget
+    q = "Where was Marie Curie born?"
+    score = {c["run"]: c["score"] for c in full["candidates"]}
+    ranked = sorted((r for rs in full["selected_runs"].values() for r in rs), key=lambda r: -score[r])
+    counts = []
+    for budget in [*range(10, full["prompt_tokens_packed"], 7), full["prompt_tokens_packed"]]:
+        out = _app(kg, InMemoryStore(), max_prompt_tokens=budget).invoke({"question": q})
+        kept = [r for rs in out["selected_runs"].values() for r in rs]
+        assert set(kept) == set(ranked[:len(kept)]) and kept
+        assert out["prompt_tokens_packed"] <= budget or len(kept) == 1
+        if len(kept) < len(ranked):  # one more run would not have fitted
+            more = _app(kg, InMemoryStore(), max_prompt_tokens=10**6, fine_m=len(kept) + 1)
+            assert more.invoke({"question": q})["prompt_tokens_packed"] > budget or len(kept) == 1
+        counts.append(len(kept))
+    assert counts == sorted(counts) and counts[-1] == len(ranked) and counts[0] < counts[-1]
 
 
 def test_edge_pruning_keeps_each_fact_runs_edges_closest_to_the_question(kg):

@@ -456,7 +456,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 elif mode == "unique":
                     runs = _unique_runs(book, kg, runs, opts["unique_threshold"])
                 selected[c] = runs
-            return {"selection": selection, "selected_runs": selected, "reused": _reused(book, selected, cands)}
+            return {"selection": selection, "selected_runs": selected}  # reused: after packing (runs may drop)
 
     def pack_prompt(state: AutoPrunedState) -> dict[str, Any]:
         with rt.lock:  # concurrent runs of one app share the codebook
@@ -464,16 +464,31 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             selected = {c: list(v) for c, v in state.get("selected_runs", {}).items()}
             scores = {x["run"]: x["score"] for x in state.get("candidates", [])}
             shown = _shown_edges(book, kg, selected, state.get("query_edges", []), opts["edges_per_run"])
-            while True:
-                channels = {c: [e for r in selected.get(c, []) for e in shown[r]] for c in CHANNELS}
+
+            def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
+                kept = {c: [r for r in rs if r not in drop] for c, rs in selected.items()}
+                channels = {c: [e for r in kept.get(c, []) for e in shown[r]] for c in CHANNELS}
                 encoded = encode_knowledge(_channel_triples(book, channels))
-                best, tokens = cheapest_encoding(encoded, opts["encodings"])
-                budget = opts["max_prompt_tokens"]
-                flat = [(scores.get(r, 0.0), book.runs[r].seq, c, r) for c, rs in selected.items() for r in rs]
-                if budget is None or tokens[best] <= budget or len(flat) <= 1:
-                    break
-                _, _, c, r = min(flat, key=lambda x: (x[0], -x[1]))  # drop the weakest run
-                selected[c].remove(r)
+                return (kept, encoded, *cheapest_encoding(encoded, opts["encodings"]))
+
+            kept, encoded, best, tokens = pack(set())
+            budget = opts["max_prompt_tokens"]
+            if budget is not None and tokens[best] > budget:
+                # drop the weakest runs (lowest score, newest first) until the codebook fits, keeping
+                # at least one; tokens only grow with runs, so the fewest drops are found by bisection
+                weakest = [r for _, _, r in sorted((scores.get(r, 0.0), -book.runs[r].seq, r)
+                                                    for rs in selected.values() for r in rs)]
+                lo, hi = 1, len(weakest) - 1          # runs to drop; hi leaves the strongest alone
+                result = pack(set(weakest[:hi]))      # kept even if one run alone is over budget
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    trial = pack(set(weakest[:mid]))
+                    if trial[3][trial[2]] <= budget:
+                        hi, result = mid, trial
+                    else:
+                        lo = mid + 1
+                kept, encoded, best, tokens = result
+            selected = kept
             evidence = _evidence(book, kg, selected, scores, shown)
             reused = _reused(book, selected, state.get("candidates", []))
             return {"packed_prompt": encoded[best], "encoding": best, "encoding_tokens": tokens,

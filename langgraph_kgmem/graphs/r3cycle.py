@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, TypedDict, runtime_checkable
 
@@ -45,9 +44,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, check_int
 from langgraph_kgmem.graphs.common import BaseState, InputState, check_question, emit_progress, evidence_item
-from langgraph_kgmem.llm import (DecisionRequest, call_usage, count_message_tokens, count_tokens, current_decision,
-                                 decide, empty_usage, fresh_usage, is_offline, merge_usage, message_text, model_label, render,
-                                 resolve_model)
+from langgraph_kgmem.llm import (decide, empty_usage, fresh_usage, invoke_counted, is_offline, merge_usage,
+                                 message_text, model_label, offline_usage, render, resolve_model)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
@@ -552,9 +550,8 @@ def create_r3cycle_graph(
         if offline:
             thought, tool, args = offline_action(env, state["question"], steps, state.get("path", []),
                                                  state.get("guidance", ""))
-            u = empty_usage()
-            u["offline_decisions"] = 1
-            return {"pending": {"thought": thought, "tool": tool, "args": args, "call_id": call_id}, "usage": u}
+            return {"pending": {"thought": thought, "tool": tool, "args": args, "call_id": call_id},
+                    "usage": offline_usage()}
         messages = _transcript_messages(state)
         context = {"question": state["question"], "attempt": state["attempt"], "budget": state["budget"],
                    "step_index": len(steps), "guidance": state.get("guidance", ""),
@@ -563,16 +560,8 @@ def create_r3cycle_graph(
         msgs = messages
         raw: AIMessage | None = None
         for attempt in range(2):
-            token = current_decision.set(DecisionRequest("reason", None, context, attempt))
-            t0 = time.perf_counter()
-            try:
-                raw = bound.invoke(msgs)  # type: ignore[union-attr]
-            finally:
-                current_decision.reset(token)
-            meta = getattr(raw, "usage_metadata", None) or {}
-            p = int(meta.get("input_tokens") or count_message_tokens(msgs))
-            c = int(meta.get("output_tokens") or count_tokens(message_text(raw)))
-            usage = merge_usage(usage, call_usage("reason", p, c, time.perf_counter() - t0))
+            raw, call = invoke_counted(bound, msgs, step="reason", context=context, attempt=attempt)
+            usage = merge_usage(usage, call)
             if raw.tool_calls:
                 break
             msgs = messages + [raw, HumanMessage(render(REASON_ONE_CALL, tools=", ".join(tool_names)))]
