@@ -39,6 +39,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langgraph_kgmem.errors import KgmemInputError
+
 Level = Literal["easy", "medium", "hard"]
 LEVELS: tuple[Level, ...] = ("easy", "medium", "hard")
 
@@ -69,10 +71,10 @@ def make_domain_graph(*, seed: int = 0, books: int = 60, authors: int = 18, publ
     every neighbour list is mirrored (book → author and author → written_books).
     """
     if min(books, authors, publishers, genres) < 1:
-        raise ValueError("every node type needs at least one node")
+        raise KgmemInputError("every node type needs at least one node")
     if (authors > len(_FIRST) * len(_LAST) or books > len(_ADJ) * len(_NOUN)
             or publishers > len(_PUB) * len(_PUB_SUFFIX)):
-        raise ValueError("too many nodes for the name pools; lower books/authors/publishers")
+        raise KgmemInputError("too many nodes for the name pools; lower books/authors/publishers")
     rng = random.Random(seed)
     names = rng.sample([f"{f} {l}" for f in _FIRST for l in _LAST], authors)
     titles = rng.sample([f"The {a} {n}" for a in _ADJ for n in _NOUN], books)
@@ -215,7 +217,7 @@ def make_questions(data: dict[str, dict[str, Any]], *, n: int = 30, seed: int = 
     each with its exact answer and gold tool path; no question text repeats."""
     unknown = [lv for lv in levels if lv not in LEVELS]
     if unknown or not levels:
-        raise ValueError(f"unknown levels {unknown or levels}; choose from {LEVELS}")
+        raise KgmemInputError(f"unknown levels {unknown or levels}; choose from {LEVELS}")
     rng = random.Random(seed)
     templates = _templates(data, rng)
     out: list[GraphQuestion] = []
@@ -225,7 +227,7 @@ def make_questions(data: dict[str, dict[str, Any]], *, n: int = 30, seed: int = 
     while len(out) < n:
         tries += 1
         if tries > 50 * n + 100:
-            raise ValueError(f"the graph is too small for {n} distinct questions")
+            raise KgmemInputError(f"the graph is too small for {n} distinct questions")
         level = levels[turn % len(levels)]
         names = sorted(templates[level])
         tname = names[(turn // len(levels)) % len(names)]

@@ -112,9 +112,15 @@ def format_evidence(evidence: Sequence[dict[str, Any]], max_chars: int = 1200) -
 
 
 _WORDS = re.compile(r"[a-z0-9]+")
-_Q_STOP = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "was", "are", "were",
-           "the", "a", "an", "of", "in", "on", "for", "to", "and", "or", "did", "does", "do", "that", "this",
-           "by", "with", "as", "at", "from", "be", "it", "its", "has", "have", "had", "many", "much"}
+STOPWORDS = frozenset(
+    "what which who whom whose when where why how is was are were the a an of in on for to and or did does do "
+    "that this by with as at from be it its has have had many much there their they he she his her than then "
+    "also both same first".split())
+
+
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` without question and function words (offline heuristics)."""
+    return set(_WORDS.findall(text.lower())) - STOPWORDS
 
 
 def extractive_answer(kg: "KnowledgeGraph", question: str, evidence: Sequence[dict[str, Any]]) -> str:
@@ -128,7 +134,7 @@ def extractive_answer(kg: "KnowledgeGraph", question: str, evidence: Sequence[di
     q = kg.embed_query(question)
     mat = kg.embed_texts(sentences)
     mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
-    qwords = set(_WORDS.findall(question.lower())) - _Q_STOP
+    qwords = content_words(question)
     overlap = np.array([len(qwords & set(_WORDS.findall(s.lower()))) / (len(qwords) or 1) for s in sentences])
     score = mat @ q + 0.5 * overlap
     return sentences[int(np.argmax(score))]

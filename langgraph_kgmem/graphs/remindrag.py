@@ -23,7 +23,6 @@ With ``human_in_the_loop=True`` a person makes each traversal move (``interrupt`
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
@@ -34,8 +33,8 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, emit_progress,
-                                           evidence_item, id_validator)
+from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, content_words,
+                                           emit_progress, evidence_item, id_validator)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render, resolve_model
 from langgraph_kgmem.memory import namespace, resolve_store
 
@@ -54,11 +53,6 @@ MAX_BACKWARD = 10            # visited nodes offered for a backward move
 OFFLINE_COVERAGE = 0.75      # offline sufficiency: share of question words the evidence must contain
 NO_UPDATES: dict[str, Any] = {"enhanced": 0, "penalised": 0, "enhanced_ids": [], "penalised_ids": [],
                               "useful_ids": []}
-_WORDS = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "what which who whom whose when where why how is was are were the a an of in on for to and or did does do "
-    "that this by with as at from be it its has have had many much there their they he she his her than then "
-    "also both same first".split())
 
 
 # ------------------------------------------------------------------------------------ memory maths
@@ -323,10 +317,6 @@ class _GraphView:
 
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORDS.findall(text.lower())) - _STOP
-
-
 def _condense(text: str, question: str, budget: int) -> str:
     """A long chunk cut to its sentences sharing most words with the question (in text order)."""
     if len(text) <= budget:
@@ -334,8 +324,8 @@ def _condense(text: str, question: str, budget: int) -> str:
     from langgraph_kgmem.ingest.chunking import split_sentences
 
     sents = split_sentences(text) or [text]
-    qw = _words(question)
-    order = sorted(range(len(sents)), key=lambda i: (-len(qw & _words(sents[i])), i))
+    qw = content_words(question)
+    order = sorted(range(len(sents)), key=lambda i: (-len(qw & content_words(sents[i])), i))
     keep, used = set(), 0
     for i in order:
         if used + len(sents[i]) > budget and keep:
@@ -573,10 +563,10 @@ def create_remindrag_graph(
 
         def heuristic() -> Sufficiency:
             # offline: a passage is in S and the evidence mentions most of the question's words
-            qw = _words(question)
+            qw = content_words(question)
             text = " ".join(kg.node(c).text + " " + str(kg.node(c).attrs.get("title") or "") for c in chunks)
             text += " " + " ".join(kg.fact_text(kg.edge(f)) for f in facts)
-            cover = len(qw & _words(text)) / (len(qw) or 1)
+            cover = len(qw & content_words(text)) / (len(qw) or 1)
             return Sufficiency(sufficient=bool(chunks) and cover >= OFFLINE_COVERAGE)
 
         decision, usage = decide(
@@ -721,8 +711,8 @@ def create_remindrag_graph(
                 # cover the most question words still uncovered (the ones the sufficiency test needed)
                 ans = (state.get("answer") or "").strip().lower()
                 marked = [c for c in chunks if ans and ans in kg.node(c).text.lower()][:1]
-                todo = _words(question)
-                words = {c: _words(kg.node(c).text + " " + str(kg.node(c).attrs.get("title") or "")) for c in chunks}
+                todo = content_words(question)
+                words = {c: content_words(kg.node(c).text + " " + str(kg.node(c).attrs.get("title") or "")) for c in chunks}
                 for c in marked:
                     todo -= words[c]
                 while todo:
