@@ -198,6 +198,10 @@ def test_caps_stop_the_walk_backward_moves_included(kg, store):
     assert out["stop_reason"] == "max_hops"
     steps = [c["request"].step for c in model.calls]
     assert steps.count("traverse_step") == 4
+    # S is unchanged after a backward move: the sufficiency question is not asked again
+    for call, nxt in zip(model.calls, model.calls[1:]):
+        if call["request"].step == "traverse_step" and '"backward"' in str(call["reply"]):
+            assert nxt["request"] is None or nxt["request"].step != "check_sufficiency"
     # the total step cap binds first when it is smaller
     model2 = ScriptedChatModel(responder=restless)
     out2 = run(create_remindrag_graph(kg, model=model2, store=store, max_hops=10, max_steps=3).compile(), Q_RIVER, "2")

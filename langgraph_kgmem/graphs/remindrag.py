@@ -768,6 +768,14 @@ def create_remindrag_graph(
                 return "traverse_step"
         return "answer"  # nothing left to explore
 
+    def after_move(state: ReMindState) -> Literal["check_sufficiency", "traverse_step", "answer"]:
+        # a backward move leaves S as it was: asking "is S sufficient?" again would repeat the last
+        # (paid) answer, so the walk goes on under the same caps
+        path = state.get("path", [])
+        if path and path[-1]["direction"] == "backward":
+            return after_check(state)
+        return "check_sufficiency"
+
     def after_answer(state: ReMindState) -> Literal["memorize", "__end__"]:
         return "memorize" if state.get("traversed") else END
 
@@ -782,7 +790,7 @@ def create_remindrag_graph(
     builder.add_edge("retrieve_seeds", "replay_memory")
     builder.add_edge("replay_memory", "check_sufficiency")
     builder.add_conditional_edges("check_sufficiency", after_check, ["traverse_step", "answer"])
-    builder.add_edge("traverse_step", "check_sufficiency")
+    builder.add_conditional_edges("traverse_step", after_move, ["check_sufficiency", "traverse_step", "answer"])
     builder.add_conditional_edges("answer", after_answer, ["memorize", END])
     builder.add_edge("memorize", END)
     return builder
