@@ -32,6 +32,18 @@ def method_case(method, text_kg):
     return kg, *RECORD_QUESTIONS
 
 
+def compile_method(method, kg, *, model="offline", store=None, checkpointer=None):
+    """``method`` (a registry name) built over ``kg`` and compiled; each call gets its own fresh
+    InMemoryStore unless ``store`` is given, so two apps start from the same state."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.registry import get_factory
+
+    factory, preset = get_factory(method)
+    store = store if store is not None else InMemoryStore()
+    return factory(kg, model=model, store=store, **preset).compile(store=store, checkpointer=checkpointer)
+
+
 def pick(*preferred: str) -> str:
     """The first of ``preferred`` that is a registered method."""
     for name in preferred:

@@ -6,17 +6,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from method_cases import method_case
+from method_cases import compile_method, method_case
 
-from langgraph_kgmem.graphs.registry import METHODS, get_factory
+from langgraph_kgmem.graphs.registry import METHODS
 
 
 def compiled(kg, method):
-    from langgraph.store.memory import InMemoryStore
-
-    factory, preset = get_factory(method)
-    store = InMemoryStore()  # a fresh memory per app: sync and async runs start from the same state
-    return factory(kg, model="offline", store=store, **preset).compile(store=store)
+    return compile_method(method, kg)  # a fresh memory per app: sync and async runs start from the same state
 
 
 @pytest.mark.parametrize("method", list(METHODS))

@@ -107,13 +107,11 @@ def page_data(page: Path) -> dict:
 @pytest.fixture(scope="module")
 def run_page(tmp_path_factory):
     """A KG on disk, one offline method run, and the view exported by `kgmem export --html --run`."""
-    from langgraph.store.memory import InMemoryStore
-
     from langgraph_kgmem import KnowledgeGraph
     from langgraph_kgmem.cli import main
-    from langgraph_kgmem.graphs.registry import get_factory
 
     from conftest import SAMPLE_DOCS
+    from method_cases import compile_method
 
     chromium()  # skip before any work when there is no browser
     tmp_path = tmp_path_factory.mktemp("view")
@@ -122,9 +120,7 @@ def run_page(tmp_path_factory):
     kg = KnowledgeGraph.open(kg_dir, name="view", embeddings="hash", vector_backend="memory")
     try:
         kg.add_documents(sample_docs, model="offline")
-        factory, preset = get_factory("remindrag")  # a run with a traversal path to highlight
-        store = InMemoryStore()
-        run = factory(kg, model="offline", store=store, **preset).compile(store=store).invoke({"question": QUESTION})
+        run = compile_method("remindrag", kg).invoke({"question": QUESTION})  # a path to highlight
         nodes = kg.node_count()
     finally:
         kg.close()

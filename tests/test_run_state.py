@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
-from method_cases import method_case
+from method_cases import compile_method, method_case
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.registry import METHODS, get_factory
+from langgraph_kgmem.graphs.registry import METHODS
 
 COUNTERS = ("llm_calls", "prompt_tokens", "completion_tokens", "offline_decisions")
 
 
 def _app(method, kg):
-    factory, preset = get_factory(method)
-    return factory(kg, model="offline", **preset).compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    return compile_method(method, kg, checkpointer=InMemorySaver())
 
 
 @pytest.mark.parametrize("method", list(METHODS))

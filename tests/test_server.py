@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from method_cases import QUESTION, pick
+from method_cases import QUESTION, compile_method, pick
 
 from langgraph_kgmem.errors import ConfigurationError
 from langgraph_kgmem.graphs.registry import METHODS
@@ -133,15 +133,11 @@ def test_bad_vector_backend_names_the_variable(served_env, monkeypatch):
 
 def local_progress_events(kg_dir: Path, method: str) -> list[str]:
     """The custom events ``method`` emits in-process for QUESTION (what the server must relay)."""
-    from langgraph.store.memory import InMemoryStore
-
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.graphs.registry import get_factory
 
     kg = KnowledgeGraph.open(kg_dir, name="served", embeddings="hash", vector_backend="memory", create=False)
     try:
-        factory, preset = get_factory(method)
-        app = factory(kg, model="offline", **preset).compile(store=InMemoryStore())
+        app = compile_method(method, kg)
         return [e.get("event") for e in app.stream({"question": QUESTION}, stream_mode="custom")]
     finally:
         kg.close()

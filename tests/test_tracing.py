@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 from langchain_core.tracers.base import BaseTracer
-from method_cases import method_case, pick
+from method_cases import compile_method, method_case, pick
 
-from langgraph_kgmem.graphs.registry import METHODS, get_factory
+from langgraph_kgmem.graphs.registry import METHODS
 from langgraph_kgmem.testing import ScriptedChatModel
 from langgraph_kgmem.tracing import Span, run_name, scrub, traced_config, traced_span, with_tracing
 
@@ -48,8 +48,7 @@ def find_vectors(value, path="$"):
 
 def traced_run(kg, store, method, model="offline"):
     kg, question, _ = method_case(method, kg)
-    factory, preset = get_factory(method)
-    app = factory(kg, model=model, store=store, **preset).compile(store=store)
+    app = compile_method(method, kg, model=model, store=store)
     collector = RunCollector()
     config = traced_config(method, kg, model=model, config={"callbacks": [collector]})
     out = app.invoke({"question": question}, config=config)
