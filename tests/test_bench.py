@@ -7,22 +7,16 @@ nothing here needs ../shared/data.
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from bench_helpers import FIXTURE, offline_kg  # also puts tools/ on sys.path
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
-
-from benchlib import corpus as corpora  # noqa: E402
-from benchlib import datasets, metrics, runner  # noqa: E402
-from benchlib.api import BenchContext, BenchQuestion, MethodResult  # noqa: E402
-from benchlib.registry import discover  # noqa: E402
-
-FIXTURE = Path(__file__).parent / "fixtures" / "bench_tiny.jsonl"
+from benchlib import corpus as corpora
+from benchlib import datasets, metrics, runner
+from benchlib.api import BenchContext, BenchQuestion, MethodResult
+from benchlib.registry import discover
 
 
 @pytest.fixture
@@ -35,10 +29,7 @@ def bench_cache(tmp_path, monkeypatch):
 
 
 def make_ctx(passages, decider="offline"):
-    from langgraph_kgmem import KnowledgeGraph
-
-    kg = KnowledgeGraph.in_memory(name="bench", embeddings="hash")
-    kg.add_documents(corpora.as_documents(passages), model="offline")
+    kg = offline_kg(passages)
     cp, store = kg.persistence()
     return BenchContext(kg=kg, store=store, checkpointer=cp, decider=decider, dataset="tiny", workdir=Path("."))
 
@@ -298,3 +289,48 @@ def test_recall_over_everything_retrieved_counts_titles_past_the_top_five():
     row = metrics.aggregate([a, b], method="m", decider="oracle", dataset="d", pass_no=1)
     assert row["recall@5"] == 0.25 and row["recall_all"] == 0.75   # a: 0 and 1; b: 0.5 and 0.5
     assert row["titles_per_query"] == 4.5
+
+
+def test_offline_answer_prompt_is_counted_only_offline():
+    from benchlib.api import answer_prompt, with_offline_answer_prompt
+
+    prompt = answer_prompt("Where?", [{"id": "c1", "kind": "chunk", "title": "Warsaw", "text": "Warsaw is in Poland."}])
+    assert "[Warsaw] Warsaw is in Poland." in prompt and prompt.endswith("Question: Where?\nAnswer:")
+    usage = {"llm_calls": 0, "prompt_tokens": 0}
+    off = with_offline_answer_prompt(usage, "offline", prompt)
+    assert off["prompt_tokens"] > 20 and off["llm_calls"] == 0 and usage["prompt_tokens"] == 0  # copy, not mutated
+    assert with_offline_answer_prompt(usage, object(), prompt) == usage          # real calls are counted already
+    assert with_offline_answer_prompt(usage, "offline", lambda: None) == usage   # no answer prompt would be sent
+
+
+def test_every_answering_qa_adapter_counts_its_offline_answer_prompt():
+    reg = discover()
+    q = datasets.load_questions(str(FIXTURE))[0]
+    for name in ("remindrag", "catrag", "hipporag2"):
+        adapter = reg.get(name)
+        ctx = make_ctx(q.passages)
+        adapter.setup(ctx)
+        res = adapter.run(ctx, runner.blinded(q), "offline")
+        assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > 50, name
+        ctx.kg.close()
+
+
+def test_autopruned_variants_have_explicit_options():
+    reg = discover()
+    opts = {n: reg.get(n).options for n in ("autopruned", "autopruned-m5", "autopruned-pruned")}
+    assert [(o["fine_m"], o["edges_per_run"], o["phrase_facts"]) for o in opts.values()] == [
+        (20, None, "always"), (5, None, "always"), (10, 1, "always")]
+
+
+def test_unknown_corpus_mode_is_an_error(bench_cache):
+    class Odd(_MemoryProbe):
+        name, corpus = "odd", "none"
+
+    args = runner.parse_args(["--dataset", str(FIXTURE), "--embeddings", "hash"])
+    with pytest.raises(runner.BenchError, match="corpus 'none'"):
+        runner.plan_methods(args, [Odd()], runner.make_embeddings("hash"))
+
+
+def test_markdown_table_takes_any_columns():
+    table = metrics.markdown_table([{"a": 1.23456, "b": None}], ["a", ("b", "B")])
+    assert table.splitlines() == ["| a | B |", "|---|---|", "| 1.235 | – |"]

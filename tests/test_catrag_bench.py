@@ -2,40 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
+from bench_helpers import FIXTURE, offline_kg  # also puts tools/ on sys.path
 from langgraph.store.memory import InMemoryStore
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
+from benchlib.api import BenchContext, BenchQuestion
+from benchlib.datasets import load_questions, pooled_passages
+from benchlib.methods.catrag import ADAPTERS
 
-from benchlib.api import BenchContext, BenchQuestion  # noqa: E402
-from benchlib.methods.catrag import ADAPTERS  # noqa: E402
-
-from langgraph_kgmem import KnowledgeGraph  # noqa: E402
-from langgraph_kgmem.testing import ScriptedChatModel  # noqa: E402
-
-FIXTURE = Path(__file__).parent / "fixtures" / "bench_tiny.jsonl"
+from langgraph_kgmem.testing import ScriptedChatModel
 
 
 def _questions() -> list[BenchQuestion]:
-    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
-    return [BenchQuestion(r["id"], r["question"], r["answer"], r["passages"], r["supporting_titles"]) for r in rows]
+    return load_questions(str(FIXTURE))
 
 
-def _pooled_kg(questions: list[BenchQuestion]) -> KnowledgeGraph:
-    kg = KnowledgeGraph.in_memory(name="bench")
-    seen, docs = set(), []
-    for q in questions:
-        for p in q.passages:
-            if (p["title"], p["text"]) not in seen:
-                seen.add((p["title"], p["text"]))
-                docs.append({"title": p["title"], "text": p["text"]})
-    kg.add_documents(docs, model="offline")
-    return kg
+def _pooled_kg(questions: list[BenchQuestion]):
+    return offline_kg(pooled_passages(str(FIXTURE), questions))
 
 
 def test_every_ablation_is_registered_on_the_pooled_corpus():
@@ -65,6 +49,7 @@ def test_adapters_run_under_oracle_and_offline():
                 assert res.extra["anchors"] == 0 and res.extra["scoring_calls"] == 0
             off = adapter.run(ctx, blind, "offline")
             assert off.usage["llm_calls"] == 0 and off.retrieved_titles
+            assert off.usage["prompt_tokens"] > 50  # the would-be answer prompt, counted offline
     kg.close()
 
 

@@ -8,21 +8,17 @@ every hour of the first day is written twice (one row per weather condition, lik
 from __future__ import annotations
 
 import csv
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import bench_helpers  # noqa: F401  (puts tools/ on sys.path)
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
+from benchlib.api import BenchContext
+from benchlib.methods import kgirag as adapter_module
 
-from benchlib.api import BenchContext  # noqa: E402
-from benchlib.methods import kgirag as adapter_module  # noqa: E402
-
-from langgraph_kgmem import KnowledgeGraph  # noqa: E402
-from langgraph_kgmem.testing import ScriptedChatModel  # noqa: E402
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.testing import ScriptedChatModel
 
 PROFILE = [300, 200, 150, 150, 400, 1500, 4500, 5500, 5000, 4300, 4200, 4400,
            4600, 4700, 4900, 5300, 5600, 5200, 4100, 3200, 2800, 2400, 1500, 800]
@@ -74,6 +70,7 @@ def test_adapters_answer_generated_metro_questions_exactly(metro_dir):
         for a in (kgirag, single):
             res = a.run(ctx, q, "offline")
             assert res.answer == q.answer, (a.name, q.question)
+            assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > 50  # would-be answer prompt
             assert set(res.extra) >= {"precision", "recall", "hit_rate", "iterations"}
             assert 0.0 <= res.extra["precision"] <= 1.0 and res.extra["recall"] > 0.9
             totals[a.name] += res.retrieved_count

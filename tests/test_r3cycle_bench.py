@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import bench_helpers  # noqa: F401  (puts tools/ on sys.path)
 from langgraph.store.memory import InMemoryStore
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
-if str(TOOLS) not in sys.path:
-    sys.path.insert(0, str(TOOLS))
+from benchlib.api import BenchContext, BenchQuestion
+from benchlib.methods.r3cycle import ADAPTERS, NoisyOracle, compare
 
-from benchlib.api import BenchContext, BenchQuestion  # noqa: E402
-from benchlib.methods.r3cycle import ADAPTERS, NoisyOracle, compare  # noqa: E402
-
-from langgraph_kgmem import KnowledgeGraph  # noqa: E402
-from langgraph_kgmem.testing import ScriptedChatModel  # noqa: E402
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.testing import ScriptedChatModel
 
 
 def _ctx(kg, noise):

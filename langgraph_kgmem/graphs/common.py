@@ -140,13 +140,18 @@ def extractive_answer(kg: "KnowledgeGraph", question: str, evidence: Sequence[di
     return sentences[int(np.argmax(score))]
 
 
+def answer_prompt_text(question: str, evidence: Sequence[dict[str, Any]], prompt: str = ANSWER_PROMPT) -> str:
+    """The answer step's prompt over ``evidence`` (what :func:`answer_question` sends)."""
+    return prompt.format(evidence=format_evidence(evidence) or "(none)", question=question)
+
+
 def answer_question(kg: "KnowledgeGraph", model: Any, question: str, evidence: Sequence[dict[str, Any]], *,
                     step: str = "answer", prompt: str = ANSWER_PROMPT,
                     context: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """The final answer from evidence: an LLM call, or extractive when ``model`` is offline."""
     if is_offline(model):
         return extractive_answer(kg, question, evidence), {}
-    text = prompt.format(evidence=format_evidence(evidence) or "(none)", question=question)
+    text = answer_prompt_text(question, evidence, prompt)
     ctx = {"question": question, "evidence_ids": [e["id"] for e in evidence]}
     ctx.update(context or {})
     return generate(model, text, step=step, context=ctx)

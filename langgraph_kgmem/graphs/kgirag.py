@@ -419,6 +419,15 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
     return plan_query
 
 
+def synthesis_prompt(kg: "KnowledgeGraph", question: str, plan: Mapping[str, Any], events: Sequence[str], *,
+                      stopped: bool, n_triples: int, kappa: int) -> str | None:
+    """The prompt the answer step sends, or None when it answers "no answer" without asking: the
+    judge never stopped the loop, the triples reached κ, or the plan is not valid."""
+    if not stopped or n_triples >= kappa or not plan.get("valid"):
+        return None
+    return render(ANSWER_PROMPT, reasoning=plan["reasoning"], records=record_lines(kg, events), question=question)
+
+
 def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: int, method: str):
     def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
         mdl = run_model(runtime, default_model)
@@ -426,15 +435,15 @@ def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: in
         triples = state.get("triples", [])
         evidence = _evidence(kg, triples)
         base = {"evidence": evidence, "retrieved_triples": len(triples), "method": method}
-        if not state.get("stopped") or len(triples) >= kappa or not plan.get("valid"):
+        prompt = synthesis_prompt(kg, state["question"], plan, state.get("events", []),
+                                  stopped=bool(state.get("stopped")), n_triples=len(triples), kappa=kappa)
+        if prompt is None:
             return {**base, "answer": NO_ANSWER}
         known = known_records(kg, state.get("events", []))
         res = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], known)
         offline_answer = res.answer if res.done else NO_ANSWER
         if is_offline(mdl):
             return {**base, "answer": offline_answer}
-        prompt = render(ANSWER_PROMPT, reasoning=plan["reasoning"], records=record_lines(kg, state.get("events", [])),
-                        question=state["question"])
         text, usage = generate(mdl, prompt, step="synthesize_answer",
                                context={"question": state["question"], "evidence_ids": [e["id"] for e in evidence],
                                         "event_ids": list(state.get("events", [])), "plan": plan,
@@ -629,4 +638,4 @@ def _validate(*, t_max: int, kappa: int, step: int | None, k0: int | None) -> No
 
 
 __all__ = ["create_kgirag_graph", "create_singlepass_graph", "hop_count", "scan_records", "horizon_window",
-           "neighbourhood_slots", "default_step", "collect_triples", "offline_plan", "clean_answer", "TemporalPlan", "JudgeDecision", "NO_ANSWER"]
+           "neighbourhood_slots", "default_step", "collect_triples", "synthesis_prompt", "offline_plan", "clean_answer", "TemporalPlan", "JudgeDecision", "NO_ANSWER"]

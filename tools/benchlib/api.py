@@ -23,8 +23,15 @@ How the harness (tools/benchlib/runner.py) calls an adapter:
   ``kg.persistence()`` pair as ``ctx.checkpointer`` / ``ctx.store``; all passes share them.
 - An adapter may set ``in_default_run = False`` (e.g. an ablation variant): it then runs only
   when named in ``--method``, not in the default "every registered method" selection.
-- ``ctx.options``: ``seed``, ``noise``, ``quick``, ``corpus``, ``embeddings``, ``passes`` and the
-  current ``pass`` (1-based).
+- ``ctx.options``: ``seed``, ``noise``, ``quick``, ``corpus``, ``embeddings``, ``passes``,
+  ``llm_latency`` (seconds the oracle's scripted model waits per call) and the current ``pass``
+  (1-based).
+
+Offline token counts: under ``offline`` no LLM is called (``llm_calls`` stays 0), but every
+adapter whose method ends in an answer prompt reports that prompt's would-be size as
+``prompt_tokens`` via :func:`with_offline_answer_prompt`, so offline token costs compare across
+methods. Only the *answer* prompt is counted: the offline heuristics replace the decision prompts
+(filter, traversal, judge ...) without building them, so they cannot be counted without an LLM.
 """
 
 from __future__ import annotations
@@ -33,9 +40,9 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, Sequence
 
-CorpusMode = Literal["per-question", "pooled", "records", "graph-qa", "none"]
+CorpusMode = Literal["per-question", "pooled", "records", "graph-qa"]
 
 
 @dataclass
@@ -61,7 +68,7 @@ class MethodResult:
 class BenchContext:
     """What the harness hands to an adapter for one corpus (one KG)."""
 
-    kg: Any                                   # langgraph_kgmem.KnowledgeGraph (None for corpus "none")
+    kg: Any                                   # langgraph_kgmem.KnowledgeGraph
     store: Any                                # a LangGraph BaseStore shared by all passes on this KG
     checkpointer: Any                         # a LangGraph checkpointer (or None)
     decider: Literal["offline", "oracle", "llm"]
@@ -133,3 +140,34 @@ def gold_chunk_ids(kg: Any, q: BenchQuestion) -> set[str]:
     """Chunk and anchor ids of the gold supporting passages (for oracle responders only)."""
     gold = set(q.supporting_titles)
     return {n.id for kind in ("chunk", "anchor") for n in kg.nodes(kind) if n.attrs.get("title") in gold}
+
+
+def answer_prompt(question: str, evidence: Sequence[dict[str, Any]]) -> str:
+    """The prompt the methods' shared answer step (``graphs.common.answer_question``) sends:
+    ``ANSWER_PROMPT`` over ``format_evidence(evidence)``."""
+    from langgraph_kgmem.graphs.common import answer_prompt_text
+
+    return answer_prompt_text(question, evidence)
+
+
+def with_offline_answer_prompt(usage: dict[str, Any] | None, model: Any,
+                               prompt: str | Callable[[], str | None] | None) -> dict[str, Any]:
+    """``usage`` with the would-be answer prompt counted, for offline runs only.
+
+    Offline (``model == "offline"``) the tokens of ``prompt`` (a string, or a callable building it;
+    ``None``: the method would send no answer prompt) are added to ``prompt_tokens``, counted like a
+    real call's prompt (one human message); ``llm_calls`` stays what was really called (0). Under
+    any other model ``usage`` is returned unchanged: the real calls are already counted."""
+    from langgraph_kgmem.llm import is_offline
+
+    out = dict(usage or {})
+    if not is_offline(model):
+        return out
+    text = prompt() if callable(prompt) else prompt
+    if text is not None:
+        from langchain_core.messages import HumanMessage
+
+        from langgraph_kgmem.llm import count_message_tokens
+
+        out["prompt_tokens"] = int(out.get("prompt_tokens", 0) or 0) + count_message_tokens([HumanMessage(text)])
+    return out

@@ -77,8 +77,9 @@ def _mean(xs: Sequence[float]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
 
 
-def _median_ms(xs: Sequence[float]) -> float | None:
-    return round(statistics.median(xs) * 1000.0, 2) if xs else None
+def median_ms(xs: Sequence[float], digits: int = 2) -> float | None:
+    """Median of durations in seconds, in milliseconds rounded to ``digits``; None when empty."""
+    return round(statistics.median(xs) * 1000.0, digits) if xs else None
 
 
 def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str, dataset: str,
@@ -103,12 +104,12 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
         "prompt_tokens_per_query": _mean([float(o.usage.get("prompt_tokens", 0) or 0) for o in ok]),
         "completion_tokens_per_query": _mean([float(o.usage.get("completion_tokens", 0) or 0) for o in ok]),
         "retrieved_per_query": _mean([float(c) for c in counts]),
-        "non_llm_ms_median": _median_ms(non_llm),
-        "wall_ms_median": _median_ms([o.wall_seconds for o in ok]),
+        "non_llm_ms_median": median_ms(non_llm),
+        "wall_ms_median": median_ms([o.wall_seconds for o in ok]),
         "peak_rss_mb": peak_rss_mb,
         # the non-LLM time without the embedding model (query embedding, offline answer sentences)
-        "core_ms_median": _median_ms([max(0.0, n - o.embed_seconds) for n, o in zip(non_llm, ok)]),
-        "embed_ms_median": _median_ms([o.embed_seconds for o in ok]),
+        "core_ms_median": median_ms([max(0.0, n - o.embed_seconds) for n, o in zip(non_llm, ok)]),
+        "embed_ms_median": median_ms([o.embed_seconds for o in ok]),
         # recall over every title the method returned: for ranked methods (dense, BM25, CatRAG) their
         # ranking depth (20; the prompt holds the top 5), for AutoPruned the passages its selected runs
         # come from (all of them in its prompt)
@@ -122,9 +123,7 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
     extras: dict[str, list[float]] = {}
     for o in ok:
         for k, v in (o.extra or {}).items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                extras.setdefault(k, []).append(float(v))
-            elif isinstance(v, bool):
+            if isinstance(v, (int, float)):  # bool is an int: True/False average as 1/0
                 extras.setdefault(k, []).append(float(v))
     for k, vals in extras.items():
         key = k if k not in row else f"extra_{k}"
@@ -132,22 +131,27 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
     return row
 
 
-def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    cols = [("method", "method"), ("decider", "decider"), ("dataset", "dataset"), ("corpus", "corpus"),
-            ("pass", "pass"), ("questions", "n"), ("recall@2", "R@2"), ("recall@5", "R@5"), ("fcr", "FCR"),
-            ("em", "EM"), ("f1", "F1"), ("llm_calls_per_query", "LLM calls/q"),
-            ("prompt_tokens_per_query", "prompt tok/q"), ("completion_tokens_per_query", "compl. tok/q"),
-            ("retrieved_per_query", "retrieved/q"), ("non_llm_ms_median", "non-LLM ms (med)"),
-            ("core_ms_median", "of it w/o embedding (med)"), ("wall_ms_median", "wall ms (med)"),
-            ("peak_rss_mb", "peak RSS MB")]
+ROW_COLUMNS = (("method", "method"), ("decider", "decider"), ("dataset", "dataset"), ("corpus", "corpus"),
+               ("pass", "pass"), ("questions", "n"), ("recall@2", "R@2"), ("recall@5", "R@5"), ("fcr", "FCR"),
+               ("em", "EM"), ("f1", "F1"), ("llm_calls_per_query", "LLM calls/q"),
+               ("prompt_tokens_per_query", "prompt tok/q"), ("completion_tokens_per_query", "compl. tok/q"),
+               ("retrieved_per_query", "retrieved/q"), ("non_llm_ms_median", "non-LLM ms (med)"),
+               ("core_ms_median", "of it w/o embedding (med)"), ("wall_ms_median", "wall ms (med)"),
+               ("peak_rss_mb", "peak RSS MB"))
 
-    def fmt(v: Any) -> str:
-        if v is None:
-            return "–"
-        if isinstance(v, float):
-            return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
-        return str(v)
 
-    lines = ["| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r.get(k)) for k, _ in cols) + " |" for r in rows]
+def format_cell(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], cols: Sequence[str | tuple[str, str]] = ROW_COLUMNS) -> str:
+    """A Markdown table of ``rows``; ``cols`` are keys or (key, header) pairs (default: the result
+    row columns). Missing values and None print as "–"."""
+    pairs = [(c, c) if isinstance(c, str) else c for c in cols]
+    lines = ["| " + " | ".join(h for _, h in pairs) + " |", "|" + "---|" * len(pairs)]
+    lines += ["| " + " | ".join(format_cell(r.get(k)) for k, _ in pairs) + " |" for r in rows]
     return "\n".join(lines)

@@ -5,8 +5,8 @@ chunk size) as ``"title\\ntext"`` and hand the top :data:`ANSWER_K` passages to 
 step as the KG methods (``graphs.common.ANSWER_PROMPT``):
 
 - ``offline``: the extractive answer (no LLM call). The prompt an LLM answer *would* need is still
-  built and counted, and reported as ``prompt_tokens`` (``llm_calls`` stays 0: calls actually
-  made), so passage-RAG token cost is comparable with the methods' costs.
+  built and counted (``api.with_offline_answer_prompt``, as every method's adapter does), and
+  reported as ``prompt_tokens`` (``llm_calls`` stays 0: calls actually made).
 - ``oracle`` / ``llm``: one real call through ``llm.generate``; usage is what the call reports.
 """
 
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from langchain_core.messages import HumanMessage
 
-from langgraph_kgmem.graphs.common import ANSWER_PROMPT, evidence_item, extractive_answer, format_evidence
-from langgraph_kgmem.llm import count_message_tokens, empty_usage, generate, is_offline
+from langgraph_kgmem.graphs.common import evidence_item, extractive_answer
+from langgraph_kgmem.llm import empty_usage, generate, is_offline
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, oracle_answer
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, oracle_answer,
+                          with_offline_answer_prompt)
 
 ANSWER_K = 5          # passages handed to the answer step
 RANK_DEPTH = 20       # ranked titles reported (Recall@k needs k ≤ this)
@@ -60,12 +60,11 @@ def answer_from_passages(ctx: BenchContext, q: BenchQuestion, model: Any, chunk_
     """The shared answer step: builds the ANSWER_PROMPT over the top passages and counts it."""
     kg = ctx.kg
     evidence = [evidence_item(kg, cid) for cid in chunk_ids[:ANSWER_K]]
-    prompt = ANSWER_PROMPT.format(evidence=format_evidence(evidence) or "(none)", question=q.question)
+    prompt = answer_prompt(q.question, evidence)
     if is_offline(model):
         t0 = time.perf_counter()
         answer = extractive_answer(kg, q.question, evidence)
-        usage = empty_usage()
-        usage["prompt_tokens"] = count_message_tokens([HumanMessage(prompt)])  # would-be prompt, not sent
+        usage = with_offline_answer_prompt(empty_usage(), model, prompt)  # would-be prompt, not sent
         extra = {"answer_ms": (time.perf_counter() - t0) * 1000.0}
     else:
         answer, usage = generate(model, prompt, step="answer",

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchlib.datasets import DatasetError, load_questions
+from benchlib.metrics import median_ms
 from benchlib.runner import OUTPUT_DIR, log
 
 SIZES = (10_000, 100_000, 1_000_000)
@@ -40,10 +40,6 @@ def random_graph(edges: int, rng: np.random.Generator) -> tuple[int, np.ndarray,
     dst = rng.integers(0, n, edges)
     dst = np.where(dst == src, (dst + 1) % n, dst)
     return n, src, dst, rng.uniform(0.5, 1.5, edges)
-
-
-def _median_ms(times: list[float]) -> float:
-    return round(statistics.median(times) * 1000.0, 3)
 
 
 def ppr_suite(sizes: tuple[int, ...], seed: int) -> list[dict[str, Any]]:
@@ -71,7 +67,7 @@ def ppr_suite(sizes: tuple[int, ...], seed: int) -> list[dict[str, Any]]:
             personalized_pagerank(snap, reset, damping=0.5, overrides=ov)
             with_ov.append(time.perf_counter() - t0)
         row: dict[str, Any] = {"edges": edges, "nodes": n, "snapshot_build_ms": round(build_s * 1000, 2),
-                               "ppr_median_ms": _median_ms(plain), "ppr_with_100_overrides_median_ms": _median_ms(with_ov)}
+                               "ppr_median_ms": median_ms(plain, 3), "ppr_with_100_overrides_median_ms": median_ms(with_ov, 3)}
         if edges <= 10_000:
             row.update(_compare_small(ids, src, dst, w, seeds, snap))
         out.append(row)
@@ -119,8 +115,8 @@ def _compare_small(ids: list[str], src: np.ndarray, dst: np.ndarray, w: np.ndarr
         reset[s] = 1.0
         ours = personalized_pagerank(snap, reset, damping=0.5, tol=1e-10)
         diffs.append(float(np.max(np.abs(ours - np.array([pr[i] for i in range(len(ids))])))))
-    ours_ms = _median_ms(kg_times)
-    nx_ms = _median_ms(nx_times)
+    ours_ms = median_ms(kg_times, 3)
+    nx_ms = median_ms(nx_times, 3)
     kg.close()
     return {"kg_snapshot_build_ms": round(kg_build * 1000, 2), "kg_ppr_median_ms": ours_ms,
             "networkx_pagerank_median_ms": nx_ms, "networkx_over_kg_ppr": round(nx_ms / ours_ms, 1) if ours_ms else None,

@@ -64,7 +64,7 @@ class Corpus:
 @dataclass
 class MethodPlan:
     adapter: Any
-    mode: str                               # per-question | pooled | records | graph-qa | none
+    mode: str                               # per-question | pooled | records | graph-qa
     questions: list[BenchQuestion]
     corpora: list[Corpus] = field(default_factory=list)
 
@@ -166,9 +166,9 @@ def plan_methods(args: argparse.Namespace, adapters: list[Any], emb: Any) -> lis
 
             b = corpora.build_cached(key, fill, emb, backend=args.backend, passages=0)
             plan.corpora = [Corpus(b, qs, mode)]
-        else:  # "none": no KG at all
-            plan = MethodPlan(a, mode, load_questions(args.dataset, args.questions, args.seed))
-            plan.corpora = [Corpus(corpora.BuiltCorpus("none", Path(), 0, 0.0, 0.0), plan.questions, mode)]
+        else:
+            raise BenchError(f"method {a.name!r} asks for corpus {mode!r}: not one of per-question, pooled, "
+                             "records, graph-qa")
         plans.append(plan)
     return plans
 
@@ -245,18 +245,11 @@ def workdir_of(run_dir: Path, adapter: Any, c: Corpus) -> Path:
 def open_context(plan: MethodPlan, c: Corpus, run_dir: Path, emb: Any, args: argparse.Namespace,
                  reopen: bool) -> BenchContext:
     wd = workdir_of(run_dir, plan.adapter, c)
-    if c.mode == "none":
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.store.memory import InMemoryStore
-
-        wd.mkdir(parents=True, exist_ok=True)
-        kg, cp, store = None, InMemorySaver(), InMemoryStore()
+    if reopen:
+        kg = corpora.open_existing(wd, emb, backend=args.backend)
     else:
-        if reopen:
-            kg = corpora.open_existing(wd, emb, backend=args.backend)
-        else:
-            kg = corpora.open_working_copy(c.built, wd, emb, backend=args.backend)
-        cp, store = kg.persistence()
+        kg = corpora.open_working_copy(c.built, wd, emb, backend=args.backend)
+    cp, store = kg.persistence()
     return BenchContext(kg=kg, store=store, checkpointer=cp, decider=args.decider, dataset=dataset_label(args.dataset),
                         workdir=wd, options=run_options(args))
 
@@ -277,8 +270,7 @@ def run_plan(plan: MethodPlan, passes: Sequence[int], run_dir: Path, emb: Any, a
                 for q in c.questions:
                     out[p]["outcomes"].append(run_question(plan.adapter, ctx, q, args.decider, llm, errors))
         finally:
-            if ctx.kg is not None:
-                ctx.kg.close()
+            ctx.kg.close()
     if errors:
         log(f"{plan.adapter.name}: {len(errors)} question(s) failed (first: {errors[0]})")
     return out
@@ -431,7 +423,7 @@ def build_meta(args: argparse.Namespace, argv: list[str], plans: list[MethodPlan
                seconds: float) -> dict[str, Any]:
     kgs: dict[str, Any] = {}
     for plan in plans:
-        if plan.mode == "none" or plan.mode in kgs:
+        if plan.mode in kgs:
             continue
         built = [c.built for c in plan.corpora]
         kgs[plan.mode] = {

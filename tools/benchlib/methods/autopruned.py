@@ -21,70 +21,50 @@ baselines count theirs. Extra metrics: ``prompt_tokens_packed`` (the codebook bl
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import Any, Literal
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, oracle_answer
-from langchain_core.messages import HumanMessage
+from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, titles_of, with_offline_answer_prompt
+from benchlib.passage_rag import passage_oracle
 
 from langgraph_kgmem.graphs.autopruned import answer_prompt, create_autopruned_graph, sync_codebook
-from langgraph_kgmem.llm import count_message_tokens, is_offline
-
-
-def _int_env(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
 
 
 class AutoPrunedAdapter:
+    """One AutoPrunedRetriever configuration; every setting is an explicit constructor option
+    (``fine_m``: runs kept, ``edges_per_run``: edges kept per run (None: all),
+    ``phrase_facts``: see the module docstring, ``max_prompt_tokens``: packed-prompt budget
+    (None: no limit)). Decisions other than the answer come from the offline parser
+    (``extraction="offline"``) under every decider."""
+
     corpus = "pooled"
     datasets = ("stem", "hotpotqa")
 
-    def __init__(self, name: str, **options: Any) -> None:
+    def __init__(self, name: str, *, fine_m: int = 20, edges_per_run: int | None = None,
+                 phrase_facts: Literal["uncovered", "always", "never"] = "always",
+                 max_prompt_tokens: int | None = None) -> None:
         self.name = name
-        self.options = options
-
-    def _options(self) -> dict[str, Any]:
-        opts = {"extraction": "offline", "fine_m": _int_env("KGMEM_APR_FINE_M", 20)}
-        if os.environ.get("KGMEM_APR_MAX_TOKENS"):
-            opts["max_prompt_tokens"] = int(os.environ["KGMEM_APR_MAX_TOKENS"])
-        opts.update(self.options)
-        return opts
+        self.options: dict[str, Any] = {"extraction": "offline", "fine_m": fine_m, "edges_per_run": edges_per_run,
+                                        "phrase_facts": phrase_facts, "max_prompt_tokens": max_prompt_tokens}
 
     def setup(self, ctx: BenchContext) -> None:
-        opts = self._options()
-        ctx.cache["apr_size"] = sync_codebook(ctx.kg, ctx.store, phrase_facts=opts.get("phrase_facts", "uncovered"))
+        ctx.cache["apr_size"] = sync_codebook(ctx.kg, ctx.store, phrase_facts=self.options["phrase_facts"])
         ctx.cache[self.name] = create_autopruned_graph(ctx.kg, model="offline", store=ctx.store,
-                                                       **opts).compile(store=ctx.store)
+                                                       **self.options).compile(store=ctx.store)
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
         return result_of(ctx, out, model)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
-        def respond(messages: list[Any], request: Any) -> str:
-            texts = list((getattr(request, "context", None) or {}).get("evidence_texts") or [])
-            return oracle_answer(q.answer, texts)
-
-        return respond
-
-
-def ranked_titles(ctx: BenchContext, evidence: list[dict[str, Any]]) -> list[str]:
-    titles: list[str] = []
-    for item in evidence:
-        for cid in item.get("chunks", []):
-            node = ctx.kg.node(cid)
-            title = node.attrs.get("title") if node is not None else None
-            if title and title not in titles:
-                titles.append(title)
-    return titles
+        return passage_oracle(ctx, q)  # a reader answering from the evidence texts it was shown
 
 
 def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResult:
-    usage = dict(out.get("usage") or {})
-    if is_offline(model):  # the prompt an LLM answer would need, counted like the passage baselines
-        prompt = answer_prompt(out["question"], out.get("packed_prompt", ""), out.get("encoding", "words"))
-        usage["prompt_tokens"] = count_message_tokens([HumanMessage(prompt)])
-    titles = ranked_titles(ctx, out.get("evidence", []))
+    # offline: the prompt an LLM answer would need (instructions + packed codebook + question)
+    usage = with_offline_answer_prompt(out.get("usage"), model, lambda: answer_prompt(
+        out["question"], out.get("packed_prompt", ""), out.get("encoding", "words")))
+    evidence = out.get("evidence", [])
+    titles = titles_of(ctx.kg, [cid for item in evidence for cid in item.get("chunks", [])])
     size = out.get("codebook_size", {})
     enc = out.get("encoding", "")
     extra = {"prompt_tokens_packed": out.get("prompt_tokens_packed", 0), "titles": len(titles),
@@ -93,15 +73,15 @@ def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResul
              "cb_relations": size.get("relations", 0), "cb_edges": size.get("edges", 0),
              "cb_runs": size.get("runs", 0)}
     return MethodResult(retrieved_titles=titles, answer=out.get("answer"), usage=usage,
-                        retrieved_count=len(out.get("evidence", [])), extra=extra)
+                        retrieved_count=len(evidence), extra=extra)
 
 
 # Benchmark KGs are built with the offline extractor, whose relation edges miss the lower-case
-# content words of prose: the adapters add phrase triples to every chunk's facts.
-ADAPTERS = [AutoPrunedAdapter("autopruned", phrase_facts="always"),                # M = 20 runs (paper)
-            AutoPrunedAdapter("autopruned-m5", fine_m=5, phrase_facts="always"),   # compact: 5 best runs
+# content words of prose: the adapters add phrase triples to every chunk's facts (phrase_facts="always").
+ADAPTERS = [AutoPrunedAdapter("autopruned", fine_m=20),                 # M = 20 runs (paper)
+            AutoPrunedAdapter("autopruned-m5", fine_m=5),               # compact: 5 best runs
             # pruned: the 10 best runs, each cut to its one edge closest to the question
-            AutoPrunedAdapter("autopruned-pruned", fine_m=10, edges_per_run=1, phrase_facts="always")]
+            AutoPrunedAdapter("autopruned-pruned", fine_m=10, edges_per_run=1)]
 
 
 # ------------------------------------------------------------------------------ codebook growth
@@ -143,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchlib import corpus as corpora
     from benchlib.datasets import load_questions, pooled_passages
+    from benchlib.metrics import markdown_table
 
     from langgraph_kgmem.config import get_embeddings
 
@@ -165,11 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         kg.close()
         shutil.rmtree(wd, ignore_errors=True)
-    keys = list(rows[0]) if rows else []
-    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
-    for i, r in enumerate(rows):
-        if i % args.every == 0 or i == len(rows) - 1:
-            print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    shown = [r for i, r in enumerate(rows) if i % args.every == 0 or i == len(rows) - 1]
+    print(markdown_table(shown, list(rows[0]) if rows else []))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

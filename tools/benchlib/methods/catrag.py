@@ -13,6 +13,10 @@ run through the graph's context (``context={"model": m}``). Extra metrics per qu
 ``retrieval_ms`` (non-LLM time before the answer step), ``dense_fallback``, ``facts``,
 ``anchors``, ``pruned_edges``, ``strong_edges``, ``boosted_edges``, ``summary_calls``.
 
+Offline, ``prompt_tokens`` is the would-be answer prompt only (``graphs.common.ANSWER_PROMPT`` over
+the evidence, ``api.with_offline_answer_prompt``): the offline heuristics make the filter, NER and
+weighting decisions without building their prompts, so those cannot be counted without an LLM.
+
 Oracle (gold used only inside the responder): the filter keeps facts extracted from a gold
 passage or whose two entities both occur in a gold passage; NER returns the entities the
 question mentions; an edge scores 9 when the neighbour is mentioned in a gold passage, else 2;
@@ -23,7 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, gold_chunk_ids, oracle_answer, titles_of
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
+                          oracle_answer, titles_of, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.catrag import _index, create_catrag_graph, prepare_catrag_kg
 from langgraph_kgmem.ingest.extract import offline_entities
@@ -63,9 +68,11 @@ class CatragAdapter:
             "summary_calls": steps.get("summarize_neighbour", {}).get("llm_calls", 0),
             "scoring_calls": steps.get("weight_edges", {}).get("llm_calls", 0),
         }
+        evidence = out.get("evidence", [])
+        # offline: the answer prompt the graph's answer step would send (decision prompts are not built)
+        usage = with_offline_answer_prompt(out.get("usage", {}), model, lambda: answer_prompt(q.question, evidence))
         return MethodResult(retrieved_titles=titles_of(ctx.kg, [p["id"] for p in out.get("passages", [])]),
-                            answer=out.get("answer"), usage=out.get("usage", {}),
-                            retrieved_count=len(out.get("evidence", [])), extra=extra)
+                            answer=out.get("answer"), usage=usage, retrieved_count=len(evidence), extra=extra)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         return catrag_oracle(ctx, q)

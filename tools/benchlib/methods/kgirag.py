@@ -19,6 +19,10 @@ Extra metrics per question: ``precision`` / ``recall`` (records read at the ques
 vs the required records), ``hit_rate`` (1 when every required record was read), ``iterations``,
 ``records_read``. ``retrieved_count`` is the number of retrieved triples.
 
+Offline, ``prompt_tokens`` is the would-be ``synthesize_answer`` prompt only (reasoning + records
+read + question, when the graph would send one; ``api.with_offline_answer_prompt``): the offline
+plan and judge decisions are made without building their prompts, so those cannot be counted.
+
 Oracle (gold used only inside the responder): the plan is the question's true fields; the judge
 answers what the exact rule-based scan of the records read so far says (the offline judge is
 already exact on these questions); the answer is the gold answer when the records read settle
@@ -27,13 +31,15 @@ it, else "no answer".
 
 from __future__ import annotations
 
+import inspect
 import os
-from pathlib import Path
 from typing import Any
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder
+from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, with_offline_answer_prompt
+from benchlib.datasets import shared_data_dir
 
-from langgraph_kgmem.graphs.kgirag import NO_ANSWER, create_kgirag_graph, create_singlepass_graph, default_step
+from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, create_kgirag_graph, create_singlepass_graph, default_step,
+                                           synthesis_prompt)
 from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, normalize_records, parse_time, slot_of)
 from langgraph_kgmem.ingest.temporal_questions import TASK_OF_KIND as TASKS
 from langgraph_kgmem.ingest.temporal_questions import generate_questions
@@ -42,11 +48,6 @@ VERSION = "v1"
 MARGIN_HOURS = 12
 BEIJING_STATIONS = ("Changping", "Dongsi", "Huairou", "Tiantan")
 METRO_LOCATION = "I-94 westbound"
-
-
-def shared_data() -> Path:
-    env = os.environ.get("KGMEM_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 
 
 def traffic_percentile() -> float:
@@ -65,7 +66,7 @@ def observations(dataset: str) -> tuple[list[Any], str]:
     key = f"{dataset}:{traffic_percentile() if dataset == 'metro-traffic' else ''}"
     if key in _OBS:
         return _OBS[key]
-    root = shared_data()
+    root = shared_data_dir()
     if dataset == "beijing-rain":
         rows: list[dict[str, Any]] = []
         from langgraph_kgmem.ingest.records import read_rows
@@ -151,8 +152,17 @@ class TemporalAdapter:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
         extra = retrieval_metrics(ctx, q, out.get("events", []))
         extra["iterations"] = float(out.get("iterations", 0))
-        return MethodResult(retrieved_titles=[], answer=out.get("answer"), usage=out.get("usage", {}),
+        usage = with_offline_answer_prompt(out.get("usage", {}), model, lambda: self.answer_prompt(ctx, q, out))
+        return MethodResult(retrieved_titles=[], answer=out.get("answer"), usage=usage,
                             retrieved_count=int(out.get("retrieved_triples", 0)), extra=extra)
+
+    def answer_prompt(self, ctx: BenchContext, q: BenchQuestion, out: dict[str, Any]) -> str | None:
+        """The synthesize_answer prompt the graph would send for ``out``; None when its answer
+        step answers "no answer" without a prompt (not stopped, κ reached, or no valid plan)."""
+        kappa = self.options.get("kappa", inspect.signature(self.factory).parameters["kappa"].default)
+        return synthesis_prompt(ctx.kg, q.question, out.get("plan") or {}, out.get("events", []),
+                                stopped=bool(out.get("stopped")), n_triples=int(out.get("retrieved_triples", 0)),
+                                kappa=kappa)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         return temporal_oracle(q)

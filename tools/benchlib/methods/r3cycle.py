@@ -151,13 +151,10 @@ class GraphQAAdapter:
         pass
 
     def invoke(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> dict[str, Any]:
-        """The graph's full output for one question."""
+        """The graph's full output for one question (the graph's defaults: max_steps 10, max_cycles 1)."""
         from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
 
-        opts = ctx.options
-        builder = create_r3cycle_graph(ctx.kg, model=model, reflection=self.reflection,
-                                       max_steps=int(opts.get("max_steps") or 10),
-                                       max_cycles=int(opts.get("max_cycles") or 1))
+        builder = create_r3cycle_graph(ctx.kg, model=model, reflection=self.reflection)
         return builder.compile(store=ctx.store).invoke({"question": q.question})
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
@@ -238,6 +235,8 @@ def _main() -> None:
     import argparse
     import json
 
+    from benchlib.metrics import markdown_table
+
     ap = argparse.ArgumentParser(description="Graph-CoT vs R3-Cycle under a noisy oracle agent (graph-qa)")
     ap.add_argument("--questions", type=int, default=90)
     ap.add_argument("--noise", default="0.1,0.2,0.3")
@@ -249,10 +248,7 @@ def _main() -> None:
     cols = ["noise", "method", "accuracy", "first_attempt_accuracy", "first_attempt_failures", "recovered",
             "recovery_rate", "first_attempt_halts", "llm_calls_per_query", "prompt_tokens_per_query",
             "longest_prompt_tokens", "longest_vs_graphcot", "mean_longest_prompt_tokens", "mean_longest_vs_graphcot"]
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols))
-    for r in rows:
-        print("| " + " | ".join(f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |")
+    print(markdown_table(rows, cols))
     if args.json:
         from pathlib import Path
 

@@ -16,13 +16,19 @@ Oracle decider (a simulated competent LLM; gold labels are read only here, at de
 Extra metrics per question: ``hops`` (moves, backward included), ``replayed_nodes``,
 ``replay_only`` (1 when replay alone was judged sufficient), ``enhanced``/``penalised`` edge
 counts. (The harness reports ``core_ms_median``: wall time minus LLM and embedding time.)
+
+Offline, ``prompt_tokens`` is the would-be answer prompt only (``graphs.common.ANSWER_PROMPT`` over
+the evidence, ``api.with_offline_answer_prompt``): the offline heuristics make the sufficiency,
+traversal and marking decisions without building their prompts, so those cannot be counted
+without an LLM.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, gold_chunk_ids, oracle_answer, titles_of
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
+                          oracle_answer, titles_of, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph, hop_distances
 
@@ -66,8 +72,9 @@ class ReMindRAGAdapter:
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         kg = ctx.kg
         out = self._app(ctx, model).invoke({"question": q.question})
-        usage = out.get("usage") or {}
         evidence = out.get("evidence") or []
+        # offline: the answer prompt the graph's answer step would send (decision prompts are not built)
+        usage = with_offline_answer_prompt(out.get("usage") or {}, model, lambda: answer_prompt(q.question, evidence))
         ids = [e["id"] for e in evidence]
         updates = out.get("memory_updates") or {}
         return MethodResult(
