@@ -8,6 +8,7 @@ evidence, or an extractive answer offline), ``emit_progress`` and ``method_as_to
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, TypedDict
 
@@ -116,6 +117,16 @@ STOPWORDS = frozenset(
     "what which who whom whose when where why how is was are were the a an of in on for to and or did does do "
     "that this by with as at from be it its has have had many much there their they he she his her than then "
     "also both same first".split())
+
+
+_PUNCT = frozenset(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """Answer normalisation for exact match (SQuAD/HotpotQA): lower case, no punctuation, no
+    articles, single spaces."""
+    s = "".join(ch for ch in str(s).lower() if ch not in _PUNCT)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
 
 
 def content_words(text: str) -> set[str]:

@@ -41,7 +41,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import BaseState, InputState, RunContext, check_question, emit_progress, run_model
+from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, check_question, emit_progress,
+                                           evidence_item, run_model)
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
@@ -357,12 +358,7 @@ def _reasoning(plan: Mapping[str, Any], rule: str) -> str:
 
 
 def _evidence(kg: "KnowledgeGraph", edge_ids: Sequence[str]) -> list[dict[str, Any]]:
-    out = []
-    for eid in edge_ids:
-        e = kg.edge(eid)
-        if e is not None:
-            out.append({"id": e.id, "kind": e.kind, "text": kg.fact_text(e)})
-    return out
+    return [evidence_item(kg, eid) for eid in edge_ids if kg.edge(eid) is not None]
 
 
 # ------------------------------------------------------------------------------------ shared nodes

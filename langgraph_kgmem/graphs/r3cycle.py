@@ -43,7 +43,8 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import BaseState, InputState, check_question, emit_progress, evidence_item
+from langgraph_kgmem.graphs.common import (BaseState, InputState, check_question, emit_progress, evidence_item,
+                                           normalize_answer)
 from langgraph_kgmem.llm import (decide, empty_usage, fresh_usage, invoke_counted, is_offline, merge_usage,
                                  message_text, model_label, offline_usage, render, resolve_model)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
@@ -194,21 +195,15 @@ GUIDANCE_TEMPLATE = "Root cause: {root_cause}\nAdvice: {advice}"
 # ------------------------------------------------------------------------------------ verifiers
 
 
-def _normalize(s: str) -> str:
-    s = re.sub(r"[^\w\s]", " ", str(s).lower())
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
-
-
 def exact_match_verifier(gold: str | Sequence[str]) -> Callable[[str, str, list[dict[str, Any]]], Verdict]:
     """A verifier for evaluation: ok iff the normalized answer equals a normalized gold answer."""
     golds = [gold] if isinstance(gold, str) else list(gold)
     if not golds:
         raise KgmemInputError("exact_match_verifier needs at least one gold answer")
-    targets = {_normalize(g) for g in golds}
+    targets = {normalize_answer(g) for g in golds}
 
     def verify(question: str, answer: str, evidence: list[dict[str, Any]]) -> Verdict:
-        ok = _normalize(answer) in targets
+        ok = normalize_answer(answer) in targets
         return Verdict(ok=ok, reason="matches the gold answer" if ok else f"{answer!r} is not the gold answer")
 
     return verify
@@ -377,10 +372,10 @@ def _offline_reflection(state: dict[str, Any], failure: FailureType, reason: str
 
 
 def _offline_verdict(answer: str, steps: Sequence[dict[str, Any]]) -> Verdict:
-    a = _normalize(answer)
-    if not a or a == _normalize(NO_ANSWER):
+    a = normalize_answer(answer)
+    if not a or a == normalize_answer(NO_ANSWER):
         return Verdict(ok=False, reason="no answer was given")
-    seen = any(a in _normalize(s["observation"]) for s in steps if s["tool"] != FINISH)
+    seen = any(a in normalize_answer(s["observation"]) for s in steps if s["tool"] != FINISH)
     return Verdict(ok=seen, reason="the answer appears in the observations" if seen
                    else "the answer appears in no observation")
 

@@ -36,11 +36,11 @@ methods. Only the *answer* prompt is counted: the offline heuristics replace the
 
 from __future__ import annotations
 
-import re
-import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, Sequence
+
+from langgraph_kgmem.graphs.common import normalize_answer  # the package's EM normalisation (re-exported)
 
 CorpusMode = Literal["per-question", "pooled", "records", "graph-qa"]
 
@@ -116,13 +116,6 @@ def titles_of(kg: Any, ids: list[str]) -> list[str]:
         if title and title not in out:
             out.append(title)
     return out
-
-
-def normalize_answer(s: str) -> str:
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
 
 
 def oracle_answer(gold: str, evidence_texts: list[str]) -> str:
