@@ -629,24 +629,20 @@ def create_r3cycle_graph(
         return {"steps": [*state.get("steps", []), step], "path": path,
                 "visited": list(dict.fromkeys(visited)), "final": final, "pending": None}
 
-    def record(state: R3State) -> dict[str, Any]:
-        memory = RecordMemory(resolve_store(store), kg.name, "trajectories")
-        memory.put(f"{state['run_id']}-{state['attempt']}", {
+    def _trajectory(state: R3State, **outcome: Any) -> None:
+        """Store the current attempt's trajectory (rewritten as it grows; ``outcome``/``verdict`` at the end)."""
+        RecordMemory(resolve_store(store), kg.name, "trajectories").put(f"{state['run_id']}-{state['attempt']}", {
             "run_id": state["run_id"], "question": state["question"], "method": method,
             "attempt": state["attempt"], "budget": state["budget"], "guidance": state.get("guidance", ""),
-            "steps": state["steps"], "path": state.get("path", []), "answer": state.get("final"),
-            "outcome": None})
+            "steps": state.get("steps", []), "path": state.get("path", []), "answer": state.get("final"),
+            "outcome": None, **outcome})
+
+    def record(state: R3State) -> dict[str, Any]:
+        _trajectory(state)
         return {}
 
     def _finish_record(state: R3State, outcome: Outcome, verdict: dict[str, Any] | None) -> None:
-        memory = RecordMemory(resolve_store(store), kg.name, "trajectories")
-        key = f"{state['run_id']}-{state['attempt']}"
-        rec = memory.get(key) or {"run_id": state["run_id"], "question": state["question"], "method": method,
-                                  "attempt": state["attempt"], "budget": state["budget"],
-                                  "guidance": state.get("guidance", ""), "steps": state.get("steps", []),
-                                  "path": state.get("path", []), "answer": state.get("final")}
-        rec.update(outcome=outcome, verdict=verdict)
-        memory.put(key, rec)
+        _trajectory(state, outcome=outcome, verdict=verdict)
 
     def verify(state: R3State) -> dict[str, Any]:
         steps = state.get("steps", [])
