@@ -368,14 +368,6 @@ def test_options_are_validated_at_build_time(kg):
     assert create_autopruned_graph(kg, model="offline", fine=FineScoring(top_t=1)) is not None
 
 
-def test_graph_shape():
-    kg = KnowledgeGraph.in_memory(name="shape")
-    drawing = create_autopruned_graph(kg, model="offline").compile().get_graph().draw_mermaid()
-    for node in ("sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
-                 "answer", "memorize", "consolidate"):
-        assert node in drawing
-
-
 def test_segmentation_joins_chains_and_cuts_topic_changes():
     v = np.eye(4, dtype=np.float32)
     vecs = np.stack([v[0], v[0], v[1], v[1]])

@@ -343,12 +343,9 @@ def test_make_question_round_trips_through_the_parser(abnormal):
     assert (p.task, p.time, p.hours, p.horizon) == ("earliest", at(3), 2, 6) and q.answer == at(8)
 
 
-def test_graph_shape(rkg):
-    drawing = create_kgirag_graph(rkg, model="offline").compile().get_graph().draw_mermaid()
-    for node in ("plan_query", "retrieve_triples", "judge_retrieval", "synthesize_answer"):
-        assert node in drawing
-    drawing = create_singlepass_graph(rkg, model="offline").compile().get_graph().draw_mermaid()
-    assert "retrieve_window" in drawing and "judge_retrieval" not in drawing
+def test_singlepass_graph_reads_one_window(rkg):
+    nodes = set(create_singlepass_graph(rkg, model="offline").nodes)
+    assert "retrieve_window" in nodes and "judge_retrieval" not in nodes
 
 
 def test_docstring_example_runs():

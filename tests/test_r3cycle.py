@@ -295,14 +295,6 @@ def test_offline_reflection_steers_the_retry_away_from_the_rejected_read(books):
     assert out["attempts"][1]["steps"][1]["args"] != out["attempts"][0]["steps"][1]["args"]
 
 
-def test_graph_shape():
-    kg = KnowledgeGraph.in_memory(name="shape")
-    drawing = create_r3cycle_graph(kg, model="offline").compile().get_graph().draw_mermaid()
-    for node in ("start_run", "reason", "act", "record", "verify", "reflect", "replan", "finish_run"):
-        assert node in drawing
-    kg.close()
-
-
 def test_docstring_example_runs():
     result = doctest.testmod(r3cycle, verbose=False)
     assert result.failed == 0 and result.attempted > 0

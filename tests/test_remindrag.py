@@ -270,16 +270,6 @@ def test_without_a_store_the_error_says_how_to_provide_one(kg):
         run(app, Q_RIVER)
 
 
-def test_graph_shape():
-    kg = KnowledgeGraph.in_memory(name="shape")
-    mermaid = create_remindrag_graph(kg, model="offline").compile().get_graph().draw_mermaid()
-    for node in ("retrieve_seeds", "replay_memory", "check_sufficiency", "traverse_step", "answer", "memorize"):
-        assert node in mermaid
-
-
-# ------------------------------------------------------------------------------ memory pays off
-
-
 def test_second_identical_question_needs_fewer_llm_calls(kg, store):
     targets = [chunk_titled(kg, "Warsaw"), chunk_titled(kg, "Vistula")]
     model = ScriptedChatModel(responder=targeted(kg, targets, answer="Vistula"))

@@ -7,7 +7,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from method_cases import compile_method, method_case
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.registry import METHODS
+from langgraph_kgmem.graphs.registry import METHODS, get_factory
 
 COUNTERS = ("llm_calls", "prompt_tokens", "completion_tokens", "offline_decisions")
 
@@ -45,3 +45,27 @@ def test_every_method_labels_an_offline_run(method, kg):
     out = _app(method, kg).invoke({"question": question}, {"configurable": {"thread_id": "t"}})
     assert out["model"].startswith("offline")
     assert out["method"] and isinstance(out["answer"], str)
+
+
+NODES = {  # every registered method's nodes, exactly (verb_object names: what traces and streams show)
+    "remindrag": {"retrieve_seeds", "replay_memory", "check_sufficiency", "traverse_step", "answer", "memorize"},
+    "catrag": {"retrieve_facts", "filter_facts", "anchor_entities", "weight_edges", "boost_key_facts", "run_ppr",
+               "rank_passages", "answer"},
+    "hipporag2": {"retrieve_facts", "filter_facts", "run_ppr", "rank_passages", "answer"},
+    "autopruned": {"sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
+                   "answer", "memorize", "consolidate"},
+    "kgirag": {"plan_query", "retrieve_triples", "judge_retrieval", "synthesize_answer"},
+    "r3cycle": {"start_run", "reason", "act", "record", "verify", "reflect", "replan", "finish_run"},
+    "graphcot": {"start_run", "reason", "act", "record", "verify", "reflect", "replan", "finish_run"},
+}
+
+
+def test_the_node_table_covers_every_method():
+    assert set(NODES) == set(METHODS)
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_graph_shape(method, kg):
+    kg, _, _ = method_case(method, kg)
+    factory, preset = get_factory(method)
+    assert set(factory(kg, model="offline", **preset).nodes) == NODES[method]
