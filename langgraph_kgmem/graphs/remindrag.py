@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, GetOp, PutOp
+from langgraph.store.base import BaseStore
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field, ValidationError
 
@@ -36,7 +36,7 @@ from langgraph_kgmem.errors import check_int, check_number
 from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, content_words,
                                            emit_progress, evidence_item, id_validator)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render, resolve_model
-from langgraph_kgmem.memory import namespace, resolve_store
+from langgraph_kgmem.memory import EdgeMemory, resolve_store
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -95,33 +95,6 @@ def _unit(q: np.ndarray) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64).ravel()
     n = np.linalg.norm(q)
     return q / n if n > 0 else q
-
-
-class _EdgeMemoryView:
-    """Reads and writes of per-edge memory vectors, only for the edges asked about.
-
-    Same namespace and record format as :class:`langgraph_kgmem.memory.EdgeMemory` (``{"v": [...]}``
-    under ``("kgmem", kg_name, "edge_memory")``), but fetched per expansion with one batched store
-    call instead of loading the whole namespace, so the cost does not grow with the memory's size.
-    """
-
-    def __init__(self, store: BaseStore, kg_name: str, dim: int) -> None:
-        self.store, self.ns, self.dim = store, namespace(kg_name, "edge_memory"), dim
-
-    def many(self, edge_ids: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(edge_ids), self.dim))
-        if not edge_ids:
-            return out
-        results = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in edge_ids])
-        for i, item in enumerate(results):
-            if item is not None:
-                out[i] = np.asarray(item.value["v"], dtype=np.float64)
-        return out
-
-    def put_many(self, vectors: dict[str, np.ndarray]) -> None:
-        if vectors:
-            self.store.batch([PutOp(self.ns, e, {"v": [round(float(x), 7) for x in v]}, index=False)
-                              for e, v in sorted(vectors.items())])
 
 
 # ------------------------------------------------------------------------------------ state
@@ -490,10 +463,10 @@ def create_remindrag_graph(
         kg.add_synonym_edges(threshold=synonym_threshold)
     view = _GraphView(kg)
 
-    def memory_of(q: np.ndarray) -> _EdgeMemoryView:
-        return _EdgeMemoryView(resolve_store(store), kg.name, len(q))
+    def memory_of(q: np.ndarray) -> EdgeMemory:
+        return EdgeMemory(resolve_store(store), kg.name, len(q))
 
-    def weights(exp: _Expansion, mem: _EdgeMemoryView, q: np.ndarray) -> np.ndarray:
+    def weights(exp: _Expansion, mem: EdgeMemory, q: np.ndarray) -> np.ndarray:
         if not exp.edge_ids:
             return np.zeros(0)
         return replay_weights(exp.cos_ab, mem.many(exp.edge_ids), q, alpha)
@@ -577,7 +550,7 @@ def create_remindrag_graph(
         return {"sufficient": decision.sufficient, "steps": steps, "usage": usage}
 
     # -------------------------------------------------------------- 4. one traversal move
-    def _frontier(state: ReMindState, q: np.ndarray, mem: _EdgeMemoryView) -> dict[str, list[tuple[str, str, float, float]]]:
+    def _frontier(state: ReMindState, q: np.ndarray, mem: EdgeMemory) -> dict[str, list[tuple[str, str, float, float]]]:
         """For each node of S with unexplored neighbours: [(neighbour, edge, w, cos(q, neighbour))], best first."""
         in_s = set(state.get("subgraph_nodes", []))
         open_nodes: list[tuple[str, _Expansion, list[int]]] = []

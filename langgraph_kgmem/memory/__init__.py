@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.errors import ConfigurationError
 
@@ -75,50 +75,38 @@ class RecordMemory:
 
 
 class EdgeMemory:
-    """Per-edge memory vectors (ReMindRAG). Missing edges read as the zero vector.
-
-    Reads load the whole namespace once per instance (it is small: only edges that were ever
-    updated have an entry) and writes go through immediately.
-    """
+    """Per-edge memory vectors (ReMindRAG) under ``("kgmem", kg_name, "edge_memory")`` as ``{"v": [...]}``.
+    Missing edges read as the zero vector. Reads and writes are one batched store call for the
+    edges asked about, so their cost does not grow with the memory's size."""
 
     def __init__(self, store: BaseStore, kg_name: str, dim: int) -> None:
         self.store = store
         self.ns = namespace(kg_name, "edge_memory")
         self.dim = dim
-        self._cache: dict[str, np.ndarray] | None = None
-
-    def _load(self) -> dict[str, np.ndarray]:
-        if self._cache is None:
-            self._cache = {it.key: np.asarray(it.value["v"], dtype=np.float64)
-                           for it in _list_all(self.store, self.ns)}
-        return self._cache
-
-    def get(self, edge_id: str) -> np.ndarray:
-        v = self._load().get(edge_id)
-        return v.copy() if v is not None else np.zeros(self.dim)
 
     def many(self, edge_ids: Iterable[str]) -> np.ndarray:
-        cache = self._load()
         ids = list(edge_ids)
         out = np.zeros((len(ids), self.dim))
-        for i, e in enumerate(ids):
-            v = cache.get(e)
-            if v is not None:
-                out[i] = v
+        if ids:
+            for i, item in enumerate(self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])):
+                if item is not None:
+                    out[i] = np.asarray(item.value["v"], dtype=np.float64)
         return out
 
-    def put_many(self, vectors: Mapping[str, np.ndarray]) -> None:
-        cache = self._load()
-        for eid, v in sorted(vectors.items()):
-            arr = np.asarray(v, dtype=np.float64)
-            cache[eid] = arr
-            self.store.put(self.ns, eid, {"v": [round(float(x), 7) for x in arr]}, index=False)
+    def get(self, edge_id: str) -> np.ndarray:
+        return self.many([edge_id])[0]
 
-    def __len__(self) -> int:
-        return len(self._load())
+    def put_many(self, vectors: Mapping[str, np.ndarray]) -> None:
+        if vectors:
+            self.store.batch([PutOp(self.ns, e, {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)]},
+                                    index=False) for e, v in sorted(vectors.items())])
 
     def keys(self) -> list[str]:
-        return sorted(self._load())
+        """Every edge with a memory (lists the whole namespace)."""
+        return sorted(it.key for it in _list_all(self.store, self.ns))
+
+    def __len__(self) -> int:
+        return len(self.keys())
 
 
 __all__ = ["EdgeMemory", "RecordMemory", "namespace", "resolve_store"]
