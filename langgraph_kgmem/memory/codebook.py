@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 
@@ -436,25 +436,29 @@ class Codebook:
         out[: mat.shape[0]] = mat
         return out
 
+    def _vectors_of(self, kg: "KnowledgeGraph", todo: Sequence[int], text: Callable[[int], str],
+                    kg_id: Callable[[int], str] | None, space: str) -> dict[int, np.ndarray]:
+        """Unit vectors for slots ``todo``: the KG's own vector when the slot came from the KG
+        (``kg_id``) and the KG has one in ``space``, else one batched embedding call for the rest."""
+        vecs: dict[int, np.ndarray] = {}
+        if kg_id is not None:
+            known = [i for i in todo if kg_id(i)]
+            ok = kg.has_vectors([kg_id(i) for i in known], space=space) if known else []
+            hit = [i for i, h in zip(known, ok) if h]
+            if hit:
+                for i, v in zip(hit, kg.vectors([kg_id(i) for i in hit], space=space)):
+                    vecs[i] = v / (np.linalg.norm(v) or 1.0)
+        rest = [i for i in todo if i not in vecs]
+        if rest:
+            vecs.update(zip(rest, self._embed(kg, [text(i) for i in rest])))
+        return vecs
+
     def _fill(self, kg: "KnowledgeGraph", mat: np.ndarray | None, have: int, texts: list[str],
               kg_ids: list[str] | None, space: str) -> np.ndarray:
         n = len(texts)
         if n <= have and mat is not None:
             return mat
-        todo = list(range(have, n))
-        vecs: dict[int, np.ndarray] = {}
-        if kg_ids is not None:
-            known = [i for i in todo if kg_ids[i]]
-            ok = kg.has_vectors([kg_ids[i] for i in known], space=space) if known else []
-            hit = [i for i, h in zip(known, ok) if h]
-            if hit:
-                got = kg.vectors([kg_ids[i] for i in hit], space=space)
-                for i, v in zip(hit, got):
-                    vecs[i] = v / (np.linalg.norm(v) or 1.0)
-        rest = [i for i in todo if i not in vecs]
-        if rest:
-            for i, v in zip(rest, self._embed(kg, [texts[i] for i in rest])):
-                vecs[i] = v
+        vecs = self._vectors_of(kg, range(have, n), texts.__getitem__, kg_ids.__getitem__ if kg_ids else None, space)
         dim = len(next(iter(vecs.values()))) if vecs else (mat.shape[1] if mat is not None else 1)
         mat = self._grow(mat, n, dim)
         for i, v in vecs.items():
@@ -478,18 +482,7 @@ class Codebook:
         fact vector (also after an alias remap: the text then differs only by an alias)."""
         todo = list(self._line_todo)
         if todo:
-            vecs: dict[int, np.ndarray] = {}
-            known = [e for e in todo if self.edge_kg[e]]
-            ok = kg.has_vectors([self.edge_kg[e] for e in known], space="facts") if known else []
-            hit = [e for e, h in zip(known, ok) if h]
-            if hit:
-                got = kg.vectors([self.edge_kg[e] for e in hit], space="facts")
-                for e, v in zip(hit, got):
-                    vecs[e] = v / (np.linalg.norm(v) or 1.0)
-            rest = [e for e in todo if e not in vecs]
-            if rest:
-                for e, v in zip(rest, self._embed(kg, [self.line(e) for e in rest])):
-                    vecs[e] = v
+            vecs = self._vectors_of(kg, todo, self.line, self.edge_kg.__getitem__, "facts")
             dim = len(next(iter(vecs.values())))
             self._line_vecs = self._grow(self._line_vecs, len(self.edge_hrt), dim)
             for e, v in vecs.items():
