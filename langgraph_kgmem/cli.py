@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
-from langgraph_kgmem.errors import KgmemError
+from langgraph_kgmem.errors import KgmemError, KgmemInputError
 
 TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
 
@@ -110,16 +110,26 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def _run_highlight(run_file: str) -> list[str]:
     from langgraph_kgmem.kg.html import run_highlight
 
-    return run_highlight(json.loads(Path(run_file).read_text(encoding="utf-8")))
+    hint = "give the JSON that `kgmem ask ... --json` prints"
+    try:
+        run = json.loads(Path(run_file).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise KgmemInputError(f"--run {run_file}: cannot read it ({exc.strerror or exc}); {hint}") from exc
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise KgmemInputError(f"--run {run_file} is not JSON ({exc}); {hint}") from exc
+    try:
+        return run_highlight(run)
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise KgmemInputError(f"--run {run_file} is not a run output (no evidence/path lists of ids); {hint}") from exc
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from langgraph_kgmem.kg.html import export_html
 
+    highlight = list(args.highlight or [])
+    if args.run:  # read before opening the KG: a bad file fails fast
+        highlight += _run_highlight(args.run)
     with _open(args, create=False) as kg:
-        highlight = list(args.highlight or [])
-        if args.run:
-            highlight += _run_highlight(args.run)
         out = export_html(kg, args.html, highlight=highlight, max_nodes=args.max_nodes)
         print(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges)")
     return 0

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_kgmem.errors import ConfigurationError
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("KGMEM_CACHE_DIR", Path.home() / ".cache" / "langgraph_kgmem"))
 
@@ -38,8 +38,8 @@ class HashingEmbeddings(Embeddings):
     """
 
     def __init__(self, dim: int = 256) -> None:
-        if dim < 8:
-            raise ValueError(f"HashingEmbeddings dim must be >= 8, got {dim}")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 8:
+            raise KgmemInputError(f"HashingEmbeddings dim must be an integer >= 8, got {dim!r}")
         self.dim = dim
 
     def _features(self, text: str) -> list[tuple[int, float]]:
@@ -174,8 +174,12 @@ def get_embeddings(spec: Embeddings | str | None = None, *, cache: bool = True) 
     if isinstance(spec, Embeddings):
         return spec
     spec = spec or os.environ.get("KGMEM_EMBEDDINGS") or "local"
-    if spec.startswith("hash"):
-        _, _, dim = spec.partition(":")
+    if spec == "hash" or spec.startswith("hash:"):
+        dim = spec.partition(":")[2].strip()
+        if dim and not (dim.isdigit() and int(dim) >= 8):
+            raise ConfigurationError(
+                f"embeddings {spec!r}: the hashing embedding's size must be a whole number >= 8, "
+                "e.g. 'hash:256' (or plain 'hash'); check --embeddings / KGMEM_EMBEDDINGS")
         return HashingEmbeddings(int(dim) if dim else 256)
     if spec in {"local", "all-MiniLM-L6-v2", "local:all-MiniLM-L6-v2"}:
         base = LocalSentenceTransformerEmbeddings()

@@ -7,6 +7,7 @@ re-run always completes the graph. Re-adding a ``done`` document changes nothing
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,6 +20,7 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
+from langgraph_kgmem.kg.vectors import unit_rows
 from langgraph_kgmem.llm import empty_usage, is_offline, merge_usage, resolve_model
 
 if TYPE_CHECKING:
@@ -117,8 +119,25 @@ def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceD
         raise KgmemInputError(
             f"document {title or did or text[:30]!r} has {len(text):,} characters, over the limit of "
             f"{max_chars:,}; split it into several documents or raise max_chars")
-    did = str(did) if did else document_id(title + "\x1f" + text if title else text)
+    did = str(did) if did else document_id(text, title)
+    _check_meta(meta, title or did)
     return SourceDocument(did, text, title, meta)
+
+
+def _check_meta(meta: dict[str, Any], name: str) -> None:
+    """Metadata is stored as JSON: refuse what JSON cannot hold before anything is written."""
+    try:
+        json.dumps(meta, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        bad = []
+        for k, v in meta.items():
+            try:
+                json.dumps({k: v}, sort_keys=True)
+            except (TypeError, ValueError):
+                bad.append(f"{k!r} ({type(v).__name__})")
+        raise KgmemInputError(
+            f"document {name!r} has metadata that is not JSON-serialisable: {', '.join(bad) or exc}; "
+            "convert those values to strings or numbers first (e.g. value.isoformat() for dates)") from exc
 
 
 # ------------------------------------------------------------------------------- writing
@@ -133,45 +152,79 @@ class _Writer:
         self.report = IngestReport()
         self.prev_anchor: str | None = None
         self._resolved: dict[str, str] = {}
+        self._vec: dict[str, np.ndarray] = {}                 # name -> its embedding
+        self._best: dict[str, tuple[str | None, float]] = {}  # name -> closest KG entity (id, cosine)
+        self._created: dict[str, int] = {}                    # entity id made by this writer -> row of _unit
+        self._unit = np.zeros((0, 0), dtype=np.float32)       # unit vectors of those entities (grown x2)
+
+    def prepare(self, names: Sequence[str]) -> None:
+        """Embed names and find each one's closest KG entity with one matrix product (ingestion
+        calls it once per document; names it did not cover are done per chunk)."""
+        todo = [n for n in dict.fromkeys(names)
+                if n not in self._vec and n not in self._resolved and normalize_name(n) and self._lookup(n) is None]
+        if not todo:
+            return
+        vecs = self.kg.embed_texts(todo)
+        self._vec.update(zip(todo, vecs))
+        if self.merge_threshold is not None:
+            self._best.update(zip(todo, self.kg.vector_index.best("nodes", unit_rows(vecs), kinds=("entity",))))
+
+    def _lookup(self, name: str) -> str | None:
+        """The entity ``name`` already denotes: its own id, or the target of a recorded alias."""
+        eid = entity_id(name)
+        if self.kg.has_node(eid):
+            return eid
+        target = self.kg.graph_store.alias_target(normalize_name(name))
+        return target if target and self.kg.has_node(target) else None
+
+    def _remember(self, eid: str, unit: np.ndarray) -> None:
+        n = len(self._created)
+        if n == len(self._unit):
+            grown = np.zeros((max(2 * n, 16), len(unit)), dtype=np.float32)
+            if n:
+                grown[:n] = self._unit
+            self._unit = grown
+        self._unit[n] = unit
+        self._created[eid] = n
 
     def resolve_entities(self, names: Sequence[str]) -> dict[str, str]:
-        """Map each name to an entity id, creating entity nodes; merges near-duplicates."""
+        """Map each name to an entity id, creating entity nodes; merges near-duplicates.
+
+        A new name merges into the most similar entity (cosine >= merge_threshold) among those
+        the KG had when the document started and those this document created since; ties go to
+        the older entity."""
         kg, store = self.kg, self.kg.graph_store
         todo: list[str] = []
         for name in dict.fromkeys(names):
-            key = normalize_name(name)
-            if not key or name in self._resolved:
+            if not normalize_name(name) or name in self._resolved:
                 continue
-            eid = entity_id(name)
-            if kg.has_node(eid):
-                self._resolved[name] = eid
-                continue
-            target = store.alias_target(key)
-            if target and kg.has_node(target):
-                self._resolved[name] = target
-                continue
-            todo.append(name)
+            known = self._lookup(name)
+            if known is not None:
+                self._resolved[name] = known
+            else:
+                todo.append(name)
         if not todo:
             return self._resolved
-        vecs = kg.embed_texts(todo)
+        self.prepare(todo)
+        vecs = np.asarray([self._vec[n] for n in todo], dtype=np.float32)
+        units = unit_rows(vecs)
+        created = list(self._created)
         new_nodes: list[Node] = []
-        new_vecs: list[np.ndarray] = []
-        batch_ids: list[str] = []
-        for name, vec in zip(todo, vecs):
+        new_rows: list[int] = []
+        for i, name in enumerate(todo):
             eid = entity_id(name)
-            if eid in batch_ids:
+            if eid in self._created:
                 self._resolved[name] = eid
                 continue
             merged = None
             if self.merge_threshold is not None:
-                hits = kg.nearest(vec, 1, kinds=("entity",))
-                # also compare with entities created earlier in this same batch
-                best = (hits[0][0].id, hits[0][1]) if hits else (None, -1.0)
-                if batch_ids:
-                    sims = np.asarray(new_vecs) @ (vec / (np.linalg.norm(vec) or 1.0))
+                best = self._best[name]
+                if self._created:
+                    # entities this document created (the KG's are in best): strictly better wins
+                    sims = self._unit[:len(self._created)] @ units[i]
                     j = int(np.argmax(sims))
                     if sims[j] > best[1]:
-                        best = (batch_ids[j], float(sims[j]))
+                        best = (created[j], float(sims[j]))
                 if best[0] is not None and best[1] >= self.merge_threshold:
                     merged = best
             if merged is not None:
@@ -180,11 +233,12 @@ class _Writer:
                 self.report.entities_merged += 1
                 continue
             self._resolved[name] = eid
-            batch_ids.append(eid)
+            self._remember(eid, units[i])
+            created.append(eid)
             new_nodes.append(Node(eid, "entity", name.strip(), {}))
-            new_vecs.append(vec / (np.linalg.norm(vec) or 1.0))
+            new_rows.append(i)
         if new_nodes:
-            kg.add_nodes(new_nodes, source=self.doc_id, vectors=np.asarray(new_vecs))
+            kg.add_nodes(new_nodes, source=self.doc_id, vectors=vecs[new_rows])
             self.report.entities_added += len(new_nodes)
         return self._resolved
 
@@ -196,7 +250,7 @@ class _Writer:
 
     def write_chunk(self, index: int, text: str | None, extraction: Extraction, *, title: str) -> dict[str, str]:
         kg = self.kg
-        names = extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)]
+        names = _names(extraction)
         ids = self.resolve_entities(names)
         self.record_provenance(names)
         chunk_nodes: list[Node] = []
@@ -237,6 +291,11 @@ class _Writer:
         return {"chunk": chunk_id or "", "anchor": anchor_id or ""}
 
 
+def _names(extraction: Extraction) -> list[str]:
+    """Entity names of one chunk's extraction, in the order they are resolved."""
+    return extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)]
+
+
 def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) -> list[str]:
     """Everything a document's write will embed, so it goes to the model in one batched call
     (fact texts use the names as extracted; a merged entity's fact is embedded on its own)."""
@@ -260,7 +319,7 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
         raise KgmemInputError("add_triples got an empty text: pass text=None for triples without a passage")
     if not trips and text is None:
         raise KgmemInputError("add_triples needs at least one triple or a text")
-    doc_id = source or document_id((title or "") + "\x1f" + (text or repr([t.text() for t in trips])))
+    doc_id = source or document_id(text if text is not None else repr([t.text() for t in trips]), title or "")
     existing = kg.graph_store.document(doc_id)
     report = IngestReport()
     if existing and existing["status"] == "done":
@@ -331,6 +390,7 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
                 report.usage = merge_usage(report.usage, ex.usage)
             with kg.transaction(), kg.prefetch_embeddings(_texts_to_embed(chunks, extractions)):
                 w = _Writer(kg, src.id, merge_threshold)
+                w.prepare([x for ex in extractions for x in _names(ex)])
                 for i, (c, ex) in enumerate(zip(chunks, extractions)):
                     w.write_chunk(i, c, ex, title=src.title or ex.title)
                 kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)

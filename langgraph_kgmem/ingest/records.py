@@ -25,6 +25,7 @@ from __future__ import annotations
 import calendar
 import csv
 import math
+import numbers
 import operator
 import re
 import time as _time
@@ -32,11 +33,12 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE
 from langgraph_kgmem.kg.types import Edge, Node, content_hash, edge_id, node_id
 
 if TYPE_CHECKING:
@@ -106,11 +108,18 @@ def event_node_id(slot: int, location: str) -> str:
 
 
 class ThresholdRule:
-    """``"RAIN > 0"`` style rule: one comparison, or several joined by ``or`` / ``and``."""
+    """``"RAIN > 0"`` style rule: one comparison, or several joined by ``or`` or by ``and``
+    (not both: write mixed logic as a callable)."""
 
     def __init__(self, text: str) -> None:
         self.description = text.strip()
-        self.joiner = "and" if re.search(r"\band\b", text) else "or"
+        joiners = set(re.findall(r"\s+(and|or)\s+", text.strip()))
+        if len(joiners) > 1:
+            raise KgmemInputError(
+                f"event_rule {text!r} mixes 'and' and 'or', which would need precedence rules: join all "
+                "conditions with one of them, or pass a callable(row) -> bool, e.g. "
+                "lambda r: (r['a'] > 1 and r['b'] > 2) or r['c'] > 3")
+        self.joiner = joiners.pop() if joiners else "or"
         self.conditions: list[tuple[str, str, float]] = []
         for part in re.split(r"\s+(?:and|or)\s+", text.strip()):
             m = _CONDITION.match(part)
@@ -128,7 +137,10 @@ class ThresholdRule:
         hits = []
         for col, op, thr in self.conditions:
             v = row.get(col)
-            hits.append(v is not None and not (isinstance(v, float) and math.isnan(v)) and _OPS[op](float(v), thr))
+            if v is not None and not isinstance(v, numbers.Real):
+                raise KgmemInputError(f"event_rule {self.description!r}: column {col!r} holds {v!r}, not a number; "
+                                      "compare numeric columns only, or pass a callable(row) -> bool")
+            hits.append(v is not None and not math.isnan(v) and _OPS[op](float(v), thr))
         return all(hits) if self.joiner == "and" else any(hits)
 
 
@@ -252,7 +264,11 @@ def _row_time(row: Mapping[str, Any], time_col: Any, time_format: str | None) ->
         raise KgmemInputError(f"time columns {missing} not in the records (columns: {', '.join(list(row)[:20])})")
     if len(cols) < 3:
         raise KgmemInputError(f"time_col as columns needs at least (year, month, day), got {cols}")
-    return datetime(*[int(float(row[c])) for c in cols][:6])
+    try:
+        return datetime(*[int(float(row[c])) for c in cols][:6])
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise KgmemInputError(f"cannot build a timestamp from time columns {cols} = {[row[c] for c in cols]} ({exc}): "
+                              "each must be a whole number (year, month, day[, hour, minute, second])") from exc
 
 
 def normalize_records(records: Any, *, time_col: Any = "time", location_col: str | None = "location",
@@ -292,9 +308,15 @@ def normalize_records(records: Any, *, time_col: Any = "time", location_col: str
             raise KgmemInputError(f"value columns {absent} not in the records (columns: {', '.join(list(rows[0])[:20])})")
     rule_cols = list(getattr(rule, "columns", []) or [])
     merged: dict[tuple[int, str], Observation] = {}
-    for row in rows:
+    for i, row in enumerate(rows):
         dt = _row_time(row, time_col, time_format)
-        loc = str(row[location_col]).strip() if location_col is not None else (location or DEFAULT_LOCATION)
+        if location_col is None:
+            loc = location or DEFAULT_LOCATION
+        else:
+            loc = str(row.get(location_col) or "").strip()
+            if not loc:
+                raise KgmemInputError(f"record {i + 1} has no {location_col!r} value: fill it in, or pass "
+                                      "location_col=None with location='<name>' for single-site data")
         values: dict[str, Any] = {}
         for c in dict.fromkeys(list(value_cols) + rule_cols):
             raw = row.get(c)
@@ -403,19 +425,15 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
     slots = sorted({o.slot for o in obs})
     locs = sorted({o.location for o in obs})
     ttext = {s: format_time(time_of_slot(s)) for s in slots}
-    tids = {s: node_id("time", ttext[s]) for s in slots}          # = time_node_id, computed once per slot
+    tids = {s: time_node_id(s) for s in slots}
     lids = {name: location_node_id(name) for name in locs}
     nodes: list[Node] = [Node(tids[s], "time", ttext[s], {"time": ttext[s], "slot": s}) for s in slots]
     nodes += [Node(lids[name], "location", name, {"location": name}) for name in locs]
     edges: list[Edge] = []
-    for a, b in zip(slots, slots[1:]):
-        ta, tb = tids[a], tids[b]
-        edges.append(Edge(edge_id(ta, tb, "time_next", TIME_NEXT_TEXT), ta, tb, "time_next", TIME_NEXT_TEXT, 1.0,
-                          {"gap_hours": b - a}))
     seen_tl: set[tuple[int, str]] = set()
     for o in obs:
         tid, lid = tids[o.slot], lids[o.location]
-        eid = node_id("event", f"{o.location.strip()}@{ttext[o.slot]}")   # = event_node_id
+        eid = event_node_id(o.slot, o.location)
         nodes.append(Node(eid, "event", event_text(o, event_name),
                           {"time": o.time_text, "slot": o.slot, "location": o.location, "values": o.values,
                            "abnormal": o.abnormal, "event": event_name, "duplicates": o.duplicates}))
@@ -433,15 +451,41 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
             kg.add_nodes(nodes[off:off + batch_size], source=doc_id, embed=False)
         for off in range(0, len(edges), batch_size):
             kg.add_edges(edges[off:off + batch_size], source=doc_id, embed_facts=False)
+        chained = relink_time_chain(kg, [tids[s] for s in slots], batch_size=batch_size)
         store.put_document(doc_id, title=title or f"records: {event_name}", status="done", meta=meta)
     report.records = len(obs)
     report.time_nodes = len(slots)
     report.locations = len(locs)
     report.events = len(obs)
     report.abnormal = sum(o.abnormal for o in obs)
-    report.edges = len(edges)
+    report.edges = len(edges) + chained
     report.seconds = _time.perf_counter() - t0
     return report
+
+
+def relink_time_chain(kg: "KnowledgeGraph", time_ids: Iterable[str], *, batch_size: int = BATCH_SIZE) -> int:
+    """Link each time node of ``time_ids`` to its neighbours in time by ``time_next`` edges and
+    drop the chain edges around them that skip a time node, so that the chain visits every time
+    node of the KG in order, across add_records batches and after deletions. Chain edges are
+    derived structure: they live as long as both ends do. Returns the number of edges added."""
+    times = sorted((int(n.attrs["slot"]), n.id) for n in kg.nodes("time") if "slot" in n.attrs)
+    pos = {nid: i for i, (_, nid) in enumerate(times)}
+    touched = sorted({pos[t] for t in time_ids if t in pos})
+    add: dict[str, Edge] = {}
+    for i in touched:
+        for (a, ta), (b, tb) in ((times[j], times[j + 1]) for j in (i - 1, i) if 0 <= j < len(times) - 1):
+            eid = edge_id(ta, tb, "time_next", TIME_NEXT_TEXT)
+            if kg.edge(eid) is None:
+                add[eid] = Edge(eid, ta, tb, "time_next", TIME_NEXT_TEXT, 1.0, {"gap_hours": b - a})
+    around = {times[j][1] for i in touched for j in (i - 1, i, i + 1) if 0 <= j < len(times)}
+    skips = {e.id for nid in around for e in kg.edges_of(nid)
+             if e.kind == "time_next" and pos.get(e.dst, -1) != pos.get(e.src, -3) + 1}
+    new = list(add.values())
+    with kg.transaction():
+        kg.delete_edges(skips)
+        for off in range(0, len(new), batch_size):
+            kg.add_edges(new[off:off + batch_size], source=DERIVED_SOURCE, embed_facts=False)
+    return len(new)
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -501,4 +545,5 @@ def temporal_index(kg: "KnowledgeGraph") -> TemporalIndex:
 
 __all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule", "TemporalIndex",
            "add_records", "normalize_records", "read_rows", "compile_rule", "temporal_index", "parse_time",
-           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id"]
+           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id",
+           "relink_time_chain"]

@@ -12,6 +12,7 @@ import os
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
@@ -29,6 +30,9 @@ from langgraph_kgmem.tracing import traced
 
 DB_FILE = "kg.sqlite"
 MEMORY_DB_FILE = "memory.sqlite"
+VECTORS_FILE = "vectors.npz"        # memory backend: all vectors, rewritten at close
+JOURNAL_FILE = "vectors.journal"    # memory backend: vectors added since, appended per transaction
+JOURNAL_COMPACT_BYTES = 8 << 20     # fold the journal into vectors.npz once it outgrows both
 FORMAT_VERSION = "1"
 # node kinds whose text is embedded (time/location/event nodes are found by structure, not text)
 EMBEDDED_KINDS = ("entity", "chunk", "anchor")
@@ -60,10 +64,17 @@ class KnowledgeGraph:
         self._prefetched: dict[str, np.ndarray] = {}
         self._persistence: tuple[Any, Any] | None = None
         self._closed = False
+        self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
+        self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
+        # memory backend on disk: vectors.npz + a journal of the vectors each transaction adds
+        self._npz_root = path if path is not None and not isinstance(vectors, ChromaVectorIndex) else None
+        vectors.track_dirty = self._npz_root is not None
         for n in store.load_nodes():
             self._index_node(n)
         for e in store.load_edges():
             self._index_edge(e)
+        self._drop_orphan_vectors()  # left by a crash between the vector write and the SQLite commit
+        self._saved_state = self._vector_state()
         self._check_embeddings()
 
     # ------------------------------------------------------------------ opening
@@ -137,23 +148,28 @@ class KnowledgeGraph:
                 f"comparable. Reopen with the same embeddings (KGMEM_EMBEDDINGS={stored}) or build a new KG.")
 
     def close(self) -> None:
-        """Flush and release the directory lock. Safe to call twice."""
+        """Flush and release the directory lock (also when flushing fails). Safe to call twice."""
         if self._closed:
             return
         self._closed = True
-        if self.path is not None and self._vector_backend == "memory":
-            _save_npz_vectors(self.path, self._vectors)
-        if self._persistence is not None:
-            for obj in self._persistence:
-                conn = getattr(obj, "conn", None)
-                if conn is not None:
-                    try:
-                        conn.close()
-                    except Exception:  # pragma: no cover - already closed
-                        pass
-        self._store.close()
-        if self._lock is not None:
-            self._lock.release()
+        try:
+            if self._npz_root is not None and (self._vector_state() != self._saved_state
+                                               or (self._npz_root / JOURNAL_FILE).exists()):
+                _save_npz_vectors(self._npz_root, self._vectors)
+        finally:
+            try:
+                if self._persistence is not None:
+                    for obj in self._persistence:
+                        conn = getattr(obj, "conn", None)
+                        if conn is not None:
+                            try:
+                                conn.close()
+                            except Exception:  # pragma: no cover - already closed
+                                pass
+                self._store.close()
+            finally:
+                if self._lock is not None:
+                    self._lock.release()
 
     def __enter__(self) -> "KnowledgeGraph":
         return self
@@ -210,15 +226,35 @@ class KnowledgeGraph:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group writes: all of them land in SQLite or none (vectors are upserted idempotently).
-        On failure the in-memory cache is reloaded from SQLite so both agree again."""
+        """Group writes: all of them land in SQLite or none.
+
+        On failure the in-memory cache is reloaded from SQLite and the vectors the failed block
+        added are dropped, so structure and vectors agree again. The outermost block appends the
+        vectors it added to the memory backend's journal just before it commits (a crash in
+        between leaves vectors without nodes, dropped at the next open), and deletes vectors
+        only after the commit (a rollback never loses the vector of a node it restores)."""
+        outer = self._store._depth == 0
         try:
             with self._store.transaction():
                 yield
+                if outer and self._npz_root is not None:
+                    _append_vector_journal(self._npz_root, self._vectors)
         except BaseException:
-            if self._store._depth == 0:
+            if outer:
+                self._doomed_vectors.clear()
                 self._reload()
             raise
+        if outer:
+            while self._doomed_vectors:
+                space, ids = self._doomed_vectors.pop()
+                self._vectors.delete(space, ids)
+
+    def _delete_vectors(self, space: str, ids: list[str]) -> None:
+        """Delete vectors once the enclosing transaction has committed (now if there is none)."""
+        if self._store._depth:
+            self._doomed_vectors.append((space, ids))
+        else:
+            self._vectors.delete(space, ids)
 
     def _reload(self) -> None:
         self._nodes, self._edges, self._out, self._in = {}, {}, {}, {}
@@ -226,7 +262,19 @@ class KnowledgeGraph:
             self._index_node(n)
         for e in self._store.load_edges():
             self._index_edge(e)
+        self._drop_orphan_vectors()
+        self._synonyms_done = None
         self._touch()
+
+    def _drop_orphan_vectors(self) -> None:
+        """Remove vectors whose node (space "nodes") or relation edge (space "facts") is gone."""
+        for space, alive in (("nodes", self._nodes), ("facts", self._edges)):
+            orphans = [i for i in self._vectors.ids(space) if i not in alive]
+            if orphans:
+                self._vectors.delete(space, orphans)
+
+    def _vector_state(self) -> tuple[int, int]:
+        return self._vectors.version("nodes"), self._vectors.version("facts")
 
     # ------------------------------------------------------------------ embeddings
     embed_seconds: float = 0.0  # time spent inside the embedding model (reported by ingestion)
@@ -277,26 +325,36 @@ class KnowledgeGraph:
     # ------------------------------------------------------------------ writes
     def add_nodes(self, nodes: Sequence[Node], *, source: str | None = None, embed: bool = True,
                   vectors: np.ndarray | None = None) -> list[str]:
-        """Insert or update nodes; embeds the text of entity/chunk/anchor nodes not yet embedded."""
+        """Insert or update nodes; embeds the text of entity/chunk/anchor nodes not yet embedded.
+
+        A node keeps its kind: updating an id with another kind raises :class:`KgmemInputError`
+        (ids are derived per kind, and the kind decides embedding and every traversal filter)."""
+        kinds: dict[str, str] = {}
         for n in nodes:
             if n.kind not in NODE_KINDS:
                 raise KgmemInputError(f"unknown node kind {n.kind!r}; allowed: {', '.join(NODE_KINDS)}")
+            old = self._nodes.get(n.id)
+            kind = kinds.setdefault(n.id, old.kind if old is not None else n.kind)
+            if kind != n.kind:
+                raise KgmemInputError(
+                    f"node {n.id!r} is a {kind!r} node and cannot become {n.kind!r}: give the {n.kind} node "
+                    f"its own id (e.g. node_id({n.kind!r}, text)), or delete the old node's document first")
         with self.transaction():
             self._store.upsert_nodes(nodes)
             if source is not None:
                 self._store.add_sources([n.id for n in nodes], [], source)
-        for n in nodes:
-            self._index_node(n)
-        if vectors is not None:
-            self._vectors.upsert("nodes", [n.id for n in nodes], vectors, [n.kind for n in nodes])
-        elif embed:
-            todo = [n for n in nodes if n.kind in EMBEDDED_KINDS]
-            have = self._vectors.has("nodes", [n.id for n in todo])
-            todo = [n for n, h in zip(todo, have) if not h]
-            if todo:
-                self._vectors.upsert("nodes", [n.id for n in todo], self.embed_texts([n.text for n in todo]),
-                                     [n.kind for n in todo])
-        self._touch()
+            for n in nodes:
+                self._index_node(n)
+            if vectors is not None:
+                self._vectors.upsert("nodes", [n.id for n in nodes], vectors, [n.kind for n in nodes])
+            elif embed:
+                todo = [n for n in nodes if n.kind in EMBEDDED_KINDS]
+                have = self._vectors.has("nodes", [n.id for n in todo])
+                todo = [n for n, h in zip(todo, have) if not h]
+                if todo:
+                    self._vectors.upsert("nodes", [n.id for n in todo], self.embed_texts([n.text for n in todo]),
+                                         [n.kind for n in todo])
+            self._touch()
         return [n.id for n in nodes]
 
     def add_node(self, kind: str, text: str, *, id: str | None = None, attrs: dict[str, Any] | None = None,
@@ -317,17 +375,29 @@ class KnowledgeGraph:
             self._store.upsert_edges(edges)
             if source is not None:
                 self._store.add_sources([], [e.id for e in edges], source)
-        for e in edges:
-            self._index_edge(e)
-        if embed_facts:
-            facts = [e for e in edges if e.kind == "relation"]
-            have = self._vectors.has("facts", [e.id for e in facts])
-            facts = [e for e, h in zip(facts, have) if not h]
-            if facts:
-                self._vectors.upsert("facts", [e.id for e in facts],
-                                     self.embed_texts([self.fact_text(e) for e in facts]), ["relation"] * len(facts))
-        self._touch()
+            for e in edges:
+                self._index_edge(e)
+            if embed_facts:
+                facts = [e for e in edges if e.kind == "relation"]
+                have = self._vectors.has("facts", [e.id for e in facts])
+                facts = [e for e, h in zip(facts, have) if not h]
+                if facts:
+                    self._vectors.upsert("facts", [e.id for e in facts], self.embed_texts(
+                        [self.fact_text(e) for e in facts]), ["relation"] * len(facts))
+            self._touch()
         return [e.id for e in edges]
+
+    def delete_edges(self, ids: Iterable[str]) -> int:
+        """Remove edges (and their fact vectors); their end nodes stay. Returns how many existed."""
+        ids = sorted({i for i in ids if i in self._edges})
+        if ids:
+            with self.transaction():
+                self._store.delete_edges(ids)
+                for eid in ids:
+                    self._unindex_edge(eid)
+                self._delete_vectors("facts", ids)
+                self._touch()
+        return len(ids)
 
     def add_edge(self, src: str, dst: str, kind: str, *, text: str = "", weight: float = 1.0,
                  attrs: dict[str, Any] | None = None, source: str | None = None) -> str:
@@ -357,9 +427,20 @@ class KnowledgeGraph:
     def add_synonym_edges(self, *, threshold: float = 0.8, weight_scale: float = 2.0, max_per_node: int = 50,
                           block: int = 2048) -> int:
         """Link entity pairs with cosine ≥ ``threshold`` by ``synonym`` edges weighted
-        ``weight_scale × similarity`` (HippoRAG 2 / CatRAG). Vectorised in blocks; idempotent."""
+        ``weight_scale × similarity`` (HippoRAG 2 / CatRAG). Vectorised in blocks.
+
+        Idempotent: returns the number of edges added or changed, and when that is 0 nothing is
+        written (``version`` stays, so snapshots and caches stay valid). A repeated call with the
+        same options and no entity vector added or removed since returns 0 without comparing."""
+        state = (threshold, weight_scale, max_per_node, self._vectors.version("nodes"))
+        if self._synonyms_done == state:
+            return 0
         ids, mat = self._vectors.matrix("nodes", kinds=("entity",))
+        keep = [i for i, nid in enumerate(ids) if nid in self._nodes]  # vectors of nodes deleted in this transaction
+        if len(keep) < len(ids):
+            ids, mat = [ids[i] for i in keep], mat[keep]
         if len(ids) < 2:
+            self._synonyms_done = state
             return 0
         mat = np.asarray(mat, dtype=np.float32)
         new: list[Edge] = []
@@ -375,10 +456,15 @@ class KnowledgeGraph:
                 for j in sorted(cand.tolist()):
                     sim = float(row[j])
                     a, b = ids[i], ids[j]
-                    new.append(Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim,
-                                    {"similarity": round(sim, 6)}))
+                    e = Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim,
+                             {"similarity": round(sim, 6)})
+                    old = self._edges.get(e.id)
+                    if old is None or abs(old.weight - e.weight) > 1e-5 or \
+                            abs(old.attrs.get("similarity", -2.0) - e.attrs["similarity"]) > 1e-5:
+                        new.append(e)
         if new:
             self.add_edges(new, source=DERIVED_SOURCE)
+        self._synonyms_done = state
         return len(new)
 
     def delete_document(self, doc_id: str) -> dict[str, int]:
@@ -387,24 +473,44 @@ class KnowledgeGraph:
             known = [d["id"] for d in self._store.documents()][:5]
             raise KgmemInputError(f"no document {doc_id!r} in KG {self.name!r}; known ids start with {known}")
         with self.transaction():
+            doc_edges = self._store.doc_edge_ids(doc_id)
             nodes, edges = self._store.remove_document_sources(doc_id)
             doomed_nodes = set(nodes)
             doomed_edges = set(edges)
             for nid in doomed_nodes:
                 doomed_edges.update(self._out.get(nid, []))
                 doomed_edges.update(self._in.get(nid, []))
+            # relation edges other documents keep must stop citing this document's chunks
+            pruned = []
+            for eid in doc_edges:
+                e = self._edges.get(eid)
+                if e is None or eid in doomed_edges or not e.attrs.get("chunks"):
+                    continue
+                chunks = [c for c in e.attrs["chunks"] if c not in doomed_nodes]
+                if len(chunks) < len(e.attrs["chunks"]):
+                    pruned.append(replace(e, attrs={**e.attrs, "chunks": chunks}))
+            # time nodes that lose a time_next neighbour get relinked to the surviving ones
+            relink = {x for eid in doomed_edges if (e := self._edges.get(eid)) is not None and e.kind == "time_next"
+                      for x in (e.src, e.dst)} - doomed_nodes
             self._store.delete_edges(sorted(doomed_edges))
             self._store.delete_nodes(sorted(doomed_nodes))
+            self._store.upsert_edges(pruned)
             self._store.delete_document_row(doc_id)
-        for eid in sorted(doomed_edges):
-            self._unindex_edge(eid)
-        for nid in doomed_nodes:
-            self._nodes.pop(nid, None)
-            self._out.pop(nid, None)
-            self._in.pop(nid, None)
-        self._vectors.delete("nodes", sorted(doomed_nodes))
-        self._vectors.delete("facts", sorted(doomed_edges))
-        self._touch()
+            for eid in sorted(doomed_edges):
+                self._unindex_edge(eid)
+            for e in pruned:
+                self._index_edge(e)
+            for nid in doomed_nodes:
+                self._nodes.pop(nid, None)
+                self._out.pop(nid, None)
+                self._in.pop(nid, None)
+            self._delete_vectors("nodes", sorted(doomed_nodes))
+            self._delete_vectors("facts", sorted(doomed_edges))
+            self._touch()
+            if relink:
+                from langgraph_kgmem.ingest.records import relink_time_chain
+
+                relink_time_chain(self, sorted(relink))
         return {"nodes_removed": len(doomed_nodes), "edges_removed": len(doomed_edges)}
 
     # ------------------------------------------------------------------ reads
@@ -488,7 +594,15 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ vectors
     def vectors(self, ids: Sequence[str], space: str = "nodes") -> np.ndarray:
-        return self._vectors.get(space, ids)
+        """Unit vectors of ``ids`` (rows in the given order); see :meth:`has_vectors`."""
+        try:
+            return self._vectors.get(space, ids)
+        except KeyError as exc:
+            missing = [i for i, h in zip(ids, self._vectors.has(space, ids)) if not h]
+            raise KgmemInputError(
+                f"no {space} vector for {missing[:3]}{' ...' if len(missing) > 3 else ''} in KG {self.name!r}: "
+                f"only entity/chunk/anchor nodes (space 'nodes') and relation edges (space 'facts') are "
+                "embedded; filter ids with kg.has_vectors(ids) first") from exc
 
     def has_vectors(self, ids: Sequence[str], space: str = "nodes") -> list[bool]:
         return self._vectors.has(space, ids)
@@ -603,12 +717,12 @@ class KnowledgeGraph:
             "name": self.name,
             "path": str(self.path) if self.path else None,
             "embeddings": embeddings_id(self.embeddings),
-            "documents": len(self._store.documents()),
+            "documents": self._store.document_count(),
             "nodes": len(self._nodes),
             "edges": len(self._edges),
             "nodes_by_kind": dict(sorted(nodes.items())),
             "edges_by_kind": dict(sorted(edges.items())),
-            "aliases": len(self._store.aliases()),
+            "aliases": self._store.alias_count(),
             "vectors": {"nodes": self._vectors.count("nodes"), "facts": self._vectors.count("facts")},
         }
 
@@ -659,23 +773,67 @@ def open_persistence(path: Path | None) -> tuple[Any, Any]:
     return saver, store
 
 
+# Memory backend on disk. vectors.npz holds every vector as of the last save; vectors.journal
+# holds the vectors added since, appended by each outermost write transaction just before it
+# commits (cost proportional to what the transaction added: rewriting the whole npz each time
+# made a 1,000-document ingest several times slower). Deletions are not journaled: vectors whose
+# node or edge is gone are dropped at open. The journal is folded into the npz at close and when
+# it outgrows both the npz and JOURNAL_COMPACT_BYTES.
+
+def _kinds_of(index: NumpyVectorIndex, space: str, ids: Sequence[str]) -> list[str]:
+    s = index._space(space)
+    return [s.kinds[s.row[i]] for i in ids]
+
+
 def _save_npz_vectors(root: Path, index: NumpyVectorIndex) -> None:
+    """Write every vector to vectors.npz (atomically) and drop the journal it now contains."""
     arrays: dict[str, Any] = {}
     for space in ("nodes", "facts"):
         ids, mat = index.matrix(space)
-        kinds = [index._space(space).kinds[index._space(space).row[i]] for i in ids]
-        arrays[f"{space}_ids"] = np.asarray(ids, dtype=object)
-        arrays[f"{space}_kinds"] = np.asarray(kinds, dtype=object)
+        arrays[f"{space}_ids"] = np.asarray(ids, dtype=str)
+        arrays[f"{space}_kinds"] = np.asarray(_kinds_of(index, space, ids), dtype=str)
         arrays[f"{space}_mat"] = mat
-    np.savez(root / "vectors.npz", **arrays)
+    tmp = root / (VECTORS_FILE + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+    os.replace(tmp, root / VECTORS_FILE)
+    (root / JOURNAL_FILE).unlink(missing_ok=True)
+    for space in ("nodes", "facts"):
+        index.take_dirty(space)
+
+
+def _append_vector_journal(root: Path, index: NumpyVectorIndex) -> None:
+    """Append the vectors upserted since the last save: per space four plain .npy arrays
+    (space, ids, kinds, unit rows); no pickles."""
+    todo = [(space, ids) for space in ("nodes", "facts") if (ids := index.take_dirty(space))]
+    if not todo:
+        return
+    journal = root / JOURNAL_FILE
+    with open(journal, "ab") as fh:
+        for space, ids in todo:
+            for arr in (np.asarray([space]), np.asarray(ids, dtype=str),
+                        np.asarray(_kinds_of(index, space, ids), dtype=str), index.get(space, ids)):
+                np.save(fh, arr, allow_pickle=False)
+    base = root / VECTORS_FILE
+    if journal.stat().st_size > max(base.stat().st_size if base.exists() else 0, JOURNAL_COMPACT_BYTES):
+        _save_npz_vectors(root, index)
 
 
 def _load_npz_vectors(root: Path, index: NumpyVectorIndex) -> None:
-    f = root / "vectors.npz"
-    if not f.exists():
-        return
-    data = np.load(f, allow_pickle=True)
-    for space in ("nodes", "facts"):
-        ids = [str(x) for x in data[f"{space}_ids"]]
-        if ids:
-            index.upsert(space, ids, data[f"{space}_mat"], [str(x) for x in data[f"{space}_kinds"]])
+    f = root / VECTORS_FILE
+    if f.exists():
+        data = np.load(f, allow_pickle=True)  # files written before the journal hold object arrays
+        for space in ("nodes", "facts"):
+            ids = [str(x) for x in data[f"{space}_ids"]]
+            if ids:
+                index.upsert(space, ids, data[f"{space}_mat"], [str(x) for x in data[f"{space}_kinds"]],
+                             normalized=True)
+    journal = root / JOURNAL_FILE
+    if journal.exists():
+        with open(journal, "rb") as fh:
+            while True:
+                try:
+                    space, ids, kinds, mat = (np.load(fh, allow_pickle=False) for _ in range(4))
+                except (EOFError, ValueError, OSError):  # the end, or a record cut short by a crash
+                    break
+                index.upsert(str(space[0]), [str(x) for x in ids], mat, [str(k) for k in kinds], normalized=True)

@@ -83,9 +83,10 @@ class SqliteGraphStore:
 
     # writes
     def upsert_nodes(self, nodes: Iterable[Node]) -> None:
+        """Insert or replace nodes as given (the KG refuses kind changes before calling this)."""
         self.conn.executemany(
             "INSERT INTO nodes(id, kind, text, attrs) VALUES(?,?,?,?) "
-            "ON CONFLICT(id) DO UPDATE SET text=excluded.text, attrs=excluded.attrs",
+            "ON CONFLICT(id) DO UPDATE SET kind=excluded.kind, text=excluded.text, attrs=excluded.attrs",
             [(n.id, n.kind, n.text, json.dumps(n.attrs, sort_keys=True)) for n in nodes],
         )
 
@@ -112,6 +113,10 @@ class SqliteGraphStore:
         return [r[0] for r in self.conn.execute(
             "SELECT node_id FROM node_sources WHERE doc_id=? ORDER BY node_id", (doc_id,))]
 
+    def doc_edge_ids(self, doc_id: str) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT edge_id FROM edge_sources WHERE doc_id=? ORDER BY edge_id", (doc_id,))]
+
     def remove_document_sources(self, doc_id: str) -> tuple[list[str], list[str]]:
         """Drop a document's provenance; return (node ids, edge ids) left with no source at all."""
         c = self.conn
@@ -135,17 +140,22 @@ class SqliteGraphStore:
         self.conn.executemany("DELETE FROM edge_sources WHERE edge_id=?", [(i,) for i in ids])
 
     # documents
-    def document(self, doc_id: str) -> dict[str, Any] | None:
-        row = self.conn.execute(
-            "SELECT id, title, status, n_chunks, meta, seq FROM documents WHERE id=?", (doc_id,)).fetchone()
-        if not row:
-            return None
+    _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq FROM documents"
+
+    @staticmethod
+    def _document_row(row: tuple) -> dict[str, Any]:
         return {"id": row[0], "title": row[1], "status": row[2], "n_chunks": row[3],
                 "meta": json.loads(row[4]), "seq": row[5]}
 
+    def document(self, doc_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute(f"{self._DOC_COLUMNS} WHERE id=?", (doc_id,)).fetchone()
+        return self._document_row(row) if row else None
+
     def documents(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT id FROM documents ORDER BY seq, id").fetchall()
-        return [self.document(r[0]) for r in rows]  # type: ignore[misc]
+        return [self._document_row(r) for r in self.conn.execute(f"{self._DOC_COLUMNS} ORDER BY seq, id")]
+
+    def document_count(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
                      meta: dict[str, Any] | None = None) -> None:
@@ -169,6 +179,9 @@ class SqliteGraphStore:
             return list(self.conn.execute("SELECT alias, node_id, similarity FROM aliases ORDER BY alias"))
         return list(self.conn.execute(
             "SELECT alias, node_id, similarity FROM aliases WHERE node_id=? ORDER BY alias", (node_id,)))
+
+    def alias_count(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM aliases").fetchone()[0]
 
     def alias_target(self, alias: str) -> str | None:
         row = self.conn.execute("SELECT node_id FROM aliases WHERE alias=?", (alias,)).fetchone()

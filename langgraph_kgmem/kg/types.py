@@ -50,8 +50,10 @@ def entity_id(name: str) -> str:
     return node_id("entity", normalize_name(name))
 
 
-def document_id(text: str) -> str:
-    return f"doc-{content_hash('document', text)}"
+def document_id(text: str, title: str = "") -> str:
+    """Id of an ingested text (``title`` and text; the only recipe, shared by every ingest path)."""
+    key = f"{title}\x1f{text}" if title else text
+    return f"doc-{content_hash('document', key)}"
 
 
 def edge_id(src: str, dst: str, kind: str, text: str = "") -> str:

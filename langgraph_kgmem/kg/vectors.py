@@ -43,8 +43,11 @@ class _Space:
         self._alive_buf = np.zeros(0, dtype=bool)
         self._kind_arr: np.ndarray | None = None
         self._masks: dict[tuple[str, ...] | None, np.ndarray] = {}   # kind filter → row mask (until a write)
+        self.version = 0                  # bumped by every upsert/delete
+        self.dirty: set[str] = set()      # ids upserted since the last take_dirty (when tracked)
 
-    def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
+               normalized: bool = False) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(ids):
             raise ValueError("vectors must be a 2-D array with one row per id")
@@ -53,8 +56,8 @@ class _Space:
             self._buf = np.zeros((0, self.dim), dtype=np.float32)
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vector dimension {vectors.shape[1]} does not match the index ({self.dim})")
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = vectors / np.where(norms > 0, norms, 1.0)
+        if not normalized:
+            vectors = unit_rows(vectors)
         new_rows, new_vecs = [], []
         pending: dict[str, int] = {}
         for i, (nid, kind) in enumerate(zip(ids, kinds)):
@@ -86,6 +89,7 @@ class _Space:
                 self.row[nid] = start + j
             self.ids.extend(n for n, _ in new_rows)
             self.kinds.extend(k for _, k in new_rows)
+        self.version += 1
         self._kind_arr = None
         self._masks.clear()
 
@@ -109,6 +113,7 @@ class _Space:
             self.ids = [self.ids[i] for i in keep]
             self.kinds = [self.kinds[i] for i in keep]
             self.row = {nid: i for i, nid in enumerate(self.ids)}
+        self.version += 1
         self._kind_arr = None
         self._masks.clear()
 
@@ -127,18 +132,31 @@ class _Space:
         return mask
 
 
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
 class NumpyVectorIndex:
     """In-memory vector index (cosine on unit vectors)."""
 
     def __init__(self) -> None:
         self._spaces: dict[str, _Space] = {}
+        self.track_dirty = False   # record upserted ids for take_dirty (incremental saving)
 
     def _space(self, space: str) -> _Space:
         return self._spaces.setdefault(space, _Space())
 
-    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
+    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
+               normalized: bool = False) -> None:
+        """Store ``vectors`` as unit rows; ``normalized=True`` skips the scaling for rows that are
+        unit already (e.g. read back from this index)."""
         if len(ids):
-            self._space(space).upsert(ids, vectors, kinds)
+            s = self._space(space)
+            s.upsert(ids, vectors, kinds, normalized=normalized)
+            if self.track_dirty:
+                s.dirty.update(ids)
 
     def delete(self, space: str, ids: Iterable[str]) -> None:
         self._space(space).delete(ids)
@@ -181,6 +199,20 @@ class NumpyVectorIndex:
         # ties broken by insertion order (row number) so results never depend on hash order
         return [(s.ids[i], float(scores[i])) for i in best_first(scores, min(k, n))]
 
+    def best(self, space: str, queries: np.ndarray,
+             kinds: Sequence[str] | None = None) -> list[tuple[str | None, float]]:
+        """Top-1 (id, cosine) per row of ``queries`` (unit rows) in one matrix product; ties go to
+        the earliest row, like :meth:`search`. ``(None, -1.0)`` when nothing matches."""
+        s = self._space(space)
+        queries = np.asarray(queries, dtype=np.float32)
+        mask = s.kind_mask(kinds) if len(s.ids) else np.zeros(0, dtype=bool)
+        if not len(queries) or not mask.any():
+            return [(None, -1.0)] * len(queries)
+        scores = queries @ s.mat.T
+        scores[:, ~mask] = -np.inf
+        top = np.argmax(scores, axis=1)   # first maximum: the earliest row wins ties
+        return [(s.ids[j], float(scores[i, j])) for i, j in enumerate(top)]
+
     def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         s = self._space(space)
         rows = np.flatnonzero(s.kind_mask(kinds)) if len(s.ids) else np.zeros(0, dtype=np.int64)
@@ -188,6 +220,21 @@ class NumpyVectorIndex:
 
     def count(self, space: str) -> int:
         return len(self._space(space).row)
+
+    def ids(self, space: str) -> list[str]:
+        return list(self._space(space).row)
+
+    def version(self, space: str) -> int:
+        """Changes whenever ``space`` is written (cache key for derived data)."""
+        return self._space(space).version
+
+    def take_dirty(self, space: str) -> list[str]:
+        """Ids upserted in ``space`` since the last call that still have a vector, in row order
+        (for incremental saving); clears the record."""
+        s = self._space(space)
+        out = [i for i in s.dirty if i in s.row]
+        s.dirty = set()
+        return sorted(out, key=s.row.__getitem__)
 
 
 class ChromaVectorIndex(NumpyVectorIndex):
@@ -236,7 +283,8 @@ class ChromaVectorIndex(NumpyVectorIndex):
             mat = np.vstack(vecs)[order]
             super().upsert(space, [ids[i] for i in order], mat, [kinds[i] for i in order])
 
-    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None:
+    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
+               normalized: bool = False) -> None:
         if not len(ids):
             return
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -245,7 +293,7 @@ class ChromaVectorIndex(NumpyVectorIndex):
         for off in range(0, len(ids), step):
             col.upsert(ids=list(ids[off:off + step]), embeddings=vectors[off:off + step],
                        metadatas=[{"kind": k} for k in kinds[off:off + step]])
-        super().upsert(space, ids, vectors, kinds)
+        super().upsert(space, ids, vectors, kinds, normalized=normalized)
 
     def delete(self, space: str, ids: Iterable[str]) -> None:
         ids = list(ids)
