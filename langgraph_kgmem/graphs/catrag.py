@@ -218,19 +218,12 @@ class _Index:
 
 
 _INDEXES: "weakref.WeakKeyDictionary[Any, _Index]" = weakref.WeakKeyDictionary()
-_PREPARED: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
-
-
 def prepare_catrag_kg(kg: "KnowledgeGraph", *, threshold: float = 0.8, weight_scale: float = 2.0) -> int:
-    """Add HippoRAG-2 synonym edges (cosine ≥ ``threshold``, weight ``weight_scale`` × cosine) once.
+    """Add HippoRAG-2 synonym edges (cosine ≥ ``threshold``, weight ``weight_scale`` × cosine).
 
-    Idempotent: a KG not written since the last call is left alone. Returns synonym edges added
-    or refreshed (0 when skipped)."""
-    if _PREPARED.get(kg) == kg.version:
-        return 0
-    n = kg.add_synonym_edges(threshold=threshold, weight_scale=weight_scale)
-    _PREPARED[kg] = kg.version
-    return n
+    Idempotent (``KnowledgeGraph.add_synonym_edges`` writes only what is new or changed and keeps
+    ``kg.version`` otherwise). Returns synonym edges added or changed."""
+    return kg.add_synonym_edges(threshold=threshold, weight_scale=weight_scale)
 
 
 def hub_mask(snap: GraphSnapshot, fraction: float = HUB_FRACTION) -> np.ndarray:
