@@ -62,3 +62,14 @@ def check_number(name: str, value: object, low: float | None = None, high: float
         else:
             want = "a finite number"
         raise KgmemInputError(f"{name} must be {want}{' or None' if optional else ''}, got {value!r}")
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Raise :class:`KgmemInputError` if ``text`` cannot be stored as UTF-8 (lone surrogates, e.g.
+    from bytes decoded with ``errors="surrogateescape"``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise KgmemInputError(
+            f"{what} is not valid Unicode (a lone surrogate {text[exc.start]!r} at character {exc.start}): "
+            "decode the source with errors='replace', or fix the text") from None

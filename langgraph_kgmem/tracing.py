@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
@@ -101,9 +102,37 @@ def _is_vector(value: Any) -> bool:
     return False
 
 
+REDACTED = "<redacted>"
+# keys whose values are secrets, whatever they hold
+_SECRET_KEY = re.compile(r"(api[_-]?key|apikey|authorization|auth[_-]?token|access[_-]?token|refresh[_-]?token|"
+                         r"secret|password|passwd|pwd|credential|cookie|session[_-]?id|private[_-]?key)$|^token$",
+                         re.IGNORECASE)
+# secrets inside free text: provider keys, bearer/basic credentials, key=value pairs, URI passwords
+_SECRET_TEXT = [
+    (re.compile(r"\b(sk|pk|rk)-(proj-|live-|test-|ant-)?[A-Za-z0-9_\-]{16,}"), REDACTED),
+    (re.compile(r"\b(lsv2|ls)_(pt|sk)_[A-Za-z0-9_]{16,}"), REDACTED),
+    (re.compile(r"\b(ghp|gho|ghu|ghs|github_pat|xox[abpr]|hf)_[A-Za-z0-9_]{16,}"), REDACTED),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
+    (re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE), r"\1 " + REDACTED),
+    (re.compile(r"(?i)\b(api[_-]?key|apikey|password|passwd|pwd|secret|token|access[_-]?token|authorization)"
+                r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&'\"]+)"), r"\1\2" + REDACTED),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]+):([^@/\s]+)@"), r"\1:" + REDACTED + "@"),
+]
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with API keys, bearer tokens, ``password=...`` pairs and URI passwords replaced by
+    ``<redacted>`` (for traces and the raw model output kept in fallback records)."""
+    for pattern, repl in _SECRET_TEXT:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def scrub(value: Any, _depth: int = 0) -> Any:
-    """A trace-safe copy of ``value``: numpy arrays and float vectors become ``"<vector dim=N>"``,
-    long lists and strings are cut, unknown objects become their ``repr`` (cut)."""
+    """A trace-safe copy of ``value``: secrets redacted (values under secret-named keys, and keys,
+    tokens and passwords inside strings), numpy arrays and float vectors become
+    ``"<vector dim=N>"``, long lists and strings are cut, unknown objects become their ``repr``
+    (cut and redacted)."""
     try:
         import numpy as np
     except ImportError:  # pragma: no cover
@@ -115,12 +144,16 @@ def scrub(value: Any, _depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
-        return value if len(value) <= MAX_STRING_CHARS else value[:MAX_STRING_CHARS] + f"... <{len(value)} chars>"
+        n = len(value)
+        value = redact_secrets(value[:4 * MAX_STRING_CHARS])   # cut first: bounded regex work
+        return value if n <= MAX_STRING_CHARS else value[:MAX_STRING_CHARS] + f"... <{n} chars>"
     if _depth > 8:
         return f"<{type(value).__name__}>"
     if isinstance(value, Mapping):
         items = list(value.items())
-        out_map = {str(k): scrub(v, _depth + 1) for k, v in items[:MAX_LIST_ITEMS]}
+        out_map = {str(k): REDACTED if _SECRET_KEY.search(str(k)) and not (v is None or (isinstance(v, str) and not v))
+                   else scrub(v, _depth + 1)
+                   for k, v in items[:MAX_LIST_ITEMS]}
         if len(items) > MAX_LIST_ITEMS:
             out_map["<more>"] = f"{len(items) - MAX_LIST_ITEMS} more keys"
         return out_map
@@ -137,7 +170,7 @@ def scrub(value: Any, _depth: int = 0) -> Any:
             return scrub(value.model_dump(), _depth + 1)
         except Exception:  # pragma: no cover - odd pydantic objects
             pass
-    text = repr(value)
+    text = redact_secrets(repr(value)[:4000])
     return text if len(text) <= 200 else text[:200] + "..."
 
 

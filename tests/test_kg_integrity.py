@@ -259,7 +259,7 @@ def test_close_releases_lock_and_connection_when_saving_fails(tmp_path, monkeypa
     def broken(*_a, **_k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(graph_module, "_save_npz_vectors", broken)
+    monkeypatch.setattr(graph_module, "save_npz_vectors", broken)
     with pytest.raises(OSError, match="disk full"):
         g.close()
     with pytest.raises(sqlite3.ProgrammingError):

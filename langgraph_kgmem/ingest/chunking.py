@@ -9,8 +9,26 @@ from langgraph_kgmem.llm import _encoding, TOKEN_ENCODING
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}")
 
 
+# the tokenizer refuses very long strings: a "sentence" longer than this is cut at whitespace first
+MAX_ENCODE_CHARS = 20_000
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def _pieces(sentence: str, limit: int = MAX_ENCODE_CHARS) -> list[str]:
+    """``sentence`` cut into pieces of at most ``limit`` characters, at the last whitespace before
+    the limit where there is one (a 1 MB line with no punctuation is still chunked)."""
+    out = []
+    while len(sentence) > limit:
+        cut = sentence.rfind(" ", limit // 2, limit)
+        cut = cut if cut > 0 else limit
+        out.append(sentence[:cut])
+        sentence = sentence[cut:].lstrip()
+    if sentence:
+        out.append(sentence)
+    return out
 
 
 def chunk_text(text: str, chunk_tokens: int = 750) -> list[str]:
@@ -22,7 +40,7 @@ def chunk_text(text: str, chunk_tokens: int = 750) -> list[str]:
     chunks: list[str] = []
     cur: list[str] = []
     cur_tokens = 0
-    for sent in split_sentences(text):
+    for sent in (p for s in split_sentences(text) for p in _pieces(s)):
         toks = enc.encode(sent)
         if len(toks) > chunk_tokens:
             if cur:

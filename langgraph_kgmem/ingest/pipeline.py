@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, check_unicode
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
@@ -113,6 +113,8 @@ def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceD
         raise KgmemInputError(f"cannot ingest a {type(doc).__name__}: pass str, Path, Document or dict")
     if "\x00" in text:
         raise KgmemInputError(f"document {title or text[:30]!r} contains NUL characters: is it binary?")
+    check_unicode(text, f"document {title or did or text[:30]!r}")
+    check_unicode(title, f"the title of document {did or text[:30]!r}")
     if not text.strip():
         raise KgmemInputError(f"document {title or did or '(untitled)'!r} is empty: nothing to ingest")
     if len(text) > max_chars:
@@ -319,6 +321,11 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
         raise KgmemInputError("add_triples got an empty text: pass text=None for triples without a passage")
     if not trips and text is None:
         raise KgmemInputError("add_triples needs at least one triple or a text")
+    for t in trips:
+        check_unicode(t.text(), f"triple {t.text()[:60]!r}")
+    for what, value in (("text", text), ("title", title), ("source", source)):
+        if value is not None:
+            check_unicode(value, f"add_triples {what}")
     doc_id = source or document_id(text if text is not None else repr([t.text() for t in trips]), title or "")
     existing = kg.graph_store.document(doc_id)
     report = IngestReport()

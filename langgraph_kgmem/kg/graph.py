@@ -21,18 +21,17 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.kg.files import (JOURNAL_FILE, append_vector_journal, load_npz_vectors, private_dir,
+                                     private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_pagerank
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
-from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, edge_id, entity_id, node_id
-from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex
+from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
+from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex, check_vectors
 from langgraph_kgmem.ranking import best_first
 from langgraph_kgmem.tracing import traced
 
 DB_FILE = "kg.sqlite"
 MEMORY_DB_FILE = "memory.sqlite"
-VECTORS_FILE = "vectors.npz"        # memory backend: all vectors, rewritten at close
-JOURNAL_FILE = "vectors.journal"    # memory backend: vectors added since, appended per transaction
-JOURNAL_COMPACT_BYTES = 8 << 20     # fold the journal into vectors.npz once it outgrows both
 FORMAT_VERSION = "1"
 # node kinds whose text is embedded (time/location/event nodes are found by structure, not text)
 EMBEDDED_KINDS = ("entity", "chunk", "anchor")
@@ -88,6 +87,7 @@ class KnowledgeGraph:
             NotAKnowledgeGraphError: ``path`` is a file, a non-empty directory that is not a KG, or
                 missing with ``create=False``; or another process holds the directory.
         """
+        check_kg_name(name)
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise NotAKnowledgeGraphError(f"{root} is a file, not a KG directory: pass a directory path")
@@ -101,10 +101,10 @@ class KnowledgeGraph:
                 raise NotAKnowledgeGraphError(
                     f"{root} is a non-empty directory without {DB_FILE}: refusing to turn it into a KG. "
                     "Choose an empty or new directory.")
-        root.mkdir(parents=True, exist_ok=True)
+        private_dir(root)
         from filelock import FileLock, Timeout
 
-        lock = FileLock(str(root / ".lock"))
+        lock = FileLock(str(root / ".lock"), mode=0o600)
         try:
             lock.acquire(timeout=float(os.environ.get("KGMEM_LOCK_TIMEOUT", "5")))
         except Timeout as exc:
@@ -113,12 +113,18 @@ class KnowledgeGraph:
                 "client is not safe for several). Close the other KnowledgeGraph (kg.close()) or use "
                 "a Chroma server.") from exc
         try:
-            store = SqliteGraphStore(db)
+            store = SqliteGraphStore(private_file(db))
             emb = get_embeddings(embeddings)
-            vectors = ChromaVectorIndex(root / "chroma") if vector_backend == "chroma" else NumpyVectorIndex()
-            if vector_backend == "memory":
-                _load_npz_vectors(root, vectors)
+            legacy = False
+            if vector_backend == "chroma":
+                vectors: NumpyVectorIndex = ChromaVectorIndex(root / "chroma")
+                restrict_tree(root / "chroma")
+            else:
+                vectors = NumpyVectorIndex()
+                legacy = load_npz_vectors(root, vectors)
             kg = cls(store, vectors, emb, name=name, path=root, lock=lock)
+            if legacy:  # old pickled format: rewrite it once without pickles
+                save_npz_vectors(root, vectors)
         except BaseException:
             lock.release()
             raise
@@ -128,7 +134,8 @@ class KnowledgeGraph:
     @classmethod
     def in_memory(cls, *, name: str = "default", embeddings: Embeddings | str | None = "hash") -> "KnowledgeGraph":
         """A throw-away KG (SQLite ``:memory:`` + numpy vectors); defaults to the hashing embedding."""
-        kg = cls(SqliteGraphStore(":memory:"), NumpyVectorIndex(), get_embeddings(embeddings), name=name, path=None)
+        kg = cls(SqliteGraphStore(":memory:"), NumpyVectorIndex(), get_embeddings(embeddings), name=check_kg_name(name),
+                 path=None)
         kg._vector_backend = "memory"
         return kg
 
@@ -155,7 +162,7 @@ class KnowledgeGraph:
         try:
             if self._npz_root is not None and (self._vector_state() != self._saved_state
                                                or (self._npz_root / JOURNAL_FILE).exists()):
-                _save_npz_vectors(self._npz_root, self._vectors)
+                save_npz_vectors(self._npz_root, self._vectors)
         finally:
             try:
                 if self._persistence is not None:
@@ -167,6 +174,8 @@ class KnowledgeGraph:
                             except Exception:  # pragma: no cover - already closed
                                 pass
                 self._store.close()
+                if self.path is not None and (self.path / "chroma").exists():
+                    restrict_tree(self.path / "chroma")
             finally:
                 if self._lock is not None:
                     self._lock.release()
@@ -238,7 +247,7 @@ class KnowledgeGraph:
             with self._store.transaction():
                 yield
                 if outer and self._npz_root is not None:
-                    _append_vector_journal(self._npz_root, self._vectors)
+                    append_vector_journal(self._npz_root, self._vectors)
         except BaseException:
             if outer:
                 self._doomed_vectors.clear()
@@ -287,7 +296,8 @@ class KnowledgeGraph:
             t0 = time.perf_counter()
             for off in range(0, len(missing), batch_size):
                 batch = missing[off:off + batch_size]
-                fresh.update(zip(batch, self.embeddings.embed_documents(batch)))
+                vecs = check_vectors(self.embeddings.embed_documents(batch), batch, self._vectors.dimension())
+                fresh.update(zip(batch, vecs))
             self.embed_seconds += time.perf_counter() - t0
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -312,7 +322,7 @@ class KnowledgeGraph:
         vec = self._query_cache.get(text)
         if vec is None:
             t0 = time.perf_counter()
-            vec = np.asarray(self.embeddings.embed_query(text), dtype=np.float32)
+            vec = check_vectors([self.embeddings.embed_query(text)], [text], self._vectors.dimension())[0]
             self.embed_seconds += time.perf_counter() - t0
             vec = vec / (np.linalg.norm(vec) or 1.0)
             self._query_cache[text] = vec
@@ -765,75 +775,9 @@ def open_persistence(path: Path | None) -> tuple[Any, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
-    db = str(Path(path) / MEMORY_DB_FILE)
+    db = str(private_file(Path(path) / MEMORY_DB_FILE))
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
     saver.setup()
     store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
     store.setup()
     return saver, store
-
-
-# Memory backend on disk. vectors.npz holds every vector as of the last save; vectors.journal
-# holds the vectors added since, appended by each outermost write transaction just before it
-# commits (cost proportional to what the transaction added: rewriting the whole npz each time
-# made a 1,000-document ingest several times slower). Deletions are not journaled: vectors whose
-# node or edge is gone are dropped at open. The journal is folded into the npz at close and when
-# it outgrows both the npz and JOURNAL_COMPACT_BYTES.
-
-def _kinds_of(index: NumpyVectorIndex, space: str, ids: Sequence[str]) -> list[str]:
-    s = index._space(space)
-    return [s.kinds[s.row[i]] for i in ids]
-
-
-def _save_npz_vectors(root: Path, index: NumpyVectorIndex) -> None:
-    """Write every vector to vectors.npz (atomically) and drop the journal it now contains."""
-    arrays: dict[str, Any] = {}
-    for space in ("nodes", "facts"):
-        ids, mat = index.matrix(space)
-        arrays[f"{space}_ids"] = np.asarray(ids, dtype=str)
-        arrays[f"{space}_kinds"] = np.asarray(_kinds_of(index, space, ids), dtype=str)
-        arrays[f"{space}_mat"] = mat
-    tmp = root / (VECTORS_FILE + ".tmp")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
-    os.replace(tmp, root / VECTORS_FILE)
-    (root / JOURNAL_FILE).unlink(missing_ok=True)
-    for space in ("nodes", "facts"):
-        index.take_dirty(space)
-
-
-def _append_vector_journal(root: Path, index: NumpyVectorIndex) -> None:
-    """Append the vectors upserted since the last save: per space four plain .npy arrays
-    (space, ids, kinds, unit rows); no pickles."""
-    todo = [(space, ids) for space in ("nodes", "facts") if (ids := index.take_dirty(space))]
-    if not todo:
-        return
-    journal = root / JOURNAL_FILE
-    with open(journal, "ab") as fh:
-        for space, ids in todo:
-            for arr in (np.asarray([space]), np.asarray(ids, dtype=str),
-                        np.asarray(_kinds_of(index, space, ids), dtype=str), index.get(space, ids)):
-                np.save(fh, arr, allow_pickle=False)
-    base = root / VECTORS_FILE
-    if journal.stat().st_size > max(base.stat().st_size if base.exists() else 0, JOURNAL_COMPACT_BYTES):
-        _save_npz_vectors(root, index)
-
-
-def _load_npz_vectors(root: Path, index: NumpyVectorIndex) -> None:
-    f = root / VECTORS_FILE
-    if f.exists():
-        data = np.load(f, allow_pickle=True)  # files written before the journal hold object arrays
-        for space in ("nodes", "facts"):
-            ids = [str(x) for x in data[f"{space}_ids"]]
-            if ids:
-                index.upsert(space, ids, data[f"{space}_mat"], [str(x) for x in data[f"{space}_kinds"]],
-                             normalized=True)
-    journal = root / JOURNAL_FILE
-    if journal.exists():
-        with open(journal, "rb") as fh:
-            while True:
-                try:
-                    space, ids, kinds, mat = (np.load(fh, allow_pickle=False) for _ in range(4))
-                except (EOFError, ValueError, OSError):  # the end, or a record cut short by a crash
-                    break
-                index.upsert(str(space[0]), [str(x) for x in ids], mat, [str(k) for k in kinds], normalized=True)

@@ -26,6 +26,19 @@ ID_PREFIX = {"entity": "ent", "chunk": "chk", "anchor": "anc", "time": "tim", "l
              "event": "evt", "document": "doc", "edge": "rel"}
 
 _WS = re.compile(r"\s+")
+KG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def check_kg_name(name: object) -> str:
+    """A KG name keys its memory namespace, its rows in a shared database and its CLI handle:
+    1–64 letters, digits, '_' or '-', starting with a letter or digit (no dots, slashes or spaces)."""
+    from langgraph_kgmem.errors import KgmemInputError
+
+    if not isinstance(name, str) or not KG_NAME.fullmatch(name):
+        raise KgmemInputError(
+            f"invalid KG name {name!r}: use 1-64 letters, digits, '_' or '-', starting with a letter or "
+            "digit (e.g. 'hotpot-2024'); dots, slashes and spaces are not allowed")
+    return name
 
 
 def normalize_name(name: str) -> str:

@@ -17,6 +17,7 @@ from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 
+from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.ranking import best_first
 
 
@@ -48,14 +49,10 @@ class _Space:
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
                normalized: bool = False) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(vectors) != len(ids):
-            raise ValueError("vectors must be a 2-D array with one row per id")
+        vectors = check_vectors(vectors, ids, self.dim if self._buf.shape[1] else None)
         if self.dim is None or self._buf.shape[1] == 0:
             self.dim = vectors.shape[1]
             self._buf = np.zeros((0, self.dim), dtype=np.float32)
-        if vectors.shape[1] != self.dim:
-            raise ValueError(f"vector dimension {vectors.shape[1]} does not match the index ({self.dim})")
         if not normalized:
             vectors = unit_rows(vectors)
         new_rows, new_vecs = [], []
@@ -130,6 +127,35 @@ class _Space:
                 mask = self.alive & np.isin(self._kind_arr, list(key))
             self._masks[key] = mask
         return mask
+
+
+def check_vectors(vectors: object, ids: Sequence[str], dim: int | None) -> np.ndarray:
+    """``vectors`` as a float32 matrix with one finite row of dimension ``dim`` per id.
+
+    Raises:
+        KgmemInputError: wrong shape or dimension, or NaN/inf values (an embedding model that
+            returned garbage; such rows would silently empty every search and poison PageRank).
+    """
+    try:
+        mat = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise KgmemInputError(f"vectors must be numbers, one row per id: {exc}") from exc
+    if mat.ndim != 2 or len(mat) != len(ids):
+        raise KgmemInputError(f"vectors must be a 2-D array with one row per id: got shape {mat.shape} "
+                              f"for {len(ids)} ids")
+    if dim is not None and mat.shape[1] != dim:
+        raise KgmemInputError(
+            f"vector dimension {mat.shape[1]} does not match the KG's {dim}: the embedding model changed? "
+            "Reopen the KG with the embeddings it was built with, or build a new KG")
+    if mat.shape[1] == 0:
+        raise KgmemInputError("vectors have dimension 0: the embedding model returned empty vectors")
+    bad = ~np.isfinite(mat).all(axis=1)
+    if bad.any():
+        first = [ids[i] for i in np.flatnonzero(bad)[:3]]
+        raise KgmemInputError(
+            f"{int(bad.sum())} vector(s) contain NaN or inf (e.g. for {first}): the embedding model returned "
+            "invalid values; nothing was written. Check the model, or its input text")
+    return mat
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -221,6 +247,10 @@ class NumpyVectorIndex:
     def count(self, space: str) -> int:
         return len(self._space(space).row)
 
+    def dimension(self) -> int | None:
+        """The vectors' dimension (None while the index is empty)."""
+        return next((sp.dim for sp in self._spaces.values() if sp.dim), None)
+
     def ids(self, space: str) -> list[str]:
         return list(self._space(space).row)
 
@@ -287,7 +317,7 @@ class ChromaVectorIndex(NumpyVectorIndex):
                normalized: bool = False) -> None:
         if not len(ids):
             return
-        vectors = np.asarray(vectors, dtype=np.float32)
+        vectors = check_vectors(vectors, ids, self._space(space).dim)   # before anything reaches Chroma
         col = self._collection(space)
         step = 4000
         for off in range(0, len(ids), step):

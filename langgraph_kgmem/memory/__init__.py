@@ -17,14 +17,13 @@ import numpy as np
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.errors import ConfigurationError
+from langgraph_kgmem.kg.types import check_kg_name
 
 ROOT = "kgmem"
 
 
 def namespace(kg_name: str, kind: str) -> tuple[str, ...]:
-    if not kg_name or "." in kg_name:
-        raise ValueError(f"KG name {kg_name!r} must be non-empty and contain no '.' (store namespace rule)")
-    return (ROOT, kg_name, kind)
+    return (ROOT, check_kg_name(kg_name), kind)
 
 
 def resolve_store(store: BaseStore | None) -> BaseStore:

@@ -1,0 +1,199 @@
+"""Hostile files and bad input (#14): nothing read from a KG directory executes code, KG files are
+private, secrets never reach traces, and bad input is refused at the point of entry with nothing
+already stored changed."""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+
+import numpy as np
+import pytest
+
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.kg.files import VECTORS_FILE
+from langgraph_kgmem.kg.types import entity_id
+from langgraph_kgmem.tracing import redact_secrets, scrub
+
+
+class _Exploit:
+    """Unpickling this runs a shell command that creates ``marker``."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _planted_npz(path, marker) -> None:
+    ids = np.empty(1, dtype=object)
+    ids[0] = _Exploit(str(marker))
+    np.savez(path, nodes_ids=ids, nodes_kinds=np.asarray(["entity"]),
+             nodes_mat=np.ones((1, 256), dtype=np.float32), facts_ids=np.asarray([], dtype=str),
+             facts_kinds=np.asarray([], dtype=str), facts_mat=np.zeros((0, 256), dtype=np.float32))
+
+
+def test_a_planted_pickle_in_vectors_npz_runs_nothing(tmp_path, monkeypatch):
+    root = tmp_path / "kg"
+    KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory").close()
+    marker = tmp_path / "pwned"
+    _planted_npz(root / VECTORS_FILE, marker)
+    # the planted file really is an exploit: unpickling it the old way runs the command
+    with np.load(root / VECTORS_FILE, allow_pickle=True) as npz:
+        npz["nodes_ids"]
+    assert marker.exists()
+    marker.unlink()
+    with pytest.raises(NotAKnowledgeGraphError, match="not a valid vector file.*nothing in it was executed"):
+        KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+    assert not marker.exists()
+    # the served graph picks the memory backend by itself when the file exists: same refusal
+    from langgraph_kgmem import serve
+
+    monkeypatch.setenv(serve.ENV_KG_DIR, str(root))
+    monkeypatch.setenv(serve.ENV_EMBEDDINGS, "hash")
+    with pytest.raises(NotAKnowledgeGraphError):
+        serve.served_kg()
+    assert not marker.exists()
+
+
+def test_old_pickled_string_arrays_are_converted_once_then_hold_no_pickles(tmp_path):
+    root = tmp_path / "kg"
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory") as g:
+        g.add_triples([("Oslo", "capital of", "Norway")], source="a")
+    with np.load(root / VECTORS_FILE) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    # rewrite as the old format did: ids and kinds as object arrays (pickled)
+    old = {k: (v.astype(object) if v.dtype.kind == "U" else v) for k, v in arrays.items()}
+    np.savez(root / VECTORS_FILE, **old)
+    with pytest.raises(ValueError):
+        np.load(root / VECTORS_FILE, allow_pickle=False)["nodes_ids"]
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory") as g:
+        assert g.has_vectors([entity_id("Oslo")]) == [True]
+    with np.load(root / VECTORS_FILE, allow_pickle=False) as npz:   # rewritten: loads with no pickle
+        assert entity_id("Oslo") in npz["nodes_ids"].tolist()
+
+
+def test_a_corrupt_vectors_file_is_a_clear_error(tmp_path):
+    root = tmp_path / "kg"
+    KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory").close()
+    (root / VECTORS_FILE).write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(NotAKnowledgeGraphError, match="not a valid vector file"):
+        KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+    with zipfile.ZipFile(root / VECTORS_FILE, "w") as zf:
+        zf.writestr("nodes_ids.npy", b"junk")
+    with pytest.raises(NotAKnowledgeGraphError, match="not a valid vector file"):
+        KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+
+
+@pytest.mark.parametrize("backend", ["memory", "chroma"])
+def test_kg_directories_and_files_are_private(tmp_path, backend):
+    root = tmp_path / "kg"
+    g = KnowledgeGraph.open(root, embeddings="hash", vector_backend=backend)
+    g.add_triples([("Oslo", "capital of", "Norway")], source="a")
+    g.persistence()
+    g.close()
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    found = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            assert stat.S_IMODE(os.stat(os.path.join(dirpath, d)).st_mode) & 0o077 == 0, d
+        for f in filenames:
+            found += 1
+            mode = stat.S_IMODE(os.stat(os.path.join(dirpath, f)).st_mode)
+            assert mode & 0o077 == 0, f"{f} is {oct(mode)}"
+    assert found >= 3   # kg.sqlite, memory.sqlite (checkpoints + memory), vectors
+
+
+@pytest.mark.parametrize("name", ["../x", "my.kg", "", "a b", "x/y", "-lead", "ä" * 3, "n" * 65, None, 7])
+def test_bad_kg_names_are_refused_at_open(tmp_path, name):
+    with pytest.raises(KgmemInputError, match="invalid KG name"):
+        KnowledgeGraph.open(tmp_path / "kg", name=name, embeddings="hash", vector_backend="memory")
+    assert not (tmp_path / "kg").exists()
+    with pytest.raises(KgmemInputError, match="invalid KG name"):
+        KnowledgeGraph.in_memory(name=name)
+
+
+class _BadEmbeddings:
+    """Embeddings that return NaN, or vectors of another dimension, on demand."""
+
+    def __init__(self, mode: str) -> None:
+        from langgraph_kgmem.config import HashingEmbeddings
+
+        self.inner, self.mode = HashingEmbeddings(), mode
+
+    def _fix(self, vecs):
+        if self.mode == "nan":
+            return [[float("nan")] * len(v) for v in vecs]
+        if self.mode == "inf":
+            return [[float("inf")] + v[1:] for v in vecs]
+        if self.mode == "dim":
+            return [v[:100] for v in vecs]
+        return vecs
+
+    def embed_documents(self, texts):
+        return self._fix(self.inner.embed_documents(texts))
+
+    def embed_query(self, text):
+        return self._fix([self.inner.embed_query(text)])[0]
+
+
+@pytest.mark.parametrize("mode,match", [("nan", "NaN or inf"), ("inf", "NaN or inf"), ("dim", "dimension 100")])
+def test_invalid_embeddings_are_refused_and_nothing_stored_changes(tmp_path, mode, match):
+    g = KnowledgeGraph.in_memory(name="bad")
+    g.add_triples([("Oslo", "capital of", "Norway")], source="a")
+    before = g.stats()
+    before.pop("embeddings")
+    bad = _BadEmbeddings(mode)
+    g.embeddings = bad
+    with pytest.raises(KgmemInputError, match=match):
+        g.add_triples([("Bergen", "city in", "Norway")], source="b")
+    after = g.stats()
+    after.pop("embeddings")
+    assert after == before
+    assert g.document("b") is None or g.document("b")["status"] != "done"
+    with pytest.raises(KgmemInputError, match=match):
+        g.nearest("Bergen")
+    g.embeddings = bad.inner
+    assert [n.text for n, _ in g.nearest("Oslo", k=1)] == ["Oslo"]
+
+
+def test_lone_surrogates_are_refused_with_a_clear_error(kg):
+    before = kg.stats()
+    with pytest.raises(KgmemInputError, match="lone surrogate"):
+        kg.add_documents(["Warsaw is big \udcff here."], model="offline")
+    with pytest.raises(KgmemInputError, match="lone surrogate"):
+        kg.add_documents([{"title": "T\ud800", "text": "fine text."}], model="offline")
+    with pytest.raises(KgmemInputError, match="lone surrogate"):
+        kg.add_triples([("Oslo\udc80", "capital of", "Norway")])
+    assert kg.stats() == before
+
+
+def test_a_megabyte_sentence_is_chunked(kg):
+    from langgraph_kgmem.ingest.chunking import chunk_text
+
+    text = "word " * 240_000   # 1.2 MB, one sentence, no punctuation
+    chunks = chunk_text(text, 750)
+    assert len(chunks) > 100 and all(c for c in chunks)
+    assert sum(c.count("word") for c in chunks) == 240_000
+
+
+def test_secrets_are_redacted_in_traces():
+    out = scrub({
+        "api_key": "sk-proj-abcdefghijklmnopqrstuvwx",
+        "headers": {"Authorization": "Bearer eyJhbGciOi.payload.sig", "X-Other": "fine"},
+        "password": "hunter2",
+        "text": "error calling https://api.example with OPENAI_API_KEY=sk-abcdefghijklmnopqrstu "
+                "via postgresql://bob:hunter2@db:5432/x (lsv2_pt_0123456789abcdef0123456789)",
+        "nested": [{"token": "t0k3n-value"}],
+        "tokens": 12,
+    })
+    flat = repr(out)
+    for secret in ("sk-proj-abcdefghijklmnopqrstuvwx", "eyJhbGciOi", "hunter2", "sk-abcdefghijklmnopqrstu",
+                   "lsv2_pt_0123456789abcdef0123456789", "t0k3n-value"):
+        assert secret not in flat
+    assert out["headers"]["X-Other"] == "fine" and out["tokens"] == 12
+    assert "postgresql://bob:<redacted>@db:5432/x" in out["text"]
+    assert redact_secrets("nothing secret here: 42 tokens") == "nothing secret here: 42 tokens"
