@@ -6,6 +6,11 @@
     kgmem stats --kg DIR
     kgmem ask "QUESTION" --kg DIR --method remindrag [--model ...] [--thread ID] [--json]
     kgmem export --kg DIR --html FILE [--highlight ID ...] [--run RUN.json]
+    kgmem migrate --from DIR|URI --to URI|DIR [--name NAME]
+    kgmem drop --kg URI --name NAME          (a KG in a PostgreSQL database; other KGs stay)
+
+``--kg`` is a KG directory or a ``postgresql://`` URI (default: $KGMEM_KG); ``--name`` defaults to
+the name the KG stores (``default`` for a new one).
 """
 
 from __future__ import annotations
@@ -140,8 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--kg", required=True, help="KG directory (created by ingest)")
-        sp.add_argument("--name", default="default", help="KG name (memory namespace)")
+        sp.add_argument("--kg", default=os.environ.get("KGMEM_KG"), required=not os.environ.get("KGMEM_KG"),
+                        help="KG directory (created by ingest) or postgresql:// URI (default: $KGMEM_KG)")
+        sp.add_argument("--name", default=None,
+                        help="KG name (memory namespace); default: the stored name, 'default' for a new KG")
         sp.add_argument("--embeddings", default=None,
                         help="embedding model: local (default, offline MiniLM), hash, or provider:model")
 
@@ -187,7 +194,38 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--run", help="a run's JSON output (kgmem ask --json): highlights its path and evidence")
     sp.add_argument("--max-nodes", type=int, default=1500)
     sp.set_defaults(func=cmd_export)
+
+    sp = sub.add_parser("migrate", help="copy a KG (structure, vectors, memory) between a directory and PostgreSQL")
+    sp.add_argument("--from", dest="source", required=True, help="KG directory or postgresql:// URI")
+    sp.add_argument("--to", dest="destination", required=True, help="KG directory or postgresql:// URI")
+    sp.add_argument("--name", default=None, help="KG name (default: the source's stored name)")
+    sp.add_argument("--embeddings", default=None, help="the embedding model the KG was built with (default: local)")
+    sp.set_defaults(func=cmd_migrate)
+
+    sp = sub.add_parser("drop", help="remove one KG from a PostgreSQL database (its rows and vectors only)")
+    sp.add_argument("--kg", required=True, help="postgresql:// URI")
+    sp.add_argument("--name", required=True, help="the KG to remove")
+    sp.set_defaults(func=cmd_drop)
     return p
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from langgraph_kgmem.kg.migrate import migrate
+
+    print(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings))
+    return 0
+
+
+def cmd_drop(args: argparse.Namespace) -> int:
+    from langgraph_kgmem.kg.postgres import drop_kg, is_postgres_uri
+
+    if not is_postgres_uri(args.kg):
+        raise KgmemInputError("kgmem drop removes a KG from a PostgreSQL database (--kg postgresql://...); "
+                              "an embedded KG is its directory: delete the directory")
+    if not drop_kg(args.kg, args.name):
+        raise KgmemInputError(f"no KG named {args.name!r} in that database")
+    print(f"dropped KG {args.name!r}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,11 @@ class NotAKnowledgeGraphError(KgmemError):
     """A path given as a KG directory is not one."""
 
 
+class StorageError(KgmemError):
+    """The KG's database could not be reached, refused the connection, or went away mid-operation
+    (the message says where and what to check; the failed transaction wrote nothing)."""
+
+
 class KgmemDecisionError(KgmemError):
     """An LLM decision stayed malformed after its retry and the caller asked for no fallback."""
 

@@ -8,8 +8,11 @@ store — the server brings its own, and methods reach the server's store throug
 
 Environment:
 
-- ``KGMEM_KG_DIR`` (required): the KG directory (``kgmem ingest FILE --kg DIR`` builds one).
-- ``KGMEM_KG_NAME``: the KG's name (memory namespaces); default: the name stored in the KG.
+- ``KGMEM_KG_DIR`` (required): the KG directory (``kgmem ingest FILE --kg DIR`` builds one), or a
+  ``postgresql://`` URI of a database holding the KG (every worker and replica then shares it; a
+  served graph sees other processes' writes without a restart).
+- ``KGMEM_KG_NAME``: the KG's name (memory namespaces); default: the name stored in the KG
+  (in a database: ``default``).
 - ``KGMEM_MODEL``: chat model (``openai:gpt-4o-mini``...); unset means ``offline`` (no LLM), and
   the run's metadata (and the output's ``model``, for methods that report it) say so. A run's
   ``configurable.model`` (an assistant's setting in Studio) overrides it.
@@ -30,6 +33,8 @@ from typing import Any, Awaitable, Callable
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_kgmem.errors import ConfigurationError
+from langgraph_kgmem.kg.files import detect_vector_backend
+from langgraph_kgmem.kg.postgres import is_postgres_uri
 
 ENV_KG_DIR = "KGMEM_KG_DIR"
 ENV_KG_NAME = "KGMEM_KG_NAME"
@@ -42,26 +47,18 @@ _opened: list[Any] = []  # KGs opened by this process, closed by close_served() 
 
 
 def _vector_backend(root: Path) -> str:
-    backend = os.environ.get(ENV_VECTOR_BACKEND)
-    if backend:
-        if backend not in {"chroma", "memory"}:
-            raise ConfigurationError(f"{ENV_VECTOR_BACKEND}={backend!r}: use 'chroma' or 'memory'")
-        return backend
-    if (root / "vectors.npz").exists() and not (root / "chroma").exists():
-        return "memory"
-    return "chroma"
+    backend = os.environ.get(ENV_VECTOR_BACKEND) or None
+    if backend not in (None, "chroma", "memory"):
+        raise ConfigurationError(f"{ENV_VECTOR_BACKEND}={backend!r}: use 'chroma' or 'memory'")
+    return detect_vector_backend(root, backend)
 
 
 @lru_cache(maxsize=None)
 def _open_kg(path: str, name: str | None, embeddings: str | None, backend: str) -> Any:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
 
-    kg = KnowledgeGraph.open(path, name=name or "default", embeddings=embeddings, vector_backend=backend,  # type: ignore[arg-type]
+    kg = KnowledgeGraph.open(path, name=name, embeddings=embeddings, vector_backend=backend,  # type: ignore[arg-type]
                              create=False)
-    if not name:
-        stored = kg.graph_store.get_meta("name")
-        if stored:
-            kg.name = stored
     atexit.register(kg.close)
     _opened.append(kg)
     return kg
@@ -74,6 +71,10 @@ def served_kg() -> Any:
         raise ConfigurationError(
             f"Set {ENV_KG_DIR} to a KG directory before starting the server (build one with "
             f"`kgmem ingest FILE --kg DIR`); optionally {ENV_KG_NAME}, {ENV_MODEL}, {ENV_EMBEDDINGS}.")
+    if is_postgres_uri(path):
+        with _lock:
+            return _open_kg(path, os.environ.get(ENV_KG_NAME) or None, os.environ.get(ENV_EMBEDDINGS) or None,
+                            "chroma")
     root = Path(path).expanduser().resolve()
     with _lock:
         return _open_kg(str(root), os.environ.get(ENV_KG_NAME) or None,

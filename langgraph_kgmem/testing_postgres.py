@@ -24,6 +24,7 @@ from typing import Any
 from langgraph_kgmem.errors import ConfigurationError
 
 SYSTEM_USER = "kgmem_pg"
+PASSWORD_ROLE, PASSWORD = "kgmem_secure", "kgmem-test-secret"
 
 
 def _bin_dir() -> Path:
@@ -62,6 +63,7 @@ class TemporaryPostgres:
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="kgmem-pg-") if root is None else root)
+        self.root.mkdir(parents=True, exist_ok=True)
         self.port = 0
         self._user: str | None = None
         self._started = False
@@ -99,7 +101,13 @@ class TemporaryPostgres:
         if not (data / "PG_VERSION").exists():
             self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
                       "--no-sync")
-        self.port = _free_port()
+            # one role that must give its password (tests of a wrong password); everyone else: trust
+            hba = data / "pg_hba.conf"
+            hba.write_text(f"host all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+            fresh = True
+        else:
+            fresh = False
+        self.port = self.port or _free_port()   # a restart keeps its port, so URIs stay valid
         opts = f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c max_connections=200"
         self._run("pg_ctl", "-D", str(data), "-o", opts, "-l", str(self.root / "server.log"), "-w", "start")
         self._started = True
@@ -107,7 +115,19 @@ class TemporaryPostgres:
 
         with psycopg.connect(self.uri, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            if fresh:
+                conn.execute(f"CREATE ROLE {PASSWORD_ROLE} LOGIN SUPERUSER PASSWORD '{PASSWORD}'")
         return self
+
+    def password_uri(self, password: str = "") -> str:
+        """A URI for the role that must authenticate with a password (``PASSWORD`` is right)."""
+        return f"postgresql://{PASSWORD_ROLE}:{password}@127.0.0.1:{self.port}/postgres"
+
+    def kill(self) -> None:
+        """Stop the server at once, as a crash would (``start()`` brings it back, same port)."""
+        if self._started:
+            self._started = False
+            self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop", timeout=60)
 
     def stop(self) -> None:
         if self._started:

@@ -28,15 +28,63 @@ SAMPLE_DOCS = [
 ]
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def backend(request):
+    """The storage backend a KG test runs on: every test that takes ``kg`` or ``make_kg`` runs on
+    the embedded one (SQLite + numpy vectors) and on PostgreSQL + pgvector."""
+    return request.param
+
+
 @pytest.fixture
-def kg():
-    """A small in-memory KG (hashing embedding) built offline from SAMPLE_DOCS."""
+def new_database(request):
+    """Factory: the URI of a new, empty PostgreSQL database (dropped after the test), so tests on
+    the server backend are as isolated as in-memory ones (checkpoints and memory included)."""
+    import uuid
+
+    import psycopg
+
+    base = request.getfixturevalue("postgres_uri")
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"kgmem_t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        made.append(name)
+        return base.rsplit("/", 1)[0] + "/" + name
+
+    yield make
+    with psycopg.connect(base, autocommit=True) as conn:
+        for name in made:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def make_kg(backend, request):
+    """Factory: an empty KG on the test's backend (in memory, or in its own PostgreSQL database)."""
     from langgraph_kgmem import KnowledgeGraph
 
-    g = KnowledgeGraph.in_memory(name="test")
+    made = []
+
+    def make(name: str = "test", embeddings: str = "hash"):
+        if backend == "sqlite":
+            g = KnowledgeGraph.in_memory(name=name, embeddings=embeddings)
+        else:
+            g = KnowledgeGraph.open(request.getfixturevalue("new_database")(), name=name, embeddings=embeddings)
+        made.append(g)
+        return g
+
+    yield make
+    for g in made:
+        g.close()
+
+
+@pytest.fixture
+def kg(make_kg):
+    """A small KG (hashing embedding) built offline from SAMPLE_DOCS, on each backend."""
+    g = make_kg("test")
     g.add_documents(SAMPLE_DOCS, model="offline")
-    yield g
-    g.close()
+    return g
 
 
 @pytest.fixture

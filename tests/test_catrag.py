@@ -179,8 +179,9 @@ def test_no_surviving_fact_falls_back_to_dense(kg, store):
     assert out["fallback"] == "dense" and out["facts"] == [] and out["ppr"] == {}
     assert out["usage"]["llm_calls"] == 2  # the filter, then straight to the answer
     idx = catrag._index(kg)
-    dense = idx.chunk_mat @ kg.embed_query(Q1)
-    assert out["passages"][0]["id"] == idx.chunk_ids[int(np.argmax(dense))]
+    ids, mat = kg.vector_matrix(("chunk",))
+    dense = mat @ kg.embed_query(Q1)
+    assert out["passages"][0]["id"] == ids[int(np.argmax(dense))] and ids[int(np.argmax(dense))] in idx.chunk_ids
     offline = run(kg, store, offline_fact_threshold=1.01)
     assert offline["fallback"] == "dense" and offline["evidence"]
 

@@ -194,9 +194,10 @@ class _Index:
 
     version: int
     snap: GraphSnapshot
-    chunk_ids: list[str]          # chunks with vectors, aligned with chunk_mat / chunk_rows
+    chunk_ids: list[str]          # chunks with vectors, aligned with chunk_rows
     chunk_rows: np.ndarray        # their snapshot rows
-    chunk_mat: np.ndarray         # unit vectors
+    chunk_keep: np.ndarray        # their positions in kg.similarity_scores(..., ("chunk",))
+    chunk_vectors: int            # how many chunk vectors there were (another process may add some)
     passage_count: dict[str, int]  # entity id → number of context edges to chunks
     hub_mask: np.ndarray          # bool per snapshot row: top-1% weighted-degree entity
     facts_of: dict[str, list[str]] = field(default_factory=dict)   # memo: entity → sorted fact texts
@@ -266,17 +267,17 @@ def _index(kg: "KnowledgeGraph") -> _Index:
     if idx is not None and idx.version == kg.version:
         return idx
     snap = kg.snapshot(PPR_EDGE_KINDS)
-    ids, mat = kg.vector_matrix(("chunk",))
+    # dense passage scores come from the vector store (in the server on Postgres): keep only the ids
+    ids = kg.vector_ids(("chunk",))
     keep = [i for i, c in enumerate(ids) if c in snap.index]
     chunk_ids = [ids[i] for i in keep]
-    mat = np.asarray(mat, dtype=np.float32)[keep] if len(keep) else np.zeros((0, 1), dtype=np.float32)
     count: dict[str, int] = {}
     for e in kg.edges("context"):
         dst = kg.node(e.dst)
         if dst is not None and dst.kind == "chunk":
             count[e.src] = count.get(e.src, 0) + 1
     idx = _Index(kg.version, snap, chunk_ids, np.asarray([snap.index[c] for c in chunk_ids], dtype=np.int64),
-                 mat, count, hub_mask(snap))
+                 np.asarray(keep, dtype=np.int64), len(ids), count, hub_mask(snap))
     _INDEXES[kg] = idx
     return idx
 
@@ -304,7 +305,12 @@ def _entity_seeds(idx: _Index, facts: Sequence[dict[str, Any]], anchors: Sequenc
 def _dense_scores(kg: "KnowledgeGraph", idx: _Index, question: str) -> np.ndarray:
     if len(idx.chunk_ids) == 0:
         return np.zeros(0)
-    return idx.chunk_mat @ kg.embed_query(question).astype(np.float32)
+    ids, scores = kg.similarity_scores(question, ("chunk",))
+    if len(ids) != idx.chunk_vectors:
+        # another process wrote since this run's snapshot (shared KG): score by id, not position
+        pos = {c: i for i, c in enumerate(ids)}
+        return np.asarray([scores[pos[c]] if c in pos else 0.0 for c in idx.chunk_ids], dtype=np.float32)
+    return scores[idx.chunk_keep]
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:

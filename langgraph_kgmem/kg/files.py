@@ -34,6 +34,24 @@ JOURNAL_FILE = "vectors.journal"
 JOURNAL_COMPACT_BYTES = 8 << 20
 
 
+def detect_vector_backend(root: Path, asked: str | None) -> str:
+    """The vector backend of KG directory ``root``: the one its files show, else ``asked``, else
+    Chroma. Asking for the other one than the files show is an error (its vectors would be
+    missing, and every search empty)."""
+    from langgraph_kgmem.errors import KgmemInputError
+
+    has_npz = (root / VECTORS_FILE).exists() or (root / JOURNAL_FILE).exists()
+    has_chroma = (root / "chroma").exists()
+    found = "memory" if has_npz and not has_chroma else "chroma" if has_chroma else None
+    if asked is not None and asked not in ("chroma", "memory"):
+        raise KgmemInputError(f"vector_backend={asked!r}: use 'chroma' or 'memory'")
+    if found is not None and asked is not None and asked != found:
+        raise KgmemInputError(
+            f"{root} keeps its vectors in the {found!r} backend, not {asked!r}: open it with "
+            f"vector_backend={found!r} (or leave it out), or migrate it with `kgmem migrate`")
+    return found or asked or "chroma"
+
+
 def private_dir(path: Path) -> None:
     """Create ``path`` (and parents) with the new directory itself 0700."""
     created = not path.exists()

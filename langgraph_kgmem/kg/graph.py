@@ -1,14 +1,20 @@
-"""The knowledge graph every method shares.
+"""The knowledge graph every method shares: one facade over two storage backends.
 
-Structure lives in SQLite (``kg.sqlite``), vectors in a Chroma PersistentClient (``chroma/``) or a
-numpy index (``vector_backend="memory"``), both in one KG directory. The whole structure is also
-kept in memory as adjacency dicts (a cache of the stored graph); graph algorithms run on a cached
-CSR snapshot that is rebuilt lazily after writes.
+Embedded (default): structure in SQLite (``kg.sqlite``), vectors in a Chroma PersistentClient
+(``chroma/``) or a numpy index (``vector_backend="memory"``), in one private KG directory, one
+writer process at a time. Server: ``KnowledgeGraph.open("postgresql://...", name=...)`` keeps the
+structure in PostgreSQL tables and the vectors in pgvector, shared by any number of processes and
+KGs (see :mod:`langgraph_kgmem.kg.postgres` for the concurrency contract).
+
+Either way the whole structure is also kept in memory as adjacency dicts (a cache of the stored
+graph, refreshed from the database's change log when another process writes); graph algorithms
+run on a cached CSR snapshot that is rebuilt lazily after writes.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -20,10 +26,12 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
-from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
-from langgraph_kgmem.kg.files import (JOURNAL_FILE, append_vector_journal, load_npz_vectors, private_dir,
+from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.kg.files import (JOURNAL_FILE, detect_vector_backend, append_vector_journal, load_npz_vectors, private_dir,
                                      private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_pagerank
+from langgraph_kgmem.kg.backend import GraphBackend, VectorBackend
+from langgraph_kgmem.kg.postgres import is_postgres_uri
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex, check_vectors
@@ -44,10 +52,13 @@ class KnowledgeGraph:
     Open one with :meth:`open` (a directory, created if needed) or :meth:`in_memory` (tests).
     """
 
-    def __init__(self, store: SqliteGraphStore, vectors: NumpyVectorIndex, embeddings: Embeddings, *,
-                 name: str, path: Path | None, lock: Any = None) -> None:
+    def __init__(self, store: GraphBackend, vectors: VectorBackend, embeddings: Embeddings, *,
+                 name: str, path: Path | None, lock: Any = None, uri: str | None = None,
+                 refresh_interval: float = 1.0) -> None:
         self.name = name
         self.path = path
+        self.uri = uri
+        self.refresh_interval = refresh_interval
         self.embeddings = embeddings
         self._store = store
         self._vectors = vectors
@@ -66,28 +77,47 @@ class KnowledgeGraph:
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
         # memory backend on disk: vectors.npz + a journal of the vectors each transaction adds
-        self._npz_root = path if path is not None and not isinstance(vectors, ChromaVectorIndex) else None
-        vectors.track_dirty = self._npz_root is not None
-        for n in store.load_nodes():
-            self._index_node(n)
-        for e in store.load_edges():
-            self._index_edge(e)
-        self._drop_orphan_vectors()  # left by a crash between the vector write and the SQLite commit
+        self._npz_root = path if path is not None and isinstance(vectors, NumpyVectorIndex) \
+            and not isinstance(vectors, ChromaVectorIndex) else None
+        if isinstance(vectors, NumpyVectorIndex):
+            vectors.track_dirty = self._npz_root is not None
+        # shared (server) backend: the database version this cache reflects, and when it was checked
+        self._db_version = 0
+        self._checked_at = 0.0
+        self._sync_lock = threading.RLock()
+        self._load_all()
         self._saved_state = self._vector_state()
         self._check_embeddings()
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, name: str = "default",
+    def open(cls, path: str | os.PathLike[str], *, name: str | None = None,
              embeddings: Embeddings | str | None = None,
-             vector_backend: Literal["chroma", "memory"] = "chroma", create: bool = True) -> "KnowledgeGraph":
-        """Create or reopen the KG stored in directory ``path``.
+             vector_backend: Literal["chroma", "memory"] | None = None, create: bool = True,
+             refresh_interval: float = 1.0) -> "KnowledgeGraph":
+        """Create or reopen a KG: in directory ``path`` (embedded), or in the PostgreSQL database a
+        ``postgresql://`` URI names (server backend; pgvector needed; many KGs per database).
+
+        Args:
+            name: the KG's name, which keys its memory namespace. ``None`` reopens with the stored
+                name (a new KG is called ``"default"``); a name other than the stored one is an error.
+                In a database, the name picks the KG.
+            vector_backend: embedded KGs: ``"chroma"`` (default for a new KG) or ``"memory"`` (numpy,
+                saved to ``vectors.npz``); an existing directory's own backend by default.
+            refresh_interval: server backend only: at most this many seconds pass between checks for
+                other processes' writes (every method run also checks at its start).
 
         Raises:
             NotAKnowledgeGraphError: ``path`` is a file, a non-empty directory that is not a KG, or
                 missing with ``create=False``; or another process holds the directory.
+            KgmemInputError: a bad name, or a name that differs from the stored one.
+            StorageError / ConfigurationError: the database is unreachable or lacks pgvector.
         """
-        check_kg_name(name)
+        if is_postgres_uri(path):
+            return cls._open_postgres(str(path), name=name, embeddings=embeddings, create=create,
+                                      refresh_interval=refresh_interval)
+        if name is not None:
+            check_kg_name(name)
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise NotAKnowledgeGraphError(f"{root} is a file, not a KG directory: pass a directory path")
@@ -116,19 +146,38 @@ class KnowledgeGraph:
             store = SqliteGraphStore(private_file(db))
             emb = get_embeddings(embeddings)
             legacy = False
+            vector_backend = detect_vector_backend(root, vector_backend)  # type: ignore[assignment]
             if vector_backend == "chroma":
                 vectors: NumpyVectorIndex = ChromaVectorIndex(root / "chroma")
                 restrict_tree(root / "chroma")
             else:
                 vectors = NumpyVectorIndex()
                 legacy = load_npz_vectors(root, vectors)
-            kg = cls(store, vectors, emb, name=name, path=root, lock=lock)
+            kg = cls(store, vectors, emb, name=_identity(name, store.get_meta("name"), str(root)), path=root,
+                     lock=lock)
             if legacy:  # old pickled format: rewrite it once without pickles
                 save_npz_vectors(root, vectors)
         except BaseException:
             lock.release()
             raise
         kg._vector_backend = vector_backend
+        return kg
+
+    @classmethod
+    def _open_postgres(cls, uri: str, *, name: str | None, embeddings: Embeddings | str | None, create: bool,
+                       refresh_interval: float) -> "KnowledgeGraph":
+        from langgraph_kgmem.kg.postgres import PgDatabase, PgVectorIndex, PostgresGraphStore
+
+        name = check_kg_name(name or "default")
+        db = PgDatabase(uri)
+        try:
+            store = PostgresGraphStore(db, name, create=create)
+            kg = cls(store, PgVectorIndex(db, store), get_embeddings(embeddings), name=name, path=None, uri=uri,
+                     refresh_interval=refresh_interval)
+        except BaseException:
+            db.close()
+            raise
+        kg._vector_backend = "pgvector"
         return kg
 
     @classmethod
@@ -144,6 +193,13 @@ class KnowledgeGraph:
     def _check_embeddings(self) -> None:
         eid = embeddings_id(self.embeddings)
         stored = self._store.get_meta("embeddings")
+        dim = self._vectors.dimension()
+        if stored is None and dim is not None:
+            probe = len(self.embeddings.embed_query("dimension probe"))
+            if probe != dim:
+                raise KgmemInputError(
+                    f"KG {self.name!r} holds vectors of dimension {dim}, but embeddings {eid!r} give {probe}: "
+                    "reopen with the embeddings it was built with, or build a new KG (another name or path)")
         if stored is None:
             with self._store.transaction():
                 self._store.set_meta("embeddings", eid)
@@ -173,7 +229,11 @@ class KnowledgeGraph:
                                 conn.close()
                             except Exception:  # pragma: no cover - already closed
                                 pass
+                    self._persistence = None
                 self._store.close()
+                db = getattr(self._store, "db", None)
+                if db is not None:
+                    db.close()
                 if self.path is not None and (self.path / "chroma").exists():
                     restrict_tree(self.path / "chroma")
             finally:
@@ -199,7 +259,7 @@ class KnowledgeGraph:
         PostgresSaver + PostgresStore (needs ``langgraph-checkpoint-postgres``).
         """
         if self._persistence is None:
-            self._persistence = open_persistence(self.path)
+            self._persistence = open_persistence(self.path, uri=self.uri)
         return self._persistence
 
     # ------------------------------------------------------------------ in-memory index
@@ -242,8 +302,12 @@ class KnowledgeGraph:
         vectors it added to the memory backend's journal just before it commits (a crash in
         between leaves vectors without nodes, dropped at the next open), and deletes vectors
         only after the commit (a rollback never loses the vector of a node it restores)."""
-        outer = self._store._depth == 0
+        outer = self._store.depth == 0
+        if outer:
+            self._sync_lock.acquire()
         try:
+            if outer and self._store.shared:
+                self._store.on_begin = self._sync_in_transaction
             with self._store.transaction():
                 yield
                 if outer and self._npz_root is not None:
@@ -251,29 +315,111 @@ class KnowledgeGraph:
         except BaseException:
             if outer:
                 self._doomed_vectors.clear()
-                self._reload()
+                try:
+                    self._reload()
+                except Exception:  # noqa: BLE001 - the database is gone: reload at the next access
+                    self._checked_at, self._db_version = 0.0, -1
+                finally:
+                    self._sync_lock.release()
             raise
         if outer:
-            while self._doomed_vectors:
-                space, ids = self._doomed_vectors.pop()
-                self._vectors.delete(space, ids)
+            try:
+                if self._store.shared:
+                    committed = self._store.last_committed_version()
+                    if committed is not None:
+                        self._db_version = committed
+                while self._doomed_vectors:
+                    space, ids = self._doomed_vectors.pop()
+                    self._vectors.delete(space, ids)
+            finally:
+                self._sync_lock.release()
 
     def _delete_vectors(self, space: str, ids: list[str]) -> None:
-        """Delete vectors once the enclosing transaction has committed (now if there is none)."""
-        if self._store._depth:
+        """Delete vectors once the enclosing transaction has committed (now if there is none); a
+        transactional vector backend deletes inside the transaction, rolled back with it."""
+        if self._store.depth and not self._vectors.transactional:
             self._doomed_vectors.append((space, ids))
         else:
             self._vectors.delete(space, ids)
 
-    def _reload(self) -> None:
+    def _load_all(self) -> None:
+        """(Re)build the in-memory cache from the store, in one consistent read."""
         self._nodes, self._edges, self._out, self._in = {}, {}, {}, {}
-        for n in self._store.load_nodes():
+        if self._store.shared:
+            self._db_version, nodes, edges = self._store.load_all()
+            self._checked_at = time.monotonic()
+        else:
+            nodes, edges = self._store.load_nodes(), self._store.load_edges()
+        for n in nodes:
             self._index_node(n)
-        for e in self._store.load_edges():
+        for e in edges:
             self._index_edge(e)
-        self._drop_orphan_vectors()
+        if not self._vectors.transactional:
+            self._drop_orphan_vectors()  # left by a crash between the vector write and the SQLite commit
+
+    def _reload(self) -> None:
+        self._load_all()
         self._synonyms_done = None
         self._touch()
+
+    # ------------------------------------------------------------------ other processes' writes
+    def refresh(self) -> bool:
+        """Bring the in-memory structure up to date with writes other processes committed (server
+        backend; a no-op on the embedded one), reading only the rows those writes touched. Returns
+        True when something changed. Runs by itself at most every ``refresh_interval`` seconds on
+        reads, at the start of every method run, and under the write lock before every write."""
+        if not self._store.shared or self._closed:
+            return False
+        if not self._sync_lock.acquire(blocking=False):
+            return False   # this process is writing: its cache is the newest there is
+        try:
+            if self._store.depth:
+                return False
+            if self._db_version < 0:   # a failed write lost the connection: reload everything
+                self._reload()
+                return True
+            return self._apply_changes(self._store.changes_since(self._db_version))
+        finally:
+            self._sync_lock.release()
+
+    def _maybe_refresh(self) -> None:
+        if self._store.shared and time.monotonic() - self._checked_at >= self.refresh_interval:
+            self.refresh()
+
+    def _sync_in_transaction(self, conn: Any) -> None:
+        """Called by the server backend under the KG's write lock, before the block's writes."""
+        if self._db_version < 0:
+            self._reload()
+        else:
+            self._apply_changes(self._store.changes_since(self._db_version, conn))
+
+    def _apply_changes(self, changes: tuple | None) -> bool:
+        self._checked_at = time.monotonic()
+        if changes is None:   # the change log no longer reaches back to our version
+            self._reload()
+            return True
+        version, nodes, dead_nodes, edges, dead_edges = changes
+        if version == self._db_version and not (nodes or dead_nodes or edges or dead_edges):
+            return False
+        for n in nodes:
+            self._index_node(n)
+        for eid in dead_edges:
+            self._unindex_edge(eid)
+        for e in edges:
+            old = self._edges.get(e.id)
+            if old is not None and (old.src, old.dst) != (e.src, e.dst):
+                self._unindex_edge(e.id)
+            self._index_edge(e)
+        for nid in dead_nodes:
+            for eid in list(self._out.get(nid, [])) + list(self._in.get(nid, [])):
+                self._unindex_edge(eid)
+            self._nodes.pop(nid, None)
+            self._out.pop(nid, None)
+            self._in.pop(nid, None)
+        self._db_version = version
+        self._synonyms_done = None
+        self._touch()
+        return True
 
     def _drop_orphan_vectors(self) -> None:
         """Remove vectors whose node (space "nodes") or relation edge (space "facts") is gone."""
@@ -442,39 +588,30 @@ class KnowledgeGraph:
         Idempotent: returns the number of edges added or changed, and when that is 0 nothing is
         written (``version`` stays, so snapshots and caches stay valid). A repeated call with the
         same options and no entity vector added or removed since returns 0 without comparing."""
+        self._maybe_refresh()
         state = (threshold, weight_scale, max_per_node, self._vectors.version("nodes"))
         if self._synonyms_done == state:
             return 0
-        ids, mat = self._vectors.matrix("nodes", kinds=("entity",))
-        keep = [i for i, nid in enumerate(ids) if nid in self._nodes]  # vectors of nodes deleted in this transaction
-        if len(keep) < len(ids):
-            ids, mat = [ids[i] for i in keep], mat[keep]
-        if len(ids) < 2:
-            self._synonyms_done = state
-            return 0
-        mat = np.asarray(mat, dtype=np.float32)
+        # a shared backend compares only entities added since the last call (watermark in meta)
+        mark_key = f"synonyms:{threshold:g}:{weight_scale:g}:{max_per_node}"
+        since = int(self._store.get_meta(mark_key) or 0) if self._store.shared else 0
+        pairs, mark = self._vectors.similar_pairs("nodes", "entity", threshold, max_per_node, since)
         new: list[Edge] = []
-        for off in range(0, len(ids), block):
-            sims = mat[off:off + block] @ mat.T
-            for r in range(sims.shape[0]):
-                i = off + r
-                row = sims[r]
-                cand = np.flatnonzero(row >= threshold)
-                cand = cand[cand > i]  # each unordered pair once
-                if len(cand) > max_per_node:
-                    cand = cand[np.argsort(-row[cand], kind="stable")[:max_per_node]]
-                for j in sorted(cand.tolist()):
-                    sim = float(row[j])
-                    a, b = ids[i], ids[j]
-                    e = Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim,
-                             {"similarity": round(sim, 6)})
-                    old = self._edges.get(e.id)
-                    if old is None or abs(old.weight - e.weight) > 1e-5 or \
-                            abs(old.attrs.get("similarity", -2.0) - e.attrs["similarity"]) > 1e-5:
-                        new.append(e)
-        if new:
-            self.add_edges(new, source=DERIVED_SOURCE)
-        self._synonyms_done = state
+        for a, b, sim in pairs:
+            if a not in self._nodes or b not in self._nodes:   # vectors of nodes deleted in this transaction
+                continue
+            e = Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim, {"similarity": round(sim, 6)})
+            old = self._edges.get(e.id)
+            if old is None or abs(old.weight - e.weight) > 1e-5 or \
+                    abs(old.attrs.get("similarity", -2.0) - e.attrs["similarity"]) > 1e-5:
+                new.append(e)
+        if new or (self._store.shared and mark != since):
+            with self.transaction():
+                if new:
+                    self.add_edges(new, source=DERIVED_SOURCE)
+                if self._store.shared:
+                    self._store.set_meta(mark_key, str(mark))
+        self._synonyms_done = (threshold, weight_scale, max_per_node, self._vectors.version("nodes"))
         return len(new)
 
     def delete_document(self, doc_id: str) -> dict[str, int]:
@@ -525,6 +662,7 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ reads
     def node(self, nid: str) -> Node | None:
+        self._maybe_refresh()
         return self._nodes.get(nid)
 
     def edge(self, eid: str) -> Edge | None:
@@ -534,9 +672,11 @@ class KnowledgeGraph:
         return nid in self._nodes
 
     def nodes(self, kind: str | None = None) -> list[Node]:
+        self._maybe_refresh()
         return [n for n in self._nodes.values() if kind is None or n.kind == kind]
 
     def edges(self, kind: str | None = None) -> list[Edge]:
+        self._maybe_refresh()
         return [e for e in self._edges.values() if kind is None or e.kind == kind]
 
     def node_count(self) -> int:
@@ -557,6 +697,7 @@ class KnowledgeGraph:
                   node_kinds: Sequence[str] | None = None, direction: Direction = "both") -> list[tuple[Edge, Node]]:
         """(edge, neighbour) pairs in insertion order, filtered by edge kind, relation text
         (case-insensitive substring) and neighbour kind."""
+        self._maybe_refresh()
         out = []
         rel = relation.lower() if relation else None
         for e in self.edges_of(nid, direction=direction):
@@ -618,18 +759,33 @@ class KnowledgeGraph:
         return self._vectors.has(space, ids)
 
     def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
+        """Every vector of these kinds (analysis, migration). On the server backend this copies them
+        into this process: for ranking use :meth:`similarity_scores`, computed in the server."""
         return self._vectors.matrix(space, kinds)
+
+    def vector_ids(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> list[str]:
+        """Ids with a vector, of these kinds, in the order :meth:`similarity_scores` returns them."""
+        return self._vectors.ids(space, kinds)
+
+    def similarity_scores(self, query: str | np.ndarray, kinds: Sequence[str] | None = None,
+                          space: str = "nodes") -> tuple[list[str], np.ndarray]:
+        """Cosine of ``query`` with every vector of these kinds, ids in insertion order (the same
+        order at the same :attr:`version`): e.g. dense scores of all passages."""
+        vec = self.embed_query(query) if isinstance(query, str) else query
+        return self._vectors.scores(space, vec, kinds)
 
     @traced("kg.nearest")
     def nearest(self, query: str | np.ndarray, k: int = 5, *, kinds: Sequence[str] | None = ("entity",),
                 restrict: Sequence[str] | None = None) -> list[tuple[Node, float]]:
         """Nodes most similar to ``query`` (text or vector), best first, deterministic ties."""
+        self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
         hits = self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
         return [(self._nodes[i], s) for i, s in hits if i in self._nodes]
 
     @traced("kg.nearest_facts")
     def nearest_facts(self, query: str | np.ndarray, k: int = 5) -> list[tuple[Edge, float]]:
+        self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
         hits = self._vectors.search("facts", vec, k)
         return [(self._edges[i], s) for i, s in hits if i in self._edges]
@@ -656,6 +812,7 @@ class KnowledgeGraph:
 
     def snapshot(self, edge_kinds: Sequence[str] | None = None, *, symmetric: bool = True) -> GraphSnapshot:
         """CSR snapshot over the given edge kinds (all by default); cached until the next write."""
+        self._maybe_refresh()
         key = (tuple(sorted(edge_kinds)) if edge_kinds is not None else None, symmetric)
         snap = self._snapshots.get(key)
         if snap is None:
@@ -717,6 +874,7 @@ class KnowledgeGraph:
         return g
 
     def stats(self) -> dict[str, Any]:
+        self._maybe_refresh()
         nodes: dict[str, int] = {}
         for n in self._nodes.values():
             nodes[n.kind] = nodes.get(n.kind, 0) + 1
@@ -726,6 +884,8 @@ class KnowledgeGraph:
         return {
             "name": self.name,
             "path": str(self.path) if self.path else None,
+            "backend": "postgres" if self._store.shared else "sqlite",
+            "vector_backend": self._vector_backend,
             "embeddings": embeddings_id(self.embeddings),
             "documents": self._store.document_count(),
             "nodes": len(self._nodes),
@@ -738,17 +898,29 @@ class KnowledgeGraph:
 
     # internal access for ingestion
     @property
-    def graph_store(self) -> SqliteGraphStore:
+    def graph_store(self) -> GraphBackend:
         return self._store
 
     @property
-    def vector_index(self) -> NumpyVectorIndex:
+    def vector_index(self) -> VectorBackend:
         return self._vectors
 
 
-def open_persistence(path: Path | None) -> tuple[Any, Any]:
-    """(checkpointer, store) on one database: Postgres if KGMEM_POSTGRES_URI, else SQLite in ``path``."""
-    uri = os.environ.get("KGMEM_POSTGRES_URI")
+def _identity(name: str | None, stored: str | None, where: str) -> str:
+    """The KG's name: the stored one; a different one asked for is an error, not a second namespace."""
+    if stored is None:
+        return name or "default"
+    if name is not None and name != stored:
+        raise KgmemInputError(
+            f"{where} holds KG {stored!r}, not {name!r}: its memory lives under {stored!r}. Open it with "
+            f"name={stored!r} or without a name, or use another directory for a KG called {name!r}")
+    return stored
+
+
+def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any, Any]:
+    """(checkpointer, store) on one database: the KG's own PostgreSQL database (``uri``) or
+    ``KGMEM_POSTGRES_URI``, else SQLite in ``path`` (in memory without one)."""
+    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
     if uri:
         try:
             from langgraph.checkpoint.postgres import PostgresSaver
@@ -760,10 +932,31 @@ def open_persistence(path: Path | None) -> tuple[Any, Any]:
             raise ConfigurationError(
                 "KGMEM_POSTGRES_URI is set but the Postgres backends are missing: "
                 "pip install 'langgraph-kgmem[postgres]'") from exc
-        conn = Connection.connect(uri, autocommit=True, prepare_threshold=0)
-        saver, store = PostgresSaver(conn), PostgresStore(conn)
-        saver.setup()
-        store.setup()
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, storage_error
+
+        # a pool, so threads (app.batch) and the KG's own connections never share one connection
+        pool = ConnectionPool(uri, min_size=1, max_size=8, open=False,
+                              kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+        try:
+            pool.open(wait=True, timeout=15)
+            saver, store = PostgresSaver(pool), PostgresStore(pool)
+            # one migrator at a time; a session lock, not a transaction: the saver's migrations
+            # create indexes CONCURRENTLY, which wait for every open transaction
+            with Connection.connect(uri, autocommit=True) as conn:
+                conn.execute("SELECT pg_advisory_lock(%s, %s)", (SCHEMA_LOCK[0], 1))
+                try:
+                    saver.setup()
+                    store.setup()
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
+        except Exception as exc:
+            pool.close()
+            if isinstance(exc, KgmemError):
+                raise
+            raise storage_error(exc, uri, "setting up the checkpointer and store") from exc
         return saver, store
     if path is None:
         from langgraph.checkpoint.memory import InMemorySaver

@@ -36,7 +36,11 @@ DERIVED_SOURCE = "__derived__"
 
 
 class SqliteGraphStore:
-    """Persistent structure of one KG. Writes are grouped with :meth:`transaction`."""
+    """Persistent structure of one KG (the embedded :class:`~langgraph_kgmem.kg.backend.GraphBackend`).
+    Writes are grouped with :meth:`transaction`; one process writes a KG directory at a time."""
+
+    shared = False
+    on_begin = None   # the shared backend's hook; one writer here, nothing to catch up on
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -63,6 +67,19 @@ class SqliteGraphStore:
             self._depth -= 1
             if self._depth == 0:
                 self.conn.execute("COMMIT")
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    def version(self) -> int:
+        return 0
+
+    def changes_since(self, version: int, conn: Any = None) -> None:
+        return None   # never consulted: shared is False
+
+    def last_committed_version(self) -> None:
+        return None
 
     # meta
     def get_meta(self, key: str) -> str | None:

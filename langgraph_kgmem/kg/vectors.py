@@ -167,6 +167,8 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 class NumpyVectorIndex:
     """In-memory vector index (cosine on unit vectors)."""
 
+    transactional = False   # the KG reconciles vectors with the structure after a crash or rollback
+
     def __init__(self) -> None:
         self._spaces: dict[str, _Space] = {}
         self.track_dirty = False   # record upserted ids for take_dirty (incremental saving)
@@ -239,6 +241,36 @@ class NumpyVectorIndex:
         top = np.argmax(scores, axis=1)   # first maximum: the earliest row wins ties
         return [(s.ids[j], float(scores[i, j])) for i, j in enumerate(top)]
 
+    def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None
+               ) -> tuple[list[str], np.ndarray]:
+        """Cosine of ``query`` with every live row of these kinds, in insertion order."""
+        s = self._space(space)
+        if not len(s.ids):
+            return [], np.zeros(0, dtype=np.float32)
+        rows = np.flatnonzero(s.kind_mask(kinds))
+        q = np.asarray(query, dtype=np.float32).ravel()
+        q = q / (np.linalg.norm(q) or 1.0)
+        return [s.ids[i] for i in rows], (s.mat @ q)[rows]
+
+    def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int, since: int = 0,
+                      block: int = 2048) -> tuple[list[tuple[str, str, float]], int]:
+        """Every unordered pair of ``kind`` rows with cosine ≥ ``threshold``, earlier row first; each
+        row keeps its ``max_per_node`` best later partners. Exhaustive, in blocks of matrix
+        products (``since`` is ignored: all pairs are recomputed; the watermark returned is 0)."""
+        ids, mat = self.matrix(space, kinds=(kind,))
+        pairs: list[tuple[str, str, float]] = []
+        for off in range(0, len(ids), block):
+            sims = mat[off:off + block] @ mat.T
+            for r in range(sims.shape[0]):
+                i = off + r
+                row = sims[r]
+                cand = np.flatnonzero(row >= threshold)
+                cand = cand[cand > i]  # each unordered pair once
+                if len(cand) > max_per_node:
+                    cand = cand[np.argsort(-row[cand], kind="stable")[:max_per_node]]
+                pairs.extend((ids[i], ids[j], float(row[j])) for j in sorted(cand.tolist()))
+        return pairs, 0
+
     def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         s = self._space(space)
         rows = np.flatnonzero(s.kind_mask(kinds)) if len(s.ids) else np.zeros(0, dtype=np.int64)
@@ -251,8 +283,12 @@ class NumpyVectorIndex:
         """The vectors' dimension (None while the index is empty)."""
         return next((sp.dim for sp in self._spaces.values() if sp.dim), None)
 
-    def ids(self, space: str) -> list[str]:
-        return list(self._space(space).row)
+    def ids(self, space: str, kinds: Sequence[str] | None = None) -> list[str]:
+        """Ids of the live rows (of these kinds), in insertion order."""
+        s = self._space(space)
+        if not len(s.ids):
+            return []
+        return [s.ids[i] for i in np.flatnonzero(s.kind_mask(kinds))]
 
     def version(self, space: str) -> int:
         """Changes whenever ``space`` is written (cache key for derived data)."""

@@ -1,0 +1,109 @@
+"""Copy a KG between backends: a directory to PostgreSQL and back (``kgmem migrate``).
+
+Structure (nodes, edges, provenance, documents, aliases), vectors and memory (everything the
+store holds under the KG's namespace: edge memories, reflections, trajectories, the codebook) are
+copied; the destination KG must be empty. Checkpoints are not copied: they are per-thread run
+state, and a new backend starts new threads. Vectors are copied as stored, never re-embedded, so
+the destination answers as the source did.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE
+
+
+@dataclass
+class MigrationReport:
+    name: str
+    nodes: int = 0
+    edges: int = 0
+    documents: int = 0
+    vectors: dict[str, int] = field(default_factory=dict)
+    memory_items: int = 0
+
+    def __str__(self) -> str:
+        return (f"migrated KG {self.name!r}: {self.documents} documents, {self.nodes} nodes, {self.edges} edges, "
+                f"{sum(self.vectors.values())} vectors, {self.memory_items} memory items")
+
+
+def _memory_items(store: Any, name: str, page: int = 1000) -> list[Any]:
+    items, offset = [], 0
+    while True:
+        batch = store.search(("kgmem", name), limit=page, offset=offset)
+        items.extend(batch)
+        if len(batch) < page:
+            return items
+        offset += page
+
+
+def migrate(source: str | os.PathLike[str], destination: str | os.PathLike[str], *, name: str | None = None,
+            embeddings: Embeddings | str | None = None, vector_backend: str | None = None) -> MigrationReport:
+    """Copy KG ``name`` (default: the source's stored name) from ``source`` to ``destination``
+    (each a KG directory or a ``postgresql://`` URI).
+
+    Raises:
+        KgmemInputError: the source does not exist, or the destination already holds that KG with
+            content (migrate into an empty KG; drop the old one first).
+    """
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+    src = KnowledgeGraph.open(source, name=name, embeddings=embeddings, vector_backend=vector_backend,  # type: ignore[arg-type]
+                              create=False)
+    try:
+        dst = KnowledgeGraph.open(destination, name=src.name, embeddings=src.embeddings,
+                                  vector_backend=vector_backend, create=True)  # type: ignore[arg-type]
+        try:
+            if dst.node_count() or dst.documents():
+                raise KgmemInputError(
+                    f"{destination} already holds KG {src.name!r} with {dst.node_count()} nodes: migrate into an "
+                    "empty KG (drop it first: `kgmem drop`, or choose another directory)")
+            report = _copy(src, dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    return report
+
+
+def _copy(src: Any, dst: Any) -> MigrationReport:
+    report = MigrationReport(src.name)
+    nodes, edges = src.nodes(), src.edges()
+    node_kind = {n.id: n.kind for n in nodes}
+    s_store, d_store = src.graph_store, dst.graph_store
+    with dst.transaction():
+        ids, mat = src.vector_matrix(space="nodes")
+        d_store.upsert_nodes(nodes)
+        for n in nodes:
+            dst._index_node(n)
+        if ids:
+            dst.vector_index.upsert("nodes", ids, mat, [node_kind[i] for i in ids], normalized=True)
+        d_store.upsert_edges(edges)
+        for e in edges:
+            dst._index_edge(e)
+        fids, fmat = src.vector_matrix(space="facts")
+        if fids:
+            dst.vector_index.upsert("facts", fids, fmat, ["relation"] * len(fids), normalized=True)
+        docs = src.documents()
+        for d in docs:
+            d_store.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"])
+        for doc_id in [d["id"] for d in docs] + [DERIVED_SOURCE]:
+            d_store.add_sources(s_store.doc_node_ids(doc_id), s_store.doc_edge_ids(doc_id), doc_id)
+        for alias, node_id, sim in src.aliases():
+            d_store.put_alias(alias, node_id, sim)
+        dst._touch()
+    report.nodes, report.edges, report.documents = len(nodes), len(edges), len(docs)
+    report.vectors = {"nodes": len(ids), "facts": len(fids)}
+    _, s_mem = src.persistence()
+    _, d_mem = dst.persistence()
+    items = _memory_items(s_mem, src.name)
+    for it in items:
+        d_mem.put(tuple(it.namespace), it.key, dict(it.value), index=False)
+    report.memory_items = len(items)
+    return report

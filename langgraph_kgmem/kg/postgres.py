@@ -1,0 +1,781 @@
+"""The server backend: a KG's structure in plain PostgreSQL tables, its vectors in pgvector.
+
+One database holds many KGs (tenants): every structure row carries its KG's id, and each KG has a
+vector table of its own (``kgmem_vec_<id>``, its own dimension, HNSW indexes per space, cosine).
+Searches run in the server; a worker holds no vectors in RAM.
+
+Concurrency contract (README, "PostgreSQL"):
+
+- Any number of processes read while others write. Writes to one KG serialise on a
+  transaction-scoped advisory lock keyed by the KG (other KGs in the database are not blocked);
+  one document's ingest is one transaction, vectors included, so a killed writer leaves nothing
+  half-written and a re-run completes it.
+- Every committed write transaction bumps the KG's ``version`` and logs the node and edge ids it
+  touched in ``kgmem_changes``. A process refreshes its in-memory structure cache by reading only
+  those rows (:meth:`PostgresGraphStore.changes_since`), and its derived caches (PPR snapshots,
+  method indexes) are keyed by that version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
+from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
+from langgraph_kgmem.kg.vectors import check_vectors, unit_rows
+
+LOCK_CLASS = 0x6B676D   # advisory-lock namespace ("kgm"); the second key is the KG id
+SCHEMA_LOCK = (LOCK_CLASS, 0)
+CHANGE_LOG_KEEP = 200_000   # change rows kept per KG; a reader further behind reloads everything
+HNSW_EF_SEARCH = 100
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS kgmem_graphs(id BIGSERIAL PRIMARY KEY, name TEXT UNIQUE NOT NULL, dim INTEGER,
+    version BIGINT NOT NULL DEFAULT 0, log_from BIGINT NOT NULL DEFAULT 0,
+    created TIMESTAMPTZ NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS kgmem_meta(kg BIGINT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY(kg, key));
+CREATE TABLE IF NOT EXISTS kgmem_nodes(kg BIGINT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL,
+    text TEXT NOT NULL, attrs TEXT NOT NULL DEFAULT '{}', seq BIGSERIAL, PRIMARY KEY(kg, id));
+CREATE TABLE IF NOT EXISTS kgmem_edges(kg BIGINT NOT NULL, id TEXT NOT NULL, src TEXT NOT NULL,
+    dst TEXT NOT NULL, kind TEXT NOT NULL, text TEXT NOT NULL DEFAULT '',
+    weight DOUBLE PRECISION NOT NULL DEFAULT 1.0, attrs TEXT NOT NULL DEFAULT '{}', seq BIGSERIAL,
+    PRIMARY KEY(kg, id));
+CREATE INDEX IF NOT EXISTS kgmem_edges_src ON kgmem_edges(kg, src);
+CREATE INDEX IF NOT EXISTS kgmem_edges_dst ON kgmem_edges(kg, dst);
+CREATE TABLE IF NOT EXISTS kgmem_node_sources(kg BIGINT NOT NULL, node_id TEXT NOT NULL, doc_id TEXT NOT NULL,
+    PRIMARY KEY(kg, node_id, doc_id));
+CREATE INDEX IF NOT EXISTS kgmem_node_sources_doc ON kgmem_node_sources(kg, doc_id);
+CREATE TABLE IF NOT EXISTS kgmem_edge_sources(kg BIGINT NOT NULL, edge_id TEXT NOT NULL, doc_id TEXT NOT NULL,
+    PRIMARY KEY(kg, edge_id, doc_id));
+CREATE INDEX IF NOT EXISTS kgmem_edge_sources_doc ON kgmem_edge_sources(kg, doc_id);
+CREATE TABLE IF NOT EXISTS kgmem_documents(kg BIGINT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
+    seq BIGINT NOT NULL DEFAULT 0, PRIMARY KEY(kg, id));
+CREATE TABLE IF NOT EXISTS kgmem_aliases(kg BIGINT NOT NULL, alias TEXT NOT NULL, node_id TEXT NOT NULL,
+    similarity DOUBLE PRECISION NOT NULL, PRIMARY KEY(kg, alias));
+CREATE INDEX IF NOT EXISTS kgmem_aliases_node ON kgmem_aliases(kg, node_id);
+CREATE TABLE IF NOT EXISTS kgmem_changes(kg BIGINT NOT NULL, version BIGINT NOT NULL, kind "char" NOT NULL,
+    id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS kgmem_changes_kg_version ON kgmem_changes(kg, version);
+"""
+# every per-KG table, for drop_kg
+_KG_TABLES = ("kgmem_meta", "kgmem_nodes", "kgmem_edges", "kgmem_node_sources", "kgmem_edge_sources",
+              "kgmem_documents", "kgmem_aliases", "kgmem_changes")
+
+
+def _arr(v: Any) -> np.ndarray:
+    """A pgvector value as a float32 array (pgvector's loader returns its own Vector type)."""
+    return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
+
+
+def is_postgres_uri(path: object) -> bool:
+    return isinstance(path, str) and path.startswith(("postgresql://", "postgres://"))
+
+
+class PoolTimeout(Exception):
+    """Stand-in until psycopg_pool is imported (its PoolTimeout replaces this name)."""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+        from pgvector.psycopg import register_vector  # noqa: F401
+        from psycopg_pool import PoolTimeout as _PoolTimeout
+    except ImportError as exc:
+        raise ConfigurationError(
+            "A PostgreSQL KG needs the postgres extra: pip install 'langgraph-kgmem[postgres]'") from exc
+    globals()["PoolTimeout"] = _PoolTimeout
+    return psycopg
+
+
+def _where(uri: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        d = conninfo_to_dict(uri)
+    except Exception:  # noqa: BLE001 - a malformed URI; say so without echoing a password
+        return "(an unparsable URI)"
+    return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', '')} as {d.get('user', '')!r}"
+
+
+def storage_error(exc: BaseException, uri: str, doing: str) -> StorageError:
+    """A clear error for a database that is unreachable, refuses us, or went away."""
+    from langgraph_kgmem.tracing import redact_secrets
+
+    lost = " Nothing of the failed transaction was written." if doing == "writing" else ""
+    return StorageError(
+        f"PostgreSQL at {_where(uri)} failed while {doing}: {redact_secrets(str(exc)).strip()[:500]}.{lost} "
+        "Check the server is up and the URI (KGMEM_POSTGRES_URI: host, port, database, user, password), "
+        "then retry.")
+
+
+class PgDatabase:
+    """A connection pool for one database, plus the calling thread's open write transaction."""
+
+    def __init__(self, uri: str, *, max_size: int = 8, timeout: float | None = None) -> None:
+        psycopg = _psycopg()
+        from psycopg_pool import ConnectionPool
+
+        self.uri = uri
+        # seconds to wait for a connection before saying the server is gone (KGMEM_POSTGRES_TIMEOUT)
+        self.timeout = timeout if timeout is not None else float(os.environ.get("KGMEM_POSTGRES_TIMEOUT", "10"))
+        self._local = threading.local()
+        try:
+            with psycopg.connect(uri, autocommit=True, connect_timeout=10) as conn:
+                self._setup(conn)
+        except psycopg.OperationalError as exc:
+            raise storage_error(exc, uri, "connecting") from exc
+        self._max_size = max_size
+        self.pool = self._new_pool()
+        try:
+            self.pool.open(wait=True, timeout=15)
+        except Exception as exc:  # noqa: BLE001 - pool start failure: unreachable server
+            self.pool.close()
+            raise storage_error(exc, uri, "opening a connection pool") from exc
+
+    def _new_pool(self) -> Any:
+        from psycopg_pool import ConnectionPool
+
+        return ConnectionPool(self.uri, min_size=1, max_size=self._max_size, open=False, configure=self._configure,
+                              kwargs={"autocommit": True}, check=ConnectionPool.check_connection)
+
+    def _lost(self, exc: BaseException, doing: str) -> StorageError:
+        """The server went away: a fresh pool reconnects at the next use (the old one would back
+        off for minutes before trying again)."""
+        old, self.pool = self.pool, self._new_pool()
+        self.pool.open(wait=False)
+        old.close(timeout=0)
+        return storage_error(exc, self.uri, doing)
+
+    @staticmethod
+    def _setup(conn: Any) -> None:
+        """pgvector and the schema, created once (under a lock: processes may start together)."""
+        psycopg = _psycopg()
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", SCHEMA_LOCK)
+            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+                try:
+                    with conn.transaction():
+                        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except psycopg.Error as exc:   # not installed on the server, or no privilege
+                    raise ConfigurationError(
+                        f"this PostgreSQL server has no pgvector extension ({str(exc).strip()[:200]}): install "
+                        "pgvector on the server and run `CREATE EXTENSION vector` as a superuser in this "
+                        "database (managed services offer it; see their docs), then retry") from exc
+            conn.execute(SCHEMA)
+
+    @staticmethod
+    def _configure(conn: Any) -> None:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        # filtered HNSW scans keep going until LIMIT rows pass the filter (pgvector >= 0.8)
+        conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+    # -------------------------------------------------------------- connections
+    @property
+    def depth(self) -> int:
+        return getattr(self._local, "depth", 0)
+
+    @contextmanager
+    def read(self) -> Iterator[Any]:
+        """The thread's transaction connection if it has one, else a pooled autocommit one."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        psycopg = _psycopg()
+        try:
+            with self.pool.connection(timeout=self.timeout) as conn:
+                yield conn
+        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+            raise self._lost(exc, "reading") from exc
+
+    @contextmanager
+    def transaction(self, lock_key: int | None, on_begin: Any = None, on_commit: Any = None) -> Iterator[Any]:
+        """Nested-safe write transaction (no savepoints: an inner failure fails the whole block,
+        as in SQLite). The outermost block takes the advisory lock ``(LOCK_CLASS, lock_key)``,
+        calls ``on_begin(conn)`` and, just before COMMIT, ``on_commit(conn)``."""
+        loc = self._local
+        if getattr(loc, "conn", None) is not None:
+            loc.depth += 1
+            try:
+                yield loc.conn
+            finally:
+                loc.depth -= 1
+            return
+        psycopg = _psycopg()
+        try:
+            with self.pool.connection(timeout=self.timeout) as conn:
+                loc.conn, loc.depth = conn, 1
+                try:
+                    with conn.transaction():
+                        if lock_key is not None:
+                            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, lock_key))
+                        if on_begin is not None:
+                            on_begin(conn)
+                        yield conn
+                        if on_commit is not None:
+                            on_commit(conn)
+                finally:
+                    loc.conn, loc.depth = None, 0
+        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as exc:
+            raise self._lost(exc, "writing") from exc
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _kg_id(db: PgDatabase, name: str, *, create: bool) -> int | None:
+    with db.transaction(None) as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", SCHEMA_LOCK)
+        row = conn.execute("SELECT id FROM kgmem_graphs WHERE name = %s", (name,)).fetchone()
+        if row is None and create:
+            row = conn.execute("INSERT INTO kgmem_graphs(name) VALUES(%s) RETURNING id", (name,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def list_kgs(uri: str) -> list[dict[str, Any]]:
+    """The KGs stored in the database at ``uri`` (name, id, dimension, version)."""
+    db = PgDatabase(uri, max_size=1)
+    try:
+        with db.read() as conn:
+            rows = conn.execute("SELECT id, name, dim, version FROM kgmem_graphs ORDER BY name").fetchall()
+        return [{"id": r[0], "name": r[1], "dim": r[2], "version": r[3]} for r in rows]
+    finally:
+        db.close()
+
+
+def drop_kg(uri: str, name: str) -> bool:
+    """Remove KG ``name`` (its rows and its vector table) from the database; other KGs and the
+    memory store are untouched. Returns False when there was no such KG."""
+    check_kg_name(name)
+    db = PgDatabase(uri, max_size=1)
+    try:
+        kid = _kg_id(db, name, create=False)
+        if kid is None:
+            return False
+        with db.transaction(kid) as conn:
+            for table in _KG_TABLES:
+                conn.execute(f"DELETE FROM {table} WHERE kg = %s", (kid,))
+            conn.execute(f"DROP TABLE IF EXISTS kgmem_vec_{kid}")
+            conn.execute("DELETE FROM kgmem_graphs WHERE id = %s", (kid,))
+        return True
+    finally:
+        db.close()
+
+
+class PostgresGraphStore:
+    """:class:`~langgraph_kgmem.kg.backend.GraphBackend` on PostgreSQL, for one KG of the database."""
+
+    shared = True
+
+    def __init__(self, db: PgDatabase, name: str, *, create: bool = True) -> None:
+        self.db = db
+        self.name = check_kg_name(name)
+        kid = _kg_id(db, name, create=create)
+        if kid is None:
+            raise KgmemInputError(f"no KG named {name!r} in this database; existing: "
+                                  f"{[k['name'] for k in self._names()][:10]}. Create it with create=True")
+        self.kg_id = kid
+        self.on_begin: Any = None       # set by the facade: sync its cache under the write lock
+        self._pending = threading.local()
+
+    def _names(self) -> list[dict[str, Any]]:
+        with self.db.read() as conn:
+            return [{"name": r[0]} for r in conn.execute("SELECT name FROM kgmem_graphs ORDER BY name")]
+
+    # ------------------------------------------------------------ transactions & change log
+    @property
+    def depth(self) -> int:
+        return self.db.depth
+
+    _depth = depth   # the name the facade and ingest used for the SQLite store
+
+    def _log(self) -> dict[str, set[str]]:
+        log = getattr(self._pending, "log", None)
+        if log is None:
+            log = self._pending.log = {"n": set(), "e": set()}
+        return log
+
+    def _begin(self, conn: Any) -> None:
+        self._pending.log = {"n": set(), "e": set()}
+        self._pending.wrote = False
+        if self.on_begin is not None:
+            self.on_begin(conn)
+
+    def _commit(self, conn: Any) -> None:
+        log = self._log()
+        if not (log["n"] or log["e"] or getattr(self._pending, "wrote", False)):
+            return
+        version = conn.execute("UPDATE kgmem_graphs SET version = version + 1 WHERE id = %s RETURNING version",
+                               (self.kg_id,)).fetchone()[0]
+        for kind in ("n", "e"):
+            if log[kind]:
+                conn.execute("INSERT INTO kgmem_changes(kg, version, kind, id) "
+                             "SELECT %s, %s, %s, unnest(%s::text[])", (self.kg_id, version, kind, sorted(log[kind])))
+        if version % 1000 == 0:   # keep the change log bounded
+            cut = conn.execute("SELECT max(version) FROM (SELECT version FROM kgmem_changes WHERE kg = %s "
+                               "ORDER BY version DESC OFFSET %s) t", (self.kg_id, CHANGE_LOG_KEEP)).fetchone()[0]
+            if cut is not None:
+                conn.execute("DELETE FROM kgmem_changes WHERE kg = %s AND version <= %s", (self.kg_id, cut))
+                conn.execute("UPDATE kgmem_graphs SET log_from = %s WHERE id = %s", (cut, self.kg_id))
+        self._pending.committed_version = version
+        self._pending.log = {"n": set(), "e": set()}
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        with self.db.transaction(self.kg_id, self._begin, self._commit) as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """A write: inside the caller's transaction, or one of its own (so it bumps the version)."""
+        with self.transaction() as conn:
+            self._pending.wrote = True
+            yield conn
+
+    def version(self) -> int:
+        with self.db.read() as conn:
+            return int(conn.execute("SELECT version FROM kgmem_graphs WHERE id = %s", (self.kg_id,)).fetchone()[0])
+
+    def last_committed_version(self) -> int | None:
+        """The version this thread's last write transaction committed (then cleared)."""
+        v = getattr(self._pending, "committed_version", None)
+        self._pending.committed_version = None
+        return v
+
+    def changes_since(self, version: int, conn: Any = None
+                      ) -> tuple[int, list[Node], list[str], list[Edge], list[str]] | None:
+        if conn is None:
+            with self.db.read() as c:
+                with c.transaction():
+                    c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    return self.changes_since(version, c)
+        now, log_from = conn.execute("SELECT version, log_from FROM kgmem_graphs WHERE id = %s",
+                                     (self.kg_id,)).fetchone()
+        if now == version:
+            return now, [], [], [], []
+        if version < log_from:
+            return None
+        rows = conn.execute("SELECT DISTINCT kind, id FROM kgmem_changes WHERE kg = %s AND version > %s",
+                            (self.kg_id, version)).fetchall()
+        nids = [r[1] for r in rows if r[0] == "n"]
+        eids = [r[1] for r in rows if r[0] == "e"]
+        nodes = [Node(r[0], r[1], r[2], json.loads(r[3])) for r in conn.execute(
+            "SELECT id, kind, text, attrs FROM kgmem_nodes WHERE kg = %s AND id = ANY(%s) ORDER BY seq",
+            (self.kg_id, nids))] if nids else []
+        edges = [Edge(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in conn.execute(
+            "SELECT id, src, dst, kind, text, weight, attrs FROM kgmem_edges WHERE kg = %s AND id = ANY(%s) "
+            "ORDER BY seq", (self.kg_id, eids))] if eids else []
+        alive_n = {n.id for n in nodes}
+        alive_e = {e.id for e in edges}
+        return (int(now), nodes, sorted(set(nids) - alive_n), edges, sorted(set(eids) - alive_e))
+
+    # ------------------------------------------------------------ meta
+    def get_meta(self, key: str) -> str | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT value FROM kgmem_meta WHERE kg = %s AND key = %s", (self.kg_id, key)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT INTO kgmem_meta(kg, key, value) VALUES(%s, %s, %s) "
+                         "ON CONFLICT(kg, key) DO UPDATE SET value = excluded.value", (self.kg_id, key, value))
+
+    # ------------------------------------------------------------ bulk loads
+    def load_nodes(self) -> Iterator[Node]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT id, kind, text, attrs FROM kgmem_nodes WHERE kg = %s ORDER BY seq",
+                                (self.kg_id,)).fetchall()
+        for r in rows:
+            yield Node(r[0], r[1], r[2], json.loads(r[3]))
+
+    def load_edges(self) -> Iterator[Edge]:
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT id, src, dst, kind, text, weight, attrs FROM kgmem_edges WHERE kg = %s "
+                                "ORDER BY seq", (self.kg_id,)).fetchall()
+        for r in rows:
+            yield Edge(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]))
+
+    def load_all(self) -> tuple[int, list[Node], list[Edge]]:
+        """(version, nodes, edges) read in one consistent snapshot."""
+        with self.db.read() as conn:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                version = conn.execute("SELECT version FROM kgmem_graphs WHERE id = %s", (self.kg_id,)).fetchone()[0]
+                nodes = [Node(r[0], r[1], r[2], json.loads(r[3])) for r in conn.execute(
+                    "SELECT id, kind, text, attrs FROM kgmem_nodes WHERE kg = %s ORDER BY seq", (self.kg_id,))]
+                edges = [Edge(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in conn.execute(
+                    "SELECT id, src, dst, kind, text, weight, attrs FROM kgmem_edges WHERE kg = %s ORDER BY seq",
+                    (self.kg_id,))]
+        return int(version), nodes, edges
+
+    # ------------------------------------------------------------ writes
+    def upsert_nodes(self, nodes: Iterable[Node]) -> None:
+        rows = [(self.kg_id, n.id, n.kind, n.text, json.dumps(n.attrs, sort_keys=True)) for n in nodes]
+        if not rows:
+            return
+        with self._write() as conn:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO kgmem_nodes(kg, id, kind, text, attrs) VALUES(%s, %s, %s, %s, %s) "
+                    "ON CONFLICT(kg, id) DO UPDATE SET kind = excluded.kind, text = excluded.text, "
+                    "attrs = excluded.attrs", rows)
+            self._log()["n"].update(r[1] for r in rows)
+
+    def upsert_edges(self, edges: Iterable[Edge]) -> None:
+        rows = [(self.kg_id, e.id, e.src, e.dst, e.kind, e.text, e.weight, json.dumps(e.attrs, sort_keys=True))
+                for e in edges]
+        if not rows:
+            return
+        with self._write() as conn:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO kgmem_edges(kg, id, src, dst, kind, text, weight, attrs) "
+                    "VALUES(%s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT(kg, id) DO UPDATE SET weight = excluded.weight, attrs = excluded.attrs", rows)
+            self._log()["e"].update(r[1] for r in rows)
+
+    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
+        nids, eids = sorted(set(node_ids)), sorted(set(edge_ids))
+        if not (nids or eids):
+            return
+        with self._write() as conn:
+            if nids:
+                conn.execute("INSERT INTO kgmem_node_sources(kg, node_id, doc_id) SELECT %s, unnest(%s::text[]), %s "
+                             "ON CONFLICT DO NOTHING", (self.kg_id, nids, doc_id))
+            if eids:
+                conn.execute("INSERT INTO kgmem_edge_sources(kg, edge_id, doc_id) SELECT %s, unnest(%s::text[]), %s "
+                             "ON CONFLICT DO NOTHING", (self.kg_id, eids, doc_id))
+
+    def _ids(self, sql: str, *params: Any) -> list[str]:
+        with self.db.read() as conn:
+            return [r[0] for r in conn.execute(sql, (self.kg_id, *params))]
+
+    def node_sources(self, node_id: str) -> list[str]:
+        return self._ids("SELECT doc_id FROM kgmem_node_sources WHERE kg = %s AND node_id = %s ORDER BY doc_id",
+                         node_id)
+
+    def edge_sources(self, edge_id: str) -> list[str]:
+        return self._ids("SELECT doc_id FROM kgmem_edge_sources WHERE kg = %s AND edge_id = %s ORDER BY doc_id",
+                         edge_id)
+
+    def doc_node_ids(self, doc_id: str) -> list[str]:
+        return self._ids("SELECT node_id FROM kgmem_node_sources WHERE kg = %s AND doc_id = %s ORDER BY node_id",
+                         doc_id)
+
+    def doc_edge_ids(self, doc_id: str) -> list[str]:
+        return self._ids("SELECT edge_id FROM kgmem_edge_sources WHERE kg = %s AND doc_id = %s ORDER BY edge_id",
+                         doc_id)
+
+    def remove_document_sources(self, doc_id: str) -> tuple[list[str], list[str]]:
+        kid = self.kg_id
+        with self._write() as conn:
+            nodes = [r[0] for r in conn.execute(
+                "DELETE FROM kgmem_node_sources WHERE kg = %s AND doc_id = %s RETURNING node_id", (kid, doc_id))]
+            edges = [r[0] for r in conn.execute(
+                "DELETE FROM kgmem_edge_sources WHERE kg = %s AND doc_id = %s RETURNING edge_id", (kid, doc_id))]
+            kept_n = {r[0] for r in conn.execute(
+                "SELECT DISTINCT node_id FROM kgmem_node_sources WHERE kg = %s AND node_id = ANY(%s)", (kid, nodes))}
+            kept_e = {r[0] for r in conn.execute(
+                "SELECT DISTINCT edge_id FROM kgmem_edge_sources WHERE kg = %s AND edge_id = ANY(%s)", (kid, edges))}
+        return sorted(set(nodes) - kept_n), sorted(set(edges) - kept_e)
+
+    def delete_nodes(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        with self._write() as conn:
+            for table, col in (("kgmem_nodes", "id"), ("kgmem_node_sources", "node_id"), ("kgmem_aliases", "node_id")):
+                conn.execute(f"DELETE FROM {table} WHERE kg = %s AND {col} = ANY(%s)", (self.kg_id, list(ids)))
+            self._log()["n"].update(ids)
+
+    def delete_edges(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        with self._write() as conn:
+            for table, col in (("kgmem_edges", "id"), ("kgmem_edge_sources", "edge_id")):
+                conn.execute(f"DELETE FROM {table} WHERE kg = %s AND {col} = ANY(%s)", (self.kg_id, list(ids)))
+            self._log()["e"].update(ids)
+
+    # ------------------------------------------------------------ documents
+    _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq FROM kgmem_documents"
+
+    @staticmethod
+    def _document_row(row: tuple) -> dict[str, Any]:
+        return {"id": row[0], "title": row[1], "status": row[2], "n_chunks": row[3],
+                "meta": json.loads(row[4]), "seq": row[5]}
+
+    def document(self, doc_id: str) -> dict[str, Any] | None:
+        with self.db.read() as conn:
+            row = conn.execute(f"{self._DOC_COLUMNS} WHERE kg = %s AND id = %s", (self.kg_id, doc_id)).fetchone()
+        return self._document_row(row) if row else None
+
+    def documents(self) -> list[dict[str, Any]]:
+        with self.db.read() as conn:
+            rows = conn.execute(f"{self._DOC_COLUMNS} WHERE kg = %s ORDER BY seq, id", (self.kg_id,)).fetchall()
+        return [self._document_row(r) for r in rows]
+
+    def document_count(self) -> int:
+        with self.db.read() as conn:
+            return conn.execute("SELECT count(*) FROM kgmem_documents WHERE kg = %s", (self.kg_id,)).fetchone()[0]
+
+    def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
+                     meta: dict[str, Any] | None = None) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO kgmem_documents(kg, id, title, status, n_chunks, meta, seq) "
+                "VALUES(%s, %s, %s, %s, %s, %s, (SELECT COALESCE(max(seq), 0) + 1 FROM kgmem_documents WHERE kg = %s)) "
+                "ON CONFLICT(kg, id) DO UPDATE SET title = excluded.title, status = excluded.status, "
+                "n_chunks = excluded.n_chunks, meta = excluded.meta",
+                (self.kg_id, doc_id, title, status, n_chunks, json.dumps(meta or {}, sort_keys=True), self.kg_id))
+
+    def delete_document_row(self, doc_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM kgmem_documents WHERE kg = %s AND id = %s", (self.kg_id, doc_id))
+
+    # ------------------------------------------------------------ aliases
+    def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT INTO kgmem_aliases(kg, alias, node_id, similarity) VALUES(%s, %s, %s, %s) "
+                         "ON CONFLICT(kg, alias) DO UPDATE SET node_id = excluded.node_id, "
+                         "similarity = excluded.similarity", (self.kg_id, alias, node_id, similarity))
+
+    def aliases(self, node_id: str | None = None) -> list[tuple[str, str, float]]:
+        with self.db.read() as conn:
+            if node_id is None:
+                rows = conn.execute("SELECT alias, node_id, similarity FROM kgmem_aliases WHERE kg = %s "
+                                    "ORDER BY alias", (self.kg_id,))
+            else:
+                rows = conn.execute("SELECT alias, node_id, similarity FROM kgmem_aliases WHERE kg = %s "
+                                    "AND node_id = %s ORDER BY alias", (self.kg_id, node_id))
+            return [tuple(r) for r in rows]
+
+    def alias_count(self) -> int:
+        with self.db.read() as conn:
+            return conn.execute("SELECT count(*) FROM kgmem_aliases WHERE kg = %s", (self.kg_id,)).fetchone()[0]
+
+    def alias_target(self, alias: str) -> str | None:
+        with self.db.read() as conn:
+            row = conn.execute("SELECT node_id FROM kgmem_aliases WHERE kg = %s AND alias = %s",
+                               (self.kg_id, alias)).fetchone()
+        return row[0] if row else None
+
+    def close(self) -> None:
+        """The database pool is closed by the KG that owns it."""
+
+
+class PgVectorIndex:
+    """:class:`~langgraph_kgmem.kg.backend.VectorBackend` in one pgvector table per KG.
+
+    Writes go through the calling thread's open transaction (so a document's vectors commit with
+    its structure); searches use HNSW (cosine) with pgvector's iterative scan for kind filters and
+    are re-ranked by exact score, ties to the earlier row. HNSW is approximate: on large KGs a
+    result can differ from exhaustive search in its last places.
+    """
+
+    transactional = True
+
+    def __init__(self, db: PgDatabase, store: PostgresGraphStore) -> None:
+        self.db = db
+        self.store = store
+        self.table = f"kgmem_vec_{store.kg_id}"
+        with db.read() as conn:
+            row = conn.execute("SELECT dim FROM kgmem_graphs WHERE id = %s", (store.kg_id,)).fetchone()
+        self.dim: int | None = row[0] if row else None
+
+    def _ensure_table(self, dim: int) -> None:
+        if self.dim is not None:
+            if dim != self.dim:
+                raise KgmemInputError(
+                    f"vector dimension {dim} does not match KG {self.store.name!r}'s {self.dim}: reopen it "
+                    "with the embeddings it was built with, or build a new KG under another name")
+            return
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT dim FROM kgmem_graphs WHERE id = %s FOR UPDATE", (self.store.kg_id,)).fetchone()
+            if row[0] is None:
+                t = self.table
+                conn.execute(f"CREATE TABLE IF NOT EXISTS {t}(space TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, "
+                             f"seq BIGSERIAL, v vector({int(dim)}) NOT NULL, PRIMARY KEY(space, id))")
+                for space in ("nodes", "facts"):
+                    conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_{space}_hnsw ON {t} USING hnsw (v vector_cosine_ops) "
+                                 f"WHERE space = '{space}'")
+                conn.execute("UPDATE kgmem_graphs SET dim = %s WHERE id = %s", (int(dim), self.store.kg_id))
+                self.dim = int(dim)
+            else:
+                self.dim = int(row[0])
+                self._ensure_table(dim)
+
+    def _exists(self) -> bool:
+        if self.dim is None:   # another process may have created the table since we looked
+            with self.db.read() as conn:
+                row = conn.execute("SELECT dim FROM kgmem_graphs WHERE id = %s", (self.store.kg_id,)).fetchone()
+            self.dim = row[0] if row else None
+        return self.dim is not None
+
+    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
+               normalized: bool = False) -> None:
+        if not len(ids):
+            return
+        self._exists()
+        mat = check_vectors(vectors, ids, self.dim)
+        self._ensure_table(mat.shape[1])
+        if not normalized:
+            mat = unit_rows(mat)
+        last: dict[str, int] = {i: r for r, i in enumerate(ids)}   # the same id twice: the last wins
+        rows = [(space, i, kinds[r], mat[r]) for i, r in last.items()]
+        with self.store._write() as conn:
+            with conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO {self.table}(space, id, kind, v) VALUES(%s, %s, %s, %s) "
+                                "ON CONFLICT(space, id) DO UPDATE SET kind = excluded.kind, v = excluded.v", rows)
+
+    def delete(self, space: str, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids and self._exists():
+            with self.store._write() as conn:
+                conn.execute(f"DELETE FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, ids))
+
+    def get(self, space: str, ids: Sequence[str]) -> np.ndarray:
+        if not len(ids):
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        found: dict[str, np.ndarray] = {}
+        if self._exists():
+            with self.db.read() as conn:
+                found = {r[0]: _arr(r[1]) for r in conn.execute(
+                    f"SELECT id, v FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, list(ids)))}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"no vector for {missing[:3]} in space {space!r}")
+        return np.asarray([found[i] for i in ids], dtype=np.float32)
+
+    def has(self, space: str, ids: Sequence[str]) -> list[bool]:
+        if not len(ids) or not self._exists():
+            return [False] * len(ids)
+        with self.db.read() as conn:
+            have = {r[0] for r in conn.execute(f"SELECT id FROM {self.table} WHERE space = %s AND id = ANY(%s)",
+                                               (space, list(ids)))}
+        return [i in have for i in ids]
+
+    @staticmethod
+    def _unit(q: np.ndarray) -> np.ndarray:
+        q = np.asarray(q, dtype=np.float32).ravel()
+        return q / (np.linalg.norm(q) or 1.0)
+
+    def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
+               restrict: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        if k <= 0 or not self._exists():
+            return []
+        q = self._unit(query)
+        where, params = "space = %s", [space]
+        if kinds is not None:
+            where += " AND kind = ANY(%s)"
+            params.append(list(kinds))
+        if restrict is not None:
+            if not len(restrict):
+                return []
+            where += " AND id = ANY(%s)"
+            params.append(list(restrict))
+        # a few extra rows so that exact re-ranking (and ties to the earlier row) is stable
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT id, 1 - (v <=> %s), seq FROM {self.table} WHERE {where} "
+                                f"ORDER BY v <=> %s LIMIT %s", (q, *params, q, k + 8)).fetchall()
+        rows.sort(key=lambda r: (-round(r[1], 6), r[2]))
+        return [(r[0], float(r[1])) for r in rows[:k]]
+
+    def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None
+             ) -> list[tuple[str | None, float]]:
+        queries = np.asarray(queries, dtype=np.float32)
+        out: list[tuple[str | None, float]] = []
+        for q in queries:
+            hit = self.search(space, q, 1, kinds=kinds)
+            out.append(hit[0] if hit else (None, -1.0))
+        return out
+
+    def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None
+               ) -> tuple[list[str], np.ndarray]:
+        if not self._exists():
+            return [], np.zeros(0, dtype=np.float32)
+        q = self._unit(query)
+        where, params = "space = %s", [space]
+        if kinds is not None:
+            where += " AND kind = ANY(%s)"
+            params.append(list(kinds))
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT id, 1 - (v <=> %s) FROM {self.table} WHERE {where} ORDER BY seq",
+                                (q, *params)).fetchall()
+        return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float32)
+
+    def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,
+                      since: int = 0) -> tuple[list[tuple[str, str, float]], int]:
+        """Each row added after watermark ``since`` asks HNSW for its ``max_per_node`` nearest rows
+        of ``kind``; pairs at or above ``threshold`` come back once, earlier row first. Pairs of
+        older rows were returned by earlier calls (the caller keeps them as edges)."""
+        if not self._exists():
+            return [], since
+        t = self.table
+        with self.db.read() as conn:
+            mark = conn.execute(f"SELECT COALESCE(max(seq), 0) FROM {t} WHERE space = %s AND kind = %s",
+                                (space, kind)).fetchone()[0]
+            rows = conn.execute(
+                f"SELECT a.id, a.seq, n.id, n.seq, 1 - (a.v <=> n.v) FROM {t} a CROSS JOIN LATERAL "
+                f"(SELECT b.id, b.seq, b.v FROM {t} b WHERE b.space = a.space AND b.kind = a.kind AND b.id <> a.id "
+                f" ORDER BY b.v <=> a.v LIMIT %s) n "
+                f"WHERE a.space = %s AND a.kind = %s AND a.seq > %s AND a.seq <= %s AND 1 - (a.v <=> n.v) >= %s",
+                (max_per_node, space, kind, since, mark, threshold)).fetchall()
+        pairs: dict[tuple[str, str], float] = {}
+        for a, aseq, b, bseq, sim in rows:
+            key = (a, b) if aseq < bseq else (b, a)
+            pairs[key] = max(pairs.get(key, -2.0), float(sim))
+        return [(a, b, s) for (a, b), s in sorted(pairs.items())], int(mark)
+
+    def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+        """Every vector of the space (for analysis and migration; methods never need it here)."""
+        if not self._exists():
+            return [], np.zeros((0, 0), dtype=np.float32)
+        where, params = "space = %s", [space]
+        if kinds is not None:
+            where += " AND kind = ANY(%s)"
+            params.append(list(kinds))
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT id, v FROM {self.table} WHERE {where} ORDER BY seq", params).fetchall()
+        if not rows:
+            return [], np.zeros((0, self.dim or 0), dtype=np.float32)
+        return [r[0] for r in rows], np.asarray([_arr(r[1]) for r in rows], dtype=np.float32)
+
+    def kinds(self, space: str, ids: Sequence[str]) -> list[str]:
+        with self.db.read() as conn:
+            found = {r[0]: r[1] for r in conn.execute(
+                f"SELECT id, kind FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, list(ids)))}
+        return [found[i] for i in ids]
+
+    def count(self, space: str) -> int:
+        if not self._exists():
+            return 0
+        with self.db.read() as conn:
+            return conn.execute(f"SELECT count(*) FROM {self.table} WHERE space = %s", (space,)).fetchone()[0]
+
+    def ids(self, space: str, kinds: Sequence[str] | None = None) -> list[str]:
+        if not self._exists():
+            return []
+        where, params = "space = %s", [space]
+        if kinds is not None:
+            where += " AND kind = ANY(%s)"
+            params.append(list(kinds))
+        with self.db.read() as conn:
+            return [r[0] for r in conn.execute(f"SELECT id FROM {self.table} WHERE {where} ORDER BY seq", params)]
+
+    def version(self, space: str) -> int:
+        return self.store.version()
+
+    def dimension(self) -> int | None:
+        self._exists()
+        return self.dim
