@@ -17,11 +17,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from method_cases import QUESTION, compile_method, pick
 
+from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import ConfigurationError
 from langgraph_kgmem.graphs.registry import METHODS
 
@@ -164,21 +167,17 @@ def wait_until_up(proc: subprocess.Popen, url: str, log: Path, timeout: float = 
     raise AssertionError(f"langgraph dev did not answer within {timeout:.0f}s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.mark.integration
-def test_langgraph_dev_serves_a_method_through_the_sdk(tmp_path, sample_docs):
+@contextmanager
+def langgraph_dev(tmp_path: Path, kg: str, **extra_env: str) -> Iterator[str]:
+    """``langgraph dev`` serving the repository's graphs over KG ``kg`` (a directory or a URI);
+    yields its URL and stops it afterwards."""
     # find_spec, not import: importing langgraph_runtime_inmem creates ./.langgraph_api
     if importlib.util.find_spec("langgraph_cli") is None or importlib.util.find_spec("langgraph_runtime_inmem") is None:
         pytest.skip("langgraph-cli[inmem] is not installed")
-    from langgraph_sdk import get_sync_client
-
     cli = Path(sys.executable).with_name("langgraph")
     if not cli.exists():
         cli = Path(shutil.which("langgraph") or "")
     assert cli.is_file(), "the langgraph CLI is not on PATH"
-    method = SERVED_METHOD
-    ids = set(build_kg(tmp_path / "kg", sample_docs))
-    local_events = local_progress_events(tmp_path / "kg", method)
-
     # run from a scratch directory holding the repository's langgraph.json and graphs/ (the dev
     # server resolves graph paths against its working directory and keeps its state in ./.langgraph_api)
     work = tmp_path / "server"
@@ -186,11 +185,12 @@ def test_langgraph_dev_serves_a_method_through_the_sdk(tmp_path, sample_docs):
     shutil.copy(ROOT / "langgraph.json", work / "langgraph.json")
     (work / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
     env = dict(os.environ)
-    env.update({"KGMEM_KG_DIR": str(tmp_path / "kg"), "KGMEM_EMBEDDINGS": "hash", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    env.update({"KGMEM_KG_DIR": kg, "KGMEM_EMBEDDINGS": "hash", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
                 "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false", "HF_HUB_OFFLINE": "1",
-                "ANONYMIZED_TELEMETRY": "False", "PYTHONUNBUFFERED": "1"})
+                "ANONYMIZED_TELEMETRY": "False", "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **extra_env})
     for key in ("KGMEM_MODEL", "KGMEM_KG_NAME", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"):
-        env.pop(key, None)
+        if key not in extra_env:
+            env.pop(key, None)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"
@@ -201,26 +201,7 @@ def test_langgraph_dev_serves_a_method_through_the_sdk(tmp_path, sample_docs):
             cwd=work, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             wait_until_up(proc, url, log)
-            client = get_sync_client(url=url)
-            served = {a["graph_id"] for a in client.assistants.search(limit=50)}
-            assert set(METHODS) <= served
-
-            # streaming through the server (first run: memory is empty, as in the local run): state values
-            # and the same progress events arrive
-            thread = client.threads.create()
-            chunks = list(client.runs.stream(thread["thread_id"], method, input={"question": QUESTION},
-                                             stream_mode=["values", "custom"]))
-            assert "values" in [c.event for c in chunks]
-            served_events = [c.data.get("event") for c in chunks if c.event == "custom"]
-            assert served_events == local_events  # progress events reach a client of the server
-
-            out = client.runs.wait(None, method, input={"question": QUESTION})
-            assert isinstance(out, dict), out
-            assert out.get("method") in {method, METHODS[method][1].removeprefix("create_").removesuffix("_graph")}
-            assert isinstance(out["answer"], str) and out["answer"].strip()
-            assert "Warsaw" in out["answer"] or any("Warsaw" in e["text"] for e in out["evidence"])
-            assert out["evidence"] and {e["id"] for e in out["evidence"]} <= ids
-            assert out["usage"]["llm_calls"] == 0  # KGMEM_MODEL unset: offline
+            yield url
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -231,3 +212,59 @@ def test_langgraph_dev_serves_a_method_through_the_sdk(tmp_path, sample_docs):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
     assert proc.returncode is not None
+
+
+@pytest.mark.integration
+def test_langgraph_dev_serves_a_method_through_the_sdk(tmp_path, sample_docs):
+    from langgraph_sdk import get_sync_client
+
+    method = SERVED_METHOD
+    ids = set(build_kg(tmp_path / "kg", sample_docs))
+    local_events = local_progress_events(tmp_path / "kg", method)
+    with langgraph_dev(tmp_path, str(tmp_path / "kg")) as url:
+        client = get_sync_client(url=url)
+        served = {a["graph_id"] for a in client.assistants.search(limit=50)}
+        assert set(METHODS) <= served
+
+        # streaming through the server (first run: memory is empty, as in the local run): state values
+        # and the same progress events arrive
+        thread = client.threads.create()
+        chunks = list(client.runs.stream(thread["thread_id"], method, input={"question": QUESTION},
+                                         stream_mode=["values", "custom"]))
+        assert "values" in [c.event for c in chunks]
+        served_events = [c.data.get("event") for c in chunks if c.event == "custom"]
+        assert served_events == local_events  # progress events reach a client of the server
+
+        out = client.runs.wait(None, method, input={"question": QUESTION})
+        assert isinstance(out, dict), out
+        assert out.get("method") in {method, METHODS[method][1].removeprefix("create_").removesuffix("_graph")}
+        assert isinstance(out["answer"], str) and out["answer"].strip()
+        assert "Warsaw" in out["answer"] or any("Warsaw" in e["text"] for e in out["evidence"])
+        assert out["evidence"] and {e["id"] for e in out["evidence"]} <= ids
+        assert out["usage"]["llm_calls"] == 0  # KGMEM_MODEL unset: offline
+
+
+@pytest.mark.integration
+def test_a_served_postgres_kg_answers_from_a_document_another_process_just_ingested(tmp_path, sample_docs,
+                                                                                    new_database):
+    from langgraph_sdk import get_sync_client
+
+    uri = new_database()
+    vistula = next(d for d in sample_docs if d["id"] == "doc-vistula")
+    with KnowledgeGraph.open(uri, name="served", embeddings="hash") as kg:
+        kg.add_documents([d for d in sample_docs if d is not vistula], model="offline")
+    question = "Which river flows into the Baltic Sea?"
+    with langgraph_dev(tmp_path, uri, KGMEM_KG_NAME="served") as url:
+        client = get_sync_client(url=url)
+        before = client.runs.wait(None, "catrag", input={"question": question})
+        assert not any("Baltic" in e["text"] for e in before["evidence"])
+        ingest = subprocess.run(
+            [sys.executable, "-c", "import sys; from langgraph_kgmem import KnowledgeGraph\n"
+             "with KnowledgeGraph.open(sys.argv[1], name='served', embeddings='hash') as kg:\n"
+             "    kg.add_documents([{'id': sys.argv[2], 'title': sys.argv[3], 'text': sys.argv[4]}], model='offline')",
+             uri, vistula["id"], vistula["title"], vistula["text"]],
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+        assert ingest.returncode == 0, ingest.stderr[-2000:]
+        time.sleep(1.5)   # the served KG checks for other writers at most every second
+        after = client.runs.wait(None, "catrag", input={"question": question})
+        assert any("Baltic" in e["text"] for e in after["evidence"]), after["evidence"]
