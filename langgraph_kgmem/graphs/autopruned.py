@@ -509,7 +509,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         text, usage = generate(model, prompt, step="answer", context={
             "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
             "evidence_texts": [e["text"] for e in evidence], "run_ids": state.get("selected_runs", {}),
-            "encoding": state.get("encoding")})
+            "encoding": state.get("encoding")},
+            fallback=lambda: extractive_answer(kg, state["question"], evidence) if evidence else "no answer")
         return {"answer": text, "usage": usage}
 
     def memorize(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:

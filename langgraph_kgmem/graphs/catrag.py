@@ -71,6 +71,7 @@ HUB_FRACTION = 0.01                   # hubs = top 1% weighted-degree entity nod
 HUB_TOP = 10                          # hub mass is read on the top-10 PPR nodes
 MAX_SUMMARY_FACTS = 40                # facts shown to the summariser
 MAX_CONTEXT_FACTS = 8                 # facts shown per neighbour when it has ≤ τ facts
+MAX_SUMMARY_CHARS = 600               # a cached summary is cut to this: it is shown in every later prompt
 Tier = Literal["pruned", "weak", "strong", "key", "stage1_weak"]
 
 
@@ -689,12 +690,15 @@ def _neighbour_contexts(kg: "KnowledgeGraph", idx: _Index, model: Any, store: An
 
     def summarize(v: str, name: str, shown: list[str]) -> Any:
         return lambda: generate(model, render(SUMMARY_PROMPT, entity=name, facts=_fact_lines([{"text": t} for t in shown])),
-                                step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown})
+                                step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown},
+                                fallback=lambda: "; ".join(shown[:MAX_CONTEXT_FACTS]) or "(no facts)")
 
     puts = []
     for (v, name, _), (text, u) in zip(todo, run_concurrently([summarize(*x) for x in todo], concurrency)):
         usage = merge_usage(usage, u)
-        out[v] = text
+        out[v] = text = text[:MAX_SUMMARY_CHARS]
+        if u.get("fallbacks"):  # the model failed twice: this run shows the facts themselves, nothing is cached
+            continue
         puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name}, index=False))
     if puts:
         store.batch(puts)

@@ -59,6 +59,11 @@ RECORD_EDGE_KINDS = ("temporal", "spatial", "causal", "time_next")
 _TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{1,2}(?::\d{2})?")
 _HOURS_RE = re.compile(r"(\d+)[- ]?(?:hours?|h)\b", re.I)
 _WITHIN_RE = re.compile(r"(?:within|at most|up to)\s+(\d+)\s*hours?", re.I)
+# bounds on what a plan may ask for (a model's or a question's): beyond them the plan is refused
+MAX_TRIP_HOURS = 168          # a week
+MAX_HORIZON_HOURS = 744       # a month
+MAX_STEP_HOURS = 168
+MAX_TIME_CHARS = 40
 
 
 # ------------------------------------------------------------------------------------ state
@@ -102,23 +107,26 @@ class TemporalPlan(BaseModel):
     task: Task = Field(description="detect: does an abnormal event occur during the trip window; "
                                    "latest: latest departure before the given time avoiding it; "
                                    "earliest: earliest departure after the given time avoiding it")
-    location: str = Field(description="the location exactly as listed")
-    departure_time: str = Field(description="the departure time asked about, 'YYYY-MM-DD HH:MM'")
-    trip_hours: int = Field(ge=1, description="trip length in hours (the window is [t, t + hours))")
-    horizon_hours: int = Field(0, ge=0, description="how far before/after the departure time to search (0 for detect)")
-    step_hours: int = Field(2, ge=1, description="hours of records to read per retrieval round")
+    location: str = Field(max_length=200, description="the location exactly as listed")
+    departure_time: str = Field(max_length=MAX_TIME_CHARS,
+                                description="the departure time asked about, 'YYYY-MM-DD HH:MM'")
+    trip_hours: int = Field(ge=1, le=MAX_TRIP_HOURS, description="trip length in hours (the window is [t, t + hours))")
+    horizon_hours: int = Field(0, ge=0, le=MAX_HORIZON_HOURS,
+                               description="how far before/after the departure time to search (0 for detect)")
+    step_hours: int = Field(2, ge=1, le=MAX_STEP_HOURS, description="hours of records to read per retrieval round")
     k0: int = Field(1, ge=1, le=3, description="hops of the first retrieval round (1 is usually enough)")
-    reasoning: str = Field("", description="the instruction for the judge: what counts as an abnormal event "
-                                           "and when to stop searching")
+    reasoning: str = Field("", max_length=2000, description="the instruction for the judge: what counts as an "
+                                                            "abnormal event and when to stop searching")
 
 
 class JudgeDecision(BaseModel):
     """Decide whether the records read so far settle the question."""
 
     stop: bool = Field(description="true when the records read so far are enough to answer")
-    next_time: str | None = Field(None, description="when not stopping: the time ('YYYY-MM-DD HH:MM') to read "
-                                                    "next; you may jump past an abnormal event")
-    reason: str = Field("", description="one short sentence")
+    next_time: str | None = Field(None, max_length=MAX_TIME_CHARS,
+                                  description="when not stopping: the time ('YYYY-MM-DD HH:MM') to read "
+                                              "next; you may jump past an abnormal event")
+    reason: str = Field("", max_length=500, description="one short sentence")
 
 
 # ------------------------------------------------------------------------------------ prompts
@@ -348,6 +356,27 @@ def offline_plan(question: str, idx: TemporalIndex) -> dict[str, Any] | None:
 
 
 
+def plan_problem(idx: TemporalIndex, time: str, hours: int, horizon: int) -> str | None:
+    """Why a plan (a model's, or read from the question) cannot be searched, or None: a departure
+    time that is not a timestamp or lies more than :data:`MAX_HORIZON_HOURS` +
+    :data:`MAX_TRIP_HOURS` outside the records, a trip or horizon beyond its bound."""
+    try:
+        t = slot_of(parse_time(time))
+    except (KgmemInputError, OverflowError, ValueError) as exc:
+        return str(exc) if isinstance(exc, KgmemInputError) else f"cannot read timestamp {time!r}"
+    if not 1 <= hours <= MAX_TRIP_HOURS:
+        return f"trip_hours must be in [1, {MAX_TRIP_HOURS}], got {hours}"
+    if not 0 <= horizon <= MAX_HORIZON_HOURS:
+        return f"horizon_hours must be in [0, {MAX_HORIZON_HOURS}], got {horizon}"
+    if len(idx.slots):
+        margin = MAX_HORIZON_HOURS + MAX_TRIP_HOURS
+        lo, hi = int(idx.slots[0]) - margin, int(idx.slots[-1]) + margin
+        if not lo <= t <= hi:
+            return (f"departure time {time} is too far from the records "
+                    f"({format_time(time_of_slot(int(idx.slots[0])))} to {format_time(time_of_slot(int(idx.slots[-1])))})")
+    return None
+
+
 def _reasoning(plan: Mapping[str, Any], rule: str) -> str:
     t = slot_of(parse_time(plan["time"]))
     hours = int(plan["hours"])
@@ -369,7 +398,12 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         mdl = run_model(runtime, default_model)
         idx = temporal_index(kg)
         rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
-        guess = offline_plan(check_question(state), idx)
+        try:
+            guess = offline_plan(check_question(state), idx)
+        except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question
+            guess = None
+        if guess is not None and plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"])):
+            guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
 
         def offline() -> TemporalPlan:
             g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
@@ -381,10 +415,9 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         def validate(p: TemporalPlan) -> str | None:
             if idx.location_of(p.location) is None and len(idx.locations) > 1:
                 return f"location {p.location!r} is not one of: {', '.join(sorted(idx.locations))}"
-            try:
-                parse_time(p.departure_time)
-            except KgmemInputError as exc:
-                return str(exc)
+            problem = plan_problem(idx, p.departure_time, p.trip_hours, p.horizon_hours)
+            if problem:
+                return problem
             if p.task != "detect" and p.horizon_hours < 1:
                 return "horizon_hours must be >= 1 for latest/earliest"
             return None
@@ -443,7 +476,8 @@ def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: in
         text, usage = generate(mdl, prompt, step="synthesize_answer",
                                context={"question": state["question"], "evidence_ids": [e["id"] for e in evidence],
                                         "event_ids": list(state.get("events", [])), "plan": plan,
-                                        "offline_answer": offline_answer})
+                                        "offline_answer": offline_answer},
+                               fallback=lambda: offline_answer)
         return {**base, "answer": clean_answer(text), "usage": usage}
 
     return synthesize_answer

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Sequence, TypedDict, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable
@@ -42,11 +42,11 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, check_int
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, KgmemModelError, check_int
 from langgraph_kgmem.graphs.common import (BaseState, InputState, check_question, emit_progress, evidence_item,
                                            normalize_answer)
-from langgraph_kgmem.llm import (decide, empty_usage, fresh_usage, invoke_counted, is_offline, merge_usage,
-                                 message_text, model_label, offline_usage, render, resolve_model)
+from langgraph_kgmem.llm import (decide, empty_usage, fallback_record, fresh_usage, invoke_counted, is_offline,
+                                 merge_usage, message_text, model_label, offline_usage, render, resolve_model)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
@@ -63,6 +63,9 @@ GRAPH_TOOLS = ("RetrieveNode", "NodeFeature", "NeighbourCheck", "NodeDegree")
 HALT_GROWTH = 1.5            # budget multiplier after a halted attempt
 NO_ANSWER = "no answer"
 MAX_OBSERVATION_CHARS = 1500
+MAX_THOUGHT_CHARS = 1000      # a thought (the text beside a tool call) is cut to this
+MAX_TOOL_ARGS = 8             # a tool call with more arguments is malformed
+MAX_ARG_CHARS = 500           # ... so is one with a longer text argument, or a non-scalar one
 FailureType = Literal["incorrect_answer", "halted"]
 Outcome = Literal["correct", "incorrect_answer", "halted", "finished"]   # "finished" = not verified (Graph-CoT)
 
@@ -384,6 +387,29 @@ def _offline_verdict(answer: str, steps: Sequence[dict[str, Any]]) -> Verdict:
 
 
 
+def _tool_call_problem(call: Mapping[str, Any]) -> str:
+    """Why a model's tool call cannot be run or recorded ("" when it can): its arguments must be at
+    most :data:`MAX_TOOL_ARGS` named scalars (text up to :data:`MAX_ARG_CHARS` characters, finite
+    numbers), its name a short text. An unknown tool name is fine here: it becomes an observation."""
+    name, args = call.get("name"), call.get("args")
+    if not isinstance(name, str) or not 0 < len(name) <= 64:
+        return "the tool name must be one of the listed tools"
+    if not isinstance(args, dict) or len(args) > MAX_TOOL_ARGS:
+        return f"the arguments of {name} must be an object with at most {MAX_TOOL_ARGS} fields"
+    for key, value in args.items():
+        if not isinstance(key, str) or len(key) > 64:
+            return f"argument names of {name} must be short text"
+        if isinstance(value, str):
+            if len(value) > MAX_ARG_CHARS:
+                return f"argument {key!r} of {name} is longer than {MAX_ARG_CHARS} characters"
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return f"argument {key!r} of {name} must be a finite number"
+        elif not (value is None or isinstance(value, (bool, int)) and abs(value) < 10**15):
+            return f"argument {key!r} of {name} must be text or a number, not {type(value).__name__}"
+    return ""
+
+
 def _log_text(steps: Sequence[dict[str, Any]]) -> str:
     if not steps:
         return "(no steps)"
@@ -554,25 +580,41 @@ def create_r3cycle_graph(
         usage = empty_usage()
         msgs = messages
         raw: AIMessage | None = None
+        problem = ""
         for attempt in range(2):
-            raw, call = invoke_counted(bound, msgs, step="reason", context=context, attempt=attempt)
+            try:
+                raw, call = invoke_counted(bound, msgs, step="reason", context=context, attempt=attempt)
+            except KgmemModelError as exc:  # a provider error: ask again, then end the attempt (below)
+                usage, raw, problem = merge_usage(usage, exc.usage), None, str(exc)
+                continue
             usage = merge_usage(usage, call)
-            if raw.tool_calls:
+            problem = _tool_call_problem(raw.tool_calls[0]) if raw.tool_calls else "no tool call"
+            if not problem:
                 break
-            msgs = messages + [raw, HumanMessage(render(REASON_ONE_CALL, tools=", ".join(tool_names)))]
-        assert raw is not None
-        text = message_text(raw) if not raw.tool_calls else (raw.content if isinstance(raw.content, str) else "")
-        if raw.tool_calls:
+            hint = render(REASON_ONE_CALL, tools=", ".join(tool_names))
+            msgs = messages + [AIMessage(message_text(raw)[:MAX_THOUGHT_CHARS]),
+                               HumanMessage(hint if problem == "no tool call" else f"{problem}. {hint}")]
+        if raw is None:   # the model failed twice: the attempt ends without an answer (recorded)
+            usage["fallbacks"] = [fallback_record("reason", "model_error", problem)]
+            pending = {"thought": "", "tool": FINISH, "args": {"answer": NO_ANSWER}, "call_id": call_id}
+        elif not problem:
+            text = raw.content if isinstance(raw.content, str) else ""
             call = raw.tool_calls[0]
             if len(raw.tool_calls) > 1:
-                usage["fallbacks"] = [{"step": "reason", "error": f"{len(raw.tool_calls)} tool calls; kept the first",
-                                       "raw": message_text(raw)[:500]}]
-            pending = {"thought": text.strip(), "tool": call["name"], "args": dict(call.get("args") or {}),
-                       "call_id": call.get("id") or call_id}
+                usage["fallbacks"] = [fallback_record("reason", "extra_tool_calls",
+                                                      f"{len(raw.tool_calls)} tool calls; kept the first",
+                                                      message_text(raw))]
+            pending = {"thought": text.strip()[:MAX_THOUGHT_CHARS], "tool": call["name"], "args": dict(call["args"]),
+                       "call_id": str(call.get("id") or call_id)[:64]}
+        elif raw.tool_calls:   # unusable arguments twice: the attempt ends without an answer (recorded)
+            usage["fallbacks"] = [fallback_record("reason", "invalid_tool_call", problem, message_text(raw))]
+            pending = {"thought": "", "tool": FINISH, "args": {"answer": NO_ANSWER}, "call_id": call_id}
         else:   # answered in prose twice: take the prose as the answer (recorded fallback)
-            usage["fallbacks"] = [{"step": "reason", "error": "no tool call; prose taken as Finish",
-                                   "raw": text[:500]}]
-            pending = {"thought": "", "tool": FINISH, "args": {"answer": text.strip() or NO_ANSWER}, "call_id": call_id}
+            text = message_text(raw)
+            usage["fallbacks"] = [fallback_record("reason", "no_tool_call", "no tool call; prose taken as Finish",
+                                                  text)]
+            pending = {"thought": "", "tool": FINISH, "args": {"answer": text.strip()[:MAX_ARG_CHARS] or NO_ANSWER},
+                       "call_id": call_id}
         return {"pending": pending, "usage": usage}
 
     def act(state: R3State) -> dict[str, Any]:
