@@ -48,8 +48,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, answer_question, check_question,
-                                           emit_progress, evidence_item, run_model)
+from langgraph_kgmem.graphs.common import (MAX_LIST_ITEMS, BaseState, InputState, ModelName, RunContext,
+                                           answer_question, check_question, emit_progress, evidence_item, run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
@@ -82,7 +82,7 @@ def score_multiplier(score: Any) -> tuple[float, Tier]:
         if not math.isfinite(value) or value < 0 or value > 10:
             raise ValueError
         s = int(round(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         s = UNPARSABLE_SCORE
     if s <= 3:
         return 0.0, "pruned"
@@ -128,18 +128,19 @@ class RecognizedFacts(BaseModel):
     """Which of the numbered candidate facts help answer the question. Keep only facts that are
     directly relevant (at most the allowed number); an empty list means none is."""
 
-    keep: list[int] = Field(default_factory=list, description="numbers of the relevant facts, most useful first")
+    keep: list[int] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
+                            description="numbers of the relevant facts, most useful first")
 
 
 class QueryEntities(BaseModel):
     """The named entities (people, places, organisations, works, dates) mentioned in the question,
     spelled as in the question."""
 
-    names: list[str] = Field(default_factory=list, description="entity names found in the question")
+    names: list[ModelName] = Field(default_factory=list, max_length=20, description="entity names found in the question")
 
 
 class NeighbourScore(BaseModel):
-    neighbour: int = Field(description="the neighbour's number")
+    neighbour: int = Field(ge=1, le=10_000, description="the neighbour's number")
     score: Any = Field(description="0-10: how useful following this edge is for answering the question")
 
 
@@ -147,7 +148,7 @@ class NeighbourScores(BaseModel):
     """Relevance of each numbered neighbour of the seed entity for answering the question:
     0-3 irrelevant, 4-6 weak, 7-9 useful, 10 essential. Score every neighbour."""
 
-    scores: list[NeighbourScore] = Field(default_factory=list)
+    scores: list[NeighbourScore] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
 # ------------------------------------------------------------------------------------ prompts
@@ -410,8 +411,8 @@ def create_catrag_graph(
             return {"facts": [], "timings": _add(state, "filter_facts", t0)}
 
         def offline() -> RecognizedFacts:
-            return RecognizedFacts(keep=[i for i, c in enumerate(cands, 1)
-                                         if c["score"] >= offline_fact_threshold][:filter_keep])
+            return RecognizedFacts.model_construct(
+                keep=[i for i, c in enumerate(cands, 1) if c["score"] >= offline_fact_threshold][:filter_keep])
 
         def check(d: RecognizedFacts) -> str | None:
             bad = [k for k in d.keep if not 1 <= k <= len(cands)]
@@ -432,7 +433,7 @@ def create_catrag_graph(
         idx = _index(kg)
 
         def offline() -> QueryEntities:
-            return QueryEntities(names=offline_entities(question))
+            return QueryEntities.model_construct(names=offline_entities(question))
 
         decision, usage = decide(mdl, QueryEntities, render(NER_PROMPT, question=question), step="anchor_entities",
                                  offline=offline, context={"question": question})
@@ -509,8 +510,9 @@ def create_catrag_graph(
                 ranked = sorted(kept, key=lambda v: (-kept_sim[v], v))
                 n = max(1, len(ranked) - 1)
                 pos = {v: i for i, v in enumerate(kept, 1)}
-                return NeighbourScores(scores=[NeighbourScore(neighbour=pos[v], score=int(round(8 - 4 * r / n)))
-                                               for r, v in enumerate(ranked)])
+                return NeighbourScores.model_construct(scores=[  # ours, not model output: no bounds to check
+                    NeighbourScore.model_construct(neighbour=pos[v], score=int(round(8 - 4 * r / n)))
+                    for r, v in enumerate(ranked)])
 
             prompt = render(SCORE_PROMPT, seed=kg.node(seed).text if kg.node(seed) else seed, question=question,
                             facts=_fact_lines(facts), neighbours="\n".join(lines)) if not offline_run else ""

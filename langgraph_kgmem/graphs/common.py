@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, TypedDict
 
 import numpy as np
+from pydantic import Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
@@ -20,6 +21,17 @@ from langgraph_kgmem.llm import generate, is_offline, merge_usage, resolve_model
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+
+# Bounds on what a model may say in a decision (pydantic constraints: a longer value is malformed
+# output, so the decision retries and then takes its fallback). KG ids are short content hashes.
+MAX_ID_CHARS = 200
+MAX_NAME_CHARS = 200          # an entity name, a sub-question
+MAX_REASON_CHARS = 2000       # free text inside a decision (a reason, advice)
+MAX_LIST_ITEMS = 100          # ids or numbers in one decision
+ModelId = Annotated[str, Field(max_length=MAX_ID_CHARS)]
+ModelName = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+ModelText = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
 
 
 def emit_progress(event: dict[str, Any]) -> None:

@@ -408,9 +408,11 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         def offline() -> TemporalPlan:
             g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
                           "hours": 1, "horizon": 0}
-            return TemporalPlan(task=g["task"], location=g["location"] or "", departure_time=g["time"],
-                                trip_hours=g["hours"], horizon_hours=g["horizon"],
-                                step_hours=step or default_step(g["task"], g["hours"]), k0=k0 or 1)
+            # the question's own values (bounded by plan_problem above): not validated as model output
+            return TemporalPlan.model_construct(
+                task=g["task"], location=g["location"] or "", departure_time=g["time"], trip_hours=g["hours"],
+                horizon_hours=g["horizon"], step_hours=step or default_step(g["task"], g["hours"]), k0=k0 or 1,
+                reasoning="")
 
         def validate(p: TemporalPlan) -> str | None:
             if idx.location_of(p.location) is None and len(idx.locations) > 1:

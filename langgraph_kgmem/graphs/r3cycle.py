@@ -43,8 +43,8 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, KgmemModelError, check_int
-from langgraph_kgmem.graphs.common import (BaseState, InputState, check_question, emit_progress, evidence_item,
-                                           normalize_answer)
+from langgraph_kgmem.graphs.common import (MAX_REASON_CHARS, BaseState, InputState, ModelText, check_question, emit_progress,
+                                           evidence_item, normalize_answer)
 from langgraph_kgmem.llm import (decide, empty_usage, fallback_record, fresh_usage, invoke_counted, is_offline,
                                  merge_usage, message_text, model_label, offline_usage, render, resolve_model)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
@@ -107,7 +107,7 @@ class Verdict(BaseModel):
     graph supports the answer and the answer actually answers the question asked."""
 
     ok: bool = Field(description="true if the answer is supported by the evidence and answers the question")
-    reason: str = Field(default="", description="one sentence: why the answer is or is not acceptable")
+    reason: ModelText = Field(default="", description="one sentence: why the answer is or is not acceptable")
 
 
 class VerifierState(TypedDict, total=False):
@@ -127,13 +127,14 @@ class Reflection(BaseModel):
     be self-contained: name the node to start from, the relation or feature to use, and when to
     call Finish."""
 
-    root_cause: str = Field(description="what went wrong, e.g. 'followed the genre relation instead of author'")
-    advice: str = Field(description="concrete corrective guidance for a fresh attempt (tools, relations, features)")
+    root_cause: ModelText = Field(description="what went wrong, e.g. 'followed the genre relation instead of author'")
+    advice: ModelText = Field(description="concrete corrective guidance for a fresh attempt (tools, relations, features)")
     retry: bool = Field(default=True, description="true if a new attempt following the advice is likely to succeed")
 
 
 class FinishArgs(BaseModel):
-    answer: str = Field(description="the final short answer: a name, a number, a date or a short phrase")
+    answer: str = Field(max_length=MAX_ARG_CHARS,
+                        description="the final short answer: a name, a number, a date or a short phrase")
 
 
 @runtime_checkable
@@ -220,7 +221,7 @@ def _as_verdict(result: Any) -> tuple[Verdict, dict[str, Any]]:
     if isinstance(result, bool):
         return Verdict(ok=result, reason="accepted" if result else "rejected by the verifier"), usage
     if isinstance(result, tuple) and len(result) == 2:
-        return Verdict(ok=bool(result[0]), reason=str(result[1])), usage
+        return Verdict(ok=bool(result[0]), reason=str(result[1])[:MAX_REASON_CHARS]), usage
     if isinstance(result, BaseModel):
         result = result.model_dump()
     if isinstance(result, dict):
@@ -229,7 +230,7 @@ def _as_verdict(result: Any) -> tuple[Verdict, dict[str, Any]]:
         if isinstance(data, BaseModel):
             data = data.model_dump()
         if isinstance(data, dict) and "ok" in data:
-            return Verdict(ok=bool(data["ok"]), reason=str(data.get("reason", ""))), usage
+            return Verdict(ok=bool(data["ok"]), reason=str(data.get("reason", ""))[:MAX_REASON_CHARS]), usage
     raise KgmemInputError(
         f"a verifier must return a Verdict, a bool, (ok, reason) or a dict with 'ok'; got {type(result).__name__}: "
         f"{str(result)[:200]}")
@@ -362,15 +363,15 @@ def _offline_reflection(state: dict[str, Any], failure: FailureType, reason: str
     if failure == "halted":
         tried = [_signature(s["tool"], s["args"]) for s in steps if s.get("error")]
         return Reflection(root_cause=f"the attempt used all {state['budget']} steps without calling Finish",
-                          advice="Go directly: retrieve the entity, follow one relation, read one feature, then "
-                                 "Finish." + (f" Avoid: {'; '.join(tried)}." if tried else ""),
+                          advice=("Go directly: retrieve the entity, follow one relation, read one feature, then "
+                                  "Finish." + (f" Avoid: {'; '.join(tried)}." if tried else ""))[:MAX_REASON_CHARS],
                           retry=True)
     reads = [_signature(s["tool"], s["args"]) for s in steps
              if s["tool"] in ("NodeFeature", "NodeDegree", "NeighbourCheck")]
     avoid = reads[-1:]
-    return Reflection(root_cause=f"the answer {state.get('final')!r} was rejected: {reason}",
-                      advice="Read a different feature or follow a different relation than the rejected one."
-                             + (f" Avoid: {'; '.join(avoid)}." if avoid else ""),
+    return Reflection(root_cause=f"the answer {state.get('final')!r} was rejected: {reason}"[:MAX_REASON_CHARS],
+                      advice=("Read a different feature or follow a different relation than the rejected one."
+                              + (f" Avoid: {'; '.join(avoid)}." if avoid else ""))[:MAX_REASON_CHARS],
                       retry=bool(avoid))
 
 

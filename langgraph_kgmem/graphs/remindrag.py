@@ -33,8 +33,9 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, content_words,
-                                           emit_progress, evidence_item, id_validator)
+from langgraph_kgmem.graphs.common import (MAX_LIST_ITEMS, BaseState, InputState, ModelId, ModelName,
+                                           answer_question, check_question, content_words, emit_progress,
+                                           evidence_item, id_validator)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render, resolve_model
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
 
@@ -129,7 +130,8 @@ class ReMindOutput(BaseState, total=False):
 class SubQuestions(BaseModel):
     """Split the question into the simpler questions that must be answered to answer it."""
 
-    sub_questions: list[str] = Field(description="1 to 4 self-contained sub-questions, in the order to answer them")
+    sub_questions: list[ModelName] = Field(max_length=8, description="1 to 4 self-contained sub-questions, in the "
+                                                                     "order to answer them")
 
 
 class Sufficiency(BaseModel):
@@ -143,13 +145,14 @@ class NextMove(BaseModel):
     node visited earlier and continue from there."""
 
     direction: Direction = Field(description="'forward' (a listed neighbour) or 'backward' (a listed visited node)")
-    node_id: str = Field(description="the id of the chosen node, copied exactly from the lists")
+    node_id: ModelId = Field(description="the id of the chosen node, copied exactly from the lists")
 
 
 class UsefulMarks(BaseModel):
     """The evidence items (passages and facts) that the answer actually relied on."""
 
-    useful_ids: list[str] = Field(description="ids of the useful items, copied exactly from the list")
+    useful_ids: list[ModelId] = Field(max_length=MAX_LIST_ITEMS,
+                                      description="ids of the useful items, copied exactly from the list")
 
 
 # ------------------------------------------------------------------------------------ prompts
@@ -478,7 +481,7 @@ def create_remindrag_graph(
         queries = [question]
         if decompose:
             sub, usage = decide(llm, SubQuestions, render(DECOMPOSE_PROMPT, question=question), step="decompose",
-                                offline=lambda: SubQuestions(sub_questions=[question]),
+                                offline=lambda: SubQuestions.model_construct(sub_questions=[question]),
                                 context={"question": question})
             queries = [s for s in sub.sub_questions[:4] if s.strip()] or [question]
         seeds: list[str] = []
@@ -694,7 +697,7 @@ def create_remindrag_graph(
                         break
                     marked.append(best)
                     todo -= words[best]
-                return UsefulMarks(useful_ids=list(dict.fromkeys(marked)))
+                return UsefulMarks.model_construct(useful_ids=list(dict.fromkeys(marked)))
 
             items = "\n".join(f"- {e['id']} ({e['kind']}) {e['text'][:200]}"
                               for e in (evidence_item(kg, i) for i in candidates))
