@@ -326,15 +326,29 @@ def _clean_reply(text: str, limit: int) -> str:
     return text[:limit].encode("utf-8", "replace").decode("utf-8")
 
 
+class _ModelCallFailed(Exception):
+    """The model's own call raised (its cause): retried, then the decision falls back."""
+
+
+def _call_model(runnable: Any, messages: list[BaseMessage]) -> Any:
+    try:
+        return runnable.invoke(messages)
+    except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures are retried
+        if not _is_model_failure(exc):
+            raise
+        raise _ModelCallFailed(f"model call failed: {type(exc).__name__}: {_clean_reply(str(exc), 300)}") from exc
+
+
 def _structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMessage]) -> tuple[T | None, BaseMessage | None, str | None]:
     """One call; returns (parsed, raw message, error text). Output the schema refuses, output
-    that is not JSON, JSON too deep to parse: all come back as an error text, never raised."""
+    that is not JSON, JSON too deep to parse: all come back as an error text, never raised. A
+    call that raises raises :class:`_ModelCallFailed`; this module's own bugs propagate."""
     try:
         runnable = model.with_structured_output(schema, include_raw=True)
     except (NotImplementedError, TypeError, ValueError):
         runnable = None
     if runnable is not None:
-        out = runnable.invoke(messages)
+        out = _call_model(runnable, messages)
         if not isinstance(out, dict):
             return None, None, f"structured output returned {type(out).__name__}, not a dict"
         raw, parsed, err = out.get("raw"), out.get("parsed"), out.get("parsing_error")
@@ -352,7 +366,7 @@ def _structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseM
             except (ValueError, ValidationError, RecursionError) as exc:
                 return None, raw, str(err or exc)
         return parsed, raw, None
-    raw = model.invoke(messages + [HumanMessage(schema_instructions(schema))])
+    raw = _call_model(model, messages + [HumanMessage(schema_instructions(schema))])
     try:
         return schema.model_validate(parse_json_object(message_text(raw))), raw, None
     except (ValueError, ValidationError, RecursionError) as exc:
@@ -412,10 +426,8 @@ def decide(
         try:
             parsed, raw, error = _structured_call(model, schema, msgs)
             kind = "malformed"
-        except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures are retried
-            if not _is_model_failure(exc):
-                raise
-            parsed, error, kind = None, f"model call failed: {type(exc).__name__}: {exc}", "model_error"
+        except _ModelCallFailed as exc:
+            parsed, error, kind = None, str(exc), "model_error"
         finally:
             current_decision.reset(token)
         seconds = time.perf_counter() - t0

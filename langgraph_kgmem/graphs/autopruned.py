@@ -39,8 +39,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, check_question, emit_progress,
-                                           extractive_answer, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question,
+                                           emit_progress, extractive_answer, fence, run_model)
 from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
@@ -121,12 +121,14 @@ class TextTriples(BaseModel):
 # -------------------------------------------------------------------------------------- prompts
 
 TRIPLES_PROMPT = """Turn this {kind} into a few [subject, relation, object] triples (at most 8).
+""" + DATA_NOTE + """
 
 {kind}: {text}"""
 
 ANSWER_PROMPT = """Answer the question from the knowledge below, written as a compact codebook ({legend}).
 Be brief: a name, a number, a date or a short phrase. If the knowledge does not hold the answer,
 say "no answer".
+""" + DATA_NOTE + """
 
 {knowledge}
 
@@ -143,8 +145,8 @@ LEGENDS = {
 
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
     """The answer step's prompt around a packed codebook (also used to count would-be tokens offline)."""
-    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]), knowledge=packed or "(nothing known)",
-                                question=question)
+    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]),
+                                knowledge=fence(packed.splitlines(), empty="(nothing known)"), question=question)
 
 
 # ------------------------------------------------------------------------------- selection policy
@@ -351,7 +353,8 @@ class _Runtime:
 
         use_llm = self.opts["extraction"] == "llm" and not is_offline(model)
         decision, usage = decide(model if use_llm else "offline", TextTriples,
-                                 TRIPLES_PROMPT.format(kind=kind, text=text), step=f"extract_{kind}_triples",
+                                 TRIPLES_PROMPT.format(kind=kind, text=fence(text, inline=True)),
+                                 step=f"extract_{kind}_triples",
                                  offline=offline, context={"text": text, "kind": kind})
         trips = [[t.subject.strip(), t.relation.strip(), t.object.strip()] for t in decision.triples
                  if t.subject.strip() and t.object.strip()]

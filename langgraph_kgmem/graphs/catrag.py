@@ -48,8 +48,9 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (MAX_LIST_ITEMS, BaseState, InputState, ModelName, RunContext,
-                                           answer_question, check_question, emit_progress, evidence_item, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelName, RunContext,
+                                           answer_question, check_question, emit_progress, evidence_item, fence,
+                                           run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
@@ -154,6 +155,7 @@ class NeighbourScores(BaseModel):
 # ------------------------------------------------------------------------------------ prompts
 
 FILTER_PROMPT = """You are checking retrieved facts before they are used to search a knowledge graph.
+""" + DATA_NOTE + """
 
 Question: {question}
 
@@ -169,19 +171,21 @@ the question mentions, written exactly as in the question.
 Question: {question}"""
 
 SCORE_PROMPT = """We search a knowledge graph for the answer to a question and stand at the entity
-"{seed}". Decide which of its neighbours are worth following.
+{seed}. Decide which of its neighbours are worth following.
+""" + DATA_NOTE + """
 
 Question: {question}
 
 Facts already verified as relevant:
 {facts}
 
-Neighbours of "{seed}" (number, name, the facts linking them, what else we know about them):
+Neighbours of the entity (number, name, the facts linking them, what else we know about them):
 {neighbours}
 
 Score every neighbour from 0 to 10: 0-3 irrelevant, 4-6 weakly related, 7-9 useful, 10 essential."""
 
-SUMMARY_PROMPT = """Summarise in at most three sentences what these facts say about "{entity}".
+SUMMARY_PROMPT = """Summarise in at most three sentences what these facts say about {entity}.
+""" + DATA_NOTE + """
 
 Facts:
 {facts}"""
@@ -317,7 +321,7 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 
 
 def _fact_lines(facts: Sequence[dict[str, Any]]) -> str:
-    return "\n".join(f"- {f['text']}" for f in facts) or "(none)"
+    return fence([f"- {f['text']}" for f in facts])
 
 
 # ------------------------------------------------------------------------------------ factory
@@ -419,7 +423,7 @@ def create_catrag_graph(
             return f"fact number {bad[0]} does not exist; choose from 1..{len(cands)}" if bad else None
 
         prompt = render(FILTER_PROMPT, question=state["question"], keep=filter_keep,
-                        facts="\n".join(f"{i}. {c['text']}" for i, c in enumerate(cands, 1)))
+                        facts=fence([f"{i}. {c['text']}" for i, c in enumerate(cands, 1)]))
         decision, usage = decide(mdl, RecognizedFacts, prompt, step="filter_facts", offline=offline,
                                  validate=check, context={"question": state["question"], "candidates": cands})
         keep = list(dict.fromkeys(decision.keep))[:filter_keep]
@@ -514,8 +518,8 @@ def create_catrag_graph(
                     NeighbourScore.model_construct(neighbour=pos[v], score=int(round(8 - 4 * r / n)))
                     for r, v in enumerate(ranked)])
 
-            prompt = render(SCORE_PROMPT, seed=kg.node(seed).text if kg.node(seed) else seed, question=question,
-                            facts=_fact_lines(facts), neighbours="\n".join(lines)) if not offline_run else ""
+            prompt = render(SCORE_PROMPT, seed=fence(kg.node(seed).text if kg.node(seed) else seed, inline=True),
+                            question=question, facts=_fact_lines(facts), neighbours=fence(lines)) if not offline_run else ""
             scorings.append(functools.partial(
                 decide, mdl, NeighbourScores, prompt, step="weight_edges", offline=offline,
                 fallback=lambda: NeighbourScores(scores=[]),
@@ -691,7 +695,8 @@ def _neighbour_contexts(kg: "KnowledgeGraph", idx: _Index, model: Any, store: An
         todo.append((v, node.text if node else v, facts[v][:MAX_SUMMARY_FACTS]))
 
     def summarize(v: str, name: str, shown: list[str]) -> Any:
-        return lambda: generate(model, render(SUMMARY_PROMPT, entity=name, facts=_fact_lines([{"text": t} for t in shown])),
+        return lambda: generate(model, render(SUMMARY_PROMPT, entity=fence(name, inline=True),
+                                              facts=_fact_lines([{"text": t} for t in shown])),
                                 step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown},
                                 fallback=lambda: "; ".join(shown[:MAX_CONTEXT_FACTS]) or "(no facts)")
 

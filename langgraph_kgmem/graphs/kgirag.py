@@ -41,8 +41,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, check_question, emit_progress,
-                                           evidence_item, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question,
+                                           emit_progress, evidence_item, fence, run_model)
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
@@ -133,6 +133,7 @@ class JudgeDecision(BaseModel):
 
 PLAN_PROMPT = """You plan a search through hourly records ({event_name} data). An abnormal event
 means: {rule}. Known locations: {locations}. Records span {start} to {end}.
+""" + DATA_NOTE + """
 
 A trip leaving at hour t for Δt hours covers the hours t .. t+Δt-1. Extract from the question
 the task (detect / latest / earliest), the location, the departure time, the trip length, the
@@ -155,6 +156,7 @@ REASONING_TEXT = {
 }
 
 JUDGE_PROMPT = """{reasoning}
+""" + DATA_NOTE + """
 
 Question: {question}
 
@@ -165,6 +167,7 @@ Newly read this round: {new} triples around {anchor}.
 Decide: stop (enough to answer), or give the next time to read (you may skip past an abnormal event)."""
 
 ANSWER_PROMPT = """{reasoning}
+""" + DATA_NOTE + """
 
 Records:
 {records}
@@ -307,7 +310,7 @@ def known_records(kg: "KnowledgeGraph", event_ids: Sequence[str]) -> dict[int, b
 def record_lines(kg: "KnowledgeGraph", event_ids: Sequence[str], limit: int = 400) -> str:
     nodes = sorted((kg.node(e) for e in dict.fromkeys(event_ids) if kg.node(e) is not None),
                    key=lambda n: int(n.attrs["slot"]))
-    return "\n".join(f"- {n.text}" for n in nodes[:limit]) or "(none)"
+    return fence([f"- {n.text}" for n in nodes[:limit]])
 
 
 def clean_answer(text: str) -> str:
@@ -428,7 +431,7 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
             if len(idx.slots) else ("-", "-")
         names = sorted(idx.locations)
         shown = ", ".join(names[:50]) + (f" (and {len(names) - 50} more)" if len(names) > 50 else "")
-        prompt = render(PLAN_PROMPT, event_name=idx.event_name, rule=rule, locations=shown,
+        prompt = render(PLAN_PROMPT, event_name=idx.event_name, rule=rule, locations=fence(shown, inline=True),
                         start=span[0], end=span[1], question=state["question"])
         decision, usage = decide(mdl, TemporalPlan, prompt, step="plan_query", offline=offline, validate=validate,
                                  context={"question": state["question"], "offline_plan": guess,
