@@ -249,7 +249,8 @@ class HostileChatModel(BaseChatModel):
 
     The reply depends only on ``seed``, the decision step, the attempt and the prompt text, so a
     run is reproducible even when a method calls the model from several threads. Set ``seed``
-    between runs to vary them. ``kinds`` counts the kinds drawn; no call is stored.
+    between runs to vary them. ``kinds`` counts the kinds drawn; with ``record_prompts`` the
+    messages of every call are kept in ``prompts`` (otherwise no call is stored).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -258,6 +259,8 @@ class HostileChatModel(BaseChatModel):
     weights: dict[str, float] = Field(default_factory=dict)
     model_name: str = "hostile"
     kinds: Any = Field(default_factory=Counter)
+    record_prompts: bool = False
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -356,6 +359,9 @@ class HostileChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        if self.record_prompts:
+            with self._lock:
+                self.prompts.append(list(messages))
         msg = self.reply(messages, current_decision.get(), kwargs.get("tools"))
         return ChatResult(generations=[ChatGeneration(message=msg)])
 

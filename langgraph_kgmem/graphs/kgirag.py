@@ -384,7 +384,7 @@ def _reasoning(plan: Mapping[str, Any], rule: str) -> str:
     t = slot_of(parse_time(plan["time"]))
     hours = int(plan["hours"])
     return REASONING_TEXT[plan["task"]].format(
-        rule=rule, location=plan.get("location") or "every location", time=plan["time"],
+        rule=rule, location=fence(plan.get("location") or "every location", inline=True), time=plan["time"],
         horizon=plan.get("horizon", 0), hours=hours, last=f"{hours - 1}" if hours > 1 else "0",
         start=plan["time"], end=format_time(time_of_slot(t + hours - 1)))
 
