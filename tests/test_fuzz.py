@@ -110,3 +110,68 @@ def test_fence_cannot_be_closed_by_its_text():
     assert "\ud800" not in body and "\u202e" not in body and "\u200b" not in body
     assert data_text(data_text(hostile)) == data_text(hostile)
     assert fence([]) == "(none)" and fence("x", inline=True) == "<data>x</data>"
+
+
+# ------------------------------------------------------------------------------------ bounds
+
+
+def test_kgirag_plan_out_of_bounds_takes_the_fallback(text_kg=None):
+    import time
+
+    from langgraph_kgmem.graphs.kgirag import MAX_TRIP_HOURS
+
+    kg, question, _ = method_case("kgirag", None)
+    for bad in ({"trip_hours": 60_000_000}, {"departure_time": "9999-12-31 23:00"}, {"horizon_hours": 10**9}):
+        def responder(messages, request, bad=bad):
+            if request is not None and request.step == "plan_query":
+                plan = {"task": "detect", "location": "Riverside", "departure_time": "2024-05-01 00:00",
+                        "trip_hours": 2, "horizon_hours": 0, "step_hours": 2, "k0": 1}
+                return {**plan, **bad}
+            if request is not None and request.step == "judge_retrieval":
+                return request.context["offline"]
+            return "yes"
+
+        from langgraph_kgmem.testing import ScriptedChatModel
+
+        t0 = time.perf_counter()
+        out = compile_method("kgirag", kg, model=ScriptedChatModel(responder=responder)).invoke({"question": question})
+        assert time.perf_counter() - t0 < 5
+        assert [f["step"] for f in out["usage"]["fallbacks"]] == ["plan_query"]
+        assert out["plan"]["hours"] <= MAX_TRIP_HOURS and out["plan"]["time"].startswith("2024")
+
+
+def test_codebook_refuses_over_long_symbols():
+    from langgraph_kgmem.errors import KgmemInputError
+    from langgraph_kgmem.memory.codebook import MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Codebook
+
+    book = Codebook("t")
+    with pytest.raises(KgmemInputError, match=f"at most {MAX_ENTITY_CHARS}"):
+        book.entity("x" * (MAX_ENTITY_CHARS + 1))
+    with pytest.raises(KgmemInputError, match=f"at most {MAX_RELATION_CHARS}"):
+        book.relation("r" * (MAX_RELATION_CHARS + 1))
+    assert book.add_edge("x" * 50_000, "born in", "Warsaw") is None
+    assert book.add_edge("Marie Curie", "born in", "Warsaw") == 0 and book.size()["entities"] == 2
+
+
+def test_a_50k_entity_from_the_model_does_not_poison_autopruned_memory(kg, store):
+    """Issue #14: one reply with a 50,000-character entity used to be memorised, and every later
+    question then built a 3.5M-character prompt."""
+    from langgraph_kgmem.llm import count_tokens
+    from langgraph_kgmem.testing import ScriptedChatModel
+
+    huge = "Q" * 50_000
+
+    def responder(messages, request):
+        if request is not None and request.schema is not None:   # triple extraction
+            return {"triples": [{"subject": huge, "relation": "is", "object": huge}]}
+        return huge                                             # the answer itself
+
+    app = compile_method("autopruned", kg, model=ScriptedChatModel(responder=responder), store=store)
+    for q in ("Where was Marie Curie born?", "Which river flows into the Baltic Sea?", "Who married Pierre Curie?"):
+        out = app.invoke({"question": q})
+        assert count_tokens(out["packed_prompt"]) < 2_000
+        assert {f["step"] for f in out["usage"]["fallbacks"]} >= {"extract_question_triples"}
+    from langgraph_kgmem.memory.codebook import MAX_ENTITY_CHARS, Codebook
+
+    book = Codebook.load(store, kg.name)
+    assert max(len(t) for t in book.ent_text) <= MAX_ENTITY_CHARS

@@ -548,7 +548,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 if answered:
                     if not trips:  # a short answer ("Warsaw") completes the question's triples
                         trips = [[*book.triple(e)[:2], ans] for e in q_edges[:2]]
-                    a_edges = book.indexify(trips)
+                    a_edges = book.indexify(trips)  # empty when the codebook refused every symbol
+                if answered and a_edges:
                     chunks = _supporting_chunks(book, kg, a_edges, state.get("evidence", []), cfg.tau_cov)
                     same = [r for r in book.runs_of("A") if r.edges == a_edges]
                     run = same[0] if same else book.add_run("A", a_edges, chunks=chunks, text=ans)
