@@ -401,8 +401,9 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         mdl = run_model(runtime, default_model)
         idx = temporal_index(kg)
         rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
+        question = check_question(state)
         try:
-            guess = offline_plan(check_question(state), idx)
+            guess = offline_plan(question, idx)
         except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question
             guess = None
         if guess is not None and plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"])):
