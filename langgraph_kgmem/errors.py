@@ -34,6 +34,17 @@ class KgmemDecisionError(KgmemError):
         self.raw = raw
 
 
+class KgmemModelError(KgmemError):
+    """The chat model's call itself failed twice (a provider error, timeout, refused request) at a
+    step that has no fallback; ``__cause__`` is the provider's exception. Decisions never raise
+    it: they fall back and record the failure in ``usage["fallbacks"]`` (kind ``model_error``).
+    ``usage`` is the failed call's usage record (it was sent, so it is counted)."""
+
+    def __init__(self, message: str, usage: dict | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or {}
+
+
 # ------------------------------------------------------------------------- option checks (factories)
 
 

@@ -5,6 +5,13 @@ Every decision point of every method goes through :func:`decide`: it asks the mo
 fallback and records that it did. With ``model="offline"`` the decision point's own offline policy
 answers instead (no LLM call at all). Every call is counted: calls, prompt/completion tokens and
 seconds, per step, in a *usage* dict that graph states merge with :func:`merge_usage`.
+
+Model output is untrusted input. A reply is cut to :data:`MAX_REPLY_CHARS` before it is parsed;
+JSON nested deeper than :data:`MAX_JSON_DEPTH`, a parser's ``RecursionError`` and any value the
+decision's pydantic schema refuses (lengths, ranges, NaN) count as malformed output (retry, then
+the fallback). A model call that raises is retried once, then the decision falls back too; each
+fallback is recorded in ``usage["fallbacks"]`` with its ``kind``. Free text (:func:`generate`) is
+cut to :data:`MAX_TEXT_CHARS`. Token counting works on any text (:func:`count_tokens`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
-from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError
+from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError, KgmemModelError
 
 T = TypeVar("T", bound=BaseModel)
 OFFLINE: Literal["offline"] = "offline"
@@ -95,11 +102,34 @@ def _encoding(name: str) -> Any:
 TOKEN_ENCODING = os.environ.get("KGMEM_TOKEN_ENCODING", "o200k_base")
 
 
+TOKEN_SLICE_CHARS = 40_000         # bpe-openai refuses ≥ 1M characters or ≥ 200k tokens in one call
+MAX_EXACT_TOKEN_CHARS = 1_000_000  # beyond this many characters the count is an estimate
+
+
 def count_tokens(text: str, encoding: str | None = None) -> int:
-    """Tokens of ``text`` under o200k_base (or ``encoding``), counted offline with bpe-openai."""
+    """Tokens of ``text`` under o200k_base (or ``encoding``), counted offline with bpe-openai.
+
+    Never raises: the text is encoded in slices of :data:`TOKEN_SLICE_CHARS` (a slice boundary
+    may split a token, so a long text's count can differ from one-call encoding by a token per
+    slice); beyond :data:`MAX_EXACT_TOKEN_CHARS` the count is extrapolated from the counted part
+    (tokens per character), and a slice the encoder refuses counts one token per 3 characters.
+    """
     if not text:
         return 0
-    return len(_encoding(encoding or TOKEN_ENCODING).encode(text))
+    if not isinstance(text, str):
+        text = str(text)
+    enc = _encoding(encoding or TOKEN_ENCODING)
+    head = text[:MAX_EXACT_TOKEN_CHARS]
+    total = 0
+    for i in range(0, len(head), TOKEN_SLICE_CHARS):
+        part = head[i:i + TOKEN_SLICE_CHARS]
+        try:
+            total += len(enc.encode(part))
+        except Exception:  # noqa: BLE001 - the encoder's own limits or odd input: estimate, never fail
+            total += -(-len(part) // 3)
+    if len(text) > len(head):
+        total = -(-total * len(text) // len(head))
+    return total
 
 
 def message_text(msg: BaseMessage) -> str:
@@ -110,7 +140,11 @@ def message_text(msg: BaseMessage) -> str:
         text = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
     calls = getattr(msg, "tool_calls", None) or []
     if calls:
-        text += json.dumps([{"name": c["name"], "args": c["args"]} for c in calls], sort_keys=True)
+        try:
+            text += json.dumps([{"name": c["name"], "args": c["args"]} for c in calls], sort_keys=True,
+                               default=str)
+        except (RecursionError, TypeError, ValueError):  # arguments nested too deep to serialise
+            text += "[tool calls that could not be serialised]"
     return text
 
 
@@ -209,26 +243,55 @@ def _as_messages(prompt: str | Sequence[BaseMessage]) -> list[BaseMessage]:
 
 
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+MAX_REPLY_CHARS = 20_000   # a decision's JSON is small: longer replies are cut before parsing
+MAX_TEXT_CHARS = 4_000     # free-text replies (answers, summaries) are cut to this many characters
+MAX_JSON_DEPTH = 32        # deeper nesting is malformed output, not something to recurse into
+_MAX_JSON_STARTS = 64      # positions tried when the JSON value is embedded in prose
+
+
+class MalformedOutput(ValueError):
+    """Model output that cannot be read as the JSON a decision needs (too deep, none found ...)."""
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest ``[``/``{`` nesting in ``text`` (brackets inside strings count too: an upper bound)."""
+    depth = best = 0
+    for ch in re.findall(r"[\[\]{}]", text):
+        if ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif depth:
+            depth -= 1
+    return best
 
 
 def parse_json_object(text: str) -> Any:
-    """Parse the first JSON value in ``text`` (bare, fenced, or embedded in prose)."""
-    text = text.strip()
+    """Parse the first JSON value in ``text`` (bare, fenced, or embedded in prose).
+
+    Raises :class:`MalformedOutput` (a ``ValueError``) when there is none, when the text nests
+    deeper than :data:`MAX_JSON_DEPTH`, or when the parser gives up (``RecursionError``, an integer
+    too long to convert). Only the first :data:`MAX_REPLY_CHARS` characters are read.
+    """
+    if not isinstance(text, str):
+        raise MalformedOutput(f"model output is {type(text).__name__}, not text")
+    text = text[:MAX_REPLY_CHARS].strip()
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise MalformedOutput(f"model output nests JSON deeper than {MAX_JSON_DEPTH} levels: {text[:80]!r}")
     candidates = [m.group(1) for m in _JSON_BLOCK.finditer(text)] + [text]
     for cand in candidates:
         try:
             return json.loads(cand)
-        except (json.JSONDecodeError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # JSONDecodeError is a ValueError
             pass
     decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                obj, _ = decoder.raw_decode(text[i:])
-                return obj
-            except json.JSONDecodeError:
-                continue
-    raise ValueError(f"no JSON object found in model output: {text[:200]!r}")
+    starts = [i for i, ch in enumerate(text) if ch in "{["][:_MAX_JSON_STARTS]
+    for i in starts:
+        try:
+            obj, _ = decoder.raw_decode(text[i:])
+            return obj
+        except (ValueError, RecursionError):
+            continue
+    raise MalformedOutput(f"no JSON object found in model output: {text[:200]!r}")
 
 
 def schema_instructions(schema: type[BaseModel]) -> str:
@@ -240,40 +303,81 @@ def schema_instructions(schema: type[BaseModel]) -> str:
 
 def _usage_of(raw: BaseMessage | None, messages: list[BaseMessage]) -> tuple[int, int]:
     meta = getattr(raw, "usage_metadata", None) if raw is not None else None
-    if meta and meta.get("input_tokens") is not None:
-        return int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+    if isinstance(meta, dict):
+        p, c = meta.get("input_tokens"), meta.get("output_tokens", 0)
+        if all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**9 for x in (p, c)):
+            return p, c  # the provider's own count, when it is a plausible one
     prompt = count_message_tokens(messages)
     completion = count_tokens(message_text(raw)) if raw is not None else 0
     return prompt, completion
 
 
+def _is_model_failure(exc: BaseException) -> bool:
+    """Whether an exception raised by a model call is the model's failure (provider error, timeout,
+    bad request), to be retried and then fallen back from. LangGraph's control flow (interrupts)
+    and assertion failures (a test script run dry, a broken invariant) are not: they propagate."""
+    from langgraph.errors import GraphBubbleUp
+
+    return isinstance(exc, Exception) and not isinstance(exc, (GraphBubbleUp, AssertionError))
+
+
+def _clean_reply(text: str, limit: int) -> str:
+    """A model's text cut to ``limit`` characters, lone surrogates replaced (they cannot be sent back)."""
+    return text[:limit].encode("utf-8", "replace").decode("utf-8")
+
+
+class _ModelCallFailed(Exception):
+    """The model's own call raised (its cause): retried, then the decision falls back."""
+
+
+def _call_model(runnable: Any, messages: list[BaseMessage]) -> Any:
+    try:
+        return runnable.invoke(messages)
+    except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures are retried
+        if not _is_model_failure(exc):
+            raise
+        raise _ModelCallFailed(f"model call failed: {type(exc).__name__}: {_clean_reply(str(exc), 300)}") from exc
+
+
 def _structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMessage]) -> tuple[T | None, BaseMessage | None, str | None]:
-    """One call; returns (parsed, raw message, error text)."""
+    """One call; returns (parsed, raw message, error text). Output the schema refuses, output
+    that is not JSON, JSON too deep to parse: all come back as an error text, never raised. A
+    call that raises raises :class:`_ModelCallFailed`; this module's own bugs propagate."""
     try:
         runnable = model.with_structured_output(schema, include_raw=True)
     except (NotImplementedError, TypeError, ValueError):
         runnable = None
     if runnable is not None:
-        out = runnable.invoke(messages)
+        out = _call_model(runnable, messages)
+        if not isinstance(out, dict):
+            return None, None, f"structured output returned {type(out).__name__}, not a dict"
         raw, parsed, err = out.get("raw"), out.get("parsed"), out.get("parsing_error")
+        raw = raw if isinstance(raw, BaseMessage) else None
         if parsed is not None and not isinstance(parsed, schema):
             try:
                 parsed = schema.model_validate(parsed)
-            except ValidationError as exc:
+            except (ValidationError, ValueError, TypeError, RecursionError) as exc:
                 return None, raw, str(exc)
         if parsed is None:
             text = message_text(raw) if raw is not None else ""
             # some providers answer in text even when asked for a tool call: parse it
             try:
                 return schema.model_validate(parse_json_object(text)), raw, None
-            except (ValueError, ValidationError) as exc:
+            except (ValueError, ValidationError, RecursionError) as exc:
                 return None, raw, str(err or exc)
         return parsed, raw, None
-    raw = model.invoke(messages + [HumanMessage(schema_instructions(schema))])
+    raw = _call_model(model, messages + [HumanMessage(schema_instructions(schema))])
     try:
         return schema.model_validate(parse_json_object(message_text(raw))), raw, None
-    except (ValueError, ValidationError) as exc:
+    except (ValueError, ValidationError, RecursionError) as exc:
         return None, raw, str(exc)
+
+
+def fallback_record(step: str, kind: str, error: str | None, raw: str | None = None) -> dict[str, Any]:
+    """One entry of ``usage["fallbacks"]``: the step, why (``kind``: ``malformed`` output the schema
+    refused, ``invalid`` output the caller's check rejected, ``model_error`` when the call raised,
+    or a step's own kind), the error and the raw reply, both cut to 500 characters."""
+    return {"step": step, "kind": kind, "error": _clean_reply(error or "", 500), "raw": _clean_reply(raw or "", 500)}
 
 
 def decide(
@@ -290,10 +394,12 @@ def decide(
     """Run one typed decision. Returns ``(decision, usage_delta)``.
 
     - ``model="offline"``: ``offline()`` answers; no call is made or counted as LLM usage.
-    - otherwise: one structured call; if the output is malformed or ``validate`` rejects it (e.g.
-      a node id the model invented), the model is asked once more with the error; if that fails
-      too, ``fallback()`` (default: ``offline()``) answers and the fallback is recorded in
-      ``usage["fallbacks"]``. A decision therefore always has a safe answer.
+    - otherwise: one structured call; if the output is malformed (not JSON, nested too deep, cut
+      at :data:`MAX_REPLY_CHARS`, refused by the schema's constraints), ``validate`` rejects it
+      (e.g. a node id the model invented) or the call raises (a provider error), the model is
+      asked once more; if that fails too, ``fallback()`` (default: ``offline()``) answers and the
+      fallback is recorded in ``usage["fallbacks"]`` (:func:`fallback_record`). A decision
+      therefore always has a safe answer and never raises because of what the model did.
     - ``context``: structured facts about the decision (candidates and their ids) that scripted
       and oracle models in tests and benchmarks read; real models see only the prompt.
     """
@@ -302,20 +408,26 @@ def decide(
     usage = empty_usage()
     messages = _as_messages(prompt)
     error: str | None = None
+    kind = "malformed"
     raw_text: str | None = None
     for attempt in range(2):
         msgs = messages
-        if error is not None:
+        if error is not None and kind != "model_error":
             msgs = messages + [
-                AIMessage(raw_text or ""),
+                AIMessage(_clean_reply(raw_text or "", 2_000)),
                 HumanMessage(
-                    f"Your previous answer was not usable: {error}\n" + schema_instructions(schema)
+                    f"Your previous answer was not usable: {_clean_reply(error, 1_000)}\n"
+                    + schema_instructions(schema)
                 ),
             ]
         token = current_decision.set(DecisionRequest(step, schema, context or {}, attempt))
         t0 = time.perf_counter()
+        raw: BaseMessage | None = None
         try:
             parsed, raw, error = _structured_call(model, schema, msgs)
+            kind = "malformed"
+        except _ModelCallFailed as exc:
+            parsed, error, kind = None, str(exc), "model_error"
         finally:
             current_decision.reset(token)
         seconds = time.perf_counter() - t0
@@ -325,33 +437,62 @@ def decide(
         if parsed is not None and validate is not None:
             error = validate(parsed)
             if error is not None:
-                parsed = None
+                parsed, kind = None, "invalid"
         if parsed is not None:
             return parsed, usage
     chosen = fallback or offline
-    usage["fallbacks"] = [{"step": step, "error": (error or "")[:500], "raw": (raw_text or "")[:500]}]
+    usage["fallbacks"] = [fallback_record(step, kind, error, raw_text)]
     return chosen(), usage
 
 
 def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
-             context: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-    """Free-text generation (answers, summaries), counted like a decision."""
+             context: dict[str, Any] | None = None,
+             fallback: Callable[[], str] | None = None) -> tuple[str, dict[str, Any]]:
+    """Free-text generation (answers, summaries), counted like a decision; the reply is cut to
+    :data:`MAX_TEXT_CHARS`. A call that raises is retried once; if the retry fails too,
+    ``fallback()`` answers (recorded in ``usage["fallbacks"]``, kind ``model_error``), or, with no
+    fallback, :class:`~langgraph_kgmem.errors.KgmemModelError` is raised."""
     if is_offline(model):
         raise KgmemDecisionError(f"step {step!r} needs a model; offline callers must answer extractively")
-    raw, usage = invoke_counted(model, _as_messages(prompt), step=step, context=context)
-    return message_text(raw).strip(), usage
+    usage = empty_usage()
+    for attempt in range(2):
+        try:
+            raw, call = invoke_counted(model, _as_messages(prompt), step=step, context=context, attempt=attempt)
+        except KgmemModelError as exc:
+            usage = merge_usage(usage, exc.usage)
+            if attempt == 0:
+                continue
+            if fallback is None:
+                raise
+            usage["fallbacks"] = [fallback_record(step, "model_error", str(exc))]
+            return fallback(), usage
+        usage = merge_usage(usage, call)
+        return _clean_reply(message_text(raw), MAX_TEXT_CHARS).strip(), usage
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def invoke_counted(model: Any, messages: list[BaseMessage], *, step: str, context: dict[str, Any] | None = None,
                    attempt: int = 0) -> tuple[Any, dict[str, Any]]:
     """One plain model call (any runnable taking messages, e.g. a model with bound tools) with the
-    decision context set for scripted/oracle models, timed and counted: (raw message, usage)."""
+    decision context set for scripted/oracle models, timed and counted: (raw message, usage).
+
+    A call that raises (a provider error) raises :class:`~langgraph_kgmem.errors.KgmemModelError`
+    from it, carrying the failed call's usage as ``.usage``; so does a reply that is no message."""
     token = current_decision.set(DecisionRequest(step, None, context or {}, attempt))
     t0 = time.perf_counter()
     try:
         raw = model.invoke(messages)
+    except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures become KgmemModelError
+        if not _is_model_failure(exc):
+            raise
+        raise KgmemModelError(f"the chat model failed at step {step!r}: {type(exc).__name__}: "
+                              f"{_clean_reply(str(exc), 300)}",
+                              call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0)) from exc
     finally:
         current_decision.reset(token)
+    if not isinstance(raw, BaseMessage):
+        raise KgmemModelError(f"the chat model returned {type(raw).__name__} at step {step!r}, not a message",
+                              call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0))
     p, c = _usage_of(raw, messages)
     return raw, call_usage(step, p, c, time.perf_counter() - t0)
 

@@ -126,3 +126,81 @@ def test_add_documents_with_scripted_model_counts_usage(kg):
     report = kg.add_documents([{"title": "Tesla", "text": "Nikola Tesla was born in Smiljan."}], model=model)
     assert report.usage["llm_calls"] == 2  # the title is given, so no title call
     assert any(e.text == "was born in" for e in kg.edges("relation"))
+
+
+# ------------------------------------------------------------------ hostile output (issue #14)
+
+
+def test_deeply_nested_output_is_malformed_not_a_crash():
+    import time
+
+    from langgraph_kgmem.llm import MalformedOutput
+
+    t0 = time.perf_counter()
+    for text in ("[" * 100_000, '{"a":' * 50_000, "x " + "{[" * 20_000, "[" * 5_000 + "]" * 5_000):
+        with pytest.raises(MalformedOutput):
+            parse_json_object(text)
+    assert time.perf_counter() - t0 < 2.0
+    model = ScriptedChatModel(responses=["[" * 100_000, '{"node_id": "n1"}'])
+    d, usage = decide(model, Pick, "choose", step="pick", offline=lambda: Pick(node_id="safe"))
+    assert d.node_id == "n1" and usage["llm_calls"] == 2
+
+
+def test_huge_reply_is_cut_before_parsing_and_in_the_retry():
+    model = ScriptedChatModel(responses=['{"node_id": "' + "x" * 60_000 + '"}', "x" * 60_000])
+    d, usage = decide(model, Pick, "choose", step="pick", offline=lambda: Pick(node_id="safe"))
+    assert d.node_id == "safe" and usage["fallbacks"][0]["kind"] == "malformed"
+    assert len(model.calls[1]["messages"][-2].content) <= 2_000  # the echoed reply is cut
+    assert len(usage["fallbacks"][0]["raw"]) <= 500
+
+
+def test_token_counting_never_raises():
+    assert count_tokens("x" * 1_000_000) > 0                  # the encoder alone refuses this
+    assert count_tokens("ab " * 300_000) >= 200_000            # ... and this (over 200k tokens)
+    assert count_tokens("a\ud800b") > 0                        # lone surrogate
+    long = "word " * 500_000                                   # beyond the exact bound: estimated
+    assert abs(count_tokens(long) - 500_000) < 5_000
+
+
+def test_a_raising_model_is_retried_then_the_decision_falls_back():
+    calls = []
+
+    def responder(messages, request):
+        calls.append(request.attempt)
+        raise TimeoutError("read timed out")
+
+    d, usage = decide(ScriptedChatModel(responder=responder), Pick, "choose", step="pick",
+                      offline=lambda: Pick(node_id="safe"))
+    assert d.node_id == "safe" and calls == [0, 1] and usage["llm_calls"] == 2
+    assert usage["fallbacks"][0]["kind"] == "model_error" and "TimeoutError" in usage["fallbacks"][0]["error"]
+
+
+def test_generate_falls_back_or_raises_a_typed_error():
+    from langgraph_kgmem.errors import KgmemModelError
+    from langgraph_kgmem.llm import MAX_TEXT_CHARS, generate
+
+    def boom(messages, request):
+        raise ConnectionError("reset by peer")
+
+    text, usage = generate(ScriptedChatModel(responder=boom), "q", step="answer", fallback=lambda: "extractive")
+    assert text == "extractive" and usage["fallbacks"][0]["kind"] == "model_error" and usage["llm_calls"] == 2
+    with pytest.raises(KgmemModelError, match="ConnectionError"):
+        generate(ScriptedChatModel(responder=boom), "q", step="answer")
+    text, _ = generate(ScriptedChatModel(responses=["y" * 50_000]), "q", step="answer")
+    assert len(text) == MAX_TEXT_CHARS
+
+
+def test_a_failed_script_is_not_mistaken_for_a_provider_error():
+    from langgraph_kgmem.testing import ScriptExhausted
+
+    with pytest.raises(ScriptExhausted):
+        decide(ScriptedChatModel(responses=[]), Pick, "choose", step="pick", offline=lambda: Pick(node_id="x"))
+
+
+def test_out_of_range_values_are_malformed():
+    class Plan(BaseModel):
+        hours: int = Field(ge=1, le=168)
+
+    model = ScriptedChatModel(responses=['{"hours": 6e7}', '{"hours": NaN}'])
+    d, usage = decide(model, Plan, "plan", step="plan", offline=lambda: Plan(hours=2))
+    assert d.hours == 2 and usage["fallbacks"][0]["kind"] == "malformed"

@@ -92,7 +92,7 @@ def test_retry_starts_from_question_and_guidance_only(books):
     # the reflection prompt did see the full failed log and the knowledge path
     reflect_call = next(c for c in model.calls if c["request"] and c["request"].step == "reflect")
     reflect_prompt = _text(reflect_call["messages"])
-    assert "THOUGHT-a0-s1" in reflect_prompt and f"{bid} -[genre]->" in reflect_prompt
+    assert "THOUGHT-a0-s1" in reflect_prompt and f"{bid} -[genre]→" in reflect_prompt
     assert out["attempts"][1]["budget"] == out["attempts"][0]["budget"] == 10   # wrong answer: same budget
     ev_ids = [e["id"] for e in out["evidence"]]
     assert bid in ev_ids and author in ev_ids
@@ -207,7 +207,7 @@ def test_default_verifier_is_an_llm_self_check(books):
                       verdict={"ok": False, "reason": "unsupported"})
     out, _, _, _ = _run(kg, model, "q?")
     verify_calls = [c for c in model.calls if c["request"] and c["request"].step == "verify"]
-    assert len(verify_calls) == 2 and "Proposed answer: a" in _text(verify_calls[0]["messages"])
+    assert len(verify_calls) == 2 and "Proposed answer: <data>a</data>" in _text(verify_calls[0]["messages"])
     assert out["attempts"][0]["verdict"] == {"ok": False, "reason": "unsupported"}
     assert out["usage"]["by_step"]["verify"]["llm_calls"] == 2
     assert out["answer"] == "b"          # the latest finished answer is returned even if unverified

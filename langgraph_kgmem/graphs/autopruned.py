@@ -39,12 +39,13 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, check_question, emit_progress,
-                                           extractive_answer, run_model)
-from langgraph_kgmem.ingest.extract import ExtractedTriple, OfflineExtractor
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question,
+                                           emit_progress, extractive_answer, fence, run_model)
+from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
-from langgraph_kgmem.memory.codebook import CHANNELS, Channel, Codebook, phrase_triples
+from langgraph_kgmem.memory.codebook import (CHANNELS, MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Channel, Codebook,
+                                             phrase_triples)
 from langgraph_kgmem.ranking import best_first
 
 METHOD = "autopruned"
@@ -102,22 +103,32 @@ class AutoPrunedState(BaseState, total=False):
 # ------------------------------------------------------------------------------------ decisions
 
 
+class TextTriple(BaseModel):
+    """One fact; its symbols within the codebook's limits (a longer one is malformed output)."""
+
+    subject: str = Field(max_length=MAX_ENTITY_CHARS, description="a short entity name as it appears")
+    relation: str = Field(max_length=MAX_RELATION_CHARS, description="a short relation phrase, e.g. 'was born in'")
+    object: str = Field(max_length=MAX_ENTITY_CHARS, description="a short entity name, a value, or '?'")
+
+
 class TextTriples(BaseModel):
     """The facts in the text as [subject, relation, object] triples. Use short entity names as they
     appear; for a question, write the unknown it asks for as "?" (e.g. ["Marie Curie", "born in", "?"])."""
 
-    triples: list[ExtractedTriple] = Field(description="one triple per fact, at most 8")
+    triples: list[TextTriple] = Field(max_length=16, description="one triple per fact, at most 8")
 
 
 # -------------------------------------------------------------------------------------- prompts
 
 TRIPLES_PROMPT = """Turn this {kind} into a few [subject, relation, object] triples (at most 8).
+""" + DATA_NOTE + """
 
 {kind}: {text}"""
 
 ANSWER_PROMPT = """Answer the question from the knowledge below, written as a compact codebook ({legend}).
 Be brief: a name, a number, a date or a short phrase. If the knowledge does not hold the answer,
 say "no answer".
+""" + DATA_NOTE + """
 
 {knowledge}
 
@@ -134,8 +145,8 @@ LEGENDS = {
 
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
     """The answer step's prompt around a packed codebook (also used to count would-be tokens offline)."""
-    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]), knowledge=packed or "(nothing known)",
-                                question=question)
+    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]),
+                                knowledge=fence(packed.splitlines(), empty="(nothing known)"), question=question)
 
 
 # ------------------------------------------------------------------------------- selection policy
@@ -336,12 +347,14 @@ class _Runtime:
         def offline() -> TextTriples:
             trips = [(t.subject, t.relation, t.object) for t in OfflineExtractor().extract(text).triples]
             trips += phrase_triples(text)
-            return TextTriples(triples=[ExtractedTriple(subject=h, relation=r, object=t)
-                                        for h, r, t in dict.fromkeys(trips)])
+            # the offline parser's own triples: the codebook skips any over-long symbol itself
+            return TextTriples.model_construct(triples=[TextTriple.model_construct(subject=h, relation=r, object=t)
+                                                        for h, r, t in dict.fromkeys(trips)])
 
         use_llm = self.opts["extraction"] == "llm" and not is_offline(model)
         decision, usage = decide(model if use_llm else "offline", TextTriples,
-                                 TRIPLES_PROMPT.format(kind=kind, text=text), step=f"extract_{kind}_triples",
+                                 TRIPLES_PROMPT.format(kind=kind, text=fence(text, inline=True)),
+                                 step=f"extract_{kind}_triples",
                                  offline=offline, context={"text": text, "kind": kind})
         trips = [[t.subject.strip(), t.relation.strip(), t.object.strip()] for t in decision.triples
                  if t.subject.strip() and t.object.strip()]
@@ -351,7 +364,7 @@ class _Runtime:
     def phrase_nodes(text: str) -> list[list[str]]:
         """For a text too short for triples (one name, one phrase): ``[phrase, "is", "?"]``."""
         words = [w for w in re.findall(r"[\w'’\-]+", text) if w.lower() not in _QUESTION_WORDS]
-        return [[" ".join(words[:6]) or text.strip()[:60] or "?", "is", "?"]]
+        return [[(" ".join(words[:6]) or text.strip()[:60])[:MAX_ENTITY_CHARS] or "?", "is", "?"]]
 
 
 # ------------------------------------------------------------------------------------ node bodies
@@ -380,7 +393,9 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         triples, usage = rt.extract(question, "question", rt.resolved_model(runtime))  # the LLM: outside the lock
         with rt.lock:
             _, book = rt.book()
-            edges = book.indexify(triples or rt.phrase_nodes(question))
+            # triples whose symbols the codebook refuses are skipped: the phrase node stands in
+            edges = (book.indexify(triples) or book.indexify(rt.phrase_nodes(question))
+                     or book.indexify([["?", "is", "?"]]))  # nothing readable at all: the bare unknown
             return {"query_triples": [list(book.triple(e)) for e in edges], "query_edges": edges, "usage": usage}
 
     def retrieve_coarse(state: AutoPrunedState) -> dict[str, Any]:
@@ -509,7 +524,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         text, usage = generate(model, prompt, step="answer", context={
             "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
             "evidence_texts": [e["text"] for e in evidence], "run_ids": state.get("selected_runs", {}),
-            "encoding": state.get("encoding")})
+            "encoding": state.get("encoding")},
+            fallback=lambda: extractive_answer(kg, state["question"], evidence) if evidence else "no answer")
         return {"answer": text, "usage": usage}
 
     def memorize(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
@@ -532,7 +548,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 if answered:
                     if not trips:  # a short answer ("Warsaw") completes the question's triples
                         trips = [[*book.triple(e)[:2], ans] for e in q_edges[:2]]
-                    a_edges = book.indexify(trips)
+                    a_edges = book.indexify(trips)  # empty when the codebook refused every symbol
+                if answered and a_edges:
                     chunks = _supporting_chunks(book, kg, a_edges, state.get("evidence", []), cfg.tau_cov)
                     same = [r for r in book.runs_of("A") if r.edges == a_edges]
                     run = same[0] if same else book.add_run("A", a_edges, chunks=chunks, text=ans)
@@ -792,4 +809,4 @@ def create_autopruned_graph(
 
 
 __all__ = ["create_autopruned_graph", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
-           "cheapest_encoding", "fine_score", "fine_scores", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriples"]
+           "cheapest_encoding", "fine_score", "fine_scores", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriple", "TextTriples"]

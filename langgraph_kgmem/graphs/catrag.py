@@ -48,8 +48,9 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, answer_question, check_question,
-                                           emit_progress, evidence_item, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelName, RunContext,
+                                           answer_question, check_question, emit_progress, evidence_item, fence,
+                                           run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
@@ -71,6 +72,7 @@ HUB_FRACTION = 0.01                   # hubs = top 1% weighted-degree entity nod
 HUB_TOP = 10                          # hub mass is read on the top-10 PPR nodes
 MAX_SUMMARY_FACTS = 40                # facts shown to the summariser
 MAX_CONTEXT_FACTS = 8                 # facts shown per neighbour when it has ≤ τ facts
+MAX_SUMMARY_CHARS = 600               # a cached summary is cut to this: it is shown in every later prompt
 Tier = Literal["pruned", "weak", "strong", "key", "stage1_weak"]
 
 
@@ -81,7 +83,7 @@ def score_multiplier(score: Any) -> tuple[float, Tier]:
         if not math.isfinite(value) or value < 0 or value > 10:
             raise ValueError
         s = int(round(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         s = UNPARSABLE_SCORE
     if s <= 3:
         return 0.0, "pruned"
@@ -127,18 +129,19 @@ class RecognizedFacts(BaseModel):
     """Which of the numbered candidate facts help answer the question. Keep only facts that are
     directly relevant (at most the allowed number); an empty list means none is."""
 
-    keep: list[int] = Field(default_factory=list, description="numbers of the relevant facts, most useful first")
+    keep: list[int] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
+                            description="numbers of the relevant facts, most useful first")
 
 
 class QueryEntities(BaseModel):
     """The named entities (people, places, organisations, works, dates) mentioned in the question,
     spelled as in the question."""
 
-    names: list[str] = Field(default_factory=list, description="entity names found in the question")
+    names: list[ModelName] = Field(default_factory=list, max_length=20, description="entity names found in the question")
 
 
 class NeighbourScore(BaseModel):
-    neighbour: int = Field(description="the neighbour's number")
+    neighbour: int = Field(ge=1, le=10_000, description="the neighbour's number")
     score: Any = Field(description="0-10: how useful following this edge is for answering the question")
 
 
@@ -146,12 +149,13 @@ class NeighbourScores(BaseModel):
     """Relevance of each numbered neighbour of the seed entity for answering the question:
     0-3 irrelevant, 4-6 weak, 7-9 useful, 10 essential. Score every neighbour."""
 
-    scores: list[NeighbourScore] = Field(default_factory=list)
+    scores: list[NeighbourScore] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
 # ------------------------------------------------------------------------------------ prompts
 
 FILTER_PROMPT = """You are checking retrieved facts before they are used to search a knowledge graph.
+""" + DATA_NOTE + """
 
 Question: {question}
 
@@ -167,19 +171,21 @@ the question mentions, written exactly as in the question.
 Question: {question}"""
 
 SCORE_PROMPT = """We search a knowledge graph for the answer to a question and stand at the entity
-"{seed}". Decide which of its neighbours are worth following.
+{seed}. Decide which of its neighbours are worth following.
+""" + DATA_NOTE + """
 
 Question: {question}
 
 Facts already verified as relevant:
 {facts}
 
-Neighbours of "{seed}" (number, name, the facts linking them, what else we know about them):
+Neighbours of the entity (number, name, the facts linking them, what else we know about them):
 {neighbours}
 
 Score every neighbour from 0 to 10: 0-3 irrelevant, 4-6 weakly related, 7-9 useful, 10 essential."""
 
-SUMMARY_PROMPT = """Summarise in at most three sentences what these facts say about "{entity}".
+SUMMARY_PROMPT = """Summarise in at most three sentences what these facts say about {entity}.
+""" + DATA_NOTE + """
 
 Facts:
 {facts}"""
@@ -321,7 +327,7 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 
 
 def _fact_lines(facts: Sequence[dict[str, Any]]) -> str:
-    return "\n".join(f"- {f['text']}" for f in facts) or "(none)"
+    return fence([f"- {f['text']}" for f in facts])
 
 
 # ------------------------------------------------------------------------------------ factory
@@ -415,15 +421,15 @@ def create_catrag_graph(
             return {"facts": [], "timings": _add(state, "filter_facts", t0)}
 
         def offline() -> RecognizedFacts:
-            return RecognizedFacts(keep=[i for i, c in enumerate(cands, 1)
-                                         if c["score"] >= offline_fact_threshold][:filter_keep])
+            return RecognizedFacts.model_construct(
+                keep=[i for i, c in enumerate(cands, 1) if c["score"] >= offline_fact_threshold][:filter_keep])
 
         def check(d: RecognizedFacts) -> str | None:
             bad = [k for k in d.keep if not 1 <= k <= len(cands)]
             return f"fact number {bad[0]} does not exist; choose from 1..{len(cands)}" if bad else None
 
         prompt = render(FILTER_PROMPT, question=state["question"], keep=filter_keep,
-                        facts="\n".join(f"{i}. {c['text']}" for i, c in enumerate(cands, 1)))
+                        facts=fence([f"{i}. {c['text']}" for i, c in enumerate(cands, 1)]))
         decision, usage = decide(mdl, RecognizedFacts, prompt, step="filter_facts", offline=offline,
                                  validate=check, context={"question": state["question"], "candidates": cands})
         keep = list(dict.fromkeys(decision.keep))[:filter_keep]
@@ -437,7 +443,7 @@ def create_catrag_graph(
         idx = _index(kg)
 
         def offline() -> QueryEntities:
-            return QueryEntities(names=offline_entities(question))
+            return QueryEntities.model_construct(names=offline_entities(question))
 
         decision, usage = decide(mdl, QueryEntities, render(NER_PROMPT, question=question), step="anchor_entities",
                                  offline=offline, context={"question": question})
@@ -514,11 +520,12 @@ def create_catrag_graph(
                 ranked = sorted(kept, key=lambda v: (-kept_sim[v], v))
                 n = max(1, len(ranked) - 1)
                 pos = {v: i for i, v in enumerate(kept, 1)}
-                return NeighbourScores(scores=[NeighbourScore(neighbour=pos[v], score=int(round(8 - 4 * r / n)))
-                                               for r, v in enumerate(ranked)])
+                return NeighbourScores.model_construct(scores=[  # ours, not model output: no bounds to check
+                    NeighbourScore.model_construct(neighbour=pos[v], score=int(round(8 - 4 * r / n)))
+                    for r, v in enumerate(ranked)])
 
-            prompt = render(SCORE_PROMPT, seed=kg.node(seed).text if kg.node(seed) else seed, question=question,
-                            facts=_fact_lines(facts), neighbours="\n".join(lines)) if not offline_run else ""
+            prompt = render(SCORE_PROMPT, seed=fence(kg.node(seed).text if kg.node(seed) else seed, inline=True),
+                            question=question, facts=_fact_lines(facts), neighbours=fence(lines)) if not offline_run else ""
             scorings.append(functools.partial(
                 decide, mdl, NeighbourScores, prompt, step="weight_edges", offline=offline,
                 fallback=lambda: NeighbourScores(scores=[]),
@@ -694,13 +701,17 @@ def _neighbour_contexts(kg: "KnowledgeGraph", idx: _Index, model: Any, store: An
         todo.append((v, node.text if node else v, facts[v][:MAX_SUMMARY_FACTS]))
 
     def summarize(v: str, name: str, shown: list[str]) -> Any:
-        return lambda: generate(model, render(SUMMARY_PROMPT, entity=name, facts=_fact_lines([{"text": t} for t in shown])),
-                                step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown})
+        return lambda: generate(model, render(SUMMARY_PROMPT, entity=fence(name, inline=True),
+                                              facts=_fact_lines([{"text": t} for t in shown])),
+                                step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown},
+                                fallback=lambda: "; ".join(shown[:MAX_CONTEXT_FACTS]) or "(no facts)")
 
     puts = []
     for (v, name, _), (text, u) in zip(todo, run_concurrently([summarize(*x) for x in todo], concurrency)):
         usage = merge_usage(usage, u)
-        out[v] = text
+        out[v] = text = text[:MAX_SUMMARY_CHARS]
+        if u.get("fallbacks"):  # the model failed twice: this run shows the facts themselves, nothing is cached
+            continue
         puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name}, index=False))
     if puts:
         store.batch(puts)

@@ -41,8 +41,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import (BaseState, InputState, RunContext, check_question, emit_progress,
-                                           evidence_item, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question,
+                                           emit_progress, evidence_item, fence, run_model)
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
@@ -59,6 +59,11 @@ RECORD_EDGE_KINDS = ("temporal", "spatial", "causal", "time_next")
 _TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{1,2}(?::\d{2})?")
 _HOURS_RE = re.compile(r"(\d+)[- ]?(?:hours?|h)\b", re.I)
 _WITHIN_RE = re.compile(r"(?:within|at most|up to)\s+(\d+)\s*hours?", re.I)
+# bounds on what a plan may ask for (a model's or a question's): beyond them the plan is refused
+MAX_TRIP_HOURS = 168          # a week
+MAX_HORIZON_HOURS = 744       # a month
+MAX_STEP_HOURS = 168
+MAX_TIME_CHARS = 40
 
 
 # ------------------------------------------------------------------------------------ state
@@ -102,29 +107,33 @@ class TemporalPlan(BaseModel):
     task: Task = Field(description="detect: does an abnormal event occur during the trip window; "
                                    "latest: latest departure before the given time avoiding it; "
                                    "earliest: earliest departure after the given time avoiding it")
-    location: str = Field(description="the location exactly as listed")
-    departure_time: str = Field(description="the departure time asked about, 'YYYY-MM-DD HH:MM'")
-    trip_hours: int = Field(ge=1, description="trip length in hours (the window is [t, t + hours))")
-    horizon_hours: int = Field(0, ge=0, description="how far before/after the departure time to search (0 for detect)")
-    step_hours: int = Field(2, ge=1, description="hours of records to read per retrieval round")
+    location: str = Field(max_length=200, description="the location exactly as listed")
+    departure_time: str = Field(max_length=MAX_TIME_CHARS,
+                                description="the departure time asked about, 'YYYY-MM-DD HH:MM'")
+    trip_hours: int = Field(ge=1, le=MAX_TRIP_HOURS, description="trip length in hours (the window is [t, t + hours))")
+    horizon_hours: int = Field(0, ge=0, le=MAX_HORIZON_HOURS,
+                               description="how far before/after the departure time to search (0 for detect)")
+    step_hours: int = Field(2, ge=1, le=MAX_STEP_HOURS, description="hours of records to read per retrieval round")
     k0: int = Field(1, ge=1, le=3, description="hops of the first retrieval round (1 is usually enough)")
-    reasoning: str = Field("", description="the instruction for the judge: what counts as an abnormal event "
-                                           "and when to stop searching")
+    reasoning: str = Field("", max_length=2000, description="the instruction for the judge: what counts as an "
+                                                            "abnormal event and when to stop searching")
 
 
 class JudgeDecision(BaseModel):
     """Decide whether the records read so far settle the question."""
 
     stop: bool = Field(description="true when the records read so far are enough to answer")
-    next_time: str | None = Field(None, description="when not stopping: the time ('YYYY-MM-DD HH:MM') to read "
-                                                    "next; you may jump past an abnormal event")
-    reason: str = Field("", description="one short sentence")
+    next_time: str | None = Field(None, max_length=MAX_TIME_CHARS,
+                                  description="when not stopping: the time ('YYYY-MM-DD HH:MM') to read "
+                                              "next; you may jump past an abnormal event")
+    reason: str = Field("", max_length=500, description="one short sentence")
 
 
 # ------------------------------------------------------------------------------------ prompts
 
 PLAN_PROMPT = """You plan a search through hourly records ({event_name} data). An abnormal event
 means: {rule}. Known locations: {locations}. Records span {start} to {end}.
+""" + DATA_NOTE + """
 
 A trip leaving at hour t for Δt hours covers the hours t .. t+Δt-1. Extract from the question
 the task (detect / latest / earliest), the location, the departure time, the trip length, the
@@ -147,6 +156,7 @@ REASONING_TEXT = {
 }
 
 JUDGE_PROMPT = """{reasoning}
+""" + DATA_NOTE + """
 
 Question: {question}
 
@@ -157,6 +167,7 @@ Newly read this round: {new} triples around {anchor}.
 Decide: stop (enough to answer), or give the next time to read (you may skip past an abnormal event)."""
 
 ANSWER_PROMPT = """{reasoning}
+""" + DATA_NOTE + """
 
 Records:
 {records}
@@ -299,7 +310,7 @@ def known_records(kg: "KnowledgeGraph", event_ids: Sequence[str]) -> dict[int, b
 def record_lines(kg: "KnowledgeGraph", event_ids: Sequence[str], limit: int = 400) -> str:
     nodes = sorted((kg.node(e) for e in dict.fromkeys(event_ids) if kg.node(e) is not None),
                    key=lambda n: int(n.attrs["slot"]))
-    return "\n".join(f"- {n.text}" for n in nodes[:limit]) or "(none)"
+    return fence([f"- {n.text}" for n in nodes[:limit]])
 
 
 def clean_answer(text: str) -> str:
@@ -348,11 +359,32 @@ def offline_plan(question: str, idx: TemporalIndex) -> dict[str, Any] | None:
 
 
 
+def plan_problem(idx: TemporalIndex, time: str, hours: int, horizon: int) -> str | None:
+    """Why a plan (a model's, or read from the question) cannot be searched, or None: a departure
+    time that is not a timestamp or lies more than :data:`MAX_HORIZON_HOURS` +
+    :data:`MAX_TRIP_HOURS` outside the records, a trip or horizon beyond its bound."""
+    try:
+        t = slot_of(parse_time(time))
+    except (KgmemInputError, OverflowError, ValueError) as exc:
+        return str(exc) if isinstance(exc, KgmemInputError) else f"cannot read timestamp {time!r}"
+    if not 1 <= hours <= MAX_TRIP_HOURS:
+        return f"trip_hours must be in [1, {MAX_TRIP_HOURS}], got {hours}"
+    if not 0 <= horizon <= MAX_HORIZON_HOURS:
+        return f"horizon_hours must be in [0, {MAX_HORIZON_HOURS}], got {horizon}"
+    if len(idx.slots):
+        margin = MAX_HORIZON_HOURS + MAX_TRIP_HOURS
+        lo, hi = int(idx.slots[0]) - margin, int(idx.slots[-1]) + margin
+        if not lo <= t <= hi:
+            return (f"departure time {time} is too far from the records "
+                    f"({format_time(time_of_slot(int(idx.slots[0])))} to {format_time(time_of_slot(int(idx.slots[-1])))})")
+    return None
+
+
 def _reasoning(plan: Mapping[str, Any], rule: str) -> str:
     t = slot_of(parse_time(plan["time"]))
     hours = int(plan["hours"])
     return REASONING_TEXT[plan["task"]].format(
-        rule=rule, location=plan.get("location") or "every location", time=plan["time"],
+        rule=rule, location=fence(plan.get("location") or "every location", inline=True), time=plan["time"],
         horizon=plan.get("horizon", 0), hours=hours, last=f"{hours - 1}" if hours > 1 else "0",
         start=plan["time"], end=format_time(time_of_slot(t + hours - 1)))
 
@@ -369,22 +401,29 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         mdl = run_model(runtime, default_model)
         idx = temporal_index(kg)
         rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
-        guess = offline_plan(check_question(state), idx)
+        question = check_question(state)
+        try:
+            guess = offline_plan(question, idx)
+        except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question
+            guess = None
+        if guess is not None and plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"])):
+            guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
 
         def offline() -> TemporalPlan:
             g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
                           "hours": 1, "horizon": 0}
-            return TemporalPlan(task=g["task"], location=g["location"] or "", departure_time=g["time"],
-                                trip_hours=g["hours"], horizon_hours=g["horizon"],
-                                step_hours=step or default_step(g["task"], g["hours"]), k0=k0 or 1)
+            # the question's own values (bounded by plan_problem above): not validated as model output
+            return TemporalPlan.model_construct(
+                task=g["task"], location=g["location"] or "", departure_time=g["time"], trip_hours=g["hours"],
+                horizon_hours=g["horizon"], step_hours=step or default_step(g["task"], g["hours"]), k0=k0 or 1,
+                reasoning="")
 
         def validate(p: TemporalPlan) -> str | None:
             if idx.location_of(p.location) is None and len(idx.locations) > 1:
                 return f"location {p.location!r} is not one of: {', '.join(sorted(idx.locations))}"
-            try:
-                parse_time(p.departure_time)
-            except KgmemInputError as exc:
-                return str(exc)
+            problem = plan_problem(idx, p.departure_time, p.trip_hours, p.horizon_hours)
+            if problem:
+                return problem
             if p.task != "detect" and p.horizon_hours < 1:
                 return "horizon_hours must be >= 1 for latest/earliest"
             return None
@@ -393,7 +432,7 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
             if len(idx.slots) else ("-", "-")
         names = sorted(idx.locations)
         shown = ", ".join(names[:50]) + (f" (and {len(names) - 50} more)" if len(names) > 50 else "")
-        prompt = render(PLAN_PROMPT, event_name=idx.event_name, rule=rule, locations=shown,
+        prompt = render(PLAN_PROMPT, event_name=idx.event_name, rule=rule, locations=fence(shown, inline=True),
                         start=span[0], end=span[1], question=state["question"])
         decision, usage = decide(mdl, TemporalPlan, prompt, step="plan_query", offline=offline, validate=validate,
                                  context={"question": state["question"], "offline_plan": guess,
@@ -443,7 +482,8 @@ def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: in
         text, usage = generate(mdl, prompt, step="synthesize_answer",
                                context={"question": state["question"], "evidence_ids": [e["id"] for e in evidence],
                                         "event_ids": list(state.get("events", [])), "plan": plan,
-                                        "offline_answer": offline_answer})
+                                        "offline_answer": offline_answer},
+                               fallback=lambda: offline_answer)
         return {**base, "answer": clean_answer(text), "usage": usage}
 
     return synthesize_answer

@@ -33,8 +33,9 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import check_int, check_number
-from langgraph_kgmem.graphs.common import (BaseState, InputState, answer_question, check_question, content_words,
-                                           emit_progress, evidence_item, id_validator)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelId, ModelName,
+                                           answer_question, check_question, content_words, data_text, emit_progress,
+                                           evidence_item, fence, id_validator)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render, resolve_model
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
 
@@ -129,7 +130,8 @@ class ReMindOutput(BaseState, total=False):
 class SubQuestions(BaseModel):
     """Split the question into the simpler questions that must be answered to answer it."""
 
-    sub_questions: list[str] = Field(description="1 to 4 self-contained sub-questions, in the order to answer them")
+    sub_questions: list[ModelName] = Field(max_length=8, description="1 to 4 self-contained sub-questions, in the "
+                                                                     "order to answer them")
 
 
 class Sufficiency(BaseModel):
@@ -143,13 +145,14 @@ class NextMove(BaseModel):
     node visited earlier and continue from there."""
 
     direction: Direction = Field(description="'forward' (a listed neighbour) or 'backward' (a listed visited node)")
-    node_id: str = Field(description="the id of the chosen node, copied exactly from the lists")
+    node_id: ModelId = Field(description="the id of the chosen node, copied exactly from the lists")
 
 
 class UsefulMarks(BaseModel):
     """The evidence items (passages and facts) that the answer actually relied on."""
 
-    useful_ids: list[str] = Field(description="ids of the useful items, copied exactly from the list")
+    useful_ids: list[ModelId] = Field(max_length=MAX_LIST_ITEMS,
+                                      description="ids of the useful items, copied exactly from the list")
 
 
 # ------------------------------------------------------------------------------------ prompts
@@ -160,6 +163,7 @@ A simple question stays one sub-question.
 Question: {question}"""
 
 SUFFICIENCY_PROMPT = """You are collecting evidence from a knowledge graph to answer a question.
+""" + DATA_NOTE + """
 
 Question: {question}
 
@@ -170,6 +174,7 @@ Is this evidence enough to answer the question with confidence? Answer false if 
 
 NEXT_MOVE_PROMPT = """You are walking a knowledge graph to find the evidence that answers a question.
 The evidence collected so far is not enough yet. Choose one move.
+""" + DATA_NOTE + """
 
 Question: {question}
 
@@ -187,7 +192,9 @@ Backward: visited nodes you can return to and continue from:
 
 Pick the move most likely to lead to the missing evidence."""
 
-USEFUL_PROMPT = """Question: {question}
+USEFUL_PROMPT = DATA_NOTE + """
+
+Question: {question}
 Answer given: {answer}
 
 Evidence items:
@@ -334,7 +341,7 @@ def _render_evidence(kg: "KnowledgeGraph", question: str, chunks: Sequence[str],
         lines.append(f"- passage {cid}{f' [{title}]' if title else ''}: {_condense(node.text, question, budget)}")
     for eid in facts:
         lines.append(f"- fact {eid}: {kg.fact_text(kg.edge(eid))}")
-    return "\n".join(lines) or "(nothing yet)"
+    return fence(lines, empty="(nothing yet)")
 
 
 def _s_adjacency(kg: "KnowledgeGraph", view: _GraphView, edges: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
@@ -478,7 +485,7 @@ def create_remindrag_graph(
         queries = [question]
         if decompose:
             sub, usage = decide(llm, SubQuestions, render(DECOMPOSE_PROMPT, question=question), step="decompose",
-                                offline=lambda: SubQuestions(sub_questions=[question]),
+                                offline=lambda: SubQuestions.model_construct(sub_questions=[question]),
                                 context={"question": question})
             queries = [s for s in sub.sub_questions[:4] if s.strip()] or [question]
         seeds: list[str] = []
@@ -629,13 +636,13 @@ def create_remindrag_graph(
             return id_validator(allowed, "node_id")(move)
 
         chunks, facts = _evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
-        path_text = " -> ".join(_label(kg, h["to"], 40) + (" (back)" if h["direction"] == "backward" else "")
-                                for h in state.get("path", [])[-8:]) or "(start)"
+        path_text = " → ".join(data_text(_label(kg, h["to"], 40)) + (" (back)" if h["direction"] == "backward" else "")
+                                for h in state.get("path", [])[-8:])
         prompt = render(
             NEXT_MOVE_PROMPT, question=question, evidence=_render_evidence(kg, question, chunks, facts, chunk_chars),
-            path=path_text, current=f"{current} {_label(kg, current)}",
-            forward="\n".join(f"- {b} {_label(kg, b)} (w={w:.2f})" for b, _, w, _ in forward) or "(none)",
-            backward="\n".join(f"- {u} {_label(kg, u)}" for u in backward) or "(none)")
+            path=fence(path_text, empty="(start)", inline=True), current=fence(f"{current} {_label(kg, current)}", inline=True),
+            forward=fence([f"- {b} {_label(kg, b)} (w={w:.2f})" for b, _, w, _ in forward]),
+            backward=fence([f"- {u} {_label(kg, u)}" for u in backward]))
         if human_in_the_loop:
             move, usage, decided_by = ask_person(question, current, forward, backward, best_first(), check), {}, "human"
         else:
@@ -694,12 +701,13 @@ def create_remindrag_graph(
                         break
                     marked.append(best)
                     todo -= words[best]
-                return UsefulMarks(useful_ids=list(dict.fromkeys(marked)))
+                return UsefulMarks.model_construct(useful_ids=list(dict.fromkeys(marked)))
 
-            items = "\n".join(f"- {e['id']} ({e['kind']}) {e['text'][:200]}"
-                              for e in (evidence_item(kg, i) for i in candidates))
+            items = fence([f"- {e['id']} ({e['kind']}) {e['text'][:200]}"
+                           for e in (evidence_item(kg, i) for i in candidates)])
+            answer_text = fence(state.get("answer", ""), inline=True)
             marks, usage = decide(
-                llm, UsefulMarks, render(USEFUL_PROMPT, question=question, answer=state.get("answer", ""), items=items),
+                llm, UsefulMarks, render(USEFUL_PROMPT, question=question, answer=answer_text, items=items),
                 step="mark_useful", offline=heuristic, fallback=heuristic,
                 validate=id_validator(candidates, "useful_ids"),
                 context={"question": question, "candidates": candidates, "evidence_ids": chunks, "fact_ids": facts})

@@ -19,6 +19,13 @@ runs hold edge ids, so they are remapped through the edge alias table and stay v
 
 Everything is ordered deterministically: by symbol id (first-seen order), never by set or hash order.
 
+Symbols are bounded: an entity is at most :data:`MAX_ENTITY_CHARS` characters, a relation at most
+:data:`MAX_RELATION_CHARS` (after :func:`clean_symbol`). Every symbol is shown in every prompt
+that selects it, and the codebook outlives sessions, so one over-long symbol (a model's
+50,000-character "entity") would bloat every later prompt: :meth:`Codebook.entity` and
+:meth:`Codebook.relation` refuse it with :class:`~langgraph_kgmem.errors.KgmemInputError`, and
+:meth:`Codebook.add_edge` skips such a triple as it skips one with an empty subject or object.
+
 Store layout, namespace ``("kgmem", <kg name>, "codebook")``: ``meta``; pages of ``PAGE`` rows
 ``E:000000``, ``R:…``, ``M:…``; run pages ``runs:000000``. Saving rewrites only dirty pages.
 """
@@ -31,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 
+from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg.types import normalize_name
 
 if TYPE_CHECKING:
@@ -43,6 +51,8 @@ CHANNELS: tuple[Channel, ...] = ("F", "Q", "A")
 PAGE = 1000
 FORMAT = 1
 ALIAS_THRESHOLD = 0.93
+MAX_ENTITY_CHARS = 200     # longest entity symbol the codebook holds (see the module docstring)
+MAX_RELATION_CHARS = 500   # longest relation symbol (relations may be short sentences)
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
@@ -229,8 +239,11 @@ class Codebook:
 
     # ------------------------------------------------------------------ symbols
     def entity(self, text: str, kg_id: str = "") -> int:
-        """The (representative) id of entity ``text``; appends a new symbol only if unseen."""
+        """The (representative) id of entity ``text``; appends a new symbol only if unseen.
+
+        Raises :class:`KgmemInputError` for a symbol longer than :data:`MAX_ENTITY_CHARS`."""
         text = clean_symbol(text)
+        _check_symbol("entity", text, MAX_ENTITY_CHARS)
         key = normalize_name(text)
         i = self.ent_index.get(key)
         if i is not None:
@@ -247,7 +260,11 @@ class Codebook:
         return i
 
     def relation(self, text: str) -> int:
+        """The id of relation ``text`` (``"related to"`` when empty); appends it only if unseen.
+
+        Raises :class:`KgmemInputError` for a symbol longer than :data:`MAX_RELATION_CHARS`."""
         text = clean_symbol(text) or "related to"
+        _check_symbol("relation", text, MAX_RELATION_CHARS)
         key = text.lower()
         i = self.rel_index.get(key)
         if i is None:
@@ -268,8 +285,10 @@ class Codebook:
         return i
 
     def add_edge(self, h: str, r: str, t: str, *, kg_edge: str = "", h_kg: str = "", t_kg: str = "") -> int | None:
-        """Edge id of triple ``(h, r, t)``; E, R and M grow only for symbols not seen before."""
-        if not clean_symbol(h) or not clean_symbol(t):
+        """Edge id of triple ``(h, r, t)``; E, R and M grow only for symbols not seen before.
+        ``None`` (nothing added) when the subject or object is empty or a symbol is over its limit."""
+        h, r, t = clean_symbol(h), clean_symbol(r), clean_symbol(t)
+        if not h or not t or len(h) > MAX_ENTITY_CHARS or len(t) > MAX_ENTITY_CHARS or len(r) > MAX_RELATION_CHARS:
             return None
         hi, ri, ti = self.entity(h, h_kg), self.relation(r), self.entity(t, t_kg)
         key = (hi, ri, ti)
@@ -798,6 +817,12 @@ class Codebook:
         return book
 
 
+def _check_symbol(kind: str, text: str, limit: int) -> None:
+    if len(text) > limit:
+        raise KgmemInputError(f"a codebook {kind} is at most {limit} characters, got {len(text)} "
+                              f"({text[:60]!r}...): shorten it, or leave the triple out")
+
+
 def _resolved(rep: Sequence[int]) -> np.ndarray:
     """Final representative of every slot of a representative-pointer list (pointer jumping)."""
     out = np.asarray(rep, dtype=np.int64)
@@ -834,4 +859,5 @@ def _kmeans_medoids(x: np.ndarray, k: int, iters: int, block: int) -> tuple[np.n
     return assign, medoid
 
 
-__all__ = ["Codebook", "Run", "Channel", "CHANNELS", "clean_symbol", "phrase_triples", "segment_runs"]
+__all__ = ["Codebook", "Run", "Channel", "CHANNELS", "MAX_ENTITY_CHARS", "MAX_RELATION_CHARS", "clean_symbol",
+           "phrase_triples", "segment_runs"]
