@@ -377,7 +377,11 @@ def fallback_record(step: str, kind: str, error: str | None, raw: str | None = N
     """One entry of ``usage["fallbacks"]``: the step, why (``kind``: ``malformed`` output the schema
     refused, ``invalid`` output the caller's check rejected, ``model_error`` when the call raised,
     or a step's own kind), the error and the raw reply, both cut to 500 characters."""
-    return {"step": step, "kind": kind, "error": _clean_reply(error or "", 500), "raw": _clean_reply(raw or "", 500)}
+    # provider errors can quote keys, headers or connection strings: redact before recording
+    from langgraph_kgmem.tracing import redact_secrets
+
+    return {"step": step, "kind": kind, "error": redact_secrets(_clean_reply(error or "", 2000))[:500],
+            "raw": redact_secrets(_clean_reply(raw or "", 2000))[:500]}
 
 
 def decide(

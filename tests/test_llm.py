@@ -204,3 +204,15 @@ def test_out_of_range_values_are_malformed():
     model = ScriptedChatModel(responses=['{"hours": 6e7}', '{"hours": NaN}'])
     d, usage = decide(model, Plan, "plan", step="plan", offline=lambda: Plan(hours=2))
     assert d.hours == 2 and usage["fallbacks"][0]["kind"] == "malformed"
+
+
+def test_fallback_records_never_keep_secrets():
+    def leaky(messages, request):
+        raise PermissionError("401 for Authorization: Bearer sk-proj-abcdefghijklmnopqrstuvwx "
+                              "at postgresql://app:hunter2@db/x")
+
+    d, usage = decide(ScriptedChatModel(responder=leaky), Pick, "choose", step="pick",
+                      offline=lambda: Pick(node_id="safe"))
+    record = repr(usage["fallbacks"])
+    assert "PermissionError" in record and "<redacted>" in record
+    assert "sk-proj-abcdefghijklmnopqrstuvwx" not in record and "hunter2" not in record
