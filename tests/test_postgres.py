@@ -339,3 +339,22 @@ def test_cli_drop_removes_one_kg(new_database, capsys):
     assert main(["drop", "--kg", uri, "--name", "gone"]) == 2
     assert "no KG named 'gone'" in capsys.readouterr().err
     assert main(["stats", "--kg", uri, "--name", "keep", "--embeddings", "hash"]) == 0
+
+
+def test_a_space_gets_its_hnsw_index_once_it_is_large_and_search_agrees_with_exact(new_database, monkeypatch):
+    from langgraph_kgmem.kg import postgres
+
+    monkeypatch.setattr(postgres, "HNSW_MIN_ROWS", 12)
+    uri = new_database()
+    exact = KnowledgeGraph.in_memory(name="hnsw")
+    with KnowledgeGraph.open(uri, name="hnsw", embeddings="hash") as g:
+        for d in SAMPLE_DOCS:
+            g.add_documents([d], model="offline")
+            exact.add_documents([d], model="offline")
+        with psycopg.connect(uri) as conn:
+            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename LIKE 'kgmem_vec_%'")}
+        assert any(n.endswith("_nodes_hnsw") for n in names) and any(n.endswith("_facts_hnsw") for n in names)
+        for q in ("Marie Curie", "river in Poland", "Nobel Prize in Physics"):
+            assert [n.id for n, _ in g.nearest(q, k=5, kinds=None)] == [n.id for n, _ in exact.nearest(q, k=5, kinds=None)]
+            assert [e.id for e, _ in g.nearest_facts(q, k=3)] == [e.id for e, _ in exact.nearest_facts(q, k=3)]
+        assert g.add_synonym_edges(threshold=0.3) == exact.add_synonym_edges(threshold=0.3)

@@ -156,12 +156,17 @@ class _Writer:
         self._resolved: dict[str, str] = {}
         self._vec: dict[str, np.ndarray] = {}                 # name -> its embedding
         self._best: dict[str, tuple[str | None, float]] = {}  # name -> closest KG entity (id, cosine)
+        self._aliases: dict[str, str | None] = {}             # alias -> target (None: none), prefetched
         self._created: dict[str, int] = {}                    # entity id made by this writer -> row of _unit
         self._unit = np.zeros((0, 0), dtype=np.float32)       # unit vectors of those entities (grown x2)
 
     def prepare(self, names: Sequence[str]) -> None:
         """Embed names and find each one's closest KG entity with one matrix product (ingestion
         calls it once per document; names it did not cover are done per chunk)."""
+        # recorded aliases of every name in one query (a round trip each on a database server)
+        ask = list(dict.fromkeys(a for n in names if (a := normalize_name(n)) and a not in self._aliases))
+        found = self.kg.graph_store.alias_targets(ask)
+        self._aliases.update((a, found.get(a)) for a in ask)
         todo = [n for n in dict.fromkeys(names)
                 if n not in self._vec and n not in self._resolved and normalize_name(n) and self._lookup(n) is None]
         if not todo:
@@ -176,7 +181,10 @@ class _Writer:
         eid = entity_id(name)
         if self.kg.has_node(eid):
             return eid
-        target = self.kg.graph_store.alias_target(normalize_name(name))
+        alias = normalize_name(name)
+        if alias not in self._aliases:
+            self._aliases[alias] = self.kg.graph_store.alias_target(alias)
+        target = self._aliases[alias]
         return target if target and self.kg.has_node(target) else None
 
     def _remember(self, eid: str, unit: np.ndarray) -> None:
@@ -232,6 +240,7 @@ class _Writer:
             if merged is not None:
                 self._resolved[name] = merged[0]
                 store.put_alias(normalize_name(name), merged[0], round(merged[1], 6))
+                self._aliases[normalize_name(name)] = merged[0]
                 self.report.entities_merged += 1
                 continue
             self._resolved[name] = eid

@@ -72,6 +72,7 @@ class KnowledgeGraph:
         self._row_cache: dict[tuple, np.ndarray] = {}
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._prefetched: dict[str, np.ndarray] = {}
+        self._vector_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._persistence: tuple[Any, Any] | None = None
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
@@ -285,6 +286,7 @@ class KnowledgeGraph:
 
     def _touch(self) -> None:
         self._version += 1
+        self._vector_cache.clear()
         self._snapshots.clear()
         self._row_cache.clear()
 
@@ -745,8 +747,11 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ vectors
     def vectors(self, ids: Sequence[str], space: str = "nodes") -> np.ndarray:
-        """Unit vectors of ``ids`` (rows in the given order); see :meth:`has_vectors`."""
+        """Unit vectors of ``ids`` (rows in the given order); see :meth:`has_vectors`. On the server
+        backend recently read vectors are kept in a bounded cache until the next write."""
         try:
+            if self._store.shared:
+                return self._cached_vectors(space, ids)
             return self._vectors.get(space, ids)
         except KeyError as exc:
             missing = [i for i, h in zip(ids, self._vectors.has(space, ids)) if not h]
@@ -756,7 +761,26 @@ class KnowledgeGraph:
                 "embedded; filter ids with kg.has_vectors(ids) first") from exc
 
     def has_vectors(self, ids: Sequence[str], space: str = "nodes") -> list[bool]:
+        if self._store.shared:
+            cache = self._vector_cache
+            todo = [i for i in ids if (space, i) not in cache]
+            have = dict(zip(todo, self._vectors.has(space, todo))) if todo else {}
+            return [True if (space, i) in cache else have[i] for i in ids]
         return self._vectors.has(space, ids)
+
+    VECTOR_CACHE_SIZE = 20_000   # server backend: vectors kept per process (bounded; cleared by writes)
+
+    def _cached_vectors(self, space: str, ids: Sequence[str]) -> np.ndarray:
+        cache = self._vector_cache
+        todo = list(dict.fromkeys(i for i in ids if (space, i) not in cache))
+        if todo:
+            for i, v in zip(todo, self._vectors.get(space, todo)):
+                cache[(space, i)] = v
+            while len(cache) > self.VECTOR_CACHE_SIZE:
+                cache.popitem(last=False)
+        if not ids:
+            return np.zeros((0, self._vectors.dimension() or 0), dtype=np.float32)
+        return np.asarray([cache[(space, i)] for i in ids], dtype=np.float32)
 
     def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
         """Every vector of these kinds (analysis, migration). On the server backend this copies them

@@ -28,12 +28,14 @@ import numpy as np
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
-from langgraph_kgmem.kg.vectors import check_vectors, unit_rows
+from langgraph_kgmem.kg.vectors import check_vectors, pairs_above, unit_rows
 
 LOCK_CLASS = 0x6B676D   # advisory-lock namespace ("kgm"); the second key is the KG id
 SCHEMA_LOCK = (LOCK_CLASS, 0)
 CHANGE_LOG_KEEP = 200_000   # change rows kept per KG; a reader further behind reloads everything
 HNSW_EF_SEARCH = 100
+HNSW_MIN_ROWS = 20_000    # a space gets its HNSW index once it holds this many vectors
+HNSW_PAIRS_MAX_NEW = 500   # more new rows than this: synonym pairs by exact block products instead
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS kgmem_graphs(id BIGSERIAL PRIMARY KEY, name TEXT UNIQUE NOT NULL, dim INTEGER,
@@ -564,6 +566,15 @@ class PostgresGraphStore:
         with self.db.read() as conn:
             return conn.execute("SELECT count(*) FROM kgmem_aliases WHERE kg = %s", (self.kg_id,)).fetchone()[0]
 
+    def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]:
+        """Recorded targets of these aliases (absent ones are left out), in one query."""
+        if not aliases:
+            return {}
+        with self.db.read() as conn:
+            return {r[0]: r[1] for r in conn.execute(
+                "SELECT alias, node_id FROM kgmem_aliases WHERE kg = %s AND alias = ANY(%s)",
+                (self.kg_id, list(dict.fromkeys(aliases))))}
+
     def alias_target(self, alias: str) -> str | None:
         with self.db.read() as conn:
             row = conn.execute("SELECT node_id FROM kgmem_aliases WHERE kg = %s AND alias = %s",
@@ -592,6 +603,8 @@ class PgVectorIndex:
         with db.read() as conn:
             row = conn.execute("SELECT dim FROM kgmem_graphs WHERE id = %s", (store.kg_id,)).fetchone()
         self.dim: int | None = row[0] if row else None
+        self._hnsw: set[str] | None = None   # spaces whose HNSW index exists (looked up once)
+        self._rows_seen: dict[str, int] = {}  # rows per space at the last count (+ those written since)
 
     def _ensure_table(self, dim: int) -> None:
         if self.dim is not None:
@@ -606,9 +619,8 @@ class PgVectorIndex:
                 t = self.table
                 conn.execute(f"CREATE TABLE IF NOT EXISTS {t}(space TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, "
                              f"seq BIGSERIAL, v vector({int(dim)}) NOT NULL, PRIMARY KEY(space, id))")
-                for space in ("nodes", "facts"):
-                    conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_{space}_hnsw ON {t} USING hnsw (v vector_cosine_ops) "
-                                 f"WHERE space = '{space}'")
+                # exact scans of one kind (all passages' scores) read only that kind's rows
+                conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_kind ON {t}(space, kind, seq)")
                 conn.execute("UPDATE kgmem_graphs SET dim = %s WHERE id = %s", (int(dim), self.store.kg_id))
                 self.dim = int(dim)
             else:
@@ -637,6 +649,32 @@ class PgVectorIndex:
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO {self.table}(space, id, kind, v) VALUES(%s, %s, %s, %s) "
                                 "ON CONFLICT(space, id) DO UPDATE SET kind = excluded.kind, v = excluded.v", rows)
+            self._maybe_index(conn, space, len(rows))
+
+    def _indexed(self, conn: Any) -> set[str]:
+        if self._hnsw is None:
+            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", (self.table,))}
+            self._hnsw = {sp for sp in ("nodes", "facts") if f"{self.table}_{sp}_hnsw" in names}
+        return self._hnsw
+
+    def _maybe_index(self, conn: Any, space: str, added: int) -> None:
+        """Build the space's HNSW index once it holds :data:`HNSW_MIN_ROWS` vectors. Below that an
+        exact scan is fast, and every row an HNSW index takes on insert costs about 1.5 ms of
+        server time (measured), more than the whole rest of a small KG's ingest; one bulk build
+        later costs far less than the incremental inserts would have."""
+        if space in self._indexed(conn):
+            return
+        # counted now and then, not on every write (other writers add rows too, hence the recount)
+        seen = self._rows_seen.get(space, 0) + added
+        if seen < HNSW_MIN_ROWS and space in self._rows_seen:
+            self._rows_seen[space] = seen
+            return
+        n = self._rows_seen[space] = conn.execute(f"SELECT count(*) FROM {self.table} WHERE space = %s",
+                                                  (space,)).fetchone()[0]
+        if n >= HNSW_MIN_ROWS:
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_{space}_hnsw ON {self.table} "
+                         f"USING hnsw (v vector_cosine_ops) WHERE space = '{space}'")
+            self._hnsw.add(space)
 
     def delete(self, space: str, ids: Iterable[str]) -> None:
         ids = list(ids)
@@ -650,7 +688,7 @@ class PgVectorIndex:
         found: dict[str, np.ndarray] = {}
         if self._exists():
             with self.db.read() as conn:
-                found = {r[0]: _arr(r[1]) for r in conn.execute(
+                found = {r[0]: _arr(r[1]) for r in conn.cursor(binary=True).execute(
                     f"SELECT id, v FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, list(ids)))}
         missing = [i for i in ids if i not in found]
         if missing:
@@ -694,11 +732,22 @@ class PgVectorIndex:
     def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None
              ) -> list[tuple[str | None, float]]:
         queries = np.asarray(queries, dtype=np.float32)
-        out: list[tuple[str | None, float]] = []
-        for q in queries:
-            hit = self.search(space, q, 1, kinds=kinds)
-            out.append(hit[0] if hit else (None, -1.0))
-        return out
+        if not len(queries) or not self._exists():
+            return [(None, -1.0)] * len(queries)
+        kind_filter = " AND b.kind = ANY(%s)" if kinds is not None else ""
+        params: list[Any] = [[self._unit(q) for q in queries], space] + ([list(kinds)] if kinds is not None else [])
+        # one statement for all queries; a few candidates each, re-ranked exactly (ties: earlier row)
+        with self.db.read() as conn:
+            rows = conn.execute(
+                f"SELECT q.i, n.id, n.score, n.seq FROM unnest(%s::vector[]) WITH ORDINALITY AS q(v, i) "
+                f"CROSS JOIN LATERAL (SELECT b.id, b.seq, 1 - (b.v <=> q.v) AS score FROM {self.table} b "
+                f"WHERE b.space = %s{kind_filter} ORDER BY b.v <=> q.v LIMIT 4) n", params).fetchall()
+        best: dict[int, tuple] = {}
+        for i, nid, score, seq in rows:
+            key = (-round(score, 6), seq)
+            if i not in best or key < best[i][0]:
+                best[i] = (key, nid, float(score))
+        return [(best[i][1], best[i][2]) if i in best else (None, -1.0) for i in range(1, len(queries) + 1)]
 
     def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None
                ) -> tuple[list[str], np.ndarray]:
@@ -716,15 +765,25 @@ class PgVectorIndex:
 
     def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,
                       since: int = 0) -> tuple[list[tuple[str, str, float]], int]:
-        """Each row added after watermark ``since`` asks HNSW for its ``max_per_node`` nearest rows
-        of ``kind``; pairs at or above ``threshold`` come back once, earlier row first. Pairs of
-        older rows were returned by earlier calls (the caller keeps them as edges)."""
+        """Pairs involving rows added after watermark ``since``: a few new rows ask HNSW for their
+        ``max_per_node`` nearest rows each; many (a first build) are compared exactly in blocks
+        (:func:`pairs_above`), which copies the kind's vectors into this process for the call.
+        Pairs of older rows were returned by earlier calls (the caller keeps them as edges)."""
         if not self._exists():
             return [], since
         t = self.table
         with self.db.read() as conn:
-            mark = conn.execute(f"SELECT COALESCE(max(seq), 0) FROM {t} WHERE space = %s AND kind = %s",
-                                (space, kind)).fetchone()[0]
+            mark, new = conn.execute(f"SELECT COALESCE(max(seq), 0), count(*) FILTER (WHERE seq > %s) FROM {t} "
+                                     "WHERE space = %s AND kind = %s", (since, space, kind)).fetchone()
+            if not new:
+                return [], int(mark)
+            if new > HNSW_PAIRS_MAX_NEW:
+                rows = conn.cursor(binary=True).execute(
+                    f"SELECT id, seq, v FROM {t} WHERE space = %s AND kind = %s AND seq <= %s ORDER BY seq",
+                    (space, kind, mark)).fetchall()
+                first_new = next(i for i, r in enumerate(rows) if r[1] > since)
+                mat = np.asarray([_arr(r[2]) for r in rows], dtype=np.float32)
+                return pairs_above([r[0] for r in rows], mat, threshold, max_per_node, first_new=first_new), int(mark)
             rows = conn.execute(
                 f"SELECT a.id, a.seq, n.id, n.seq, 1 - (a.v <=> n.v) FROM {t} a CROSS JOIN LATERAL "
                 f"(SELECT b.id, b.seq, b.v FROM {t} b WHERE b.space = a.space AND b.kind = a.kind AND b.id <> a.id "
@@ -746,7 +805,8 @@ class PgVectorIndex:
             where += " AND kind = ANY(%s)"
             params.append(list(kinds))
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT id, v FROM {self.table} WHERE {where} ORDER BY seq", params).fetchall()
+            rows = conn.cursor(binary=True).execute(f"SELECT id, v FROM {self.table} WHERE {where} ORDER BY seq",
+                                                    params).fetchall()
         if not rows:
             return [], np.zeros((0, self.dim or 0), dtype=np.float32)
         return [r[0] for r in rows], np.asarray([_arr(r[1]) for r in rows], dtype=np.float32)

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from langgraph_kgmem.kg.types import Edge, Node
 
@@ -199,6 +199,16 @@ class SqliteGraphStore:
 
     def alias_count(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM aliases").fetchone()[0]
+
+    def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]:
+        """Recorded targets of these aliases (absent ones are left out)."""
+        out: dict[str, str] = {}
+        uniq = list(dict.fromkeys(aliases))
+        for off in range(0, len(uniq), 500):
+            part = uniq[off:off + 500]
+            out.update(self.conn.execute(
+                f"SELECT alias, node_id FROM aliases WHERE alias IN ({','.join('?' * len(part))})", part).fetchall())
+        return out
 
     def alias_target(self, alias: str) -> str | None:
         row = self.conn.execute("SELECT node_id FROM aliases WHERE alias=?", (alias,)).fetchone()

@@ -158,6 +158,27 @@ def check_vectors(vectors: object, ids: Sequence[str], dim: int | None) -> np.nd
     return mat
 
 
+def pairs_above(ids: Sequence[str], mat: np.ndarray, threshold: float, max_per_node: int, *, first_new: int = 0,
+                block: int = 2048) -> list[tuple[str, str, float]]:
+    """Unordered pairs of rows (unit vectors, in insertion order) with cosine ≥ ``threshold``,
+    earlier row first; each row keeps its ``max_per_node`` best later partners. With
+    ``first_new`` only pairs that involve a row at or after it are returned (an incremental run).
+    Exact, in blocks of matrix products."""
+    mat = np.asarray(mat, dtype=np.float32)
+    pairs: list[tuple[str, str, float]] = []
+    for off in range(0, len(ids), block):
+        sims = mat[off:off + block] @ mat.T
+        for r in range(sims.shape[0]):
+            i = off + r
+            row = sims[r]
+            cand = np.flatnonzero(row >= threshold)
+            cand = cand[cand > max(i, first_new - 1)] if i < first_new else cand[cand > i]
+            if len(cand) > max_per_node:
+                cand = cand[np.argsort(-row[cand], kind="stable")[:max_per_node]]
+            pairs.extend((ids[i], ids[j], float(row[j])) for j in sorted(cand.tolist()))
+    return pairs
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -252,24 +273,12 @@ class NumpyVectorIndex:
         q = q / (np.linalg.norm(q) or 1.0)
         return [s.ids[i] for i in rows], (s.mat @ q)[rows]
 
-    def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int, since: int = 0,
-                      block: int = 2048) -> tuple[list[tuple[str, str, float]], int]:
-        """Every unordered pair of ``kind`` rows with cosine ≥ ``threshold``, earlier row first; each
-        row keeps its ``max_per_node`` best later partners. Exhaustive, in blocks of matrix
-        products (``since`` is ignored: all pairs are recomputed; the watermark returned is 0)."""
+    def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,
+                      since: int = 0) -> tuple[list[tuple[str, str, float]], int]:
+        """Every unordered pair of ``kind`` rows with cosine ≥ ``threshold`` (see :func:`pairs_above`);
+        exhaustive (``since`` is ignored: all pairs are recomputed; the watermark returned is 0)."""
         ids, mat = self.matrix(space, kinds=(kind,))
-        pairs: list[tuple[str, str, float]] = []
-        for off in range(0, len(ids), block):
-            sims = mat[off:off + block] @ mat.T
-            for r in range(sims.shape[0]):
-                i = off + r
-                row = sims[r]
-                cand = np.flatnonzero(row >= threshold)
-                cand = cand[cand > i]  # each unordered pair once
-                if len(cand) > max_per_node:
-                    cand = cand[np.argsort(-row[cand], kind="stable")[:max_per_node]]
-                pairs.extend((ids[i], ids[j], float(row[j])) for j in sorted(cand.tolist()))
-        return pairs, 0
+        return pairs_above(ids, mat, threshold, max_per_node), 0
 
     def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         s = self._space(space)
