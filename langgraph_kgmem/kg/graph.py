@@ -762,10 +762,17 @@ class KnowledgeGraph:
 
     def has_vectors(self, ids: Sequence[str], space: str = "nodes") -> list[bool]:
         if self._store.shared:
+            # read the missing vectors themselves (not just whether they exist): the caller nearly
+            # always asks for them next, and then they come from the cache
             cache = self._vector_cache
-            todo = [i for i in ids if (space, i) not in cache]
-            have = dict(zip(todo, self._vectors.has(space, todo))) if todo else {}
-            return [True if (space, i) in cache else have[i] for i in ids]
+            todo = list(dict.fromkeys(i for i in ids if (space, i) not in cache))
+            if todo:
+                found = self._vectors.get_present(space, todo)
+                for i, v in found.items():
+                    cache[(space, i)] = v
+                while len(cache) > self.VECTOR_CACHE_SIZE:
+                    cache.popitem(last=False)
+            return [(space, i) in cache for i in ids]
         return self._vectors.has(space, ids)
 
     VECTOR_CACHE_SIZE = 20_000   # server backend: vectors kept per process (bounded; cleared by writes)

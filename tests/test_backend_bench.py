@@ -1,0 +1,31 @@
+"""``bench.py --backends``: the embedded and the PostgreSQL backend measured side by side (a tiny run)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import bench_helpers  # noqa: F401  (puts tools/ on sys.path)
+from conftest import SAMPLE_DOCS
+
+pytestmark = [pytest.mark.integration]
+
+
+def test_backends_suite_reports_both_backends(tmp_path, new_database, capsys):
+    from benchlib.runner import main
+
+    data = tmp_path / "qa.jsonl"
+    passages = [{"title": d["title"], "text": d["text"]} for d in SAMPLE_DOCS]
+    data.write_text("\n".join(json.dumps({"id": f"q{i}", "question": q, "answer": a, "passages": passages,
+                                          "supporting_titles": [t]})
+                              for i, (q, a, t) in enumerate([("Where was Marie Curie born?", "Warsaw", "Marie Curie"),
+                                                             ("Which river flows into the Baltic Sea?", "Vistula", "Vistula")])))
+    out = tmp_path / "backends.json"
+    assert main(["--backends", "--dataset", str(data), "--embeddings", "hash", "--postgres-uri", new_database(),
+                 "--backend-chunks", "4", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())["backends"]
+    assert [q["method"] for q in report["queries"]] == ["catrag", "hipporag2", "remindrag"]
+    assert all(q["local_ms"] > 0 and q["postgres_ms"] > 0 for q in report["queries"])
+    assert report["ingest"]["local"]["nodes"] == report["ingest"]["postgres"]["nodes"] > 0
+    assert report["worker_memory"]["postgres_rss_mb"] > 0
+    assert "| catrag |" in capsys.readouterr().out
