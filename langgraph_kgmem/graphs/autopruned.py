@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 from langgraph.graph import END, START, StateGraph
@@ -44,6 +45,7 @@ from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, Run
 from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
+from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.codebook import (CHANNELS, MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Channel, Codebook,
                                              phrase_triples)
 from langgraph_kgmem.ranking import best_first
@@ -85,6 +87,7 @@ AutoPrunedContext = RunContext  # per-run knobs: context={"model": m} (graphs.co
 class AutoPrunedState(BaseState, total=False):
     query_triples: list[list[str]]
     query_edges: list[int]
+    codebook_revision: int                  # the codebook revision query_edges index into
     coarse: list[dict[str, Any]]            # [{"run", "score"}], best first
     candidates: list[dict[str, Any]]        # [{"run", "channel", "score", "via"?}], best first
     selection: dict[str, str]               # channel → all / unique / none
@@ -336,10 +339,34 @@ class _Runtime:
         stored = Codebook.stored_revision(store, self.kg.name)
         hit = self._books.get(id(store))
         if hit is None or hit[0] is not store or hit[1].revision != (stored or 0):
-            hit = (store, Codebook.load(store, self.kg.name))
+            # under the store's lock: a save by another process is never read half-written
+            with memory_lock(store, self.lock_key):
+                hit = (store, Codebook.load(store, self.kg.name))
             self._books[id(store)] = hit
             self._synced.pop(id(store), None)
         return hit
+
+    @property
+    def lock_key(self) -> str:
+        return "codebook:" + self.kg.name
+
+    @contextmanager
+    def writing(self) -> Iterator[tuple[Any, Codebook]]:
+        """The codebook to change and save, held across threads and processes: read after the
+        lock is taken (so another process's newer save is loaded first), saved before it is
+        released, so no writer overwrites runs it never saw."""
+        store = resolve_store(self.store)
+        with self.lock, memory_lock(store, self.lock_key):
+            yield self.book()
+
+    @staticmethod
+    def query_edges(book: Codebook, state: Mapping[str, Any]) -> list[int]:
+        """The question's codebook edges: as encoded, or encoded again from its triples when the
+        codebook was reloaded since (another writer saved; rows this run added but did not save
+        are gone, so the old indices would point at other rows)."""
+        if state.get("codebook_revision") == book.revision:
+            return list(state["query_edges"])
+        return book.indexify(state.get("query_triples", [])) or book.indexify([["?", "is", "?"]])
 
     def extract(self, text: str, kind: str, model: Any) -> tuple[list[list[str]], dict[str, Any]]:
         """Triples of a question / answer: the LLM decision, or the offline parser."""
@@ -377,8 +404,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         check_question(state)
-        with rt.lock:  # concurrent runs of one app share the codebook
-            store, book = rt.book()
+        with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
             if rt._synced.get(id(store)) != kg.version:
                 emit_progress({"event": "codebook_sync", "status": "start"})
                 done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
@@ -396,7 +422,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             # triples whose symbols the codebook refuses are skipped: the phrase node stands in
             edges = (book.indexify(triples) or book.indexify(rt.phrase_nodes(question))
                      or book.indexify([["?", "is", "?"]]))  # nothing readable at all: the bare unknown
-            return {"query_triples": [list(book.triple(e)) for e in edges], "query_edges": edges, "usage": usage}
+            return {"query_triples": [list(book.triple(e)) for e in edges], "query_edges": edges,
+                    "codebook_revision": book.revision, "usage": usage}
 
     def retrieve_coarse(state: AutoPrunedState) -> dict[str, Any]:
         with rt.lock:  # concurrent runs of one app share the codebook
@@ -404,7 +431,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             idx = book.run_index(kg)
             if not idx["ids"]:
                 return {"coarse": []}
-            hrt = [book.edge_hrt[book.resolve_edge(e)] for e in state["query_edges"]]
+            hrt = [book.edge_hrt[book.resolve_edge(e)] for e in rt.query_edges(book, state)]
             q_ents = list(dict.fromkeys(book.resolve_entity(x) for h, _, t in hrt for x in (h, t)))
             q_rels = list(dict.fromkeys(r for _, r, _ in hrt))
             ev, rv = book.entity_vectors(kg), book.relation_vectors(kg)
@@ -420,7 +447,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             _, book = rt.book()
             if not state.get("coarse"):
                 return {"candidates": []}
-            q = book.line_vectors(kg, state["query_edges"])
+            q = book.line_vectors(kg, rt.query_edges(book, state))
             runs = [book.runs[c["run"]] for c in state["coarse"]]
             values = fine_scores(q, [book.line_vectors(kg, run.edges) for run in runs], cfg)
             scored = sorted(((float(v), run.seq, run) for v, run in zip(values.tolist(), runs)),
@@ -478,7 +505,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             _, book = rt.book()
             selected = {c: list(v) for c, v in state.get("selected_runs", {}).items()}
             scores = {x["run"]: x["score"] for x in state.get("candidates", [])}
-            shown = _shown_edges(book, kg, selected, state.get("query_edges", []), opts["edges_per_run"])
+            q_edges = rt.query_edges(book, state) if state.get("query_edges") else []
+            shown = _shown_edges(book, kg, selected, q_edges, opts["edges_per_run"])
 
             def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
                 kept = {c: [r for r in rs if r not in drop] for c, rs in selected.items()}
@@ -536,11 +564,10 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         trips, usage = rt.extract(ans, "answer", rt.resolved_model(runtime)) if wanted and answered else ([], {})
         new: list[str] = []
         linked = False
-        with rt.lock:
-            store, book = rt.book()
+        with rt.writing() as (store, book):
             if wanted:
                 # one run per question and per answer: they are reused whole, by id
-                q_edges = [book.resolve_edge(e) for e in state["query_edges"]]
+                q_edges = [book.resolve_edge(e) for e in rt.query_edges(book, state)]
                 q_runs = [r for r in book.runs_of("Q") if r.edges == q_edges]
                 if not q_runs and q_edges:
                     q_runs = [book.add_run("Q", q_edges, text=state["question"])]
@@ -567,8 +594,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             return {"memorized": new, "usage": usage, "codebook_size": book.size()}
 
     def consolidate(state: AutoPrunedState) -> dict[str, Any]:
-        with rt.lock:  # concurrent runs of one app share the codebook
-            store, book = rt.book()
+        with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
             report = book.consolidate(kg, alias_threshold=opts["alias_threshold"], entity_budget=opts["entity_budget"],
                                       layer2_min_cos=opts["layer2_min_cos"])
             book.history.append({"revision": book.revision, **{k: v for k, v in book.size().items()

@@ -53,7 +53,7 @@ MAX_CANDIDATES = 20          # forward candidates shown to the model per step
 MAX_BACKWARD = 10            # visited nodes offered for a backward move
 OFFLINE_COVERAGE = 0.75      # offline sufficiency: share of question words the evidence must contain
 NO_UPDATES: dict[str, Any] = {"enhanced": 0, "penalised": 0, "enhanced_ids": [], "penalised_ids": [],
-                              "useful_ids": []}
+                              "useful_ids": [], "written": 0}
 
 
 # ------------------------------------------------------------------------------------ memory maths
@@ -723,17 +723,15 @@ def create_remindrag_graph(
         eff += [i for i in useful if kg.edge(i) is not None and i not in eff]
         eff_set = set(eff)
         ineff = [e for e in edges if e not in eff_set]
-        mem = memory_of(q)
-        ids = eff + ineff
-        old = mem.many(ids)
-        new: dict[str, np.ndarray] = {}
-        for k, eid in enumerate(ids):
-            v = enhance(old[k], q) if k < len(eff) else penalize(old[k], q)
-            if k < len(eff) or np.any(v != old[k]):  # a penalty on a zero vector changes nothing: no write
-                new[eid] = v
-        mem.put_many(new)
+        def change(k: int, old: np.ndarray) -> np.ndarray | None:
+            v = enhance(old, q) if k < len(eff) else penalize(old, q)
+            # a penalty on a zero vector changes nothing: no write
+            return v if k < len(eff) or np.any(v != old) else None
+
+        # read-modify-write under the store's lock: concurrent runs (threads, processes) lose nothing
+        written = memory_of(q).update(eff + ineff, change)
         updates = {"enhanced": len(eff), "penalised": len(ineff), "enhanced_ids": eff, "penalised_ids": ineff,
-                   "useful_ids": useful}
+                   "useful_ids": useful, "written": written}
         emit_progress({"event": "memorize", "method": METHOD, "enhanced": len(eff), "penalised": len(ineff)})
         return {"memory_updates": updates, "usage": usage}
 

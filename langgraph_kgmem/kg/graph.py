@@ -976,8 +976,11 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
             saver, store = PostgresSaver(pool), PostgresStore(pool)
             # one migrator at a time; a session lock, not a transaction: the saver's migrations
             # create indexes CONCURRENTLY, which wait for every open transaction
+            # waiting is polled: a session blocked in pg_advisory_lock holds a snapshot, which such
+            # an index build waits for, while the lock holder waits for the build (a deadlock)
             with Connection.connect(uri, autocommit=True) as conn:
-                conn.execute("SELECT pg_advisory_lock(%s, %s)", (SCHEMA_LOCK[0], 1))
+                while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SCHEMA_LOCK[0], 1)).fetchone()[0]:
+                    time.sleep(0.05)
                 try:
                     saver.setup()
                     store.setup()

@@ -11,7 +11,7 @@ The store comes from the argument, or from the running graph (``langgraph.config
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from langgraph.store.base import BaseStore, GetOp, PutOp
@@ -74,7 +74,8 @@ class RecordMemory:
 
 
 class EdgeMemory:
-    """Per-edge memory vectors (ReMindRAG) under ``("kgmem", kg_name, "edge_memory")`` as ``{"v": [...]}``.
+    """Per-edge memory vectors (ReMindRAG) under ``("kgmem", kg_name, "edge_memory")`` as
+    ``{"v": [...], "n": updates applied}``.
     Missing edges read as the zero vector. Reads and writes are one batched store call for the
     edges asked about, so their cost does not grow with the memory's size."""
 
@@ -95,10 +96,38 @@ class EdgeMemory:
     def get(self, edge_id: str) -> np.ndarray:
         return self.many([edge_id])[0]
 
-    def put_many(self, vectors: Mapping[str, np.ndarray]) -> None:
+    def put_many(self, vectors: Mapping[str, np.ndarray], counts: Mapping[str, int] | None = None) -> None:
         if vectors:
-            self.store.batch([PutOp(self.ns, e, {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)]},
+            self.store.batch([PutOp(self.ns, e, {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)],
+                                                 "n": int((counts or {}).get(e, 0))},
                                     index=False) for e, v in sorted(vectors.items())])
+
+    def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None]) -> int:
+        """Apply ``change(position, old vector) -> new vector | None (unchanged)`` to each edge as
+        one read-modify-write under :func:`~langgraph_kgmem.memory.locks.memory_lock`, so updates
+        from other threads and processes are never lost (each record counts the updates applied
+        to it in ``"n"``). Returns how many edges were written."""
+        from langgraph_kgmem.memory.locks import memory_lock
+
+        ids = list(edge_ids)
+        if not ids:
+            return 0
+        with memory_lock(self.store, "edge_memory:" + self.ns[1]):
+            items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])
+            new: dict[str, np.ndarray] = {}
+            counts: dict[str, int] = {}
+            for k, (eid, item) in enumerate(zip(ids, items)):
+                old = np.asarray(item.value["v"], dtype=np.float64) if item is not None else np.zeros(self.dim)
+                v = change(k, old)
+                if v is not None:
+                    new[eid] = v
+                    counts[eid] = (int(item.value.get("n", 0)) if item is not None else 0) + 1
+            self.put_many(new, counts)
+        return len(new)
+
+    def update_counts(self) -> dict[str, int]:
+        """Updates applied per edge (lists the whole namespace)."""
+        return {it.key: int(it.value.get("n", 0)) for it in _list_all(self.store, self.ns)}
 
     def keys(self) -> list[str]:
         """Every edge with a memory (lists the whole namespace)."""

@@ -1,0 +1,107 @@
+"""Critical sections over a LangGraph store, across threads and across processes.
+
+``BaseStore`` has no transactions or compare-and-set, and memory updates are read-modify-write
+(an edge memory vector moves; a codebook gains runs). Without a lock, two writers that read the
+same state both write, and one update is lost. :func:`memory_lock` serialises such sections:
+
+- every store: a re-entrant thread lock per (store, key), for the threads of one process
+  (``app.batch``, ``ainvoke``);
+- ``PostgresStore``: a PostgreSQL session advisory lock per key, on a connection of the store's own
+  pool (or a new one to the same database), for every process sharing the database;
+- ``SqliteStore``: a file lock beside its database file (one of :data:`STRIPES` per database);
+- any other store (``InMemoryStore``): the thread lock alone, which is all it needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+LOCK_CLASS = 0x6B6D6D   # advisory-lock namespace of memory ("kmm"); the KG backend uses 0x6B676D
+STRIPES = 64            # SQLite: lock files per database (keys share a stripe by hash)
+
+_registry_lock = threading.Lock()
+_thread_locks: "weakref.WeakKeyDictionary[Any, dict[str, threading.RLock]]" = weakref.WeakKeyDictionary()
+
+
+def _key_int(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=4).digest(), "big", signed=True)
+
+
+def _thread_lock(store: Any, key: str) -> threading.RLock:
+    with _registry_lock:
+        locks = _thread_locks.setdefault(store, {})
+        return locks.setdefault(key, threading.RLock())
+
+
+def _sqlite_path(store: Any) -> Path | None:
+    conn = getattr(store, "conn", None)
+    try:
+        rows = conn.execute("PRAGMA database_list").fetchall()
+    except Exception:  # noqa: BLE001 - not a sqlite connection
+        return None
+    path = next((r[2] for r in rows if r[1] == "main"), "")
+    return Path(path) if path else None   # "" for an in-memory database: one process only
+
+
+@contextmanager
+def _postgres_lock(store: Any, key: str) -> Iterator[None]:
+    conn = store.conn
+    pool = conn if hasattr(conn, "getconn") else None
+    if pool is not None:
+        c = pool.getconn()
+        own = False
+    else:
+        import psycopg
+
+        c = psycopg.connect(conn.info.dsn, password=conn.info.password, autocommit=True)
+        own = True
+    try:
+        c.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_CLASS, _key_int(key)))
+        try:
+            yield
+        finally:
+            c.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_CLASS, _key_int(key)))
+    finally:
+        if own:
+            c.close()
+        else:
+            pool.putconn(c)
+
+
+_held = threading.local()   # (id(store), key) this thread holds: re-entry takes nothing again
+
+
+@contextmanager
+def memory_lock(store: Any, key: str) -> Iterator[None]:
+    """Hold ``key`` on ``store`` exclusively (re-entrant within a thread) for the block."""
+    held: set = getattr(_held, "keys", None) or set()
+    _held.keys = held
+    token = (id(store), key)
+    if token in held:
+        yield
+        return
+    with _thread_lock(store, key):
+        held.add(token)
+        try:
+            kind = type(store).__name__
+            if kind == "PostgresStore":
+                with _postgres_lock(store, key):
+                    yield
+            elif kind == "SqliteStore" and (path := _sqlite_path(store)) is not None:
+                from filelock import FileLock
+
+                stripe = _key_int(key) % STRIPES
+                with FileLock(f"{path}.lock-{stripe:02d}", mode=0o600):
+                    yield
+            else:
+                yield
+        finally:
+            held.discard(token)
+
+
+__all__ = ["memory_lock"]

@@ -1,0 +1,166 @@
+"""Memory that loses nothing (#14, #11): concurrent runs in threads and in processes, on every
+store kind, apply every memory update and store every question run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from method_cases import compile_method
+
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.memory import EdgeMemory, RecordMemory
+from langgraph_kgmem.memory.codebook import Codebook
+from tests.conftest import SAMPLE_DOCS
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = ["Where was Marie Curie born?", "Which river flows into the Baltic Sea?", "Who married Marie Curie?",
+             "What is the capital of Poland?", "What did Marie Curie discover?", "Where is Warsaw?",
+             "Which prize did Marie Curie win?", "Where did Pierre Curie marry?", "What is the longest river in Poland?",
+             "Who was a French physicist?"]
+
+
+def _questions(n: int) -> list[str]:
+    """``n`` distinct questions over SAMPLE_DOCS."""
+    return [QUESTIONS[i % len(QUESTIONS)] + ("" if i < len(QUESTIONS) else f" (variant {i})") for i in range(n)]
+
+
+def test_app_batch_applies_every_remindrag_edge_update(kg):
+    _, store = kg.persistence()
+    app = compile_method("remindrag", kg, store=store)
+    qs = _questions(8) * 6
+    outs = app.batch([{"question": q} for q in qs], {"max_concurrency": 8})
+    written = sum(o["memory_updates"]["written"] for o in outs)
+    counts = EdgeMemory(store, kg.name, 1).update_counts()
+    assert written > 0 and sum(counts.values()) == written   # every update applied, none lost
+
+
+WORKER = """
+    import json, sys
+    from langgraph_kgmem import KnowledgeGraph
+    sys.path.insert(0, sys.argv[5])
+    from method_cases import compile_method
+    from tests.conftest import SAMPLE_DOCS
+    target, method, questions, store_file = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+    if target.startswith("postgresql://"):
+        kg = KnowledgeGraph.open(target, name="shared", embeddings="hash")
+        _, store = kg.persistence()
+    else:   # an embedded KG per process, built the same way, over one shared SqliteStore file
+        import sqlite3
+        from langgraph.store.sqlite import SqliteStore
+        kg = KnowledgeGraph.in_memory(name="shared")
+        kg.add_documents(SAMPLE_DOCS, model="offline")
+        store = SqliteStore(sqlite3.connect(store_file, check_same_thread=False, isolation_level=None))
+        store.setup()
+    app = compile_method(method, kg, store=store)
+    written = 0
+    for q in questions:
+        out = app.invoke({"question": q})
+        written += out.get("memory_updates", {}).get("written", 0)
+    print(json.dumps({"written": written}))
+"""
+
+
+def _run_workers(target: str, method: str, per_process: list[list[str]], store_file: str = "") -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(WORKER), target, method, json.dumps(qs),
+                               store_file, str(ROOT / "tests")], env=env, cwd=str(ROOT),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for qs in per_process]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]   # no crash in any process
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    return outs
+
+
+def _stored_question_runs(store, name: str) -> set[tuple]:
+    """Each stored question run as its triples (a question whose triples an earlier run already
+    has reuses that run instead of storing a copy)."""
+    book = Codebook.load(store, name)
+    return {tuple(tuple(book.triple(e)) for e in r.edges) for r in book.runs_of("Q")}
+
+
+def _serial_question_runs(qs: list[str]) -> set[tuple]:
+    from langgraph.store.memory import InMemoryStore
+
+    kg = KnowledgeGraph.in_memory(name="shared")
+    kg.add_documents(SAMPLE_DOCS, model="offline")
+    store = InMemoryStore()
+    app = compile_method("autopruned", kg, store=store)
+    for q in qs:
+        app.invoke({"question": q})
+    return _stored_question_runs(store, "shared")
+
+
+@pytest.mark.integration
+def test_three_processes_store_every_autopruned_question_run_on_postgres(new_database):
+    uri = new_database()
+    with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
+        kg.add_documents(SAMPLE_DOCS, model="offline")
+    qs = _questions(30)
+    _run_workers(uri, "autopruned", [qs[0::3], qs[1::3], qs[2::3]])
+    with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
+        _, store = kg.persistence()
+        book = Codebook.load(store, "shared")
+        assert _stored_question_runs(store, "shared") == _serial_question_runs(qs) and not book.validate()
+
+
+@pytest.mark.integration
+def test_three_processes_store_every_autopruned_question_run_on_one_sqlite_store(tmp_path):
+    import sqlite3
+
+    from langgraph.store.sqlite import SqliteStore
+
+    db = str(tmp_path / "memory.sqlite")
+    qs = _questions(30)
+    _run_workers("embedded", "autopruned", [qs[0::3], qs[1::3], qs[2::3]], store_file=db)
+    store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
+    assert _stored_question_runs(store, "shared") == _serial_question_runs(qs)
+    assert not Codebook.load(store, "shared").validate()
+
+
+@pytest.mark.integration
+def test_eight_processes_memorising_into_one_postgres_kg_lose_no_update(new_database):
+    uri = new_database()
+    with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
+        kg.add_documents(SAMPLE_DOCS, model="offline")
+    per = int(os.environ.get("KGMEM_TEST_REMINDRAG_PER_PROCESS", "6"))
+    outs = _run_workers(uri, "remindrag", [_questions(per) for _ in range(8)])
+    written = sum(o["written"] for o in outs)
+    with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
+        _, store = kg.persistence()
+        counts = EdgeMemory(store, "shared", 1).update_counts()
+    assert written > 0 and sum(counts.values()) == written
+
+
+def test_memory_lock_is_reentrant_and_serialises_threads():
+    import threading
+    import time
+
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.memory.locks import memory_lock
+
+    store, inside, peak = InMemoryStore(), [0], [0]
+
+    def work():
+        with memory_lock(store, "k"):
+            with memory_lock(store, "k"):   # re-entry by the holder does not deadlock
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+                time.sleep(0.01)
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 1
+    RecordMemory(store, "x", "y")  # the store is still usable
