@@ -29,7 +29,7 @@ from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.files import (JOURNAL_FILE, detect_vector_backend, append_vector_journal, load_npz_vectors, private_dir,
                                      private_file, restrict_tree, save_npz_vectors)
-from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_pagerank
+from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_pagerank, push_ppr
 from langgraph_kgmem.kg.backend import GraphBackend, VectorBackend
 from langgraph_kgmem.kg.postgres import is_postgres_uri
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
@@ -857,17 +857,31 @@ class KnowledgeGraph:
             self._snapshots[key] = snap
         return snap
 
+    PUSH_MIN_ENTRIES = 400_000   # "auto": push once the snapshot has this many directed entries
+
     @traced("kg.ppr")
     def ppr(self, seeds: Mapping[str, float], *, damping: float = 0.5, edge_kinds: Sequence[str] | None = None,
             overrides: Mapping[tuple[str, str], float] | None = None, tol: float = 1e-8, max_iter: int = 200,
-            node_kinds: Sequence[str] | None = None, top_k: int | None = None) -> list[tuple[str, float]]:
+            node_kinds: Sequence[str] | None = None, top_k: int | None = None,
+            method: Literal["auto", "exact", "push"] = "auto", eps: float = 1e-5) -> list[tuple[str, float]]:
         """Personalized PageRank from ``seeds`` (node id → reset weight).
 
         ``overrides`` maps directed pairs ``(src_id, dst_id)`` to weight multipliers for this call
         only; the stored graph and the cached snapshot are never changed. Returns (node id, score)
         best first, filtered by ``node_kinds`` and cut to ``top_k``.
+
+        ``method``: ``"exact"`` is the power iteration over the whole graph (to ``tol``);
+        ``"push"`` is forward push (:func:`~langgraph_kgmem.kg.ppr.push_ppr`), which touches only
+        what the seeds' residual mass reaches (each score low by at most ``eps`` × the node's
+        degree; untouched nodes score 0); ``"auto"`` (default) pushes once the snapshot holds
+        :attr:`PUSH_MIN_ENTRIES` directed entries, and is exact below that.
         """
+        if method not in ("auto", "exact", "push"):
+            raise KgmemInputError(f"ppr method {method!r}: use 'auto', 'exact' or 'push'")
         snap = self.snapshot(edge_kinds)
+        if method == "push" or (method == "auto" and snap.w.nnz >= self.PUSH_MIN_ENTRIES):
+            return self._push(snap, seeds, damping=damping, overrides=overrides, eps=eps, node_kinds=node_kinds,
+                              top_k=top_k)
         reset = np.zeros(snap.n)
         for nid, w in seeds.items():
             i = snap.index.get(nid)
@@ -882,6 +896,29 @@ class KnowledgeGraph:
         sub = scores[rows]
         # best first, ties by row (rows are ascending): deterministic
         return [(snap.node_ids[rows[i]], float(sub[i])) for i in best_first(sub, top_k)]
+
+    def _push(self, snap: GraphSnapshot, seeds: Mapping[str, float], *, damping: float, eps: float,
+              overrides: Mapping[tuple[str, str], float] | None, node_kinds: Sequence[str] | None,
+              top_k: int | None) -> list[tuple[str, float]]:
+        reset: dict[int, float] = {}
+        for nid, w in seeds.items():
+            i = snap.index.get(nid)
+            if i is not None and np.isfinite(w) and w > 0:
+                reset[i] = reset.get(i, 0.0) + float(w)
+        if not reset:   # the exact method spreads such a walk over every node: so does push's fallback
+            return self.ppr(seeds, damping=damping, overrides=overrides, node_kinds=node_kinds, top_k=top_k,
+                            method="exact")
+        ov = None
+        if overrides:
+            ov = {(snap.index[a], snap.index[b]): m for (a, b), m in overrides.items()
+                  if a in snap.index and b in snap.index}
+        rows, scores = push_ppr(snap, reset, damping=damping, eps=eps, overrides=ov)
+        if node_kinds is not None:
+            keep = np.isin(snap.kinds[rows], list(node_kinds))
+            rows, scores = rows[keep], scores[keep]
+        order = np.argsort(rows, kind="stable")   # ties by row, as the exact method
+        rows, scores = rows[order], scores[order]
+        return [(snap.node_ids[rows[i]], float(scores[i])) for i in best_first(scores, top_k)]
 
     def _kind_rows(self, snap: GraphSnapshot, node_kinds: Sequence[str] | None) -> np.ndarray:
         key = (id(snap), tuple(sorted(node_kinds)) if node_kinds is not None else None)
