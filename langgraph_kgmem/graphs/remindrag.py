@@ -252,11 +252,8 @@ class _GraphView:
             self._anchor[chunk_id] = found[0] if found else None
         return self._anchor[chunk_id]
 
-    def expand(self, nid: str) -> _Expansion:
-        self._check()
-        exp = self._exp.get(nid)
-        if exp is not None:
-            return exp
+    def _neighbours(self, nid: str) -> tuple[list[str], list[str]]:
+        """(edge ids, neighbour units) of ``nid`` (a chunk expands with its anchor)."""
         kg = self.kg
         members = [nid]
         node = kg.node(nid)
@@ -276,21 +273,34 @@ class _GraphView:
                     continue
                 edge_ids.append(e.id)
                 nbrs.append(u)
-        if nbrs:
-            uniq = list(dict.fromkeys([nid] + nbrs))
-            have = kg.has_vectors(uniq)
+        return edge_ids, nbrs
+
+    def expand_many(self, nids: Sequence[str]) -> dict[str, _Expansion]:
+        """Expansions of ``nids``; the vectors of every node they reach are read in one call (one
+        round trip on a database server, instead of one per node)."""
+        self._check()
+        todo = [n for n in dict.fromkeys(nids) if n not in self._exp]
+        if todo:
+            lists = {n: self._neighbours(n) for n in todo}
+            uniq = list(dict.fromkeys([x for n in todo for x in [n, *lists[n][1]]]))
+            have = self.kg.has_vectors(uniq)
             mat = np.zeros((len(uniq), self.dim), dtype=np.float32)
             rows = [i for i, h in enumerate(have) if h]
             if rows:
-                mat[rows] = kg.vectors([uniq[i] for i in rows])
+                mat[rows] = self.kg.vectors([uniq[i] for i in rows])
             pos = {u: i for i, u in enumerate(uniq)}
-            nbr_vecs = mat[[pos[b] for b in nbrs]]
-            cos_ab = nbr_vecs @ mat[pos[nid]]
-        else:
-            nbr_vecs, cos_ab = np.zeros((0, self.dim), dtype=np.float32), np.zeros(0)
-        exp = _Expansion(edge_ids, nbrs, np.asarray(cos_ab, dtype=np.float64), nbr_vecs)
-        self._exp[nid] = exp
-        return exp
+            for n in todo:
+                edge_ids, nbrs = lists[n]
+                if nbrs:
+                    nbr_vecs = mat[[pos[b] for b in nbrs]]
+                    cos_ab = nbr_vecs @ mat[pos[n]]
+                else:
+                    nbr_vecs, cos_ab = np.zeros((0, self.dim), dtype=np.float32), np.zeros(0)
+                self._exp[n] = _Expansion(edge_ids, nbrs, np.asarray(cos_ab, dtype=np.float64), nbr_vecs)
+        return {n: self._exp[n] for n in nids}
+
+    def expand(self, nid: str) -> _Expansion:
+        return self.expand_many([nid])[nid]
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -561,8 +571,9 @@ def create_remindrag_graph(
         """For each node of S with unexplored neighbours: [(neighbour, edge, w, cos(q, neighbour))], best first."""
         in_s = set(state.get("subgraph_nodes", []))
         open_nodes: list[tuple[str, _Expansion, list[int]]] = []
+        expansions = view.expand_many(state.get("subgraph_nodes", []))
         for u in state.get("subgraph_nodes", []):
-            exp = view.expand(u)
+            exp = expansions[u]
             keep = [i for i, b in enumerate(exp.nbr_ids) if b not in in_s]
             if keep:
                 open_nodes.append((u, exp, keep))
