@@ -147,7 +147,7 @@ class PgDatabase:
         from psycopg_pool import ConnectionPool
 
         return ConnectionPool(self.uri, min_size=1, max_size=self._max_size, open=False, configure=self._configure,
-                              kwargs={"autocommit": True}, check=ConnectionPool.check_connection)
+                              kwargs={"autocommit": True})
 
     def _lost(self, exc: BaseException, doing: str) -> StorageError:
         """The server went away: a fresh pool reconnects at the next use (the old one would back
@@ -423,30 +423,25 @@ class PostgresGraphStore:
         return int(version), nodes, edges
 
     # ------------------------------------------------------------ writes
+    def _upsert(self, sql: str, rows: list[tuple], kind: str) -> None:
+        if rows:
+            with self._write() as conn:
+                with conn.cursor() as cur:
+                    cur.executemany(sql, rows)
+                self._log()[kind].update(r[1] for r in rows)   # logged before the commit
+
     def upsert_nodes(self, nodes: Iterable[Node]) -> None:
-        rows = [(self.kg_id, n.id, n.kind, n.text, json.dumps(n.attrs, sort_keys=True)) for n in nodes]
-        if not rows:
-            return
-        with self._write() as conn:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO kgmem_nodes(kg, id, kind, text, attrs) VALUES(%s, %s, %s, %s, %s) "
-                    "ON CONFLICT(kg, id) DO UPDATE SET kind = excluded.kind, text = excluded.text, "
-                    "attrs = excluded.attrs", rows)
-            self._log()["n"].update(r[1] for r in rows)
+        self._upsert("INSERT INTO kgmem_nodes(kg, id, kind, text, attrs) VALUES(%s, %s, %s, %s, %s) "
+                     "ON CONFLICT(kg, id) DO UPDATE SET kind = excluded.kind, text = excluded.text, "
+                     "attrs = excluded.attrs",
+                     [(self.kg_id, n.id, n.kind, n.text, json.dumps(n.attrs, sort_keys=True)) for n in nodes], "n")
 
     def upsert_edges(self, edges: Iterable[Edge]) -> None:
-        rows = [(self.kg_id, e.id, e.src, e.dst, e.kind, e.text, e.weight, json.dumps(e.attrs, sort_keys=True))
-                for e in edges]
-        if not rows:
-            return
-        with self._write() as conn:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO kgmem_edges(kg, id, src, dst, kind, text, weight, attrs) "
-                    "VALUES(%s, %s, %s, %s, %s, %s, %s, %s) "
-                    "ON CONFLICT(kg, id) DO UPDATE SET weight = excluded.weight, attrs = excluded.attrs", rows)
-            self._log()["e"].update(r[1] for r in rows)
+        self._upsert("INSERT INTO kgmem_edges(kg, id, src, dst, kind, text, weight, attrs) "
+                     "VALUES(%s, %s, %s, %s, %s, %s, %s, %s) "
+                     "ON CONFLICT(kg, id) DO UPDATE SET weight = excluded.weight, attrs = excluded.attrs",
+                     [(self.kg_id, e.id, e.src, e.dst, e.kind, e.text, e.weight, json.dumps(e.attrs, sort_keys=True))
+                      for e in edges], "e")
 
     def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
         nids, eids = sorted(set(node_ids)), sorted(set(edge_ids))

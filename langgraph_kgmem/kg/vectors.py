@@ -1,4 +1,5 @@
-"""Vector indexes behind one small protocol.
+"""The embedded vector indexes (the server one is :class:`~langgraph_kgmem.kg.postgres.PgVectorIndex`),
+all implementing :class:`~langgraph_kgmem.kg.backend.VectorBackend`.
 
 - :class:`NumpyVectorIndex`: in memory, brute-force cosine with numpy (tests; also the search
   mirror of the persistent index).
@@ -13,23 +14,12 @@ Spaces separate families of vectors: ``"nodes"`` (entities, chunks, anchors ...)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.ranking import best_first
-
-
-class VectorIndex(Protocol):
-    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None: ...
-    def delete(self, space: str, ids: Iterable[str]) -> None: ...
-    def get(self, space: str, ids: Sequence[str]) -> np.ndarray: ...
-    def has(self, space: str, ids: Sequence[str]) -> list[bool]: ...
-    def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
-               restrict: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
-    def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]: ...
-    def count(self, space: str) -> int: ...
 
 
 class _Space:
