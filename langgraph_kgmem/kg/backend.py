@@ -66,6 +66,8 @@ class GraphBackend(Protocol):
     def changes_since(self, version: int) -> tuple[int, list[Node], list[str], list[Edge], list[str]] | None:
         """(new version, nodes upserted, node ids deleted, edges upserted, edge ids deleted) since
         ``version``; None when the change log no longer reaches back that far (reload all)."""
+    def analyze(self) -> None:
+        """Refresh the database's planner statistics (after a bulk load)."""
     def close(self) -> None: ...
 
 

@@ -41,6 +41,7 @@ from langgraph_kgmem.tracing import traced
 DB_FILE = "kg.sqlite"
 MEMORY_DB_FILE = "memory.sqlite"
 FORMAT_VERSION = "1"
+ANALYZE_AFTER_DOCUMENTS = 100   # an ingest of this many documents refreshes the planner's statistics
 # node kinds whose text is embedded (time/location/event nodes are found by structure, not text)
 EMBEDDED_KINDS = ("entity", "chunk", "anchor")
 Direction = Literal["out", "in", "both"]
@@ -574,7 +575,10 @@ class KnowledgeGraph:
         """Chunk, extract and merge documents into the KG (see ingest.pipeline.add_documents)."""
         from langgraph_kgmem.ingest.pipeline import add_documents
 
-        return add_documents(self, docs, model=model, **options)
+        report = add_documents(self, docs, model=model, **options)
+        if getattr(report, "documents_added", 0) >= ANALYZE_AFTER_DOCUMENTS:
+            self._store.analyze()   # planner statistics for the bulk just loaded
+        return report
 
     def add_records(self, records: Any, **options: Any) -> "Any":
         """Time-stamped observations → time/location/event nodes (see ingest.records)."""

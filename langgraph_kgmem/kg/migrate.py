@@ -98,6 +98,7 @@ def _copy(src: Any, dst: Any) -> MigrationReport:
         for alias, node_id, sim in src.aliases():
             d_store.put_alias(alias, node_id, sim)
         dst._touch()
+    d_store.analyze()   # a bulk-filled table without planner statistics is planned as if empty
     report.nodes, report.edges, report.documents = len(nodes), len(edges), len(docs)
     report.vectors = {"nodes": len(ids), "facts": len(fids)}
     _, s_mem = src.persistence()

@@ -404,6 +404,14 @@ class PostgresGraphStore:
         alive_e = {e.id for e in edges}
         return (int(now), nodes, sorted(set(nids) - alive_n), edges, sorted(set(eids) - alive_e))
 
+    def analyze(self) -> None:
+        """Refresh the planner's statistics after a bulk load (without them a freshly filled
+        table is planned as if empty: a migrated KG answered ReMindRAG 1.7× slower)."""
+        with self.db.read() as conn:
+            for table in (*_KG_TABLES, f"kgmem_vec_{self.kg_id}"):
+                if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+                    conn.execute(f"ANALYZE {table}")
+
     # ------------------------------------------------------------ meta
     def get_meta(self, key: str) -> str | None:
         with self.db.read() as conn:

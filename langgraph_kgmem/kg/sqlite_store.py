@@ -214,5 +214,9 @@ class SqliteGraphStore:
         row = self.conn.execute("SELECT node_id FROM aliases WHERE alias=?", (alias,)).fetchone()
         return row[0] if row else None
 
+    def analyze(self) -> None:
+        """Refresh SQLite's query-planner statistics (after a bulk load)."""
+        self.conn.execute("ANALYZE")
+
     def close(self) -> None:
         self.conn.close()
