@@ -18,22 +18,26 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import time
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Literal, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Literal, Sequence, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
+from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError, KgmemModelError
 
 T = TypeVar("T", bound=BaseModel)
 OFFLINE: Literal["offline"] = "offline"
-ModelLike = BaseChatModel | str | None
+ModelLike = Runnable | str | None
 
 # --------------------------------------------------------------------------------------------
 # model resolution
@@ -42,14 +46,16 @@ ModelLike = BaseChatModel | str | None
 _RESOLVED: dict[str, BaseChatModel] = {}
 
 
-def resolve_model(model: ModelLike, *, required: bool = True) -> BaseChatModel | Literal["offline"] | None:
+def resolve_model(model: ModelLike, *, required: bool = True) -> Runnable | Literal["offline"] | None:
     """Turn ``model`` into a chat model, the ``"offline"`` marker, or ``None``.
 
+    Any runnable that takes messages counts as a model: a chat model, or one wrapped by
+    ``with_retry`` / ``with_fallbacks`` / ``bind``, or a configurable ``init_chat_model(...)``.
     ``None`` reads ``$KGMEM_MODEL`` (a provider string such as ``openai:gpt-4o-mini``; an
     OpenAI-compatible server is reached with ``OPENAI_BASE_URL``). With nothing configured and
     ``required`` set, a :class:`ConfigurationError` names what to set.
     """
-    if isinstance(model, BaseChatModel):
+    if isinstance(model, (Runnable, RetryingModel)):
         return model
     if model is None:
         model = os.environ.get("KGMEM_MODEL")
@@ -63,6 +69,10 @@ def resolve_model(model: ModelLike, *, required: bool = True) -> BaseChatModel |
             )
     if model == OFFLINE:
         return OFFLINE
+    if not isinstance(model, str):
+        raise ConfigurationError(
+            f"model must be a chat model (any LangChain runnable that takes messages), a provider string "
+            f"such as 'openai:gpt-4o-mini', or 'offline'; got {type(model).__name__}")
     cached = _RESOLVED.get(model)
     if cached is not None:  # one client per provider string, not one per node of every run
         return cached
@@ -85,7 +95,147 @@ def is_offline(model: Any) -> bool:
 def model_label(model: Any) -> str:
     if is_offline(model):
         return "offline (no LLM: heuristic decisions, extractive answers)"
-    return getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__
+    model = _innermost(model)
+    label = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return label if isinstance(label, str) and label else type(model).__name__
+
+
+def _innermost(model: Any) -> Any:
+    """The chat model under retry / fallback / binding wrappers (the first one, for fallbacks)."""
+    from langchain_core.runnables.fallbacks import RunnableWithFallbacks
+
+    for _ in range(16):
+        if isinstance(model, RetryingModel):
+            model = model.model
+        elif isinstance(model, RunnableWithFallbacks):
+            model = model.runnable
+        elif hasattr(model, "bound") and isinstance(model.bound, Runnable):
+            model = model.bound
+        else:
+            break
+    return model
+
+
+def through_wrappers(model: Any, make: Callable[[Any], Any]) -> Any:
+    """``make(model)`` (``with_structured_output``, ``bind_tools``) applied beneath the wrappers that
+    do not offer those methods (``with_retry``, ``with_fallbacks``), which are put back around
+    the result. Raises ``AttributeError`` / ``NotImplementedError`` when the model underneath
+    has no such method."""
+    from langchain_core.runnables.fallbacks import RunnableWithFallbacks
+    from langchain_core.runnables.retry import RunnableRetry
+
+    if isinstance(model, RunnableRetry):
+        return model.model_copy(update={"bound": through_wrappers(model.bound, make)})
+    if isinstance(model, RunnableWithFallbacks):
+        return model.model_copy(update={"runnable": through_wrappers(model.runnable, make),
+                                        "fallbacks": [through_wrappers(f, make) for f in model.fallbacks]})
+    return make(model)
+
+
+# --------------------------------------------------------------------------------------------
+# transient errors: retried per a LangGraph RetryPolicy before a decision falls back
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_TRANSIENT_NAMES = frozenset({"APITimeoutError", "APIConnectionError", "RateLimitError", "InternalServerError",
+                              "ServiceUnavailableError", "TimeoutException", "ConnectTimeout", "ReadTimeout",
+                              "ConnectError", "RemoteProtocolError", "OverloadedError"})
+
+
+def transient_model_error(exc: BaseException) -> bool:
+    """Whether a model call's exception is worth retrying: timeouts, dropped connections, rate
+    limits (429) and server errors (5xx), by type, by the HTTP status the exception carries, or
+    by the provider clients' class names (openai, anthropic, httpx). A bad request is not."""
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        return status in _TRANSIENT_STATUS
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+DEFAULT_RETRY_POLICY = RetryPolicy(initial_interval=0.5, backoff_factor=2.0, max_interval=10.0, max_attempts=3,
+                                   jitter=True, retry_on=transient_model_error)
+
+
+class RetryingModel:
+    """A model with the :class:`~langgraph.types.RetryPolicy` its LLM calls run under: each call
+    that raises an error the policy's ``retry_on`` accepts is repeated after the policy's backoff,
+    up to ``max_attempts`` calls; then the decision falls back as usual (``usage["fallbacks"]``,
+    kind ``model_error``). Made by :func:`with_retry_policy`; every factory's ``retry_policy=``."""
+
+    __slots__ = ("model", "policy")
+
+    def __init__(self, model: Any, policy: RetryPolicy) -> None:
+        self.model, self.policy = model, policy
+
+    def __repr__(self) -> str:
+        return f"RetryingModel({self.model!r}, max_attempts={self.policy.max_attempts})"
+
+
+def with_retry_policy(model: Any, policy: RetryPolicy | None) -> Any:
+    """``model`` whose calls follow ``policy`` (``None``: :data:`DEFAULT_RETRY_POLICY`); the
+    offline marker and ``None`` stay as they are."""
+    if model is None or is_offline(model):
+        return model
+    if isinstance(model, RetryingModel):
+        model = model.model
+    if policy is None:
+        policy = DEFAULT_RETRY_POLICY
+    if not isinstance(policy, RetryPolicy):
+        raise ConfigurationError(f"retry_policy must be a langgraph.types.RetryPolicy, got {type(policy).__name__}")
+    if policy.max_attempts < 1:
+        raise ConfigurationError(f"retry_policy.max_attempts must be at least 1, got {policy.max_attempts}")
+    return RetryingModel(model, policy)
+
+
+def _unwrap(model: Any) -> tuple[Any, RetryPolicy | None]:
+    return (model.model, model.policy) if isinstance(model, RetryingModel) else (model, None)
+
+
+def _should_retry(policy: RetryPolicy, exc: BaseException) -> bool:
+    on = policy.retry_on
+    if isinstance(on, type):
+        return isinstance(exc, on)
+    if isinstance(on, Sequence):
+        return isinstance(exc, tuple(on))
+    return bool(on(exc))  # type: ignore[operator]
+
+
+_attempts: ContextVar[list[int] | None] = ContextVar("kgmem_call_attempts", default=None)
+
+
+@contextmanager
+def _counting_attempts() -> Iterator[list[int]]:
+    """A box counting the calls :func:`_invoke_with_policy` makes inside (retries included)."""
+    box = [0]
+    token = _attempts.set(box)
+    try:
+        yield box
+    finally:
+        _attempts.reset(token)
+
+
+def _invoke_with_policy(runnable: Any, messages: list[BaseMessage], policy: RetryPolicy | None) -> Any:
+    """``runnable.invoke(messages)``, repeated per ``policy`` on the errors it retries (every
+    attempt is counted in the enclosing :func:`_counting_attempts` box)."""
+    box = _attempts.get()
+    attempts = policy.max_attempts if policy is not None else 1
+    interval = policy.initial_interval if policy is not None else 0.0
+    for attempt in range(1, attempts + 1):
+        if box is not None:
+            box[0] += 1
+        try:
+            return runnable.invoke(messages)
+        except Exception as exc:  # noqa: BLE001 - re-raised unless the policy retries it
+            if attempt >= attempts or not _is_model_failure(exc) or not _should_retry(policy, exc):  # type: ignore[arg-type]
+                raise
+            wait = min(interval, policy.max_interval) + (random.uniform(0, 1) if policy.jitter else 0.0)  # type: ignore[union-attr]
+            if interval > 0:
+                time.sleep(wait)
+            interval *= policy.backoff_factor  # type: ignore[union-attr]
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,12 +350,13 @@ def fresh_usage(usage: dict[str, Any] | None = None) -> dict[str, Any]:
     return {**(usage or empty_usage()), "reset": True}
 
 
-def call_usage(step: str, prompt: int, completion: int, seconds: float) -> dict[str, Any]:
-    """The usage record of one LLM call made at ``step`` (merge records with :func:`merge_usage`)."""
+def call_usage(step: str, prompt: int, completion: int, seconds: float, calls: int = 1) -> dict[str, Any]:
+    """The usage record of one LLM call made at ``step`` (merge records with :func:`merge_usage`);
+    ``calls > 1``: the same prompt sent that many times (attempts a retry policy repeated)."""
     u = empty_usage()
-    u.update(llm_calls=1, prompt_tokens=prompt, completion_tokens=completion, llm_seconds=seconds,
+    u.update(llm_calls=calls, prompt_tokens=prompt * calls, completion_tokens=completion, llm_seconds=seconds,
              max_prompt_tokens=prompt)
-    u["by_step"] = {step: {"llm_calls": 1, "prompt_tokens": prompt, "completion_tokens": completion,
+    u["by_step"] = {step: {"llm_calls": calls, "prompt_tokens": prompt * calls, "completion_tokens": completion,
                            "llm_seconds": seconds}}
     return u
 
@@ -330,25 +481,27 @@ class _ModelCallFailed(Exception):
     """The model's own call raised (its cause): retried, then the decision falls back."""
 
 
-def _call_model(runnable: Any, messages: list[BaseMessage]) -> Any:
+def _call_model(runnable: Any, messages: list[BaseMessage], policy: RetryPolicy | None = None) -> Any:
     try:
-        return runnable.invoke(messages)
+        return _invoke_with_policy(runnable, messages, policy)
     except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures are retried
         if not _is_model_failure(exc):
             raise
         raise _ModelCallFailed(f"model call failed: {type(exc).__name__}: {_clean_reply(str(exc), 300)}") from exc
 
 
-def _structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseMessage]) -> tuple[T | None, BaseMessage | None, str | None]:
+def _structured_call(model: Any, schema: type[T], messages: list[BaseMessage]) -> tuple[T | None, BaseMessage | None, str | None]:
     """One call; returns (parsed, raw message, error text). Output the schema refuses, output
     that is not JSON, JSON too deep to parse: all come back as an error text, never raised. A
-    call that raises raises :class:`_ModelCallFailed`; this module's own bugs propagate."""
+    call that raises raises :class:`_ModelCallFailed`; this module's own bugs propagate. A
+    model without structured output (or a plain runnable) is asked for JSON in the prompt."""
+    model, policy = _unwrap(model)
     try:
-        runnable = model.with_structured_output(schema, include_raw=True)
-    except (NotImplementedError, TypeError, ValueError):
+        runnable = through_wrappers(model, lambda m: m.with_structured_output(schema, include_raw=True))
+    except (NotImplementedError, TypeError, ValueError, AttributeError):
         runnable = None
     if runnable is not None:
-        out = _call_model(runnable, messages)
+        out = _call_model(runnable, messages, policy)
         if not isinstance(out, dict):
             return None, None, f"structured output returned {type(out).__name__}, not a dict"
         raw, parsed, err = out.get("raw"), out.get("parsed"), out.get("parsing_error")
@@ -366,7 +519,7 @@ def _structured_call(model: BaseChatModel, schema: type[T], messages: list[BaseM
             except (ValueError, ValidationError, RecursionError) as exc:
                 return None, raw, str(err or exc)
         return parsed, raw, None
-    raw = _call_model(model, messages + [HumanMessage(schema_instructions(schema))])
+    raw = _call_model(model, messages + [HumanMessage(schema_instructions(schema))], policy)
     try:
         return schema.model_validate(parse_json_object(message_text(raw))), raw, None
     except (ValueError, ValidationError, RecursionError) as exc:
@@ -428,7 +581,8 @@ def decide(
         t0 = time.perf_counter()
         raw: BaseMessage | None = None
         try:
-            parsed, raw, error = _structured_call(model, schema, msgs)
+            with _counting_attempts() as calls:
+                parsed, raw, error = _structured_call(model, schema, msgs)
             kind = "malformed"
         except _ModelCallFailed as exc:
             parsed, error, kind = None, str(exc), "model_error"
@@ -436,7 +590,9 @@ def decide(
             current_decision.reset(token)
         seconds = time.perf_counter() - t0
         prompt_toks, completion_toks = _usage_of(raw, msgs)
-        usage = merge_usage(usage, call_usage(step, prompt_toks, completion_toks, seconds))
+        usage = merge_usage(usage, call_usage(step, prompt_toks, completion_toks, seconds, max(calls[0], 1)))
+        if kind == "model_error" and _unwrap(model)[1] is not None:
+            break   # the retry policy has already spent its attempts on this error
         raw_text = message_text(raw) if raw is not None else None
         if parsed is not None and validate is not None:
             error = validate(parsed)
@@ -464,7 +620,7 @@ def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
             raw, call = invoke_counted(model, _as_messages(prompt), step=step, context=context, attempt=attempt)
         except KgmemModelError as exc:
             usage = merge_usage(usage, exc.usage)
-            if attempt == 0:
+            if attempt == 0 and _unwrap(model)[1] is None:   # a retry policy has already retried
                 continue
             if fallback is None:
                 raise
@@ -482,23 +638,26 @@ def invoke_counted(model: Any, messages: list[BaseMessage], *, step: str, contex
 
     A call that raises (a provider error) raises :class:`~langgraph_kgmem.errors.KgmemModelError`
     from it, carrying the failed call's usage as ``.usage``; so does a reply that is no message."""
+    model, policy = _unwrap(model)
     token = current_decision.set(DecisionRequest(step, None, context or {}, attempt))
     t0 = time.perf_counter()
-    try:
-        raw = model.invoke(messages)
-    except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures become KgmemModelError
-        if not _is_model_failure(exc):
-            raise
-        raise KgmemModelError(f"the chat model failed at step {step!r}: {type(exc).__name__}: "
-                              f"{_clean_reply(str(exc), 300)}",
-                              call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0)) from exc
-    finally:
-        current_decision.reset(token)
+    with _counting_attempts() as calls:
+        try:
+            raw = _invoke_with_policy(model, messages, policy)
+        except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures become KgmemModelError
+            if not _is_model_failure(exc):
+                raise
+            raise KgmemModelError(f"the chat model failed at step {step!r}: {type(exc).__name__}: "
+                                  f"{_clean_reply(str(exc), 300)}",
+                                  call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0,
+                                             max(calls[0], 1))) from exc
+        finally:
+            current_decision.reset(token)
     if not isinstance(raw, BaseMessage):
         raise KgmemModelError(f"the chat model returned {type(raw).__name__} at step {step!r}, not a message",
                               call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0))
     p, c = _usage_of(raw, messages)
-    return raw, call_usage(step, p, c, time.perf_counter() - t0)
+    return raw, call_usage(step, p, c, time.perf_counter() - t0, max(calls[0], 1))
 
 
 def run_concurrently(calls: Sequence[Callable[[], T]], max_workers: int) -> list[T]:

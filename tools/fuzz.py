@@ -38,7 +38,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 
+from langgraph.types import RetryPolicy  # noqa: E402
+
 from langgraph_kgmem.errors import KgmemError  # noqa: E402
+from langgraph_kgmem.llm import transient_model_error  # noqa: E402
 from langgraph_kgmem.testing import INJECTION, HostileChatModel  # noqa: E402
 
 RECORDS_CSV = ROOT / "tests" / "fixtures" / "kgirag_records.csv"
@@ -62,6 +65,10 @@ RECORD_QUESTIONS = (
     "I would meet rain at Riverside on a 2-hour trip leaving at 2024-05-01 03:00. What is the earliest "
     "departure time after then, at most 6 hours later, that avoids rain for the whole trip?",
     "Can I avoid rain at Riverside if I leave at 9999-12-31 23:00 and travel for 60000000 hours?")
+
+
+# the default retry policy without its sleeps: transient errors are retried, then fall back
+FAST_RETRY = RetryPolicy(initial_interval=0.0, jitter=False, max_attempts=3, retry_on=transient_model_error)
 
 
 @dataclass
@@ -119,7 +126,8 @@ class Fuzzer:
             factory, preset = get_factory(method)
             kg = self.records_kg if method == "kgirag" else self.text_kg
             store = InMemoryStore()
-            self._apps[method] = (epoch, factory(kg, model=self.model, store=store, **preset).compile(store=store))
+            self._apps[method] = (epoch, factory(kg, model=self.model, store=store, retry_policy=FAST_RETRY,
+                                                 **preset).compile(store=store))
         self._count[method] += 1
         return self._apps[method][1]
 

@@ -36,14 +36,15 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import RetryPolicy
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question,
-                                           emit_progress, extractive_answer, fence, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, emit_progress,
+                                           extractive_answer, fence, method_model, run_model)
 from langgraph_kgmem.ingest.extract import OfflineExtractor
-from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
+from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.codebook import (CHANNELS, MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Channel, Codebook,
@@ -717,6 +718,7 @@ def create_autopruned_graph(
     *,
     model: Any = None,
     store: Any = None,
+    retry_policy: RetryPolicy | None = None,
     selection_policy: SelectionPolicy | None = None,
     coarse_k: int = 200,
     fine_m: int = 20,
@@ -744,6 +746,9 @@ def create_autopruned_graph(
         model: a LangChain chat model, ``None`` ($KGMEM_MODEL) or ``"offline"`` (no LLM: offline
             triple parser and extractive answers); a run may override it with
             ``app.invoke(..., context={"model": m})``.
+        retry_policy: a LangGraph ``RetryPolicy`` for every LLM call of the graph (timeouts, rate
+            limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
+            :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: the LangGraph ``BaseStore`` for the codebook; default: the store the graph is compiled with.
         selection_policy: ``fn(channel, candidates, features) -> "all" | "unique" | "none"`` per
             channel ("F" facts, "Q" earlier questions, "A" known answers); default
@@ -817,7 +822,7 @@ def create_autopruned_graph(
             "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos}
-    nodes = _make_nodes(_Runtime(kg, resolve_model(model), store, opts))
+    nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))
     builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoPrunedContext)
     order = ["sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
              "answer", "memorize"]

@@ -44,17 +44,18 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 import numpy as np
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import RetryPolicy
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelName, RunContext,
                                            answer_question, check_question, emit_progress, evidence_item, fence,
-                                           run_model)
+                                           method_model, run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import entity_id
-from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render, resolve_model,
+from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.ranking import best_first
@@ -338,6 +339,7 @@ def create_catrag_graph(
     *,
     model: Any = None,
     store: Any = None,
+    retry_policy: RetryPolicy | None = None,
     anchoring: bool = True,
     dynamic_weighting: bool = True,
     key_fact_boost: bool = True,
@@ -365,6 +367,9 @@ def create_catrag_graph(
         kg: the knowledge graph (synonym edges are added once here, see :func:`prepare_catrag_kg`).
         model: a LangChain chat model, ``"offline"`` (heuristics, extractive answer) or ``None``
             (``$KGMEM_MODEL``). Overridable per run with ``context={"model": m}``.
+        retry_policy: a LangGraph ``RetryPolicy`` for every LLM call of the graph (timeouts, rate
+            limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
+            :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: BaseStore for the cached neighbour summaries (default: the compiled graph's store).
         anchoring / dynamic_weighting / key_fact_boost: CatRAG's three additions.
         top_facts, filter_keep: facts retrieved / kept by the recognition filter.
@@ -398,7 +403,7 @@ def create_catrag_graph(
               top_passages=top_passages, rank_depth=rank_depth, passage_weight=passage_weight, epsilon=epsilon,
               beta=beta, damping=damping, synonym_threshold=synonym_threshold, synonym_weight=synonym_weight,
               llm_concurrency=llm_concurrency)
-    default_model = resolve_model(model)
+    default_model = method_model(model, retry_policy)
     method = "catrag" if (anchoring or dynamic_weighting or key_fact_boost) else "hipporag2"
     prepare_catrag_kg(kg, threshold=synonym_threshold, weight_scale=synonym_weight)
 

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.llm import generate, is_offline, merge_usage, resolve_model
+from langgraph_kgmem.llm import generate, is_offline, merge_usage, resolve_model, with_retry_policy
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -108,12 +108,22 @@ class RunContext:
     model: Any = None
 
 
-def run_model(runtime: Any, default: Any) -> Any:
+def method_model(model: Any, retry_policy: Any) -> Any:
+    """A factory's model: resolved once (``None`` reads ``$KGMEM_MODEL``), its calls under
+    ``retry_policy`` (``None``: :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`)."""
+    return with_retry_policy(resolve_model(model), retry_policy)
+
+
+def run_model(runtime: Any, default: Any, retry_policy: Any = None) -> Any:
     """The chat model of this run: the run context's ``model`` (a :class:`RunContext` or a dict)
-    when given, else ``default`` (resolved once, when the graph was built)."""
+    when given, else ``default`` (resolved once, when the graph was built). Every method's LLM
+    nodes ask this, so ``context={"model": m}`` works the same way in all five; the run's model
+    keeps the factory's retry policy."""
     ctx = getattr(runtime, "context", None)
     chosen = ctx.get("model") if isinstance(ctx, dict) else getattr(ctx, "model", None)
-    return default if chosen is None else resolve_model(chosen)
+    if chosen is None:
+        return default
+    return with_retry_policy(resolve_model(chosen), retry_policy or getattr(default, "policy", None))
 
 
 def check_question(state: Any) -> str:

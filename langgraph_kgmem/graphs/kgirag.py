@@ -37,16 +37,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import RetryPolicy
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question,
-                                           emit_progress, evidence_item, fence, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, emit_progress,
+                                           evidence_item, fence, method_model, run_model)
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
-from langgraph_kgmem.llm import decide, fresh_usage, generate, is_offline, model_label, render, resolve_model
+from langgraph_kgmem.llm import decide, fresh_usage, generate, is_offline, model_label, render
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -497,6 +498,7 @@ def create_kgirag_graph(
     *,
     model: Any = None,
     store: Any = None,
+    retry_policy: RetryPolicy | None = None,
     t_max: int = 12,
     kappa: int = 400,
     step: int | None = None,
@@ -508,6 +510,9 @@ def create_kgirag_graph(
         kg: a KG holding records (``kg.add_records(...)``).
         model: a LangChain chat model, ``"offline"`` (rule-based plan/judge/answer, no LLM) or
             ``None`` (``$KGMEM_MODEL``). Overridable per run with ``context={"model": m}``.
+        retry_policy: a LangGraph ``RetryPolicy`` for every LLM call of the graph (timeouts, rate
+            limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
+            :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: accepted for the common factory signature; KG-IRAG keeps no cross-session memory.
         t_max: maximum retrieval rounds (T_max). kappa: the triple budget κ; at or above it the
             answer is "no answer".
@@ -536,7 +541,7 @@ def create_kgirag_graph(
         ('2025-01-01 04:00', ['2025-01-01 02:00', '2025-01-01 04:00'])
     """
     _validate(t_max=t_max, kappa=kappa, step=step, k0=k0)
-    default_model = resolve_model(model)
+    default_model = method_model(model, retry_policy)
 
     def retrieve_triples(state: KgiragState) -> dict[str, Any]:
         idx = temporal_index(kg)
@@ -628,12 +633,12 @@ def create_kgirag_graph(
 
 
 def create_singlepass_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any = None,
-                            kappa: int = 400) -> StateGraph:
+                            retry_policy: RetryPolicy | None = None, kappa: int = 400) -> StateGraph:
     """Single-pass baseline: the same plan, one retrieval of the whole horizon window (detect:
     the trip window; earliest: t+1 .. t+L+Δt−1; latest: t−L .. t+Δt−2), the same answer step.
     Output keys as :func:`create_kgirag_graph` (method "singlepass")."""
     _validate(t_max=1, kappa=kappa, step=None, k0=None)
-    default_model = resolve_model(model)
+    default_model = method_model(model, retry_policy)
 
     def retrieve_window(state: KgiragState) -> dict[str, Any]:
         idx = temporal_index(kg)

@@ -40,13 +40,17 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import RetryPolicy
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, KgmemModelError, check_int
-from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText,
-                                           check_question, emit_progress, evidence_item, fence, normalize_answer)
-from langgraph_kgmem.llm import (decide, empty_usage, fallback_record, fresh_usage, invoke_counted, is_offline,
-                                 merge_usage, message_text, model_label, offline_usage, render, resolve_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText, RunContext,
+                                           check_question, emit_progress, evidence_item, fence, method_model,
+                                           normalize_answer, run_model)
+from langgraph_kgmem.llm import (RetryingModel, decide, empty_usage, fallback_record, fresh_usage, invoke_counted,
+                                 is_offline, merge_usage, message_text, model_label, offline_usage, render,
+                                 through_wrappers, with_retry_policy)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
@@ -485,6 +489,7 @@ def create_r3cycle_graph(
     kg_or_graph_env: "KnowledgeGraph | GraphEnv",
     *,
     model: Any = None,
+    retry_policy: RetryPolicy | None = None,
     verifier: Verifier | Runnable | Callable[..., Any] | None = None,
     store: "BaseStore | None" = None,
     max_steps: int = 10,
@@ -503,6 +508,9 @@ def create_r3cycle_graph(
         verifier: judges a finished attempt: ``None`` (LLM self-check against the observations),
             a callable ``(question, answer, evidence) -> Verdict | bool | (ok, reason) | dict``
             (e.g. :func:`exact_match_verifier`), or a compiled LangGraph graph (a verifier agent).
+        retry_policy: a LangGraph ``RetryPolicy`` for every LLM call of the graph (timeouts, rate
+            limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
+            :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: BaseStore for trajectories/reflections (default: the compiled graph's store).
         max_steps: step budget of the first attempt (tool calls including Finish).
         max_cycles: maximum number of retries after the first attempt (0 = never retry).
@@ -544,8 +552,7 @@ def create_r3cycle_graph(
         raise KgmemInputError(f"verifier must be a callable (question, answer, evidence) or a compiled graph, "
                               f"got {type(verifier).__name__}")
     kg = env.kg
-    resolved = resolve_model(model)
-    offline = is_offline(resolved)
+    default_model = method_model(model, retry_policy)
     method = "r3cycle" if reflection else "graphcot"
     finish_tool = StructuredTool.from_function(lambda answer: answer, name=FINISH, args_schema=FinishArgs,
                                                description="End the attempt with the final short answer.")
@@ -556,27 +563,39 @@ def create_r3cycle_graph(
         t.name: StructuredTool.from_function(run_on_env[t.name], name=t.name, description=t.description,
                                              args_schema=t.args_schema)
         for t in create_kgmem_tools(kg, top_n=top_n) if t.name in GRAPH_TOOLS}
-    bound = None
-    if not offline:
-        try:
-            bound = resolved.bind_tools([*graph_tools.values(), finish_tool])  # type: ignore[union-attr]
-        except NotImplementedError as exc:
-            raise ConfigurationError(f"R3-Cycle needs a chat model with tool calling (bind_tools); "
-                                     f"{type(resolved).__name__} has none. Use another model or 'offline'.") from exc
+    bound_models: dict[int, Any] = {}
+
+    def bind(mdl: Any) -> Any:
+        """``mdl`` with the graph tools and Finish bound (beneath retry/fallback wrappers), once per model."""
+        inner, policy = (mdl.model, mdl.policy) if isinstance(mdl, RetryingModel) else (mdl, None)
+        if id(inner) not in bound_models:
+            try:
+                tools_bound = through_wrappers(inner, lambda m: m.bind_tools([*graph_tools.values(), finish_tool]))
+            except (NotImplementedError, AttributeError) as exc:
+                raise ConfigurationError(f"R3-Cycle needs a chat model with tool calling (bind_tools); "
+                                         f"{type(inner).__name__} has none. Use another model or 'offline'.") from exc
+            if len(bound_models) >= 8:   # models swapped per run: keep a few
+                bound_models.pop(next(iter(bound_models)))
+            bound_models[id(inner)] = (inner, tools_bound)
+        return with_retry_policy(bound_models[id(inner)][1], policy) if policy else bound_models[id(inner)][1]
+
+    if not is_offline(default_model):
+        bind(default_model)   # a model without tool calling is refused when the graph is built
     tool_names = [*graph_tools, FINISH]
 
     # -------------------------------------------------------------------- nodes
-    def start_run(state: R3State) -> dict[str, Any]:
+    def start_run(state: R3State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         check_question(state)
         return {"run_id": uuid.uuid4().hex[:12], "attempt": 0, "budget": max_steps, "steps": [], "path": [],
                 "visited": [], "pending": None, "final": None, "guidance": "", "verdict": None, "retry": False,
-                "attempts": [], "reflections": [], "method": method, "model": model_label(resolved),
+                "attempts": [], "reflections": [], "method": method, "model": model_label(run_model(runtime, default_model)),
                 "answer": "", "evidence": [], "usage": fresh_usage()}
 
-    def reason(state: R3State) -> dict[str, Any]:
+    def reason(state: R3State, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        mdl = run_model(runtime, default_model)
         steps = state.get("steps", [])
         call_id = f"call-{state['attempt']}-{len(steps)}"
-        if offline:
+        if is_offline(mdl):
             thought, tool, args = offline_action(env, state["question"], steps, state.get("path", []),
                                                  state.get("guidance", ""))
             return {"pending": {"thought": thought, "tool": tool, "args": args, "call_id": call_id},
@@ -591,7 +610,7 @@ def create_r3cycle_graph(
         problem = ""
         for attempt in range(2):
             try:
-                raw, call = invoke_counted(bound, msgs, step="reason", context=context, attempt=attempt)
+                raw, call = invoke_counted(bind(mdl), msgs, step="reason", context=context, attempt=attempt)
             except KgmemModelError as exc:  # a provider error: ask again, then end the attempt (below)
                 usage, raw, problem = merge_usage(usage, exc.usage), None, str(exc)
                 continue
@@ -694,7 +713,7 @@ def create_r3cycle_graph(
     def _finish_record(state: R3State, outcome: Outcome, verdict: dict[str, Any] | None) -> None:
         _trajectory(state, outcome=outcome, verdict=verdict)
 
-    def verify(state: R3State) -> dict[str, Any]:
+    def verify(state: R3State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         steps = state.get("steps", [])
         usage: dict[str, Any] = {}
         if state.get("final") is None:
@@ -709,7 +728,7 @@ def create_r3cycle_graph(
             if verifier is None:
                 prompt = render(VERIFY_PROMPT, question=state["question"], answer=fence(answer, inline=True),
                                 evidence=fence([f"- {e['text']}" for e in evidence if e["kind"] == "observation"]))
-                verdict, usage = decide(resolved, Verdict, prompt, step="verify",
+                verdict, usage = decide(run_model(runtime, default_model), Verdict, prompt, step="verify",
                                         offline=lambda: _offline_verdict(answer, steps),
                                         context={"question": state["question"], "answer": answer,
                                                  "steps": [{k: s[k] for k in ("tool", "args", "observation")}
@@ -726,7 +745,7 @@ def create_r3cycle_graph(
         return {"verdict": vd, "attempts": [*state.get("attempts", []), _close_attempt(state, outcome, vd)],
                 "usage": usage or {}}
 
-    def reflect(state: R3State) -> dict[str, Any]:
+    def reflect(state: R3State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         verdict = state.get("verdict") or {}
         failure: FailureType = "halted" if state.get("final") is None else "incorrect_answer"
         if failure == "halted":
@@ -738,7 +757,7 @@ def create_r3cycle_graph(
         prompt = render(REFLECT_PROMPT, question=state["question"], failure=fence(failure_text, inline=True),
                         log=_log_text(state.get("steps", [])), path=_path_text(state.get("path", [])))
         decision, usage = decide(
-            resolved, Reflection, prompt, step="reflect",
+            run_model(runtime, default_model), Reflection, prompt, step="reflect",
             offline=lambda: _offline_reflection(dict(state), failure, verdict.get("reason", "")),
             fallback=lambda: Reflection(root_cause="the reflection could not be parsed",
                                         advice="Retrieve the question's entity first and follow the relation the "
@@ -788,7 +807,7 @@ def create_r3cycle_graph(
     def after_reflect(state: R3State) -> Literal["replan", "finish_run"]:
         return "replan" if state.get("retry") else "finish_run"
 
-    builder = StateGraph(R3State, input_schema=InputState, output_schema=R3Output)
+    builder = StateGraph(R3State, input_schema=InputState, output_schema=R3Output, context_schema=RunContext)
     builder.add_node("start_run", start_run)
     builder.add_node("reason", reason)
     builder.add_node("act", act)

@@ -28,15 +28,16 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
-from langgraph.types import interrupt
+from langgraph.types import RetryPolicy, interrupt
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelId, ModelName,
-                                           answer_question, check_question, content_words, data_text, emit_progress,
-                                           evidence_item, fence, id_validator)
-from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render, resolve_model
+                                           RunContext, answer_question, check_question, content_words, data_text,
+                                           emit_progress, evidence_item, fence, id_validator, method_model, run_model)
+from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
 
 if TYPE_CHECKING:
@@ -412,6 +413,7 @@ def create_remindrag_graph(
     *,
     model: Any = None,
     store: BaseStore | None = None,
+    retry_policy: RetryPolicy | None = None,
     seeds_k: int = 2,
     alpha: float = 0.1,
     lam: float = 0.55,
@@ -429,6 +431,9 @@ def create_remindrag_graph(
         kg: the knowledge graph.
         model: a LangChain chat model, ``None`` (``$KGMEM_MODEL``) or ``"offline"`` (no LLM:
             embedding/word-overlap heuristics for every decision, extractive answer).
+        retry_policy: a LangGraph ``RetryPolicy`` for every LLM call of the graph (timeouts, rate
+            limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
+            :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: the BaseStore holding edge memories; default: the store the graph is compiled with.
         seeds_k: seed entities per (sub-)question (embedding similarity).
         alpha: weight of the node-embedding similarity in the replay weight ``w``.
@@ -474,8 +479,7 @@ def create_remindrag_graph(
     check_int("max_replay_nodes", max_replay_nodes, 0)
     check_number("synonym_threshold", synonym_threshold, 0.0, 1.0, low_open=True, optional=True)
     check_int("chunk_chars", chunk_chars, 50)
-    llm = resolve_model(model)
-    offline = is_offline(llm)
+    default_llm = method_model(model, retry_policy)
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)
     view = _GraphView(kg)
@@ -489,7 +493,8 @@ def create_remindrag_graph(
         return replay_weights(exp.cos_ab, mem.many(exp.edge_ids), q, alpha)
 
     # -------------------------------------------------------------- 1. seeds
-    def retrieve_seeds(state: ReMindState) -> dict[str, Any]:
+    def retrieve_seeds(state: ReMindState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        llm = run_model(runtime, default_llm)
         question = check_question(state)
         usage: dict[str, Any] = {}
         queries = [question]
@@ -543,7 +548,8 @@ def create_remindrag_graph(
         return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed}
 
     # -------------------------------------------------------------- 3. sufficiency
-    def check_sufficiency(state: ReMindState) -> dict[str, Any]:
+    def check_sufficiency(state: ReMindState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        llm = run_model(runtime, default_llm)
         question = state["question"]
         chunks, facts = _evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
         steps = state.get("steps", 0) + 1
@@ -621,7 +627,8 @@ def create_remindrag_graph(
                 return move
             request = {**request, "error": problem}
 
-    def traverse_step(state: ReMindState) -> dict[str, Any]:
+    def traverse_step(state: ReMindState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        llm = run_model(runtime, default_llm)
         question = state["question"]
         q = kg.embed_query(question)
         mem = memory_of(q)
@@ -662,7 +669,7 @@ def create_remindrag_graph(
                 context={"question": question, "current": current, "forward": fwd_ids, "backward": list(backward),
                          "evidence_ids": chunks, "node_ids": list(state.get("subgraph_nodes", [])),
                          "frontier": {u: [c[0] for c in cands] for u, cands in frontier.items()}})
-            decided_by = "offline" if offline else ("fallback" if usage.get("fallbacks") else "llm")
+            decided_by = "offline" if is_offline(llm) else ("fallback" if usage.get("fallbacks") else "llm")
         hop: dict[str, Any] = {"step": state.get("hops", 0) + 1, "direction": move.direction, "from": current,
                                "to": move.node_id, "edge": None, "decided_by": decided_by}
         update: dict[str, Any] = {"hops": state.get("hops", 0) + 1, "steps": state.get("steps", 0) + 1,
@@ -677,7 +684,8 @@ def create_remindrag_graph(
         return update
 
     # -------------------------------------------------------------- 5. answer
-    def answer(state: ReMindState) -> dict[str, Any]:
+    def answer(state: ReMindState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        llm = run_model(runtime, default_llm)
         question = state["question"]
         chunks, facts = _evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
         evidence = [evidence_item(kg, i) for i in chunks + facts]
@@ -689,7 +697,8 @@ def create_remindrag_graph(
         return {"answer": text, "evidence": evidence, "usage": usage, "stop_reason": reason}
 
     # -------------------------------------------------------------- 6. memorize
-    def memorize(state: ReMindState) -> dict[str, Any]:
+    def memorize(state: ReMindState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        llm = run_model(runtime, default_llm)
         question = state["question"]
         q = _unit(kg.embed_query(question))
         nodes, edges = state.get("subgraph_nodes", []), state.get("subgraph_edges", [])
@@ -769,7 +778,7 @@ def create_remindrag_graph(
     def after_answer(state: ReMindState) -> Literal["memorize", "__end__"]:
         return "memorize" if state.get("traversed") else END
 
-    builder = StateGraph(ReMindState, input_schema=InputState, output_schema=ReMindOutput)
+    builder = StateGraph(ReMindState, input_schema=InputState, output_schema=ReMindOutput, context_schema=RunContext)
     builder.add_node("retrieve_seeds", retrieve_seeds)
     builder.add_node("replay_memory", replay_memory)
     builder.add_node("check_sufficiency", check_sufficiency)

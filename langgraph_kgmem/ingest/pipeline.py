@@ -12,11 +12,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from langgraph_kgmem.errors import KgmemInputError, check_unicode
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_unicode
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
@@ -34,6 +34,7 @@ class IngestReport:
     documents_added: int = 0
     documents_skipped: int = 0
     documents_repaired: int = 0
+    documents_replaced: int = 0
     chunks: int = 0
     entities_added: int = 0
     entities_merged: int = 0
@@ -42,12 +43,15 @@ class IngestReport:
     embed_seconds: float = 0.0
     document_ids: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=empty_usage)
+    # per replaced document: nodes/edges it lost, gained and kept (kept edges keep their memories)
+    changes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def merge(self, other: "IngestReport") -> None:
-        for k in ("documents_added", "documents_skipped", "documents_repaired", "chunks", "entities_added",
-                  "entities_merged", "relations_added"):
+        for k in ("documents_added", "documents_skipped", "documents_repaired", "documents_replaced", "chunks",
+                  "entities_added", "entities_merged", "relations_added"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.document_ids.extend(other.document_ids)
+        self.changes.update(other.changes)
         self.usage = merge_usage(self.usage, other.usage)
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,7 +59,7 @@ class IngestReport:
 
     def __str__(self) -> str:
         return (f"added {self.documents_added} document(s) ({self.documents_skipped} already present, "
-                f"{self.documents_repaired} repaired): {self.chunks} chunks, {self.entities_added} new entities "
+                f"{self.documents_replaced} replaced by new content, {self.documents_repaired} repaired): {self.chunks} chunks, {self.entities_added} new entities "
                 f"({self.entities_merged} merged into existing), {self.relations_added} relations; "
                 f"{self.usage['llm_calls']} LLM calls; {self.seconds:.2f}s ({self.embed_seconds:.2f}s embedding)")
 
@@ -95,8 +99,9 @@ def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceD
     title = ""
     did = None
     if isinstance(doc, Path):
+        # the file's name is metadata: as a title it would become an entity of every chunk
         text = read_text_file(doc)
-        title, meta = doc.stem, {"path": str(doc)}
+        meta = {"path": str(doc)}
     elif isinstance(doc, str):
         text = doc
     elif isinstance(doc, dict):
@@ -174,7 +179,10 @@ class _Writer:
         vecs = self.kg.embed_texts(todo)
         self._vec.update(zip(todo, vecs))
         if self.merge_threshold is not None:
-            self._best.update(zip(todo, self.kg.vector_index.best("nodes", unit_rows(vecs), kinds=("entity",))))
+            best = self.kg.vector_index.best("nodes", unit_rows(vecs), kinds=("entity",))
+            # a document being replaced has deleted its entities, whose vectors go only at commit
+            self._best.update((n, b if b[0] is None or self.kg.has_node(b[0]) else (None, -1.0))
+                              for n, b in zip(todo, best))
 
     def _lookup(self, name: str) -> str | None:
         """The entity ``name`` already denotes: its own id, or the target of a recorded alias."""
@@ -268,8 +276,7 @@ class _Writer:
         edges: list[Edge] = []
         chunk_id = anchor_id = None
         if text is not None:
-            key = content_hash(self.doc_id, str(index))
-            chunk_id, anchor_id = f"chk-{key}", f"anc-{key}"
+            chunk_id, anchor_id = chunk_node_ids(self.doc_id, index)
             attrs = {"doc_id": self.doc_id, "index": index, "title": title}
             chunk_nodes = [Node(chunk_id, "chunk", text, dict(attrs)), Node(anchor_id, "anchor", extraction.title or title, dict(attrs))]
             kg.add_nodes(chunk_nodes, source=self.doc_id)
@@ -300,6 +307,23 @@ class _Writer:
         # one edge per id (context edges repeat when an entity appears in several triples)
         kg.add_edges(list({e.id: e for e in edges}.values()), source=self.doc_id)
         return {"chunk": chunk_id or "", "anchor": anchor_id or ""}
+
+
+def chunk_node_ids(doc_id: str, index: int) -> tuple[str, str]:
+    """The ids of a document's ``index``-th chunk node and its anchor."""
+    key = content_hash(doc_id, str(index))
+    return f"chk-{key}", f"anc-{key}"
+
+
+def _unchanged(kg: "KnowledgeGraph", src: SourceDocument, chunks: Sequence[str], stored: dict[str, Any]) -> bool:
+    """Whether a stored document already holds exactly these chunks under this title."""
+    if stored.get("n_chunks") != len(chunks) or (stored.get("title") or "") != src.title:
+        return False
+    for i, text in enumerate(chunks):
+        node = kg.node(chunk_node_ids(src.id, i)[0])
+        if node is None or node.text != text:
+            return False
+    return True
 
 
 def _names(extraction: Extraction) -> list[str]:
@@ -361,7 +385,8 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
 
 def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
                   merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
-                  progress: bool | None = None, extractor: Any = None) -> IngestReport:
+                  progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
+                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> IngestReport:
     """Ingest documents (str, Path, Document or dict with text/title/id).
 
     Args:
@@ -369,54 +394,135 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
             uses ``$KGMEM_MODEL`` (error if unset).
         chunk_tokens: chunk size in o200k tokens (default 750).
         merge_threshold: cosine at which a new entity merges into an existing one (None: never).
-        progress: show a progress bar (default: when stderr is a terminal and there are > 3 docs).
+        progress: show a progress bar over chunks (default: when stderr is a terminal and there
+            are > 3 docs).
         extractor: an object with ``extract(text, title) -> Extraction`` overriding ``model``.
+        max_concurrency: chunks extracted at once (LLM calls in flight: up to three per chunk,
+            one after another). Extraction runs ahead in threads; documents are still written one
+            after another in input order, so the KG is the same as with ``max_concurrency=1``.
+        on_progress: called after each chunk's extraction, in input order, with
+            ``{"doc_id", "chunk", "chunks", "done", "total"}`` (chunks of this call done / in all).
 
+    A document id already stored with the same chunks is skipped; with different text (or
+    title) it is replaced in one transaction: what only its old version contributed goes, the new
+    version comes in, and edges both versions share keep their memories (``report.changes``).
     All documents are validated before anything is written: one bad document stops the call
     and nothing already stored is touched.
     """
     sources = [coerce_document(d, max_chars=max_chars) for d in docs]
+    check_int("max_concurrency", max_concurrency, 1)
     if extractor is None:
         m = resolve_model(model)
         extractor = OfflineExtractor() if is_offline(m) else LLMExtractor(m)
     t0 = time.perf_counter()
     e0 = kg.embed_seconds
     report = IngestReport()
-    show = progress if progress is not None else (sys.stderr.isatty() and len(sources) > 3)
-    bar = None
-    if show:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(sources), desc=f"ingest {kg.name}", unit="doc")
+    work: list[tuple[SourceDocument, list[str], str]] = []   # (document, chunks, add | replace | repair)
+    seen: set[str] = set()
     for src in sources:
-        existing = kg.graph_store.document(src.id)
-        if existing and existing["status"] == "done":
+        report.document_ids.append(src.id)
+        if src.id in seen:   # the same id twice in one call: the first one counts
+            report.documents_skipped += 1
+            continue
+        seen.add(src.id)
+        chunks = chunk_text(src.text, chunk_tokens)
+        stored = kg.graph_store.document(src.id)
+        if stored is None:
+            work.append((src, chunks, "add"))
+        elif stored["status"] != "done":
+            work.append((src, chunks, "repair"))   # left pending by an interrupted run: clean it, then redo it
+        elif _unchanged(kg, src, chunks, stored):
             report.documents_skipped += 1
         else:
-            if existing:  # left pending by an interrupted run: clean it, then redo it
+            work.append((src, chunks, "replace"))
+    total = sum(len(chunks) for _, chunks, _ in work)
+    show = progress if progress is not None else (sys.stderr.isatty() and len(sources) > 3)
+    bar = None
+    if show and total:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=f"ingest {kg.name}", unit="chunk")
+    # offline extraction is CPU-bound Python: threads would only add overhead
+    workers = 1 if isinstance(extractor, OfflineExtractor) else min(max_concurrency, max(total, 1))
+    done = 0
+    with _Extraction(extractor, workers) as pool:
+        pending = [[pool.submit(c, src.title or None) for c in chunks] for src, chunks, _ in work]
+        for (src, chunks, action), futures in zip(work, pending):
+            if action == "repair":
                 kg.delete_document(src.id)
                 report.documents_repaired += 1
-            with kg.transaction():
-                kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
-            chunks = chunk_text(src.text, chunk_tokens)
+            if action != "replace":
+                with kg.transaction():
+                    kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
             extractions = []
-            for i, c in enumerate(chunks):
-                ex = extractor.extract(c, src.title or None)
+            for i, fut in enumerate(futures):
+                ex = fut.result()
                 extractions.append(ex)
                 report.usage = merge_usage(report.usage, ex.usage)
+                done += 1
+                if bar is not None:
+                    bar.update(1)
+                if on_progress is not None:
+                    on_progress({"doc_id": src.id, "chunk": i, "chunks": len(chunks), "done": done, "total": total})
             with kg.transaction(), kg.prefetch_embeddings(_texts_to_embed(chunks, extractions)):
+                before = None
+                if action == "replace":
+                    before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))
+                    kg.delete_document(src.id)
+                    kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
                 w = _Writer(kg, src.id, merge_threshold)
                 w.prepare([x for ex in extractions for x in _names(ex)])
                 for i, (c, ex) in enumerate(zip(chunks, extractions)):
                     w.write_chunk(i, c, ex, title=src.title or ex.title)
                 kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
+                if before is not None:
+                    nodes, edges = set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id))
+                    report.changes[src.id] = {
+                        "nodes_removed": len(before[0] - nodes), "nodes_added": len(nodes - before[0]),
+                        "edges_removed": len(before[1] - edges), "edges_added": len(edges - before[1]),
+                        "edges_kept": len(before[1] & edges)}
             report.merge(w.report)
-            report.documents_added += 1
-        report.document_ids.append(src.id)
-        if bar is not None:
-            bar.update(1)
+            if action == "replace":
+                report.documents_replaced += 1
+            else:
+                report.documents_added += 1
     if bar is not None:
         bar.close()
     report.seconds = time.perf_counter() - t0
     report.embed_seconds = kg.embed_seconds - e0
     return report
+
+
+class _Extraction:
+    """Chunk extractions submitted ahead, ``workers`` at a time (threads carrying the run's context,
+    so tracing callbacks follow); with one worker each runs when its result is asked for. Leaving
+    the block cancels what has not started (an error stops the ingest)."""
+
+    def __init__(self, extractor: Any, workers: int) -> None:
+        self.extractor, self.workers, self.pool = extractor, workers, None
+
+    def __enter__(self) -> "_Extraction":
+        if self.workers > 1:
+            from langchain_core.runnables.config import ContextThreadPoolExecutor
+
+            self.pool = ContextThreadPoolExecutor(max_workers=self.workers)
+        return self
+
+    def submit(self, text: str, title: str | None) -> Any:
+        if self.pool is not None:
+            return self.pool.submit(self.extractor.extract, text, title)
+        return _Deferred(lambda: self.extractor.extract(text, title))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Deferred:
+    """A future-like result computed when asked for (the one-worker path)."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def result(self) -> Any:
+        return self.fn()

@@ -1,0 +1,106 @@
+"""Documents that change (replaced in one transaction, memories on surviving edges kept) and
+extraction with several LLM calls in flight (same KG as a serial run, a fraction of the wall time)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.testing import ScriptedChatModel
+
+V1 = "Marie Curie was born in Warsaw. Marie Curie married Pierre Curie."
+V2 = "Marie Curie was born in Warsaw. Marie Curie worked in Paris."
+
+
+def structure(kg):
+    return sorted(n.id for n in kg.nodes()), sorted((e.id, e.weight) for e in kg.edges())
+
+
+def test_a_changed_document_replaces_itself(make_kg):
+    kg = make_kg("changes")
+    kg.add_documents([{"id": "d1", "text": V1}, {"id": "d2", "text": "Pierre Curie was born in Paris."}],
+                     model="offline")
+    old_edges = set(kg.graph_store.doc_edge_ids("d1"))
+    same = kg.add_documents([{"id": "d1", "text": V1}], model="offline")
+    assert same.documents_skipped == 1 and same.documents_replaced == 0
+    report = kg.add_documents([{"id": "d1", "text": V2}], model="offline")
+    assert report.documents_replaced == 1 and report.documents_added == 0
+    change = report.changes["d1"]
+    new_edges = set(kg.graph_store.doc_edge_ids("d1"))
+    assert change["edges_kept"] == len(old_edges & new_edges) > 0
+    assert change["edges_removed"] == len(old_edges - new_edges) > 0 and change["edges_added"] > 0
+    texts = [n.text for n in kg.nodes("chunk")]
+    assert V2 in texts and V1 not in texts
+    assert kg.nearest("Paris", 5)                        # the new version's content is searchable
+    assert not any("married" in e.text for e in kg.edges("relation"))
+    assert any(n.text == "Pierre Curie" for n in kg.nodes("entity"))   # d2 still needs it
+    assert {d["id"] for d in kg.graph_store.documents()} == {"d1", "d2"}
+    assert kg.graph_store.document("d1")["status"] == "done"
+
+
+def test_a_failed_replacement_keeps_the_old_version(make_kg, monkeypatch):
+    kg = make_kg("changes-fail")
+    kg.add_documents([{"id": "d1", "text": V1}], model="offline")
+    before = structure(kg)
+    real = kg.graph_store.put_document
+
+    def fail_on_done(doc_id, **kw):
+        if kw.get("status") == "done":
+            raise RuntimeError("disk full")
+        return real(doc_id, **kw)
+
+    monkeypatch.setattr(kg.graph_store, "put_document", fail_on_done)
+    with pytest.raises(RuntimeError, match="disk full"):
+        kg.add_documents([{"id": "d1", "text": V2}], model="offline")
+    monkeypatch.setattr(kg.graph_store, "put_document", real)
+    assert structure(kg) == before and kg.graph_store.document("d1")["status"] == "done"
+
+
+def _words(text):
+    return list(dict.fromkeys(re.findall(r"\b[A-Z][a-z]+\b", text)))
+
+
+def extraction_model(latency: float) -> ScriptedChatModel:
+    """Answers each extraction step from the chunk itself (so the order of calls does not matter)."""
+    def responder(messages, request):
+        ctx = request.context
+        if request.step == "extract_entities":
+            return json.dumps({"entities": _words(ctx["text"])})
+        if request.step == "extract_triples":
+            ents = ctx["entities"]
+            return json.dumps({"triples": [{"subject": a, "relation": "appears with", "object": b}
+                                           for a, b in zip(ents, ents[1:])]})
+        return json.dumps({"title": " ".join(ctx["text"].split()[:4])})
+    return ScriptedChatModel(responder=responder, latency=latency)
+
+
+def corpus(n):
+    names = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Ken", "Dennis", "Niklaus", "John"]
+    return [{"id": f"doc{i}", "text": f"{names[i % 10]} met {names[(i + 3) % 10]} in Town{i}. "
+                                      f"{names[(i + 5) % 10]} wrote Book{i}."} for i in range(n)]
+
+
+def test_concurrent_extraction_builds_the_serial_kg_faster(make_kg):
+    docs = corpus(16)
+    serial, concurrent = make_kg("serial"), make_kg("concurrent")
+    t0 = time.perf_counter()
+    r1 = serial.add_documents(docs, model=extraction_model(0.05), max_concurrency=1)
+    t_serial = time.perf_counter() - t0
+    events = []
+    t0 = time.perf_counter()
+    r2 = concurrent.add_documents(docs, model=extraction_model(0.05), max_concurrency=8, on_progress=events.append)
+    t_conc = time.perf_counter() - t0
+    assert structure(serial) == structure(concurrent)
+    assert r1.usage["llm_calls"] == r2.usage["llm_calls"] == 16 * 3
+    assert t_conc < t_serial / 3, (t_serial, t_conc)
+    assert [e["done"] for e in events] == list(range(1, 17)) and events[-1]["total"] == 16
+    assert [e["doc_id"] for e in events] == [d["id"] for d in docs]
+
+
+def test_max_concurrency_is_checked(kg):
+    with pytest.raises(KgmemInputError, match="max_concurrency"):
+        kg.add_documents(["text"], model="offline", max_concurrency=0)
