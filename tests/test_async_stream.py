@@ -105,3 +105,51 @@ def test_blocking_guard_is_real():
 
     with pytest.raises(blockbuster.BlockingError):
         asyncio.run(run())
+
+
+@pytest.fixture(params=["directory", pytest.param("postgres", marks=pytest.mark.integration)])
+def persistent_kg(request, tmp_path):
+    from langgraph_kgmem import KnowledgeGraph
+
+    where = str(tmp_path / "kg") if request.param == "directory" else request.getfixturevalue("new_database")()
+    kg = KnowledgeGraph.open(where, name="asyncdemo", embeddings="hash")
+    yield kg
+    kg.close()
+
+
+def test_the_readme_async_example_runs_on_the_kgs_own_persistence(persistent_kg):
+    """The README's async example, verbatim, on AsyncSqliteSaver/Store or the async Postgres pair."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(# async[^\n]*\n.*?)```", readme, re.S)
+    assert block, "README has no '# async' example block"
+    namespace: dict = {}
+    exec(compile(block.group(1), "README-async", "exec"), namespace)  # noqa: S102 - our own README
+    out, state = asyncio.run(namespace["main"](persistent_kg))
+    assert "Lovelace" in out["answer"] or out["evidence"]
+    assert state.values["question"] == "Who worked with Ada Lovelace?"   # the thread was checkpointed
+    async def memory_items():
+        async with persistent_kg.apersistence() as (_, store):
+            return await store.asearch(("kgmem",), limit=1000)
+    assert isinstance(asyncio.run(memory_items()), list)
+
+
+def test_aadd_documents_does_not_block_the_loop():
+    from langgraph_kgmem import KnowledgeGraph
+
+    kg = KnowledgeGraph.in_memory(name="loop", embeddings="hash")
+
+    async def both():
+        ticks = []
+
+        async def ticker():
+            for _ in range(5):
+                ticks.append(1)
+                await asyncio.sleep(0)
+        report, _ = await asyncio.gather(kg.aadd_documents(["Grace Hopper wrote COBOL."] * 1, model="offline"),
+                                         ticker())
+        return report, ticks
+    report, ticks = asyncio.run(both())
+    assert report.documents_added == 1 and len(ticks) == 5

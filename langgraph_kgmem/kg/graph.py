@@ -13,14 +13,15 @@ run on a cached CSR snapshot that is rebuilt lazily after writes.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, AsyncIterator, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -263,6 +264,26 @@ class KnowledgeGraph:
         if self._persistence is None:
             self._persistence = open_persistence(self.path, uri=self.uri)
         return self._persistence
+
+    @asynccontextmanager
+    async def apersistence(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The async (checkpointer, store) pair on the same database as :meth:`persistence`, for
+        ``ainvoke``/``astream``: AsyncSqliteSaver + AsyncSqliteStore in the KG directory, the async
+        Postgres pair on a PostgreSQL KG (or ``KGMEM_POSTGRES_URI``), in-memory ones for an
+        in-memory KG. Closed when the block ends::
+
+            async with kg.apersistence() as (checkpointer, store):
+                app = create_catrag_graph(kg).compile(checkpointer=checkpointer, store=store)
+                out = await app.ainvoke({"question": "..."}, {"configurable": {"thread_id": "t1"}})
+        """
+        async with open_async_persistence(self.path, uri=self.uri) as pair:
+            yield pair
+
+    async def aadd_documents(self, docs: Iterable[Any], *, model: Any = None, **options: Any) -> "Any":
+        """:meth:`add_documents` without blocking the event loop: the ingest runs in a worker
+        thread (its LLM extraction calls run ``max_concurrency`` at a time there)."""
+        docs = list(docs)
+        return await asyncio.to_thread(self.add_documents, docs, model=model, **options)
 
     # ------------------------------------------------------------------ in-memory index
     def _index_node(self, n: Node) -> None:
@@ -987,6 +1008,60 @@ def _identity(name: str | None, stored: str | None, where: str) -> str:
             f"{where} holds KG {stored!r}, not {name!r}: its memory lives under {stored!r}. Open it with "
             f"name={stored!r} or without a name, or use another directory for a KG called {name!r}")
     return stored
+
+
+@asynccontextmanager
+async def open_async_persistence(path: Path | None, *, uri: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The async twin of :func:`open_persistence` (same database, same tables), closed on exit."""
+    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
+    if uri:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+        from psycopg import AsyncConnection
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+
+        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, storage_error
+
+        pool = AsyncConnectionPool(uri, min_size=1, max_size=8, open=False,
+                                   kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+        try:
+            await pool.open(wait=True, timeout=15)
+            saver, store = AsyncPostgresSaver(pool), AsyncPostgresStore(pool)
+            # one migrator at a time, polled (see open_persistence)
+            async with await AsyncConnection.connect(uri, autocommit=True) as conn:
+                while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                                     (SCHEMA_LOCK[0], 1))).fetchone())[0]:
+                    await asyncio.sleep(0.05)
+                try:
+                    await saver.setup()
+                    await store.setup()
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
+        except Exception as exc:
+            await pool.close()
+            if isinstance(exc, KgmemError):
+                raise
+            raise storage_error(exc, uri, "setting up the async checkpointer and store") from exc
+        try:
+            yield saver, store
+        finally:
+            await pool.close()
+        return
+    if path is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.store.memory import InMemoryStore
+
+        yield InMemorySaver(), InMemoryStore()
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    db = str(private_file(Path(path) / MEMORY_DB_FILE))
+    async with AsyncSqliteSaver.from_conn_string(db) as saver, AsyncSqliteStore.from_conn_string(db) as store:
+        await saver.setup()
+        await store.setup()
+        yield saver, store
 
 
 def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any, Any]:
