@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from langgraph_kgmem.errors import KgmemError, KgmemInputError
+from langgraph_kgmem.memory import KINDS
 
 TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
 
@@ -45,24 +46,83 @@ def _open(args: argparse.Namespace, *, create: bool):
     return KnowledgeGraph.open(args.kg, name=args.name, embeddings=args.embeddings, create=create)
 
 
-def _expand(paths: Sequence[str]) -> list[Path]:
-    out: list[Path] = []
+def _expand(paths: Sequence[str]) -> list[tuple[Path, str]]:
+    """(file, document id) for every text file named or found in a named folder. A file's id is
+    its path relative to the folder it was found in (the file name for a file named directly),
+    so an edited file replaces its own document instead of adding a second one."""
+    out: list[tuple[Path, str]] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() in TEXT_SUFFIXES))
+            out.extend((q, q.relative_to(p).as_posix()) for q in sorted(p.rglob("*"))
+                       if q.is_file() and q.suffix.lower() in TEXT_SUFFIXES)
         else:
-            out.append(p)
+            out.append((p, p.name))
     if not out:
         raise KgmemError(f"no text files found in {', '.join(paths)} (looked for {', '.join(sorted(TEXT_SUFFIXES))})")
     return out
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    files = _expand(args.paths)
-    with _open(args, create=True) as kg:
-        report = kg.add_documents(files, model=_model_arg(args.model), chunk_tokens=args.chunk_tokens,
-                                  progress=True if len(files) > 3 else None)
-        print(report)
+    from langgraph_kgmem.ingest.pipeline import read_text_file
+
+    docs, skipped = [], []
+    for path, doc_id in _expand(args.paths):
+        try:   # one unreadable file (binary, not UTF-8, empty) is reported, not fatal for the folder
+            docs.append({"id": doc_id, "text": read_text_file(path), "path": str(path)})
+        except KgmemInputError as exc:
+            skipped.append(str(exc))
+    if docs:
+        with _open(args, create=True) as kg:
+            report = kg.add_documents(docs, model=_model_arg(args.model), chunk_tokens=args.chunk_tokens,
+                                      max_concurrency=args.max_concurrency,
+                                      progress=True if len(docs) > 3 else None)
+            print(report)
+    for reason in skipped:
+        print(f"skipped: {reason}", file=sys.stderr)
+    if skipped:
+        print(f"error: {len(skipped)} of {len(skipped) + len(docs)} file(s) not ingested (see above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as kg:
+        docs = kg.graph_store.documents()
+        if args.json:
+            print(json.dumps(docs, indent=2, default=str))
+        else:
+            for d in docs:
+                print(f"{d['id']}\t{d['status']}\t{d['n_chunks']} chunk(s)\t{d.get('title') or ''}")
+            print(f"{len(docs)} document(s) in KG {kg.name!r}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as kg:
+        for doc_id in args.ids:
+            gone = kg.delete_document(doc_id)
+            print(f"deleted {doc_id}: {gone['nodes_removed']} node(s), {gone['edges_removed']} edge(s)")
+    return 0
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    with _open(args, create=False) as kg:
+        if args.reset:
+            n = kg.reset_memory(args.kind, scope=args.scope.split("/") if args.scope else None)
+            print(f"deleted {n} memory item(s) of KG {kg.name!r}"
+                  + (f" (kind {args.kind})" if args.kind else "") + (f" (scope {args.scope})" if args.scope else ""))
+            return 0
+        listing = kg.memory(args.kind, limit=args.show)
+        if args.json:
+            print(json.dumps(listing, indent=2, default=str))
+            return 0
+        if not listing:
+            print(f"KG {kg.name!r} has no memory" + (f" of kind {args.kind}" if args.kind else "") + " yet")
+        for ns in listing:
+            scope = "/".join(ns["scope"]) or "(shared)"
+            print(f"{ns['kind']}  scope {scope}: {ns['items']} item(s)")
+            for it in ns["sample"]:
+                print(f"  {it['key']}  {json.dumps(it['value'], default=str)[:160]}")
     return 0
 
 
@@ -140,9 +200,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """Help that states each option's default, unless the help text already does or there is none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kgmem", description="Knowledge-graph memory for LangGraph agents.")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_parser = sub.add_parser
+
+    def add_parser(*a: Any, **kw: Any) -> argparse.ArgumentParser:   # every command's help shows defaults
+        return _add_parser(*a, formatter_class=_ShowDefaults, **kw)
+
+    sub.add_parser = add_parser  # type: ignore[method-assign]
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--kg", default=os.environ.get("KGMEM_KG"), required=not os.environ.get("KGMEM_KG"),
@@ -156,8 +232,28 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("paths", nargs="+")
     common(sp)
     sp.add_argument("--model", default=None, help="extraction model: offline or provider:model (default $KGMEM_MODEL)")
-    sp.add_argument("--chunk-tokens", type=int, default=750)
+    sp.add_argument("--chunk-tokens", type=int, default=750, help="chunk size in o200k tokens")
+    sp.add_argument("--max-concurrency", type=int, default=8, help="chunks extracted at once (LLM calls in flight)")
     sp.set_defaults(func=cmd_ingest)
+
+    sp = sub.add_parser("docs", help="list the documents of a KG (id, status, chunks, title)")
+    common(sp)
+    sp.add_argument("--json", action="store_true", help="print the document rows as JSON")
+    sp.set_defaults(func=cmd_docs)
+
+    sp = sub.add_parser("delete", help="remove documents and what only they contributed")
+    sp.add_argument("ids", nargs="+", help="document ids (see kgmem docs)")
+    common(sp)
+    sp.set_defaults(func=cmd_delete)
+
+    sp = sub.add_parser("memory", help="list (or --reset) what the methods remember about a KG")
+    common(sp)
+    sp.add_argument("--kind", default=None, choices=sorted(KINDS), help="one kind of memory (default: all)")
+    sp.add_argument("--scope", default=None, help="one memory scope, labels joined by '/' (e.g. a user id)")
+    sp.add_argument("--reset", action="store_true", help="delete that memory (the KG itself is kept)")
+    sp.add_argument("--show", type=int, default=10, help="items shown per namespace")
+    sp.add_argument("--json", action="store_true", help="print the listing as JSON")
+    sp.set_defaults(func=cmd_memory)
 
     sp = sub.add_parser("records", help="add time-stamped records (CSV) as a temporal KG, for KG-IRAG")
     sp.add_argument("paths", nargs="+", help="CSV files with a timestamp, a location and measured columns")

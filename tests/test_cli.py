@@ -38,7 +38,7 @@ def test_cli_errors_are_clear(tmp_path, capsys):
     assert "not a langgraph_kgmem KG directory" in capsys.readouterr().err
     empty = tmp_path / "empty.txt"
     empty.write_text("   ")
-    assert main(["ingest", str(empty), "--kg", str(tmp_path / "kg"), "--embeddings", "hash", "--model", "offline"]) == 2
+    assert main(["ingest", str(empty), "--kg", str(tmp_path / "kg"), "--embeddings", "hash", "--model", "offline"]) == 1
     assert "is empty" in capsys.readouterr().err
 
 
@@ -65,3 +65,52 @@ def test_records_then_ask_kgirag(tmp_path, capsys):
     # a rule is required, and only one kind of rule
     assert main(["records", str(csv), "--kg", kg, "--embeddings", "hash"]) == 2
     assert "exactly one of --event-rule" in capsys.readouterr().err
+
+
+def test_edited_files_replace_themselves_and_docs_delete_memory(corpus, tmp_path, capsys):
+    kg = str(tmp_path / "kg")
+    base = ["--kg", kg, "--embeddings", "hash"]
+    (corpus / "sub").mkdir()
+    (corpus / "sub" / "c.txt").write_text("Irene Joliot-Curie was born in Paris.")
+    (corpus / "latin1.txt").write_bytes("Caf\xe9 in Lyon.".encode("latin-1"))
+    assert main(["ingest", str(corpus), *base, "--model", "offline"]) == 1   # the bad file fails the run ...
+    captured = capsys.readouterr()
+    assert "added 3 document(s)" in captured.out and "latin1.txt is not UTF-8" in captured.err  # ... at the end
+    assert main(["docs", *base, "--json"]) == 0
+    assert sorted(d["id"] for d in json.loads(capsys.readouterr().out)) == ["a.txt", "b.md", "sub/c.txt"]
+    (corpus / "a.txt").write_text("Marie Curie was born in Warsaw. She worked in Paris.")
+    (corpus / "latin1.txt").unlink()
+    assert main(["ingest", str(corpus), *base, "--model", "offline"]) == 0
+    out = capsys.readouterr().out
+    assert "2 already present, 1 replaced" in out
+    assert main(["stats", *base]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == 3
+    assert main(["delete", "sub/c.txt", *base]) == 0
+    assert "deleted sub/c.txt" in capsys.readouterr().out
+    assert main(["docs", *base]) == 0
+    assert "sub/c.txt" not in capsys.readouterr().out
+    assert main(["delete", "nope", *base]) == 2
+    assert "no document 'nope'" in capsys.readouterr().err
+    # memory: empty, then ReMindRAG's edge memory after a question, then reset
+    assert main(["memory", *base]) == 0
+    assert "has no memory" in capsys.readouterr().out
+    assert main(["ask", "Where was Marie Curie born?", *base, "--model", "offline"]) == 0
+    capsys.readouterr()
+    assert main(["memory", *base, "--kind", "edge"]) == 0
+    listing = capsys.readouterr().out
+    assert "edge_memory  scope (shared):" in listing and '"updates": 1' in listing
+    assert main(["memory", *base, "--reset"]) == 0
+    assert "deleted" in capsys.readouterr().out
+    assert main(["memory", *base]) == 0
+    assert "has no memory" in capsys.readouterr().out
+
+
+def test_a_file_name_is_not_an_entity(tmp_path):
+    from langgraph_kgmem import KnowledgeGraph
+
+    f = tmp_path / "quarterly_report.txt"
+    f.write_text("Ada Lovelace wrote the first program.")
+    kg = KnowledgeGraph.in_memory(embeddings="hash")
+    kg.add_documents([f], model="offline")
+    assert "quarterly_report" not in {n.text for n in kg.nodes("entity")}
+    assert kg.graph_store.documents()[0]["meta"]["path"] == str(f)

@@ -52,6 +52,7 @@ from langgraph_kgmem.llm import (RetryingModel, decide, empty_usage, fallback_re
                                  is_offline, merge_usage, message_text, model_label, offline_usage, render,
                                  through_wrappers, with_retry_policy)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
+from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
 
@@ -468,11 +469,11 @@ def _close_attempt(state: dict[str, Any], outcome: Outcome, verdict: dict[str, A
             "visited": list(state.get("visited", [])), "verdict": verdict}
 
 
-def load_run(store: "BaseStore", kg_name: str, run_id: str) -> dict[str, list[dict[str, Any]]]:
+def load_run(store: "BaseStore", kg_name: str, run_id: str, scope: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
     """The persisted trajectories and reflections of one run (``out["run_id"]``), by attempt:
-    ``{"trajectories": [...], "reflections": [...]}``."""
-    trajectories = RecordMemory(store, kg_name, "trajectories")
-    reflections = RecordMemory(store, kg_name, "reflections")
+    ``{"trajectories": [...], "reflections": [...]}`` (``scope``: the run's memory scope labels)."""
+    trajectories = RecordMemory(store, kg_name, "trajectories", scope)
+    reflections = RecordMemory(store, kg_name, "reflections", scope)
     out: dict[str, list[dict[str, Any]]] = {"trajectories": [], "reflections": []}
     while (rec := trajectories.get(f"{run_id}-{len(out['trajectories'])}")) is not None:
         out["trajectories"].append(rec)
@@ -490,6 +491,7 @@ def create_r3cycle_graph(
     *,
     model: Any = None,
     retry_policy: RetryPolicy | None = None,
+    memory_scope: Sequence[str] | None = None,
     verifier: Verifier | Runnable | Callable[..., Any] | None = None,
     store: "BaseStore | None" = None,
     max_steps: int = 10,
@@ -512,6 +514,9 @@ def create_r3cycle_graph(
             limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
             :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: BaseStore for trajectories/reflections (default: the compiled graph's store).
+        memory_scope: tenant labels inserted in the memory namespace, filled per run from
+            ``config["configurable"]``: ``("{user_id}",)`` gives each user their own memory of this
+            KG (``("kgmem", kg name, user, kind)``); ``None``: one memory per KG.
         max_steps: step budget of the first attempt (tool calls including Finish).
         max_cycles: maximum number of retries after the first attempt (0 = never retry).
         reflection: False = Graph-CoT (one attempt, no verification, no reflection).
@@ -700,7 +705,7 @@ def create_r3cycle_graph(
 
     def _trajectory(state: R3State, **outcome: Any) -> None:
         """Store the current attempt's trajectory (rewritten as it grows; ``outcome``/``verdict`` at the end)."""
-        RecordMemory(resolve_store(store), kg.name, "trajectories").put(f"{state['run_id']}-{state['attempt']}", {
+        RecordMemory(resolve_store(store), kg.name, "trajectories", scope_of(memory_scope)).put(f"{state['run_id']}-{state['attempt']}", {
             "run_id": state["run_id"], "question": state["question"], "method": method,
             "attempt": state["attempt"], "budget": state["budget"], "guidance": state.get("guidance", ""),
             "steps": state.get("steps", []), "path": state.get("path", []), "answer": state.get("final"),
@@ -768,7 +773,7 @@ def create_r3cycle_graph(
                      "path": state.get("path", [])})
         rec = {"run_id": state["run_id"], "question": state["question"], "attempt": state["attempt"],
                "failure_type": failure, "answer": state.get("final"), **decision.model_dump()}
-        RecordMemory(resolve_store(store), kg.name, "reflections").put(f"{state['run_id']}-{state['attempt']}", rec)
+        RecordMemory(resolve_store(store), kg.name, "reflections", scope_of(memory_scope)).put(f"{state['run_id']}-{state['attempt']}", rec)
         emit_progress({"event": "reflect", "attempt": state["attempt"], "failure_type": failure, "retry": decision.retry})
         return {"reflections": [*state.get("reflections", []), rec], "retry": decision.retry, "usage": usage}
 

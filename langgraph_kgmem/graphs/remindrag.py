@@ -39,6 +39,7 @@ from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState,
                                            emit_progress, evidence_item, fence, id_validator, method_model, run_model)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
+from langgraph_kgmem.memory import memory_scope as scope_of
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -414,6 +415,7 @@ def create_remindrag_graph(
     model: Any = None,
     store: BaseStore | None = None,
     retry_policy: RetryPolicy | None = None,
+    memory_scope: Sequence[str] | None = None,
     seeds_k: int = 2,
     alpha: float = 0.1,
     lam: float = 0.55,
@@ -435,6 +437,9 @@ def create_remindrag_graph(
             limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
             :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: the BaseStore holding edge memories; default: the store the graph is compiled with.
+        memory_scope: tenant labels inserted in the memory namespace, filled per run from
+            ``config["configurable"]``: ``("{user_id}",)`` gives each user their own memory of this
+            KG (``("kgmem", kg name, user, kind)``); ``None``: one memory per KG.
         seeds_k: seed entities per (sub-)question (embedding similarity).
         alpha: weight of the node-embedding similarity in the replay weight ``w``.
         lam: replay threshold λ: memory replay follows an edge only when ``w > lam``.
@@ -485,7 +490,7 @@ def create_remindrag_graph(
     view = _GraphView(kg)
 
     def memory_of(q: np.ndarray) -> EdgeMemory:
-        return EdgeMemory(resolve_store(store), kg.name, len(q))
+        return EdgeMemory(resolve_store(store), kg.name, len(q), scope_of(memory_scope))
 
     def weights(exp: _Expansion, mem: EdgeMemory, q: np.ndarray) -> np.ndarray:
         if not exp.edge_ids:

@@ -265,6 +265,21 @@ class KnowledgeGraph:
             self._persistence = open_persistence(self.path, uri=self.uri)
         return self._persistence
 
+    def memory(self, kind: str | None = None, *, store: Any = None, limit: int = 20) -> list[dict[str, Any]]:
+        """What the methods remember about this KG, per namespace (edge memories, trajectories,
+        reflections, codebook, summaries; every memory scope): see :func:`memory.list_memory`.
+        ``store``: default the KG's own :meth:`persistence` store."""
+        from langgraph_kgmem.memory import list_memory
+
+        return list_memory(store if store is not None else self.persistence()[1], self.name, kind, limit=limit)
+
+    def reset_memory(self, kind: str | None = None, *, scope: Sequence[str] | None = None, store: Any = None) -> int:
+        """Forget what the methods remember about this KG (one ``kind``, one ``scope``, or all);
+        the graph itself is untouched. Returns the number of items deleted."""
+        from langgraph_kgmem.memory import reset_memory
+
+        return reset_memory(store if store is not None else self.persistence()[1], self.name, kind, scope=scope)
+
     @asynccontextmanager
     async def apersistence(self) -> AsyncIterator[tuple[Any, Any]]:
         """The async (checkpointer, store) pair on the same database as :meth:`persistence`, for

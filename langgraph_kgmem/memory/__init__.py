@@ -1,6 +1,8 @@
 """Cross-session memory on a LangGraph ``BaseStore``, namespaced per KG.
 
-Thin typed wrappers; every namespace is ``("kgmem", <kg name>, <kind>)``:
+Thin typed wrappers; every namespace is ``("kgmem", <kg name>, *scope, <kind>)``, where the optional
+``scope`` keeps one user's (tenant's) memory apart from another's: a factory's ``memory_scope=
+("{user_id}",)`` is filled from each run's ``config["configurable"]`` (:func:`memory_scope`):
 
 - :class:`EdgeMemory` (``edge_memory``): ReMindRAG's per-edge memory vectors.
 - :class:`RecordMemory` (any kind: ``trajectories``, ``reflections``, ``codebook``, ``summaries`` ...):
@@ -16,14 +18,46 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
-from langgraph_kgmem.errors import ConfigurationError
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
 
 ROOT = "kgmem"
 
 
-def namespace(kg_name: str, kind: str) -> tuple[str, ...]:
-    return (ROOT, check_kg_name(kg_name), kind)
+KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
+         "summary": "summaries"}   # short names (CLI) -> the namespace label each method writes
+
+
+def namespace(kg_name: str, kind: str, scope: Sequence[str] = ()) -> tuple[str, ...]:
+    return (ROOT, check_kg_name(kg_name), *scope, kind)
+
+
+def memory_scope(template: Sequence[str] | None, config: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The tenant part of a memory namespace: each label of ``template`` (e.g. ``("{user_id}",)``)
+    formatted with the run's ``config["configurable"]`` values (the running graph's config when
+    ``config`` is None). A value the run does not give is an error, never a shared namespace."""
+    if not template:
+        return ()
+    if config is None:
+        from langgraph.config import get_config
+
+        try:
+            config = get_config()
+        except RuntimeError:
+            config = {}
+    values = {k: v for k, v in dict((config or {}).get("configurable") or {}).items() if isinstance(v, (str, int))}
+    out = []
+    for label in template:
+        try:
+            text = str(label).format(**values)
+        except (KeyError, IndexError) as exc:
+            raise KgmemInputError(
+                f"memory_scope {tuple(template)!r} needs {exc} in the run's config: invoke with "
+                f"config={{'configurable': {{{str(exc)}: ...}}}}") from exc
+        if not text or "." in text or len(text) > 128:
+            raise KgmemInputError(f"memory scope label {text!r} (from {label!r}) must be 1-128 characters without dots")
+        out.append(text)
+    return tuple(out)
 
 
 def resolve_store(store: BaseStore | None) -> BaseStore:
@@ -55,9 +89,9 @@ def _list_all(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[A
 class RecordMemory:
     """JSON records under one namespace (key → dict)."""
 
-    def __init__(self, store: BaseStore, kg_name: str, kind: str) -> None:
+    def __init__(self, store: BaseStore, kg_name: str, kind: str, scope: Sequence[str] = ()) -> None:
         self.store = store
-        self.ns = namespace(kg_name, kind)
+        self.ns = namespace(kg_name, kind, scope)
 
     def put(self, key: str, value: Mapping[str, Any]) -> None:
         self.store.put(self.ns, key, dict(value), index=False)
@@ -79,9 +113,9 @@ class EdgeMemory:
     Missing edges read as the zero vector. Reads and writes are one batched store call for the
     edges asked about, so their cost does not grow with the memory's size."""
 
-    def __init__(self, store: BaseStore, kg_name: str, dim: int) -> None:
+    def __init__(self, store: BaseStore, kg_name: str, dim: int, scope: Sequence[str] = ()) -> None:
         self.store = store
-        self.ns = namespace(kg_name, "edge_memory")
+        self.ns = namespace(kg_name, "edge_memory", scope)
         self.dim = dim
 
     def many(self, edge_ids: Iterable[str]) -> np.ndarray:
@@ -112,7 +146,7 @@ class EdgeMemory:
         ids = list(edge_ids)
         if not ids:
             return 0
-        with memory_lock(self.store, "edge_memory:" + self.ns[1]):
+        with memory_lock(self.store, "edge_memory:" + "/".join(self.ns[1:-1])):
             items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])
             new: dict[str, np.ndarray] = {}
             counts: dict[str, int] = {}
@@ -137,4 +171,58 @@ class EdgeMemory:
         return len(self.keys())
 
 
-__all__ = ["EdgeMemory", "RecordMemory", "namespace", "resolve_store"]
+# ------------------------------------------------------------------ what a person can see
+
+def _kind_label(kind: str | None) -> str | None:
+    if kind is None:
+        return None
+    if kind in KINDS:
+        return KINDS[kind]
+    if kind in KINDS.values():
+        return kind
+    raise KgmemInputError(f"unknown memory kind {kind!r}; use one of {', '.join(KINDS)}")
+
+
+def memory_namespaces(store: BaseStore, kg_name: str, kind: str | None = None) -> list[tuple[str, ...]]:
+    """Every namespace holding memory of KG ``kg_name`` (all scopes), optionally of one ``kind``."""
+    label = _kind_label(kind)
+    found = store.list_namespaces(prefix=(ROOT, check_kg_name(kg_name)), limit=100_000)
+    return sorted(ns for ns in found if label is None or ns[-1] == label)
+
+
+def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
+    """What a KG remembers, per namespace: ``{"namespace", "kind", "scope", "items", "sample"}``
+    where ``sample`` holds up to ``limit`` items (edge memories as their update count and vector
+    norm, records as stored)."""
+    out = []
+    for ns in memory_namespaces(store, kg_name, kind):
+        items = _list_all(store, ns)
+        sample = []
+        for it in sorted(items, key=lambda i: i.key)[:limit]:
+            value = dict(it.value)
+            if ns[-1] == "edge_memory" and "v" in value:
+                value = {"updates": int(value.get("n", 0)),
+                         "norm": round(float(np.linalg.norm(np.asarray(value["v"], dtype=np.float64))), 4)}
+            sample.append({"key": it.key, "value": value, "updated_at": str(it.updated_at)})
+        out.append({"namespace": list(ns), "kind": ns[-1], "scope": list(ns[2:-1]), "items": len(items),
+                    "sample": sample})
+    return out
+
+
+def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
+                 scope: Sequence[str] | None = None) -> int:
+    """Delete a KG's memory (one ``kind``, one ``scope``, or all of it); returns items deleted.
+    The KG itself is untouched."""
+    deleted = 0
+    for ns in memory_namespaces(store, kg_name, kind):
+        if scope is not None and tuple(ns[2:-1]) != tuple(scope):
+            continue
+        keys = [it.key for it in _list_all(store, ns)]
+        for i in range(0, len(keys), 500):
+            store.batch([PutOp(ns, k, None) for k in keys[i:i + 500]])
+        deleted += len(keys)
+    return deleted
+
+
+__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "list_memory", "memory_namespaces", "memory_scope", "namespace",
+           "reset_memory", "resolve_store"]
