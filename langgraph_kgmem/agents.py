@@ -59,6 +59,9 @@ def _tool_name(method: str) -> str:
     return "ask_" + re.sub(r"[^a-zA-Z0-9_-]", "_", method)
 
 
+RECORD_METHODS = frozenset({"kgirag"})   # methods that need time-stamped records (kg.add_records)
+
+
 def method_available(method: str) -> bool:
     """Whether ``method``'s module is importable in this installation."""
     if method not in METHODS:
@@ -109,10 +112,12 @@ def create_all_tools(kg: "KnowledgeGraph", *, methods: Sequence[str] | None = No
     """Tools for every method (default: every available one, baselines included) plus the graph tools.
 
     Explicitly requested ``methods`` must exist; with ``methods=None`` the ones whose module is not
-    installed are left out. ``graph_tools`` adds ``create_kgmem_tools(kg)``.
+    installed are left out, and KG-IRAG too when the KG holds no time-stamped records. ``graph_tools`` adds ``create_kgmem_tools(kg)``.
     """
     if methods is None:
-        chosen = [m for m in METHODS if method_available(m)]
+        # KG-IRAG answers from time-stamped records: not offered on a KG that has none
+        has_records = kg.stats()["nodes_by_kind"].get("time", 0) > 0
+        chosen = [m for m in METHODS if method_available(m) and (has_records or m not in RECORD_METHODS)]
     else:
         unknown = [m for m in methods if m not in METHODS]
         if unknown:

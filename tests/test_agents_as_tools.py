@@ -12,8 +12,9 @@ import re
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
-from method_cases import QUESTION, method_case, pick
+from method_cases import QUESTION, RECORDS_CSV, method_case, pick
 
+from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.registry import METHODS
 from langgraph_kgmem.testing import ScriptedChatModel
@@ -113,8 +114,11 @@ def test_create_all_tools_lists_every_method_and_the_graph_tools(kg, store):
     tools = create_all_tools(kg, model="offline", store=store)
     names = [t.name for t in tools]
     assert names[-4:] == ["RetrieveNode", "NodeFeature", "NeighbourCheck", "NodeDegree"]
-    assert names[:-4] == [f"ask_{m}" for m in METHODS]
+    assert names[:-4] == [f"ask_{m}" for m in METHODS if m != "kgirag"]   # kg has no records
     assert len(set(names)) == len(names)
+    records = KnowledgeGraph.in_memory(name="records")
+    records.add_records(RECORDS_CSV, event_rule="rain_mm > 0", event_name="rain")
+    assert "ask_kgirag" in [t.name for t in create_all_tools(records, model="offline", store=store)]
 
 
 def test_unknown_method_is_named_in_the_error(kg, store):

@@ -368,3 +368,11 @@ def test_tools_run_on_the_given_environment(books):
     model = _scripted({0: [("NodeFeature", {"node_id": "book-1", "feature": "year"}), ("Finish", {"answer": "y"})]})
     _run(TracingEnv(kg), model, "q?", reflection=False)
     assert TracingEnv.seen == ["book-1"]
+
+
+def test_offline_verifier_rejects_an_answer_that_repeats_the_question():
+    from langgraph_kgmem.graphs.r3cycle import _offline_verdict
+
+    steps = [{"tool": "RetrieveNode", "observation": "Marie Curie (ent-1) married Pierre Curie"}]
+    assert not _offline_verdict("Marie Curie", steps, "Who married Marie Curie?").ok
+    assert _offline_verdict("Pierre Curie", steps, "Who married Marie Curie?").ok

@@ -67,3 +67,34 @@ def test_grbench_loader_rejects_bad_shape(tmp_path):
         load_grbench(g, bad)
     with pytest.raises(KgmemInputError, match="cannot read"):
         load_grbench(g, tmp_path / "missing.json")
+
+
+def test_remember_writes_a_fact_with_provenance(kg):
+    from langgraph_kgmem.tools import create_kgmem_tools
+
+    assert "Remember" not in {t.name for t in create_kgmem_tools(kg)}
+    tools = {t.name: t for t in create_kgmem_tools(kg, writable=True)}
+    out = tools["Remember"].invoke({"subject": "Marie Curie", "relation": "was a member of",
+                                    "object": "the Solvay Conferences", "source": "https://example.org/solvay"})
+    assert out.startswith("Remembered:")
+    fact = [e for e in kg.edges("relation") if e.text == "was a member of"]
+    assert len(fact) == 1 and kg.node(fact[0].src).text == "Marie Curie"   # merged into the known entity
+    doc = kg.graph_store.document(kg.graph_store.edge_sources(fact[0].id)[0])
+    assert doc["meta"]["remembered_from"] == "https://example.org/solvay"
+    assert tools["Remember"].invoke({"subject": "Marie Curie", "relation": "was a member of",
+                                     "object": "the Solvay Conferences",
+                                     "source": "https://example.org/solvay"}).startswith("Already remembered")
+    assert "non-empty" in tools["Remember"].invoke({"subject": " ", "relation": "r", "object": "o", "source": "s"})
+    assert "longer than" in tools["Remember"].invoke({"subject": "x" * 300, "relation": "r", "object": "o",
+                                                      "source": "s"})
+    found = tools["RetrieveNode"].invoke({"keyword": "Solvay Conferences"})
+    assert "Solvay" in found
+
+
+def test_all_tools_leave_out_kgirag_without_records(kg):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.agents import create_all_tools
+
+    names = {t.name for t in create_all_tools(kg, model="offline", store=InMemoryStore())}
+    assert not any("kgirag" in n for n in names) and any("catrag" in n for n in names)

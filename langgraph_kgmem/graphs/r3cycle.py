@@ -383,10 +383,12 @@ def _offline_reflection(state: dict[str, Any], failure: FailureType, reason: str
                       retry=bool(avoid))
 
 
-def _offline_verdict(answer: str, steps: Sequence[dict[str, Any]]) -> Verdict:
+def _offline_verdict(answer: str, steps: Sequence[dict[str, Any]], question: str = "") -> Verdict:
     a = normalize_answer(answer)
     if not a or a == normalize_answer(NO_ANSWER):
         return Verdict(ok=False, reason="no answer was given")
+    if a in normalize_answer(question):   # "Who married Marie Curie?" -> "Marie Curie" answers nothing
+        return Verdict(ok=False, reason="the answer only repeats words of the question")
     seen = any(a in normalize_answer(s["observation"]) for s in steps if s["tool"] != FINISH)
     return Verdict(ok=seen, reason="the answer appears in the observations" if seen
                    else "the answer appears in no observation")
@@ -734,7 +736,7 @@ def create_r3cycle_graph(
                 prompt = render(VERIFY_PROMPT, question=state["question"], answer=fence(answer, inline=True),
                                 evidence=fence([f"- {e['text']}" for e in evidence if e["kind"] == "observation"]))
                 verdict, usage = decide(run_model(runtime, default_model), Verdict, prompt, step="verify",
-                                        offline=lambda: _offline_verdict(answer, steps),
+                                        offline=lambda: _offline_verdict(answer, steps, state["question"]),
                                         context={"question": state["question"], "answer": answer,
                                                  "steps": [{k: s[k] for k in ("tool", "args", "observation")}
                                                            for s in steps]})

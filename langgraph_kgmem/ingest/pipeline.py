@@ -343,7 +343,8 @@ def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) ->
 
 
 def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
-                title: str | None = None, merge_threshold: float | None = 0.85) -> IngestReport:
+                title: str | None = None, merge_threshold: float | None = 0.85,
+                meta: dict[str, Any] | None = None) -> IngestReport:
     """Add pre-extracted triples, optionally with the passage ``text`` they came from (which becomes
     a chunk + anchor linked to the triples' entities). ``source`` is the document id
     (default: a hash of the text or of the triples). Idempotent per source."""
@@ -359,6 +360,8 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     for what, value in (("text", text), ("title", title), ("source", source)):
         if value is not None:
             check_unicode(value, f"add_triples {what}")
+    meta = dict(meta or {})
+    _check_meta(meta, source or "add_triples")
     doc_id = source or document_id(text if text is not None else repr([t.text() for t in trips]), title or "")
     existing = kg.graph_store.document(doc_id)
     report = IngestReport()
@@ -371,10 +374,10 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     entities = list(dict.fromkeys([title] if title else []) )
     entities += [x for t in trips for x in (t.subject, t.object)]
     with kg.transaction():
-        kg.graph_store.put_document(doc_id, title=title or "", status="pending")
+        kg.graph_store.put_document(doc_id, title=title or "", status="pending", meta=meta)
         w = _Writer(kg, doc_id, merge_threshold)
         w.write_chunk(0, text, Extraction(list(dict.fromkeys(entities)), trips, title or ""), title=title or "")
-        kg.graph_store.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0)
+        kg.graph_store.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta)
     report.merge(w.report)
     report.documents_added = 1
     report.document_ids.append(doc_id)

@@ -601,11 +601,14 @@ class KnowledgeGraph:
         return e.id
 
     def add_triples(self, triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
-                    title: str | None = None, merge_threshold: float | None = 0.85) -> "Any":
-        """Add pre-extracted ``[subject, relation, object]`` triples (see ingest.pipeline)."""
+                    title: str | None = None, merge_threshold: float | None = 0.85,
+                    meta: dict[str, Any] | None = None) -> "Any":
+        """Add pre-extracted ``[subject, relation, object]`` triples (see ingest.pipeline); ``meta``
+        is stored with the document row (provenance)."""
         from langgraph_kgmem.ingest.pipeline import add_triples
 
-        return add_triples(self, triples, source=source, text=text, title=title, merge_threshold=merge_threshold)
+        return add_triples(self, triples, source=source, text=text, title=title, merge_threshold=merge_threshold,
+                           meta=meta)
 
     def add_documents(self, docs: Iterable[Any], *, model: Any = None, **options: Any) -> "Any":
         """Chunk, extract and merge documents into the KG (see ingest.pipeline.add_documents)."""

@@ -1,4 +1,5 @@
-"""LangChain tools over a KG: RetrieveNode, NodeFeature, NeighbourCheck, NodeDegree.
+"""LangChain tools over a KG: RetrieveNode, NodeFeature, NeighbourCheck, NodeDegree, and with
+``writable=True`` Remember (an agent writes what it learned into the KG, with provenance).
 
 ``create_kgmem_tools(kg)`` returns them bound to one graph, ready for ``bind_tools``, a
 ``ToolNode`` or ``create_agent``. Observations are plain sentences an LLM can act on.
@@ -31,10 +32,46 @@ class NeighbourArgs(BaseModel):
     relation: str = Field(description="the relation to follow, e.g. 'author' or 'was born in'")
 
 
-def create_kgmem_tools(kg: "KnowledgeGraph", *, top_n: int = 1) -> list[BaseTool]:
-    """The four graph-access tools bound to ``kg`` (RetrieveNode returns the top ``top_n`` ids)."""
+class RememberArgs(BaseModel):
+    subject: str = Field(description="the entity the fact is about, e.g. 'Marie Curie'")
+    relation: str = Field(description="a short relation phrase, e.g. 'was born in'")
+    object: str = Field(description="the other entity or value, e.g. 'Warsaw'")
+    source: str = Field(description="where the fact comes from: a URL, a document title, or 'user said'")
+
+
+MAX_REMEMBER_CHARS = {"subject": 200, "relation": 200, "object": 200, "source": 500}
+
+
+def remember(kg: "KnowledgeGraph", subject: str, relation: str, object: str, source: str) -> str:
+    """Write one fact into ``kg`` as its own document (id ``remembered-<hash>``, the source kept in
+    the document's metadata, so ``kgmem docs`` shows it and ``kgmem delete`` removes it); entities
+    merge into existing ones as in any ingest. Returns an observation; bad arguments are
+    explained, not raised, so the agent can correct itself."""
+    from langgraph_kgmem.errors import KgmemError
+    from langgraph_kgmem.kg.types import content_hash
+
+    values = {"subject": subject, "relation": relation, "object": object, "source": source}
+    for key, value in values.items():
+        if not isinstance(value, str) or not value.strip():
+            return f"Not remembered: {key} must be non-empty text."
+        if len(value) > MAX_REMEMBER_CHARS[key]:
+            return f"Not remembered: {key} is longer than {MAX_REMEMBER_CHARS[key]} characters; shorten it."
+    s, r, o, src = (v.strip() for v in (subject, relation, object, source))
+    doc_id = "remembered-" + content_hash(s, r, o, src)
+    try:
+        report = kg.add_triples([(s, r, o)], source=doc_id, meta={"remembered_from": src, "by": "Remember tool"})
+    except KgmemError as exc:
+        return f"Not remembered: {exc}"
+    if report.documents_skipped:
+        return f"Already remembered: {s} {r} {o} (from {src})."
+    return f"Remembered: {s} {r} {o} (from {src}; document {doc_id})."
+
+
+def create_kgmem_tools(kg: "KnowledgeGraph", *, top_n: int = 1, writable: bool = False) -> list[BaseTool]:
+    """The four graph-access tools bound to ``kg`` (RetrieveNode returns the top ``top_n`` ids);
+    ``writable=True`` adds Remember (:func:`remember`)."""
     env = GraphEnv(kg)
-    return [
+    tools = [
         StructuredTool.from_function(
             lambda keyword: env.retrieve_node(keyword, top_n), name="RetrieveNode", args_schema=RetrieveNodeArgs,
             description="Find the id of the graph node whose text best matches a keyword. Start here: other "
@@ -51,6 +88,13 @@ def create_kgmem_tools(kg: "KnowledgeGraph", *, top_n: int = 1) -> list[BaseTool
             env.node_degree, name="NodeDegree", args_schema=NeighbourArgs,
             description="Count a node's neighbours along a relation (use for 'how many' questions)."),
     ]
+    if writable:
+        tools.append(StructuredTool.from_function(
+            lambda subject, relation, object, source: remember(kg, subject, relation, object, source),
+            name="Remember", args_schema=RememberArgs,
+            description="Store one fact you learned (subject, relation, object) in the knowledge graph, with "
+                        "its source, so later questions can use it. Use it for facts worth keeping, not guesses."))
+    return tools
 
 
-__all__ = ["create_kgmem_tools", "GraphEnv", "load_grbench"]
+__all__ = ["create_kgmem_tools", "remember", "GraphEnv", "load_grbench"]
