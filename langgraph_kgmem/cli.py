@@ -161,7 +161,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
         out = _invoke(kg, args.method, args.question, _model_arg(args.model), args.thread or uuid.uuid4().hex)
         if args.json:
-            print(json.dumps(out, indent=2, default=str))
+            print(json.dumps({"question": args.question, **out}, indent=2, default=str))
             return 0
         usage = out.get("usage", {})
         print(f"answer: {out.get('answer', '')}")
@@ -172,7 +172,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_highlight(run_file: str) -> list[str]:
+def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
+    """The ids a run's output names, and the question it answered (when the output has it)."""
     from langgraph_kgmem.kg.html import run_highlight
 
     hint = "give the JSON that `kgmem ask ... --json` prints"
@@ -183,20 +184,25 @@ def _run_highlight(run_file: str) -> list[str]:
     except ValueError as exc:  # not JSON, or not UTF-8
         raise KgmemInputError(f"--run {run_file} is not JSON ({exc}); {hint}") from exc
     try:
-        return run_highlight(run)
+        question = run.get("question")
+        return run_highlight(run), question if isinstance(question, str) else None
     except (AttributeError, KeyError, TypeError) as exc:
         raise KgmemInputError(f"--run {run_file} is not a run output (no evidence/path lists of ids); {hint}") from exc
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from langgraph_kgmem.kg.html import export_html
+    from langgraph_kgmem.kg.html import edge_memory_counts, export_html
 
-    highlight = list(args.highlight or [])
+    highlight, question = list(args.highlight or []), None
     if args.run:  # read before opening the KG: a bad file fails fast
-        highlight += _run_highlight(args.run)
+        ids, question = _run_highlight(args.run)
+        highlight += ids
     with _open(args, create=False) as kg:
-        out = export_html(kg, args.html, highlight=highlight, max_nodes=args.max_nodes)
-        print(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges)")
+        memory = edge_memory_counts(kg.persistence()[1], kg.name) if args.memory else None
+        out = export_html(kg, args.html, highlight=highlight, max_nodes=args.max_nodes, question=question,
+                          memory=memory)
+        print(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges"
+              + (f", {sum(1 for v in memory.values() if v)} remembered" if memory else "") + ")")
     return 0
 
 
@@ -288,7 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--html", required=True, help="output file")
     sp.add_argument("--highlight", nargs="*", help="node/edge ids to highlight")
     sp.add_argument("--run", help="a run's JSON output (kgmem ask --json): highlights its path and evidence")
-    sp.add_argument("--max-nodes", type=int, default=1500)
+    sp.add_argument("--max-nodes", type=int, default=1500, help="largest number of nodes drawn")
+    sp.add_argument("--no-memory", dest="memory", action="store_false",
+                    help="do not draw ReMindRAG's edge memory (green, width by updates)")
     sp.set_defaults(func=cmd_export)
 
     sp = sub.add_parser("migrate", help="copy a KG (structure, vectors, memory) between a directory and PostgreSQL")

@@ -20,6 +20,7 @@ import pytest
 QUESTION = "Where was Marie Curie born?"
 HIGHLIGHT_RGB = (0xD6, 0x27, 0x28)  # #d62728, .hl strokes in kg/html.py
 BACKGROUND_RGB = (0xFA, 0xFA, 0xFA)
+MEMORY_RGB = (0x2C, 0xA0, 0x2C)     # #2ca02c, .edge.mem
 WINDOW = (1200, 900)
 
 
@@ -120,12 +121,14 @@ def run_page(tmp_path_factory):
     kg = KnowledgeGraph.open(kg_dir, name="view", embeddings="hash", vector_backend="memory")
     try:
         kg.add_documents(sample_docs, model="offline")
-        run = compile_method("remindrag", kg).invoke({"question": QUESTION})  # a path to highlight
+        # a path to highlight, and edge memory in the KG's own store to draw
+        run = compile_method("remindrag", kg, store=kg.persistence()[1]).invoke({"question": QUESTION})
         nodes = kg.node_count()
     finally:
         kg.close()
     run_file = tmp_path / "run.json"
-    run_file.write_text(json.dumps({"evidence": run["evidence"], "path": run.get("path", [])}, default=str))
+    run_file.write_text(json.dumps({"question": QUESTION, "evidence": run["evidence"], "path": run.get("path", [])},
+                                   default=str))
     page = tmp_path / "view.html"
     assert main(["export", "--kg", str(kg_dir), "--name", "view", "--embeddings", "hash",
                  "--html", str(page), "--run", str(run_file)]) == 0
@@ -163,8 +166,9 @@ def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_p
     red = near(canvas, HIGHLIGHT_RGB)
     assert red.sum() > 50, "no highlight-coloured pixels"
     height = WINDOW[1] - header
-    scale = min(WINDOW[0], height) / 1000.0  # SVG viewBox 0..1000, preserveAspectRatio xMidYMid meet
-    ox, oy = (WINDOW[0] - 1000 * scale) / 2, (height - 1000 * scale) / 2
+    vx, vy, vw, vh = page_data(page)["view"]      # the drawing's box, preserveAspectRatio xMidYMid meet
+    scale = min(WINDOW[0] / vw, height / vh)
+    ox, oy = (WINDOW[0] - vw * scale) / 2 - vx * scale, (height - vh * scale) / 2 - vy * scale
     ys, xs = np.nonzero(red)
     hl_nodes = [n for n in page_data(page)["nodes"] if n["hl"]]
     assert hl_nodes
@@ -172,5 +176,19 @@ def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_p
         px, py = ox + n["x"] * scale, oy + n["y"] * scale
         assert (np.hypot(xs - px, ys - py) < 12).any(), f"highlighted node {n['id']} is not drawn in red"
 
-    # control: the same graph without a run has no highlight colour
-    assert near(screenshot(plain, tmp_path)[header:], HIGHLIGHT_RGB).sum() == 0
+    # the drawing fills the window: drawn pixels span most of the canvas one way or the other
+    ys_all, xs_all = np.nonzero(drawn)
+    assert (xs_all.max() - xs_all.min()) > 0.6 * WINDOW[0] or (ys_all.max() - ys_all.min()) > 0.6 * height
+
+    # edge memory is drawn green; the legend lists only the kinds present; the question is shown
+    data = page_data(page)
+    assert data["memory_edges"] > 0
+    assert data["question"] == QUESTION and "the path that answered" in page.read_text()
+    colors = json.loads(re.search(r"const COLORS = (\{.*?\});\n", page.read_text()).group(1))
+    assert set(colors) == {n["kind"] for n in data["nodes"]} and "time" not in colors
+
+    # control: the same graph without a run has no highlight colour, and its remembered edges
+    # (the run's, red above) are drawn green
+    plain_canvas = screenshot(plain, tmp_path)[header:]
+    assert near(plain_canvas, HIGHLIGHT_RGB).sum() == 0
+    assert near(plain_canvas, MEMORY_RGB, 40).sum() > 20

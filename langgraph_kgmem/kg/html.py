@@ -1,8 +1,10 @@
 """A self-contained interactive HTML view of a KG (no CDN, works offline).
 
 Positions come from networkx's spring layout (computed once, in Python); the page draws an SVG
-with pan/zoom, hover tooltips, a kind legend, a search box, and the highlighted traversal path of a
-run (nodes and edges of ``highlight``) drawn on top.
+that fills the window below its header, with pan/zoom, hover tooltips, a legend of the node kinds
+present, a search box, edges drawn thicker and green by how often ReMindRAG's memory updated them,
+and the highlighted traversal path of a run (nodes and edges of ``highlight``) drawn on top with the
+question it answered.
 """
 
 from __future__ import annotations
@@ -21,12 +23,17 @@ KIND_COLORS = {"entity": "#4e79a7", "chunk": "#f28e2b", "anchor": "#59a14f", "ti
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
- body {{ margin:0; font-family: system-ui, sans-serif; background:#fafafa; }}
- header {{ padding:8px 12px; background:#222; color:#eee; display:flex; gap:16px; align-items:center; }}
+ html, body {{ height:100%; }}
+ body {{ margin:0; font-family: system-ui, sans-serif; background:#fafafa; display:flex; flex-direction:column;
+        overflow:hidden; }}
+ header {{ padding:8px 12px; background:#222; color:#eee; display:flex; flex-wrap:wrap; gap:6px 16px;
+          align-items:center; flex:0 0 auto; }}
  header input {{ padding:4px 8px; }}
  #legend span {{ margin-right:10px; }}
- svg {{ width:100vw; height:calc(100vh - 48px); display:block; cursor:grab; }}
+ #question {{ color:#ff9896; }}
+ svg {{ flex:1 1 auto; min-height:0; width:100%; display:block; cursor:grab; }}
  .edge {{ stroke:#bbb; stroke-width:0.6; }}
+ .edge.mem {{ stroke:#2ca02c; }}
  .edge.hl {{ stroke:#d62728; stroke-width:3; }}
  .node {{ stroke:#fff; stroke-width:0.8; }}
  .node.hl {{ stroke:#d62728; stroke-width:3; }}
@@ -37,8 +44,8 @@ PAGE = """<!DOCTYPE html>
 </style></head>
 <body>
 <header><b>{title}</b><span id="counts"></span><span id="legend"></span>
-<input id="q" placeholder="search nodes..."></header>
-<svg id="view" viewBox="0 0 1000 1000" xmlns="http://www.w3.org/2000/svg"><g id="edges"></g><g id="nodes"></g></svg>
+<input id="q" placeholder="search nodes..."><span id="question"></span></header>
+<svg id="view" viewBox="{view}" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><g id="edges"></g><g id="nodes"></g></svg>
 <div id="tip"></div>
 <script>
 const DATA = {data};
@@ -48,13 +55,17 @@ const NS = 'http://www.w3.org/2000/svg', tip = document.getElementById('tip');
 const pos = {{}};
 DATA.nodes.forEach(n => pos[n.id] = n);
 document.getElementById('counts').textContent = DATA.nodes.length + ' nodes, ' + DATA.edges.length + ' edges' + (DATA.truncated ? ' (largest part shown)' : '');
-document.getElementById('legend').innerHTML = Object.entries(COLORS).map(([k,c]) => '<span style="color:'+c+'">&#9679; '+k+'</span>').join('');
+document.getElementById('legend').innerHTML = Object.entries(COLORS).map(([k,c]) => '<span style="color:'+c+'">&#9679; '+k+'</span>').join('')
+  + (DATA.memory_edges ? '<span style="color:#2ca02c">&#9473; remembered edge (' + DATA.memory_edges + ')</span>' : '');
+if (DATA.question) document.getElementById('question').textContent = 'highlighted: the path that answered \\u201c' + DATA.question + '\\u201d';
 DATA.edges.forEach(e => {{
   const a = pos[e.src], b = pos[e.dst]; if (!a || !b) return;
   const l = document.createElementNS(NS, 'line');
   l.setAttribute('x1', a.x); l.setAttribute('y1', a.y); l.setAttribute('x2', b.x); l.setAttribute('y2', b.y);
-  l.setAttribute('class', 'edge' + (e.hl ? ' hl' : ''));
-  l.addEventListener('mousemove', ev => show(ev, e.kind + (e.text ? ': ' + e.text : '')));
+  l.setAttribute('class', 'edge' + (e.mem ? ' mem' : '') + (e.hl ? ' hl' : ''));
+  if (e.mem && !e.hl) l.setAttribute('style', 'stroke-width:' + (0.8 + Math.log2(1 + e.mem)).toFixed(2));
+  l.addEventListener('mousemove', ev => show(ev, e.kind + (e.text ? ': ' + e.text : '')
+    + (e.mem ? '\\nmemory: updated ' + e.mem + ' time(s)' : '')));
   l.addEventListener('mouseout', hide);
   eg.appendChild(l);
 }});
@@ -78,7 +89,7 @@ document.getElementById('q').addEventListener('input', ev => {{
   const q = ev.target.value.toLowerCase();
   ng.querySelectorAll('circle').forEach(c => c.classList.toggle('match', q.length > 1 && c.dataset.text.includes(q)));
 }});
-let vb = [0, 0, 1000, 1000], drag = null;
+let vb = DATA.view.slice(), drag = null;
 function setVB() {{ svg.setAttribute('viewBox', vb.join(' ')); }}
 svg.addEventListener('wheel', ev => {{ ev.preventDefault(); const f = ev.deltaY > 0 ? 1.15 : 1/1.15;
   const r = svg.getBoundingClientRect(), mx = vb[0] + (ev.clientX - r.left) / r.width * vb[2], my = vb[1] + (ev.clientY - r.top) / r.height * vb[3];
@@ -102,10 +113,24 @@ def run_highlight(run: Mapping[str, Any]) -> list[str]:
     return ids
 
 
+def edge_memory_counts(store: Any, kg_name: str) -> dict[str, int]:
+    """Updates ReMindRAG's memory applied per edge of KG ``kg_name``, summed over memory scopes."""
+    from langgraph_kgmem.memory import _list_all, memory_namespaces
+
+    counts: dict[str, int] = {}
+    for ns in memory_namespaces(store, kg_name, "edge"):
+        for it in _list_all(store, ns):
+            counts[it.key] = counts.get(it.key, 0) + max(int(it.value.get("n", 0)), 1)
+    return counts
+
+
 def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[str] = (), max_nodes: int = 1500,
-                title: str | None = None, seed: int = 7) -> Path:
+                title: str | None = None, seed: int = 7, question: str | None = None,
+                memory: Mapping[str, int] | None = None) -> Path:
     """Write the interactive view to ``path``. ``highlight``: node and/or edge ids (a run's path,
-    its evidence) drawn in red; the view keeps them even when the graph is cut to ``max_nodes``."""
+    its evidence) drawn in red, with ``question`` (the question that run answered) in the header;
+    the view keeps them even when the graph is cut to ``max_nodes``. ``memory``: edge id → updates
+    (:func:`edge_memory_counts`), drawn as green edges whose width grows with the count."""
     import networkx as nx
 
     hl = set(highlight)
@@ -130,12 +155,20 @@ def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[s
     g.add_nodes_from(sorted(keep_ids))
     g.add_edges_from((e.src, e.dst) for e in edges)
     layout = nx.spring_layout(g, seed=seed, iterations=50 if len(keep_ids) < 3000 else 20) if keep_ids else {}
+    memory = memory or {}
+    points = [(500 + 460 * float(layout[i][0]), 500 + 460 * float(layout[i][1])) for i in keep_ids]
+    view = [0.0, 0.0, 1000.0, 1000.0]
+    if points:   # the drawing's bounding box plus a margin (labels run to the right), so it fills the window
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        w, h = max(max(xs) - min(xs), 50.0), max(max(ys) - min(ys), 50.0)
+        view = [round(min(xs) - 0.05 * w, 2), round(min(ys) - 0.05 * h, 2), round(1.2 * w, 2), round(1.1 * h, 2)]
     data: dict[str, Any] = {
-        "truncated": truncated,
+        "truncated": truncated, "view": view, "question": (question or "")[:300],
+        "memory_edges": sum(1 for e in edges if memory.get(e.id)),
         "nodes": [{"id": n.id, "kind": n.kind, "text": n.text[:300], "hl": n.id in hl_nodes,
                    "x": round(500 + 460 * float(layout[n.id][0]), 2), "y": round(500 + 460 * float(layout[n.id][1]), 2)}
                   for n in nodes],
-        "edges": [{"src": e.src, "dst": e.dst, "kind": e.kind, "text": e.text[:120],
+        "edges": [{"src": e.src, "dst": e.dst, "kind": e.kind, "text": e.text[:120], "mem": int(memory.get(e.id, 0)),
                    "hl": e.id in hl or (e.src in hl_nodes and e.dst in hl_nodes and not (hl - hl_nodes))}
                   for e in edges],
     }
@@ -143,6 +176,8 @@ def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[s
     out.parent.mkdir(parents=True, exist_ok=True)
     # json inside <script>: escape '<' so text can never close the script element
     payload = json.dumps(data).replace("<", "\\u003c")
+    present = {n.kind for n in nodes}
+    colors = {k: c for k, c in KIND_COLORS.items() if k in present}
     out.write_text(PAGE.format(title=html.escape(title or f"kgmem: {kg.name}"), data=payload,
-                               colors=json.dumps(KIND_COLORS)), encoding="utf-8")
+                               colors=json.dumps(colors), view=" ".join(map(str, view))), encoding="utf-8")
     return out
