@@ -40,6 +40,11 @@ def test_a_changed_document_replaces_itself(make_kg):
     assert any(n.text == "Pierre Curie" for n in kg.nodes("entity"))   # d2 still needs it
     assert {d["id"] for d in kg.graph_store.documents()} == {"d1", "d2"}
     assert kg.graph_store.document("d1")["status"] == "done"
+    # every node and fact of the new version kept its vector (re-added after its deletion in the same transaction)
+    embedded = [n.id for n in kg.nodes() if n.kind in ("entity", "chunk", "anchor")]
+    assert all(kg.vector_index.has("nodes", embedded))
+    facts = [e.id for e in kg.edges("relation")]
+    assert all(kg.vector_index.has("facts", facts))
 
 
 def test_a_failed_replacement_keeps_the_old_version(make_kg, monkeypatch):

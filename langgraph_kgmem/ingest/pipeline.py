@@ -168,10 +168,7 @@ class _Writer:
     def prepare(self, names: Sequence[str]) -> None:
         """Embed names and find each one's closest KG entity with one matrix product (ingestion
         calls it once per document; names it did not cover are done per chunk)."""
-        # recorded aliases of every name in one query (a round trip each on a database server)
-        ask = list(dict.fromkeys(a for n in names if (a := normalize_name(n)) and a not in self._aliases))
-        found = self.kg.graph_store.alias_targets(ask)
-        self._aliases.update((a, found.get(a)) for a in ask)
+        self._prefetch_aliases(names)
         todo = [n for n in dict.fromkeys(names)
                 if n not in self._vec and n not in self._resolved and normalize_name(n) and self._lookup(n) is None]
         if not todo:
@@ -183,6 +180,14 @@ class _Writer:
             # a document being replaced has deleted its entities, whose vectors go only at commit
             self._best.update((n, b if b[0] is None or self.kg.has_node(b[0]) else (None, -1.0))
                               for n, b in zip(todo, best))
+
+    def _prefetch_aliases(self, names: Sequence[str]) -> None:
+        """Recorded aliases of every name in one query (a round trip each on a database server)."""
+        ask = list(dict.fromkeys(a for n in names if (a := normalize_name(n)) and a not in self._aliases
+                                 and not self.kg.has_node(entity_id(n))))
+        if ask:
+            found = self.kg.graph_store.alias_targets(ask)
+            self._aliases.update((a, found.get(a)) for a in ask)
 
     def _lookup(self, name: str) -> str | None:
         """The entity ``name`` already denotes: its own id, or the target of a recorded alias."""
@@ -213,6 +218,7 @@ class _Writer:
         the older entity."""
         kg, store = self.kg, self.kg.graph_store
         todo: list[str] = []
+        self._prefetch_aliases([n for n in names if n not in self._resolved])
         for name in dict.fromkeys(names):
             if not normalize_name(name) or name in self._resolved:
                 continue

@@ -373,6 +373,21 @@ class KnowledgeGraph:
             finally:
                 self._sync_lock.release()
 
+    def _has_live_vectors(self, space: str, ids: list[str]) -> list[bool]:
+        """Which ids have a vector that survives this transaction (one deleted earlier in it, on a
+        backend that deletes at commit, does not: a replaced document re-adds such nodes)."""
+        have = self._vectors.has(space, ids)
+        doomed = {i for sp, d in self._doomed_vectors if sp == space for i in d}
+        return [h and i not in doomed for i, h in zip(ids, have)]
+
+    def _upsert_vectors(self, space: str, ids: list[str], vectors: np.ndarray, kinds: list[str]) -> None:
+        """Write vectors; ids deleted earlier in this transaction are no longer deleted at commit."""
+        self._vectors.upsert(space, ids, vectors, kinds)
+        if self._doomed_vectors:
+            written = set(ids)
+            self._doomed_vectors = [(sp, [i for i in d if sp != space or i not in written])
+                                    for sp, d in self._doomed_vectors]
+
     def _delete_vectors(self, space: str, ids: list[str]) -> None:
         """Delete vectors once the enclosing transaction has committed (now if there is none); a
         transactional vector backend deletes inside the transaction, rolled back with it."""
@@ -541,13 +556,13 @@ class KnowledgeGraph:
             for n in nodes:
                 self._index_node(n)
             if vectors is not None:
-                self._vectors.upsert("nodes", [n.id for n in nodes], vectors, [n.kind for n in nodes])
+                self._upsert_vectors("nodes", [n.id for n in nodes], vectors, [n.kind for n in nodes])
             elif embed:
                 todo = [n for n in nodes if n.kind in EMBEDDED_KINDS]
-                have = self._vectors.has("nodes", [n.id for n in todo])
+                have = self._has_live_vectors("nodes", [n.id for n in todo])
                 todo = [n for n, h in zip(todo, have) if not h]
                 if todo:
-                    self._vectors.upsert("nodes", [n.id for n in todo], self.embed_texts([n.text for n in todo]),
+                    self._upsert_vectors("nodes", [n.id for n in todo], self.embed_texts([n.text for n in todo]),
                                          [n.kind for n in todo])
             self._touch()
         return [n.id for n in nodes]
@@ -574,10 +589,10 @@ class KnowledgeGraph:
                 self._index_edge(e)
             if embed_facts:
                 facts = [e for e in edges if e.kind == "relation"]
-                have = self._vectors.has("facts", [e.id for e in facts])
+                have = self._has_live_vectors("facts", [e.id for e in facts])
                 facts = [e for e, h in zip(facts, have) if not h]
                 if facts:
-                    self._vectors.upsert("facts", [e.id for e in facts], self.embed_texts(
+                    self._upsert_vectors("facts", [e.id for e in facts], self.embed_texts(
                         [self.fact_text(e) for e in facts]), ["relation"] * len(facts))
             self._touch()
         return [e.id for e in edges]
