@@ -158,6 +158,27 @@ class ScriptedChatModel(BaseChatModel):
 # the hostile model (fuzzing)
 
 
+def scripted_extraction_model(latency: float = 0.0) -> ScriptedChatModel:
+    """A scripted model for LLM extraction that answers each step from the chunk itself
+    (capitalised words are the entities, consecutive pairs the triples, the first words the title),
+    so the KG it builds does not depend on the order its calls arrive in; ``latency`` simulates a
+    hosted model (benchmarks of concurrent extraction)."""
+    import json
+    import re
+
+    def responder(messages: Any, request: Any) -> str:
+        ctx = request.context
+        if request.step == "extract_entities":
+            return json.dumps({"entities": list(dict.fromkeys(re.findall(r"\b[A-Z][a-z]+\b", ctx["text"])))})
+        if request.step == "extract_triples":
+            ents = ctx["entities"]
+            return json.dumps({"triples": [{"subject": a, "relation": "appears with", "object": b}
+                                           for a, b in zip(ents, ents[1:])]})
+        return json.dumps({"title": " ".join(ctx["text"].split()[:4])})
+
+    return ScriptedChatModel(responder=responder, latency=latency, model_name="scripted-extraction")
+
+
 class ProviderError(RuntimeError):
     """What a hosted model's client raises on a failed request (HTTP 5xx, overload ...)."""
 
@@ -375,5 +396,5 @@ class HostileChatModel(BaseChatModel):
         return super().with_structured_output(schema, include_raw=include_raw, **kwargs)
 
 
-__all__ = ["ScriptedChatModel", "HostileChatModel", "HOSTILE_KINDS", "ProviderError", "DeterministicEmbeddings",
+__all__ = ["ScriptedChatModel", "scripted_extraction_model", "HostileChatModel", "HOSTILE_KINDS", "ProviderError", "DeterministicEmbeddings",
            "HashingEmbeddings", "ScriptExhausted"]

@@ -3,14 +3,12 @@ extraction with several LLM calls in flight (same KG as a serial run, a fraction
 
 from __future__ import annotations
 
-import json
-import re
 import time
 
 import pytest
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.testing import ScriptedChatModel
+from langgraph_kgmem.testing import scripted_extraction_model
 
 V1 = "Marie Curie was born in Warsaw. Marie Curie married Pierre Curie."
 V2 = "Marie Curie was born in Warsaw. Marie Curie worked in Paris."
@@ -65,24 +63,6 @@ def test_a_failed_replacement_keeps_the_old_version(make_kg, monkeypatch):
     assert structure(kg) == before and kg.graph_store.document("d1")["status"] == "done"
 
 
-def _words(text):
-    return list(dict.fromkeys(re.findall(r"\b[A-Z][a-z]+\b", text)))
-
-
-def extraction_model(latency: float) -> ScriptedChatModel:
-    """Answers each extraction step from the chunk itself (so the order of calls does not matter)."""
-    def responder(messages, request):
-        ctx = request.context
-        if request.step == "extract_entities":
-            return json.dumps({"entities": _words(ctx["text"])})
-        if request.step == "extract_triples":
-            ents = ctx["entities"]
-            return json.dumps({"triples": [{"subject": a, "relation": "appears with", "object": b}
-                                           for a, b in zip(ents, ents[1:])]})
-        return json.dumps({"title": " ".join(ctx["text"].split()[:4])})
-    return ScriptedChatModel(responder=responder, latency=latency)
-
-
 def corpus(n):
     names = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Ken", "Dennis", "Niklaus", "John"]
     return [{"id": f"doc{i}", "text": f"{names[i % 10]} met {names[(i + 3) % 10]} in Town{i}. "
@@ -93,11 +73,11 @@ def test_concurrent_extraction_builds_the_serial_kg_faster(make_kg):
     docs = corpus(16)
     serial, concurrent = make_kg("serial"), make_kg("concurrent")
     t0 = time.perf_counter()
-    r1 = serial.add_documents(docs, model=extraction_model(0.05), max_concurrency=1)
+    r1 = serial.add_documents(docs, model=scripted_extraction_model(0.05), max_concurrency=1)
     t_serial = time.perf_counter() - t0
     events = []
     t0 = time.perf_counter()
-    r2 = concurrent.add_documents(docs, model=extraction_model(0.05), max_concurrency=8, on_progress=events.append)
+    r2 = concurrent.add_documents(docs, model=scripted_extraction_model(0.05), max_concurrency=8, on_progress=events.append)
     t_conc = time.perf_counter() - t0
     assert structure(serial) == structure(concurrent)
     assert r1.usage["llm_calls"] == r2.usage["llm_calls"] == 16 * 3

@@ -6,6 +6,7 @@
     python tools/bench.py --quick          # a few questions, every registered method (make bench)
     python tools/bench.py --perf           # KG performance suite (PPR, overrides, ingest)
     python tools/bench.py --backends --embeddings hash   # embedded vs PostgreSQL: query ms, ingest, memory
+    python tools/bench.py --extraction     # concurrent LLM extraction at a simulated 0.3 s per call
 
 Writes ``{"results": [...]}`` (one row per method × decider × dataset × pass) and prints a
 Markdown table. See README "Tests and benchmarks" and tools/benchlib/api.py for the adapter contract.

