@@ -404,65 +404,80 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     r0 = {u: x / total for u, x in r0.items()}
     # rows that differ from the base: written since it was built (delta), or overridden now
-    patched: dict[int, tuple[list[int], list[float], float]] = {}
     ov = _override_weights(snapshot, overrides)
     by_row: dict[int, dict[int, float]] = {}
     for u, v, _, m in ov:
         by_row.setdefault(u, {})[v] = m
+    patched: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
     for u in set(snapshot.delta_rows) | set(by_row):
         cols, vals = snapshot.row(u)
         vals = vals.astype(np.float64, copy=True)
         for v, m in by_row.get(u, {}).items():
             vals[np.searchsorted(cols, v)] *= m
-        patched[u] = (cols.tolist(), vals.tolist(), float(vals.sum()))
+        patched[u] = (cols, vals, float(vals.sum()))
+    patched_rows = np.fromiter(patched, dtype=np.int64, count=len(patched))
     deg = snapshot.degree
-    est: dict[int, float] = {}
-    res: dict[int, float] = dict(r0)
-    back_targets, back_shares = list(r0), list(r0.values())
-    queue = list(res)
-    queued = set(queue)
+    n = snapshot.n
+    # dense scratch: np.zeros is calloc, so only the pages the push touches cost anything
+    res = np.zeros(n)
+    est = np.zeros(n)
+    seeds = np.fromiter(r0, dtype=np.int64, count=len(r0))
+    seed_share = np.fromiter(r0.values(), dtype=np.float64, count=len(r0))
+    res[seeds] = seed_share
+
+    def over_threshold(cand: np.ndarray) -> np.ndarray:
+        thr = eps * np.maximum(1, deg[cand])
+        if len(patched_rows):
+            hit = np.flatnonzero(np.isin(cand, patched_rows))
+            thr[hit] = [eps * max(1, len(patched[int(cand[i])][0])) for i in hit]
+        return cand[res[cand] > thr]
+
+    # synchronous rounds: every node over its threshold pushes at once (vectorised); any push
+    # order keeps "exact = estimate + what the residual would still spread"
+    touched = [seeds]
+    frontier = over_threshold(seeds)
     pushes = 0
-
-    def threshold(v: int) -> float:
-        p = patched.get(v)
-        return eps * max(1, len(p[0]) if p is not None else int(deg[v]))
-
-    while queue and pushes < max_pushes:
-        u = queue.pop()
-        queued.discard(u)
-        ru = res.get(u, 0.0)
-        if ru <= threshold(u):
-            continue
-        pushes += 1
-        res[u] = 0.0
-        est[u] = est.get(u, 0.0) + (1.0 - damping) * ru
-        p = patched.get(u)
-        if p is not None:
-            targets, wts, ow = p
-        else:
-            lo, hi = indptr[u], indptr[u + 1]
-            targets, wts, ow = indices[lo:hi].tolist(), data[lo:hi].tolist(), float(out_w[u])
+    while len(frontier) and pushes < max_pushes:
+        pushes += len(frontier)
+        ru = res[frontier]
+        res[frontier] = 0.0
+        est[frontier] += (1.0 - damping) * ru
         moved = damping * ru
-        if ow <= 0:   # no way out: the mass returns to the reset distribution
-            targets, amounts = back_targets, [moved * x for x in back_shares]
-        else:
-            f = moved / ow
-            amounts = [x * f for x in wts]
-        for v, a in zip(targets, amounts):
-            if a <= 0.0:
-                continue
-            nv = res.get(v, 0.0) + a
-            res[v] = nv
-            if v not in queued and nv > threshold(v):
-                queue.append(v)
-                queued.add(v)
-    for v, x in res.items():
-        if x > 0.0:
-            est[v] = est.get(v, 0.0) + (1.0 - damping) * x
-    rows = np.fromiter(est, dtype=np.int64, count=len(est))
-    scores = np.fromiter(est.values(), dtype=np.float64, count=len(est))
-    order = np.argsort(rows)
-    return rows[order], scores[order]
+        special = np.isin(frontier, patched_rows) if len(patched_rows) else np.zeros(len(frontier), dtype=bool)
+        ow = out_w[frontier]
+        dead = (ow <= 0) & ~special
+        plain = ~special & ~dead
+        targets = []
+        if plain.any():
+            f, share = frontier[plain], moved[plain] / ow[plain]
+            starts, ends = indptr[f], indptr[f + 1]
+            lens = ends - starts
+            total = int(lens.sum())
+            # positions of every out-entry of the frontier, without a Python loop
+            pos = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts, lens)
+            t = indices[pos]
+            np.add.at(res, t, data[pos] * np.repeat(share, lens))
+            targets.append(t)
+        back = float(moved[dead].sum())
+        for i in np.flatnonzero(special):
+            cols, vals, pw = patched[int(frontier[i])]
+            if pw <= 0:
+                back += float(moved[i])
+            else:
+                np.add.at(res, cols, vals * (moved[i] / pw))
+                targets.append(np.asarray(cols, dtype=np.int64))
+        if back > 0:   # no way out: the mass returns to the reset distribution
+            res[seeds] += back * seed_share
+            targets.append(seeds)
+        if not targets:
+            break
+        cand = np.unique(np.concatenate(targets))
+        touched.append(cand)
+        frontier = over_threshold(cand)
+    rows = np.unique(np.concatenate(touched))
+    scores = est[rows] + (1.0 - damping) * res[rows]
+    keep = scores > 0
+    return rows[keep], scores[keep]
 
 
 @dataclass(frozen=True)
