@@ -211,6 +211,12 @@ def _directed(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, symmetric: b
     return rows[keep], cols[keep], data[keep].astype(np.float64)
 
 
+def degree_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Node positions by falling degree (ties by position): a locality order for the rows."""
+    deg = np.bincount(src, minlength=n) + np.bincount(dst, minlength=n)
+    return np.argsort(-deg, kind="stable")
+
+
 def build_snapshot(node_ids: Sequence[str], kinds: Sequence[str], src: np.ndarray, dst: np.ndarray,
                    weight: np.ndarray, *, symmetric: bool = True, table: NodeTable | None = None) -> GraphSnapshot:
     """Build a snapshot; with ``symmetric`` each edge is walkable both ways (parallel edges add).
