@@ -979,14 +979,15 @@ class KnowledgeGraph:
         what the seeds' residual mass reaches (each score low by at most ``eps`` × the node's
         degree; untouched nodes score 0). ``"auto"`` (default) pushes once the snapshot holds
         :attr:`PUSH_MIN_ENTRIES` (400,000) directed entries — an edge walkable both ways counts
-        twice, so about 200k edges — and is exact below that, where a whole iteration costs a
-        few milliseconds. Seeds of which none is in the graph reset the walk uniformly (as the
+        twice, so about 200k edges — and push's worst-case work ``1/(eps·(1−damping))`` is at
+        most ten exact iterations' (:func:`~langgraph_kgmem.kg.ppr.choose_method`); exact below
+        that, where a whole iteration costs a few milliseconds. Seeds of which none is in the graph reset the walk uniformly (as the
         exact method does), whatever the method.
         """
         if method not in ("auto", "exact", "push"):
             raise KgmemInputError(f"ppr method {method!r}: use 'auto', 'exact' or 'push'")
         snap = self.snapshot(edge_kinds)
-        used = choose_method(snap, method, self.PUSH_MIN_ENTRIES)
+        used = choose_method(snap, method, self.PUSH_MIN_ENTRIES, eps=eps, damping=damping)
         # rows of the wanted kinds: a whole-graph pass, cached per snapshot, that push never needs
         rows = self._kind_rows(snap, node_kinds) if node_kinds is not None and used == "exact" else None
         res = self.ppr_scores(seeds, snapshot=snap, damping=damping, overrides=overrides, method=used, eps=eps,

@@ -29,7 +29,8 @@ import scipy.sparse as sp
 from langgraph_kgmem.ranking import best_first
 
 PprMethod = Literal["auto", "exact", "push"]
-PUSH_MIN_ENTRIES = 400_000       # "auto" pushes once a snapshot holds this many directed entries
+PUSH_MIN_ENTRIES = 400_000       # "auto" pushes once a snapshot holds this many directed entries ...
+PUSH_WORK_ITERATIONS = 10        # ... and push's worst case costs at most this many exact iterations
 FLOAT32_TOL = 1e-6               # float32 iterations cannot resolve an L1 change much below this
 DELTA_MERGE_MIN = 20_000         # a delta is merged into the base beyond this many entries ...
 DELTA_MERGE_FRACTION = 0.02      # ... or this fraction of the base, whichever is larger
@@ -283,11 +284,16 @@ def extend_snapshot(snap: GraphSnapshot, n: int, rows: np.ndarray, cols: np.ndar
 # ------------------------------------------------------------------------------ the two algorithms
 
 
-def choose_method(snap: GraphSnapshot, method: PprMethod, push_min_entries: int = PUSH_MIN_ENTRIES) -> str:
-    """``"auto"`` → ``"push"`` once the snapshot holds ``push_min_entries`` directed entries
-    (an edge walkable both ways counts twice), else ``"exact"``."""
+def choose_method(snap: GraphSnapshot, method: PprMethod, push_min_entries: int = PUSH_MIN_ENTRIES, *,
+                  eps: float = 1e-5, damping: float = 0.5) -> str:
+    """``"auto"`` → ``"push"`` once the snapshot holds ``push_min_entries`` directed entries (an
+    edge walkable both ways counts twice) and push's worst-case work, ``1/(eps·(1−damping))``
+    entry updates, is at most what ``PUSH_WORK_ITERATIONS`` exact iterations touch; else
+    ``"exact"``. At eps 1e-5 the first condition decides; at 1e-7 (a reset spread over every
+    passage, as CatRAG's) push starts at about 2M entries."""
     if method == "auto":
-        return "push" if snap.nnz >= push_min_entries else "exact"
+        work = 1.0 / (eps * (1.0 - damping))
+        return "push" if snap.nnz >= push_min_entries and work <= PUSH_WORK_ITERATIONS * snap.nnz else "exact"
     return method
 
 
@@ -530,7 +536,7 @@ def ppr_scores(snapshot: GraphSnapshot, reset: np.ndarray | Mapping[int, float],
     returns every row; push only the rows it touched (the others score 0). With no positive
     reset weight, push answers as the exact method does (a walk reset uniformly over all nodes).
     """
-    used = choose_method(snapshot, method, push_min_entries)
+    used = choose_method(snapshot, method, push_min_entries, eps=eps, damping=damping)
     if used == "push":
         if isinstance(reset, Mapping):
             sparse = dict(reset)
