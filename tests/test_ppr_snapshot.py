@@ -47,6 +47,9 @@ def test_a_new_document_extends_the_snapshot_instead_of_rebuilding_it(make_kg):
         assert snap.delta is not None and np.shares_memory(snap.w.data, old.w.data)   # base kept, not rebuilt
         assert old.n == n0 and len(old.node_ids) == n0 and old.index.get(snap.node_ids[-1]) is None  # old view intact
     assert g.snapshot() is g.snapshot()        # cached until the next write
+    fast = dict(g.ppr({_seed(g): 1.0}))         # float32 over base + delta
+    strict = dict(g.ppr({_seed(g): 1.0}, strict=True))
+    assert max(abs(fast[k] - strict[k]) for k in strict) < 1e-5
     _assert_same_as_a_rebuild(g, _seed(g))
 
 

@@ -277,8 +277,12 @@ def extend_snapshot(snap: GraphSnapshot, n: int, rows: np.ndarray, cols: np.ndar
     out_weight[:snap.n] = snap.out_weight
     np.add.at(out_weight, new_rows, new_data)
     out_weight[np.abs(out_weight) < 1e-12] = 0.0
+    # the base is unchanged: so are its float32 copy and degrees (padded with the new rows)
+    memo = {k: _pad(v, n) for k, v in snap._memo.items() if k.startswith("wt:")}
+    if "degree" in snap._memo:
+        memo["degree"] = np.concatenate([snap._memo["degree"], np.zeros(n - snap.n, dtype=snap._memo["degree"].dtype)])
     return GraphSnapshot(RowIds(table, n), RowIndex(table, n), table.kinds(n), _pad(snap.w, n), _pad(snap.wt, n),
-                         out_weight, delta, table)
+                         out_weight, delta, table, memo)
 
 
 # ------------------------------------------------------------------------------ the two algorithms
