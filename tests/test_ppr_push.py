@@ -176,3 +176,17 @@ def test_catrag_and_hipporag2_rank_passages_alike_by_push_and_exact(kg, store, s
         create_catrag_graph(kg, model="offline", ppr_method="fast")
     with pytest.raises(KgmemInputError, match="ppr_eps"):
         create_catrag_graph(kg, model="offline", ppr_eps=0.0)
+
+
+def test_perf_push_suite_on_a_small_power_law_graph():
+    import bench_helpers  # noqa: F401  (puts tools/ on sys.path)
+    from benchlib.perf import power_law_graph, push_suite
+
+    n, src, dst, _ = power_law_graph(20_000, np.random.default_rng(1))
+    deg = np.bincount(np.concatenate([src, dst]), minlength=n)
+    assert n == 4000 and not np.any(src == dst) and deg.max() > 50 * np.median(deg)   # hubs: a power law
+    small, big = push_suite((5_000, 20_000), seed=2)
+    for row in (small, big):
+        assert row["top20_overlap_exact_fast"] >= 0.95 and row["top20_overlap_push"] >= 0.8
+        assert row["push_median_ms"] > 0 and row["exact_strict_median_ms"] > 0
+    assert big["push_ratio_to_smallest"] > 0
