@@ -190,13 +190,15 @@ def test_ppr_runs_on_the_cached_csr_snapshot_without_networkx(kg, store, monkeyp
     prepare_catrag_kg(kg)
     snap = kg.snapshot(PPR_EDGE_KINDS)
     builds = []
-    real = catrag.personalized_pagerank
+    from langgraph_kgmem.kg import graph as kg_graph
+
+    real = kg_graph.ppr_scores
 
     def spy(s, *a, **k):
         builds.append(s)
         return real(s, *a, **k)
 
-    monkeypatch.setattr(catrag, "personalized_pagerank", spy)
+    monkeypatch.setattr(kg_graph, "ppr_scores", spy)   # CatRAG's PPR goes through kg.ppr_scores
     monkeypatch.setitem(sys.modules, "networkx", None)  # any `import networkx` now fails
     run(kg, store, Q1, offline_fact_threshold=0.0)
     run(kg, store, Q2, offline_fact_threshold=0.0)

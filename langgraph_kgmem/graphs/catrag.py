@@ -53,7 +53,7 @@ from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState,
                                            answer_question, check_question, emit_progress, evidence_item, fence,
                                            method_model, run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
-from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
+from langgraph_kgmem.kg.ppr import GraphSnapshot, PprMethod
 from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
@@ -360,6 +360,8 @@ def create_catrag_graph(
     anchor_threshold: float = 0.5,
     answer: bool = True,
     llm_concurrency: int = 4,
+    ppr_method: PprMethod = "auto",
+    ppr_eps: float = 1e-7,
 ) -> StateGraph:
     """Build the CatRAG graph (uncompiled); all three switches off = plain HippoRAG 2.
 
@@ -383,6 +385,13 @@ def create_catrag_graph(
         answer: ``False`` skips the answer step (retrieval only).
         llm_concurrency: how many of the dynamic-weighting step's independent LLM calls (the
             neighbour summaries, then one score per seed) run at once; 1 = one after another.
+        ppr_method, ppr_eps: the PPR algorithm (see ``KnowledgeGraph.ppr``): ``"auto"`` (default)
+            is forward push once the graph is big enough for push to pay (with the default eps,
+            about 2M directed entries), the exact iteration below; ``"exact"`` / ``"push"``
+            force one. ``ppr_eps`` is push's residual threshold (each score low by at most
+            ``eps`` × the node's degree). The reset covers every passage, so each holds a tiny
+            share of it: 1e-7 keeps the top-20 passages as exact's (HotpotQA-300: overlap
+            ≥ 0.99; 1e-5 gives 0.7), where ``kg.ppr``'s few seeds are served by 1e-5.
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method
@@ -402,7 +411,7 @@ def create_catrag_graph(
     _validate(top_facts=top_facts, filter_keep=filter_keep, n_seed=n_seed, k_edge=k_edge, tau=tau,
               top_passages=top_passages, rank_depth=rank_depth, passage_weight=passage_weight, epsilon=epsilon,
               beta=beta, damping=damping, synonym_threshold=synonym_threshold, synonym_weight=synonym_weight,
-              llm_concurrency=llm_concurrency)
+              llm_concurrency=llm_concurrency, ppr_method=ppr_method, ppr_eps=ppr_eps)
     default_model = method_model(model, retry_policy)
     method = "catrag" if (anchoring or dynamic_weighting or key_fact_boost) else "hipporag2"
     prepare_catrag_kg(kg, threshold=synonym_threshold, weight_scale=synonym_weight)
@@ -578,15 +587,15 @@ def create_catrag_graph(
         dense = _dense_scores(kg, idx, state["question"])
         if passage_weight > 0 and len(dense):
             np.add.at(reset, idx.chunk_rows, _minmax(dense) * passage_weight)
-        ov = {}
-        for a, b, m in state.get("overrides", []):
-            ia, ib = snap.index.get(a), snap.index.get(b)
-            if ia is not None and ib is not None:
-                ov[(ia, ib)] = float(m)
-        scores = personalized_pagerank(snap, reset, damping=damping, overrides=ov or None)
+        ov = {(a, b): float(m) for a, b, m in state.get("overrides", []) if a in snap.index and b in snap.index}
+        # exact runs stop once the evidence (top_passages) is certified; push is local to the seeds
+        res = kg.ppr_scores(reset, snapshot=snap, damping=damping, overrides=ov or None, method=ppr_method,
+                            eps=ppr_eps, top_k=top_passages, top_rows=idx.chunk_rows)
+        scores = res.dense()
         passages = _rank_rows(snap, scores, idx.chunk_rows, rank_depth)
         top = best_first(scores, HUB_TOP)
         stats = {"hub_mass": round(hub_mass(scores, idx.hub_mask), 6), "seeds": n_seeds, "overrides": len(ov),
+                 "method": res.method,
                  "top_nodes": [[snap.node_ids[i], round(float(scores[i]), 6)] for i in top]}
         ms = _ms(t0)
         stats["ms"] = ms
@@ -658,6 +667,9 @@ def _validate(**opts: Any) -> None:
     for name in ("passage_weight", "epsilon", "beta", "synonym_weight"):
         check_number(name, opts[name], 0.0)
     check_number("damping", opts["damping"], 0.0, 1.0, low_open=True, high_open=True)
+    check_number("ppr_eps", opts["ppr_eps"], 0.0, 1.0, low_open=True, high_open=True)
+    if opts["ppr_method"] not in ("auto", "exact", "push"):
+        raise KgmemInputError(f"create_catrag_graph: ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
     check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
     if opts["rank_depth"] < opts["top_passages"]:
         raise KgmemInputError(f"create_catrag_graph: rank_depth ({opts['rank_depth']}) must be ≥ top_passages "

@@ -1,117 +1,393 @@
-"""Personalized PageRank on a cached CSR snapshot, with per-query edge-weight overrides.
+"""Personalized PageRank on a cached CSR snapshot: exact power iteration and forward push.
 
 The snapshot stores the weighted adjacency ``W`` (row = source) and its transpose once. A query
 may multiply individual directed entries ``(u → v)`` without touching the stored graph: the
-override copies only the transposed data array (O(nnz)) and patches the affected out-degrees.
+exact iteration adds a small correction matrix beside the stored one, push patches the few rows
+involved. Writes after a snapshot was built go into a small ``delta`` matrix beside it (see
+:func:`extend_snapshot`), merged into the base only once it grows, so one new document costs a
+few milliseconds instead of a rebuild of the whole CSR.
+
+Two algorithms (``KnowledgeGraph.ppr`` picks, see :func:`choose_method`):
+
+- :func:`personalized_pagerank`: power iteration over the whole graph. ``strict`` (tests,
+  reference) iterates in float64 to ``tol``; otherwise it iterates in float32 (half the memory
+  traffic) and, given a ``top_k``, stops as soon as the top-k is certified: the remaining error
+  bound ``err·d/(1−d)`` of the contraction is smaller than half the gap below the k-th score.
+- :func:`push_ppr`: forward push (Andersen, Chung & Lang), touching only what the seeds'
+  residual mass reaches: its cost depends on ``eps`` and the seeds' neighbourhood, not on the
+  graph's size.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from langgraph_kgmem.ranking import best_first
+
+PprMethod = Literal["auto", "exact", "push"]
+PUSH_MIN_ENTRIES = 400_000       # "auto" pushes once a snapshot holds this many directed entries ...
+PUSH_WORK_ITERATIONS = 10        # ... and push's worst case costs at most this many exact iterations
+FLOAT32_TOL = 1e-6               # float32 iterations cannot resolve an L1 change much below this
+DELTA_MERGE_MIN = 20_000         # a delta is merged into the base beyond this many entries ...
+DELTA_MERGE_FRACTION = 0.02      # ... or this fraction of the base, whichever is larger
+
+
+# ------------------------------------------------------------------------------ node tables
+
+
+class NodeTable:
+    """Node ids, rows and kinds shared by one KG's snapshots. It only grows by appending, so a
+    snapshot of ``n`` rows stays valid while later snapshots see more rows; a removed node means
+    a new table."""
+
+    def __init__(self, ids: Iterable[str], kinds: Iterable[str]) -> None:
+        self.ids: list[str] = list(ids)
+        self.index: dict[str, int] = {nid: i for i, nid in enumerate(self.ids)}
+        ks = list(kinds)
+        self._kinds = np.empty(max(16, len(ks) + len(ks) // 4), dtype=object)
+        self._kinds[:len(ks)] = ks
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def append(self, ids: Sequence[str], kinds: Sequence[str]) -> None:
+        n = len(self.ids)
+        if n + len(ids) > len(self._kinds):   # amortised doubling; earlier snapshots keep their views
+            grown = np.empty(2 * (n + len(ids)), dtype=object)
+            grown[:n] = self._kinds[:n]
+            self._kinds = grown
+        self._kinds[n:n + len(ids)] = list(kinds)
+        for i, nid in enumerate(ids):
+            self.index[nid] = n + i
+        self.ids.extend(ids)
+
+    def kinds(self, n: int) -> np.ndarray:
+        return self._kinds[:n]
+
+
+class RowIds(Sequence[str]):
+    """The first ``n`` ids of a :class:`NodeTable` (row → node id)."""
+
+    def __init__(self, table: NodeTable, n: int) -> None:
+        self._ids, self._n = table.ids, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._ids[j] for j in range(*i.indices(self._n))]
+        i = int(i)
+        if not -self._n <= i < self._n:
+            raise IndexError(f"row {i} outside a snapshot of {self._n} nodes")
+        return self._ids[i % self._n]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids[:self._n])
+
+
+class RowIndex(Mapping[str, int]):
+    """Node id → row, for the first ``n`` rows of a :class:`NodeTable`."""
+
+    def __init__(self, table: NodeTable, n: int) -> None:
+        self._index, self._ids, self._n = table.index, table.ids, n
+
+    def __getitem__(self, nid: str) -> int:
+        i = self._index[nid]
+        if i >= self._n:
+            raise KeyError(nid)
+        return i
+
+    def get(self, nid: str, default: Any = None) -> Any:
+        i = self._index.get(nid)
+        return default if i is None or i >= self._n else i
+
+    def __contains__(self, nid: object) -> bool:
+        i = self._index.get(nid)  # type: ignore[call-overload]
+        return i is not None and i < self._n
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids[:self._n])
+
+    def __len__(self) -> int:
+        return self._n
+
+
+# ------------------------------------------------------------------------------ snapshots
+
 
 @dataclass(frozen=True)
 class GraphSnapshot:
-    """Immutable CSR view of the graph, built after writes and cached by the KG."""
+    """Immutable CSR view of the graph, cached by the KG until its next write.
 
-    node_ids: tuple[str, ...]
+    ``w``/``wt`` are the base adjacency (row = source) and its transpose; ``delta`` (row = source)
+    holds weight changes written since the base was built (``None`` when there are none); the
+    effective graph is ``w + delta``, and ``out_weight`` its row sums."""
+
+    node_ids: Sequence[str]
     index: Mapping[str, int]
     kinds: np.ndarray           # node kind per row (dtype object)
-    w: sp.csr_matrix            # weighted adjacency, row = source
+    w: sp.csr_matrix            # base weighted adjacency, row = source
     wt: sp.csr_matrix           # transpose of w (row = target), for the power iteration
-    t_pos: np.ndarray           # t_pos[k] = position in wt.data of w.data[k]
-    out_weight: np.ndarray      # row sums of w
+    out_weight: np.ndarray      # row sums of w + delta
+    delta: sp.csr_matrix | None = None
+    table: NodeTable | None = field(default=None, compare=False, repr=False)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n(self) -> int:
         return len(self.node_ids)
 
-    def entry_positions(self, pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Positions in ``w.data`` of directed entries (u, v); missing entries are skipped."""
+    @property
+    def nnz(self) -> int:
+        """Directed entries, base and delta together (the size "auto" looks at)."""
+        return self.w.nnz + (self.delta.nnz if self.delta is not None else 0)
+
+    def _cached(self, key: str, make: Any) -> Any:
+        val = self._memo.get(key)
+        if val is None:
+            val = self._memo[key] = make()
+        return val
+
+    def wt_as(self, dtype: Any) -> sp.csr_matrix:
+        if np.dtype(dtype) == self.wt.dtype:
+            return self.wt
+        return self._cached(f"wt:{np.dtype(dtype)}", lambda: sp.csr_matrix(
+            (self.wt.data.astype(dtype), self.wt.indices, self.wt.indptr), shape=self.wt.shape))
+
+    @property
+    def degree(self) -> np.ndarray:
+        """Out-entries per row of the base (push's threshold; a delta row counts its own)."""
+        return self._cached("degree", lambda: np.diff(self.w.indptr))
+
+    @property
+    def delta_rows(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Row → (targets, weights) of ``w + delta`` for every row the delta touches."""
+        def make() -> dict[int, tuple[np.ndarray, np.ndarray]]:
+            if self.delta is None:
+                return {}
+            return {int(u): self._merged_row(int(u)) for u in np.flatnonzero(np.diff(self.delta.indptr))}
+        return self._cached("delta_rows", make)
+
+    def _merged_row(self, u: int) -> tuple[np.ndarray, np.ndarray]:
+        w, d = self.w, self.delta
+        cols = np.concatenate([w.indices[w.indptr[u]:w.indptr[u + 1]], d.indices[d.indptr[u]:d.indptr[u + 1]]])
+        vals = np.concatenate([w.data[w.indptr[u]:w.indptr[u + 1]], d.data[d.indptr[u]:d.indptr[u + 1]]])
+        uniq, inv = np.unique(cols, return_inverse=True)
+        sums = np.zeros(len(uniq))
+        np.add.at(sums, inv, vals)
+        return uniq, sums
+
+    def row(self, u: int) -> tuple[np.ndarray, np.ndarray]:
+        """(targets, weights) of row ``u`` of the effective graph."""
+        merged = self.delta_rows.get(u)
+        if merged is not None:
+            return merged
+        lo, hi = self.w.indptr[u], self.w.indptr[u + 1]
+        return self.w.indices[lo:hi], self.w.data[lo:hi]
+
+    def entry_weights(self, pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int, float]]:
+        """(u, v, weight) of the directed entries among ``pairs`` that exist; others are skipped."""
         out = []
         for u, v in pairs:
-            lo, hi = self.w.indptr[u], self.w.indptr[u + 1]
-            k = lo + np.searchsorted(self.w.indices[lo:hi], v)
-            if k < hi and self.w.indices[k] == v:
-                out.append((u, int(k)))
+            if not (0 <= u < self.n and 0 <= v < self.n):
+                continue
+            cols, vals = self.row(u)
+            k = int(np.searchsorted(cols, v))
+            if k < len(cols) and cols[k] == v:
+                out.append((u, v, float(vals[k])))
         return out
 
 
-def build_snapshot(node_ids: list[str], kinds: list[str], src: np.ndarray, dst: np.ndarray,
-                   weight: np.ndarray, *, symmetric: bool = True) -> GraphSnapshot:
-    """Build a snapshot; with ``symmetric`` each edge is walkable both ways (parallel edges add)."""
-    n = len(node_ids)
+def _directed(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, symmetric: bool) -> tuple[np.ndarray, ...]:
     if symmetric:
-        rows = np.concatenate([src, dst])
-        cols = np.concatenate([dst, src])
-        data = np.concatenate([weight, weight])
+        rows, cols, data = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([weight, weight])
     else:
-        rows, cols, data = src, dst, weight
-    keep = rows != cols
-    w = sp.csr_matrix((data[keep].astype(np.float64), (rows[keep], cols[keep])), shape=(n, n))
+        rows, cols, data = np.asarray(src), np.asarray(dst), np.asarray(weight)
+    keep = rows != cols   # a self-loop never moves a walk
+    return rows[keep], cols[keep], data[keep].astype(np.float64)
+
+
+def degree_order(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Node positions by falling degree (ties by position): a locality order for the rows."""
+    deg = np.bincount(src, minlength=n) + np.bincount(dst, minlength=n)
+    return np.argsort(-deg, kind="stable")
+
+
+def build_snapshot(node_ids: Sequence[str], kinds: Sequence[str], src: np.ndarray, dst: np.ndarray,
+                   weight: np.ndarray, *, symmetric: bool = True, table: NodeTable | None = None) -> GraphSnapshot:
+    """Build a snapshot; with ``symmetric`` each edge is walkable both ways (parallel edges add).
+    ``table`` (holding exactly ``node_ids``) is shared instead of building a new one."""
+    if table is None or len(table) != len(node_ids):
+        table = NodeTable(node_ids, kinds)
+    rows, cols, data = _directed(src, dst, weight, symmetric)
+    return _from_entries(table, len(node_ids), rows, cols, data)
+
+
+def _from_entries(table: NodeTable, n: int, rows: np.ndarray, cols: np.ndarray, data: np.ndarray) -> GraphSnapshot:
+    w = sp.csr_matrix((data, (rows, cols)), shape=(n, n))
     w.sum_duplicates()
+    w.data[np.abs(w.data) < 1e-12] = 0.0   # an edge removed since: its entry goes
+    w.eliminate_zeros()
     w.sort_indices()
-    # transpose while remembering where each entry lands: carry entry ids through as data
-    ids = sp.csr_matrix((np.arange(w.nnz, dtype=np.float64) + 1.0, w.indices.copy(), w.indptr.copy()),
-                        shape=(n, n))
-    idt = ids.T.tocsr()
-    idt.sort_indices()
-    t_pos = np.empty(w.nnz, dtype=np.int64)
-    t_pos[idt.data.astype(np.int64) - 1] = np.arange(w.nnz)
-    wt = sp.csr_matrix((w.data[idt.data.astype(np.int64) - 1], idt.indices, idt.indptr), shape=(n, n))
+    wt = w.T.tocsr()
+    wt.sort_indices()
     out_weight = np.asarray(w.sum(axis=1)).ravel()
-    return GraphSnapshot(tuple(node_ids), {nid: i for i, nid in enumerate(node_ids)},
-                         np.asarray(kinds, dtype=object), w, wt, t_pos, out_weight)
+    return GraphSnapshot(RowIds(table, n), RowIndex(table, n), table.kinds(n), w, wt, out_weight, None, table)
+
+
+def _pad(m: sp.csr_matrix, n: int) -> sp.csr_matrix:
+    """The same entries in an n × n matrix (rows and columns appended empty); shares the arrays."""
+    if m.shape[0] == n:
+        return m
+    indptr = np.concatenate([m.indptr, np.full(n - m.shape[0], m.indptr[-1], dtype=m.indptr.dtype)])
+    return sp.csr_matrix((m.data, m.indices, indptr), shape=(n, n))
+
+
+def extend_snapshot(snap: GraphSnapshot, n: int, rows: np.ndarray, cols: np.ndarray, data: np.ndarray) -> GraphSnapshot:
+    """``snap`` with its node table's rows up to ``n`` and the directed weight changes
+    ``(rows, cols, data)`` added (negative for a removed or lightened edge).
+
+    The changes go into the small ``delta`` matrix; once it holds more than
+    ``max(DELTA_MERGE_MIN, DELTA_MERGE_FRACTION × base entries)`` entries the two are merged
+    into a new base (one CSR build from arrays, no pass over Python objects)."""
+    table = snap.table
+    if table is None or len(table) < n:
+        raise ValueError("extend_snapshot needs the snapshot's node table grown to n rows first")
+    keep = rows != cols
+    new_rows, new_cols, new_data = rows[keep], cols[keep], np.asarray(data, dtype=np.float64)[keep]
+    rows, cols, data = new_rows, new_cols, new_data
+    if snap.delta is not None:
+        old = snap.delta.tocoo()
+        rows, cols, data = np.concatenate([old.row, rows]), np.concatenate([old.col, cols]), np.concatenate([old.data, data])
+    if len(rows) > max(DELTA_MERGE_MIN, DELTA_MERGE_FRACTION * snap.w.nnz):
+        base = snap.w.tocoo()
+        return _from_entries(table, n, np.concatenate([base.row, rows]), np.concatenate([base.col, cols]),
+                             np.concatenate([base.data, data]))
+    delta = None
+    if len(rows):
+        delta = sp.csr_matrix((data, (rows, cols)), shape=(n, n))
+        delta.sum_duplicates()
+        delta.sort_indices()
+    out_weight = np.zeros(n)
+    out_weight[:snap.n] = snap.out_weight
+    np.add.at(out_weight, new_rows, new_data)
+    out_weight[np.abs(out_weight) < 1e-12] = 0.0
+    # the base is unchanged: so are its float32 copy and degrees (padded with the new rows)
+    memo = {k: _pad(v, n) for k, v in snap._memo.items() if k.startswith("wt:")}
+    if "degree" in snap._memo:
+        memo["degree"] = np.concatenate([snap._memo["degree"], np.zeros(n - snap.n, dtype=snap._memo["degree"].dtype)])
+    return GraphSnapshot(RowIds(table, n), RowIndex(table, n), table.kinds(n), _pad(snap.w, n), _pad(snap.wt, n),
+                         out_weight, delta, table, memo)
+
+
+# ------------------------------------------------------------------------------ the two algorithms
+
+
+def choose_method(snap: GraphSnapshot, method: PprMethod, push_min_entries: int = PUSH_MIN_ENTRIES, *,
+                  eps: float = 1e-5, damping: float = 0.5) -> str:
+    """``"auto"`` → ``"push"`` once the snapshot holds ``push_min_entries`` directed entries (an
+    edge walkable both ways counts twice) and push's worst-case work, ``1/(eps·(1−damping))``
+    entry updates, is at most what ``PUSH_WORK_ITERATIONS`` exact iterations touch; else
+    ``"exact"``. At eps 1e-5 the first condition decides; at 1e-7 (a reset spread over every
+    passage, as CatRAG's) push starts at about 2M entries."""
+    if method == "auto":
+        work = 1.0 / (eps * (1.0 - damping))
+        return "push" if snap.nnz >= push_min_entries and work <= PUSH_WORK_ITERATIONS * snap.nnz else "exact"
+    return method
+
+
+def _clean_reset(reset: np.ndarray, n: int) -> np.ndarray:
+    r = np.nan_to_num(np.asarray(reset, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    r[r < 0] = 0.0
+    total = r.sum()
+    return r / total if total > 0 else np.full(n, 1.0 / n)
+
+
+def _override_weights(snap: GraphSnapshot, overrides: Mapping[tuple[int, int], float] | None) -> list[tuple[int, int, float, float]]:
+    """(u, v, weight, multiplier) for the overridden entries that exist."""
+    if not overrides:
+        return []
+    return [(u, v, w, float(overrides[(u, v)])) for u, v, w in snap.entry_weights(overrides.keys())]
 
 
 def personalized_pagerank(snapshot: GraphSnapshot, reset: np.ndarray, *, damping: float = 0.5,
                           tol: float = 1e-8, max_iter: int = 200,
-                          overrides: Mapping[tuple[int, int], float] | None = None) -> np.ndarray:
+                          overrides: Mapping[tuple[int, int], float] | None = None,
+                          strict: bool = True, top_k: int | None = None,
+                          top_rows: np.ndarray | None = None) -> np.ndarray:
     """PPR scores (sum 1) for reset vector ``reset`` (non-negative, any scale).
 
     ``damping`` is the probability of following an edge (HippoRAG's convention, networkx's
     ``alpha``). Mass at nodes without out-edges returns to the reset distribution. ``overrides``
     maps directed entries ``(u, v)`` (row indices) to weight multipliers for this call only.
+
+    ``strict`` (default): float64 until the L1 change is below ``tol``. Otherwise float32 until
+    it is below ``max(tol, FLOAT32_TOL)``, and with ``top_k`` also as soon as the top ``top_k``
+    of ``top_rows`` (default: every row) is certified: every score is within the remaining
+    error bound ``err·d/(1−d)`` of its limit, and that bound is below half the gap between the
+    k-th and the (k+1)-th score, so no further iteration can change which rows are the top k.
     """
     n = snapshot.n
     if n == 0:
         return np.zeros(0)
     if not 0.0 < damping < 1.0:
         raise ValueError(f"damping must be in (0, 1), got {damping}")
-    r = np.nan_to_num(np.asarray(reset, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    r[r < 0] = 0.0
-    total = r.sum()
-    r = r / total if total > 0 else np.full(n, 1.0 / n)
-    wt_data = snapshot.wt.data
+    dtype = np.float64 if strict else np.float32
+    if not strict:
+        tol = max(tol, FLOAT32_TOL)
+    r = _clean_reset(reset, n).astype(dtype)
     out_w = snapshot.out_weight
-    if overrides:
-        wt_data = wt_data.copy()
+    # the delta and the overrides act through one small matrix C beside the stored transpose
+    c_rows, c_cols, c_data = [], [], []
+    if snapshot.delta is not None:
+        d = snapshot.delta.tocoo()
+        c_rows.append(d.col), c_cols.append(d.row), c_data.append(d.data)
+    ov = _override_weights(snapshot, overrides)
+    if ov:
         out_w = out_w.copy()
-        pos = snapshot.entry_positions(overrides.keys())
-        mult = np.array([overrides[(u, int(snapshot.w.indices[k]))] for u, k in pos], dtype=np.float64)
-        if pos:
-            us = np.array([u for u, _ in pos])
-            ks = np.array([k for _, k in pos])
-            base = snapshot.w.data[ks]
-            wt_data[snapshot.t_pos[ks]] = base * mult
-            np.add.at(out_w, us, base * (mult - 1.0))
-            out_w[np.abs(out_w) < 1e-12] = 0.0
-    wt = sp.csr_matrix((wt_data, snapshot.wt.indices, snapshot.wt.indptr), shape=(n, n))
+        us = np.array([u for u, _, _, _ in ov])
+        change = np.array([w * (m - 1.0) for _, _, w, m in ov])
+        c_rows.append(np.array([v for _, v, _, _ in ov])), c_cols.append(us), c_data.append(change)
+        np.add.at(out_w, us, change)
+        out_w[np.abs(out_w) < 1e-12] = 0.0
+    corr = None
+    if c_rows:
+        corr = sp.csr_matrix((np.concatenate(c_data).astype(dtype), (np.concatenate(c_rows), np.concatenate(c_cols))),
+                             shape=(n, n))
+    wt = snapshot.wt_as(dtype)
     with np.errstate(divide="ignore"):
-        inv = np.where(out_w > 0, 1.0 / out_w, 0.0)
+        inv = np.where(out_w > 0, 1.0 / out_w, 0.0).astype(dtype)
     dangling = out_w <= 0
+    any_dangling = bool(dangling.any())
+    certify = not strict and top_k is not None and top_k > 0
+    cand = np.arange(n) if top_rows is None else np.asarray(top_rows, dtype=np.int64)
+    k = min(int(top_k or 0), len(cand))
+    bound_factor = damping / (1.0 - damping)
     p = r.copy()
     for _ in range(max_iter):
-        moved = wt @ (p * inv)
-        new = damping * moved + (damping * p[dangling].sum() + (1.0 - damping)) * r
-        err = np.abs(new - p).sum()
+        x = p * inv
+        moved = wt @ x
+        if corr is not None:
+            moved += corr @ x
+        back = damping * float(p[dangling].sum()) if any_dangling else 0.0
+        new = damping * moved
+        new += (back + (1.0 - damping)) * r
+        err = float(np.abs(new - p).sum())
         p = new
         if err < tol:
             break
+        if certify and 0 < k < len(cand) and err * bound_factor < 1e-2:
+            sub = p[cand]
+            part = np.partition(sub, len(sub) - k - 1)
+            gap = float(part[len(sub) - k] - part[len(sub) - k - 1])   # k-th best minus (k+1)-th best
+            if gap > 2.0 * err * bound_factor:
+                break
+    p = p.astype(np.float64)
     return p / p.sum()
 
 
@@ -125,13 +401,16 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
     Same model as :func:`personalized_pagerank` (``damping`` = probability of following an edge;
     mass at a node without out-edges returns to the reset distribution; ``overrides`` multiply
     directed entries for this call). A node is pushed while its residual exceeds ``eps`` times
-    its out-degree. Estimates never exceed the exact scores; the mass still unpushed, at most
-    ``eps`` × the degrees of the nodes holding it, is what they lack (on an undirected graph each
-    node's score is low by at most ``eps × degree``, ACL's bound). Returns (node rows, scores) of
-    the touched nodes; the scores sum to one minus that unpushed mass.
+    its out-degree. At the end every node keeps ``(1 − damping)`` of the residual still sitting
+    on it (the part of its own walk that stops at once), so the estimates never exceed the exact
+    scores; what they lack is the rest of the unpushed mass, at most ``eps`` × the degrees of
+    the nodes holding it (on an undirected graph each node's score is low by at most
+    ``eps × degree``, ACL's bound). Returns (node rows, ascending; scores) of the touched nodes.
     """
     if not 0.0 < damping < 1.0:
         raise ValueError(f"damping must be in (0, 1), got {damping}")
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
     w = snapshot.w
     indptr, indices, data = w.indptr, w.indices, w.data
     out_w = snapshot.out_weight
@@ -140,46 +419,145 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
     if not r0 or snapshot.n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     r0 = {u: x / total for u, x in r0.items()}
-    patched: dict[int, tuple[np.ndarray, float]] = {}   # row → (its weights with overrides, its out-weight)
-    if overrides:
-        by_row: dict[int, list[tuple[int, float]]] = {}
-        for u, k in snapshot.entry_positions(overrides.keys()):
-            by_row.setdefault(u, []).append((k, float(overrides[(u, int(indices[k]))])))
-        for u, entries in by_row.items():
-            row = data[indptr[u]:indptr[u + 1]].copy()
-            for k, mult in entries:
-                row[k - indptr[u]] *= mult
-            patched[u] = (row, float(row.sum()))
-    est: dict[int, float] = {}
-    res: dict[int, float] = dict(r0)
-    deg = np.diff(indptr)
-    queue = list(res)
-    queued = set(queue)
+    # rows that differ from the base: written since it was built (delta), or overridden now
+    ov = _override_weights(snapshot, overrides)
+    by_row: dict[int, dict[int, float]] = {}
+    for u, v, _, m in ov:
+        by_row.setdefault(u, {})[v] = m
+    patched: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+    for u in set(snapshot.delta_rows) | set(by_row):
+        cols, vals = snapshot.row(u)
+        vals = vals.astype(np.float64, copy=True)
+        for v, m in by_row.get(u, {}).items():
+            vals[np.searchsorted(cols, v)] *= m
+        patched[u] = (cols, vals, float(vals.sum()))
+    patched_rows = np.fromiter(patched, dtype=np.int64, count=len(patched))
+    deg = snapshot.degree
+    n = snapshot.n
+    # dense scratch: np.zeros is calloc, so only the pages the push touches cost anything
+    res = np.zeros(n)
+    est = np.zeros(n)
+    seeds = np.fromiter(r0, dtype=np.int64, count=len(r0))
+    seed_share = np.fromiter(r0.values(), dtype=np.float64, count=len(r0))
+    res[seeds] = seed_share
+
+    def over_threshold(cand: np.ndarray) -> np.ndarray:
+        thr = eps * np.maximum(1, deg[cand])
+        if len(patched_rows):
+            hit = np.flatnonzero(np.isin(cand, patched_rows))
+            thr[hit] = [eps * max(1, len(patched[int(cand[i])][0])) for i in hit]
+        return cand[res[cand] > thr]
+
+    # synchronous rounds: every node over its threshold pushes at once (vectorised); any push
+    # order keeps "exact = estimate + what the residual would still spread"
+    touched = [seeds]
+    frontier = over_threshold(seeds)
     pushes = 0
-    while queue and pushes < max_pushes:
-        u = queue.pop()
-        queued.discard(u)
-        ru = res.get(u, 0.0)
-        if ru <= eps * max(1, int(deg[u])):
-            continue
-        pushes += 1
-        res[u] = 0.0
-        est[u] = est.get(u, 0.0) + (1.0 - damping) * ru
-        lo, hi = indptr[u], indptr[u + 1]
-        if u in patched:
-            wts, ow = patched[u]
-        else:
-            wts, ow = data[lo:hi], float(out_w[u])
+    while len(frontier) and pushes < max_pushes:
+        pushes += len(frontier)
+        ru = res[frontier]
+        res[frontier] = 0.0
+        est[frontier] += (1.0 - damping) * ru
         moved = damping * ru
-        if ow <= 0:   # no way out: the mass returns to the reset distribution
-            targets, amounts = list(r0), [moved * x for x in r0.values()]
+        special = np.isin(frontier, patched_rows) if len(patched_rows) else np.zeros(len(frontier), dtype=bool)
+        ow = out_w[frontier]
+        dead = (ow <= 0) & ~special
+        plain = ~special & ~dead
+        targets = []
+        if plain.any():
+            f, share = frontier[plain], moved[plain] / ow[plain]
+            starts, ends = indptr[f], indptr[f + 1]
+            lens = ends - starts
+            total = int(lens.sum())
+            # positions of every out-entry of the frontier, without a Python loop
+            pos = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts, lens)
+            t = indices[pos]
+            np.add.at(res, t, data[pos] * np.repeat(share, lens))
+            targets.append(t)
+        back = float(moved[dead].sum())
+        for i in np.flatnonzero(special):
+            cols, vals, pw = patched[int(frontier[i])]
+            if pw <= 0:
+                back += float(moved[i])
+            else:
+                np.add.at(res, cols, vals * (moved[i] / pw))
+                targets.append(np.asarray(cols, dtype=np.int64))
+        if back > 0:   # no way out: the mass returns to the reset distribution
+            res[seeds] += back * seed_share
+            targets.append(seeds)
+        if not targets:
+            break
+        cand = np.unique(np.concatenate(targets))
+        touched.append(cand)
+        frontier = over_threshold(cand)
+    rows = np.unique(np.concatenate(touched))
+    scores = est[rows] + (1.0 - damping) * res[rows]
+    keep = scores > 0
+    return rows[keep], scores[keep]
+
+
+@dataclass(frozen=True)
+class PprResult:
+    """One PPR query's scores over a snapshot: every row (exact) or the rows push touched (the
+    others score 0). ``method`` is the algorithm that ran."""
+
+    snapshot: GraphSnapshot
+    method: str
+    rows: np.ndarray
+    scores: np.ndarray
+
+    def dense(self) -> np.ndarray:
+        """Scores of every snapshot row."""
+        if self.method == "exact":
+            return self.scores
+        out = np.zeros(self.snapshot.n)
+        out[self.rows] = self.scores
+        return out
+
+    def ranked(self, rows: np.ndarray | None = None, k: int | None = None) -> list[tuple[int, float]]:
+        """(row, score) best first among ``rows`` (default: all), ties by row: exact and push
+        order equal scores alike."""
+        if rows is None:
+            cand, sc = self.rows, self.scores
+        elif self.method == "exact":
+            cand, sc = rows, self.scores[rows]
         else:
-            targets, amounts = indices[lo:hi].tolist(), (wts * (moved / ow)).tolist()
-        for v, a in zip(targets, amounts):
-            nv = res.get(v, 0.0) + a
-            res[v] = nv
-            if v not in queued and nv > eps * max(1, int(deg[v])):
-                queue.append(v)
-                queued.add(v)
-    rows = np.fromiter(est, dtype=np.int64, count=len(est))
-    return rows, np.fromiter(est.values(), dtype=np.float64, count=len(est))
+            keep = np.isin(self.rows, rows)
+            cand, sc = self.rows[keep], self.scores[keep]
+        order = np.argsort(cand, kind="stable")
+        cand, sc = cand[order], sc[order]
+        return [(int(cand[i]), float(sc[i])) for i in best_first(sc, k)]
+
+
+def ppr_scores(snapshot: GraphSnapshot, reset: np.ndarray | Mapping[int, float], *, method: PprMethod = "auto",
+               damping: float = 0.5, eps: float = 1e-5, overrides: Mapping[tuple[int, int], float] | None = None,
+               tol: float = 1e-8, max_iter: int = 200, strict: bool = False, top_k: int | None = None,
+               top_rows: np.ndarray | None = None,
+               push_min_entries: int = PUSH_MIN_ENTRIES) -> PprResult:
+    """One PPR query by either algorithm.
+
+    ``reset`` is a dense vector over the snapshot's rows or a sparse ``{row: weight}``. Exact
+    returns every row; push only the rows it touched (the others score 0). With no positive
+    reset weight, push answers as the exact method does (a walk reset uniformly over all nodes).
+    """
+    used = choose_method(snapshot, method, push_min_entries, eps=eps, damping=damping)
+    if used == "push":
+        if isinstance(reset, Mapping):
+            sparse = dict(reset)
+        else:
+            arr = np.asarray(reset, dtype=np.float64)
+            nz = np.flatnonzero(np.isfinite(arr) & (arr > 0))
+            sparse = dict(zip(nz.tolist(), arr[nz].tolist()))
+        rows, scores = push_ppr(snapshot, sparse, damping=damping, eps=eps, overrides=overrides)
+        if len(rows) or snapshot.n == 0:
+            return PprResult(snapshot, used, rows, scores)
+        used, reset = "exact", np.zeros(snapshot.n)
+    if isinstance(reset, Mapping):
+        dense = np.zeros(snapshot.n)
+        for u, x in reset.items():
+            if 0 <= u < snapshot.n and np.isfinite(x) and x > 0:
+                dense[u] += x
+        reset = dense
+    scores = personalized_pagerank(snapshot, reset, damping=damping, tol=tol, max_iter=max_iter, overrides=overrides,
+                                   strict=strict, top_k=top_k, top_rows=top_rows)
+    return PprResult(snapshot, used, np.arange(snapshot.n), scores)

@@ -7,7 +7,20 @@
    ``kg.ppr`` end to end on an in-memory KG holding the same graph, and ``networkx.pagerank``
    with the same personalization for the speed ratio (and the largest score difference).
 2. Per-query overrides: the same queries with 100 random edge-weight multipliers each.
-3. Ingest: 1,000 pre-extracted chunks (HotpotQA passages run through the offline extractor
+3. Push vs exact (#16) on power-law graphs of 1M and 10M edges (Chung–Lu endpoints, degree
+   exponent 2.1, node ids shuffled; generated in the run, never stored): median ms per query
+   (5 random seeds each) of the strict exact iteration (float64 to 1e-8, the reference), the
+   default exact one (float32, stops once the top 20 is certified) and push (eps 1e-5), with
+   their top-20 overlap against the reference; 10M / 1M push time. Rows are ordered by falling
+   degree, as ``KnowledgeGraph.snapshot`` orders them.
+4. Add one document to an in-memory KG holding the 1M-edge power-law graph, then query
+   (``kg.add_triples`` of one pre-extracted HotpotQA passage, then ``kg.ppr`` from one of its
+   entities): the write, the first query (which replays the write into the cached snapshot)
+   and, for comparison, a full snapshot rebuild.
+5. HotpotQA-300 pooled KG (offline extractor, the run's ``--embeddings``): CatRAG and HippoRAG 2
+   with ``ppr_method="push"`` at eps 1e-5, 1e-6 and 1e-7 against ``"exact"`` on every question
+   (offline decisions): top-20 passage overlap with exact, R@5 and FCR, ``run_ppr`` ms.
+6. Ingest: 1,000 pre-extracted chunks (HotpotQA passages run through the offline extractor
    beforehand, so extraction is not timed) written with ``kg.add_triples`` into a fresh KG
    directory, once with the hashing embedding and once with the local model (uncached, so the
    model really runs); time inside the embedding model (``kg.embed_seconds``) is split out.
@@ -28,6 +41,11 @@ from benchlib.metrics import median_ms
 from benchlib.runner import OUTPUT_DIR, log
 
 SIZES = (10_000, 100_000, 1_000_000)
+PUSH_SIZES = (1_000_000, 10_000_000)
+PUSH_EPS = 1e-5
+HOTPOT_EPS = (1e-5, 1e-6, 1e-7)   # CatRAG's reset covers every passage: finer eps than kg.ppr's default
+TOP = 20
+EXACT_QUERIES_AT_10M = 5      # a strict exact query at 10M edges takes seconds: fewer of them
 QUERIES = 20
 SEEDS_PER_QUERY = 5
 OVERRIDES = 100
@@ -123,6 +141,200 @@ def _compare_small(ids: list[str], src: np.ndarray, dst: np.ndarray, w: np.ndarr
             "max_abs_score_diff_vs_networkx": float(f"{max(diffs):.2e}")}
 
 
+def power_law_graph(edges: int, rng: np.random.Generator, exponent: float = 2.1) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Chung–Lu: each endpoint drawn with probability ∝ i^(−1/(γ−1)), so degrees follow a power
+    law of exponent γ; ids shuffled so hubs do not sit together (no locality for free)."""
+    n = max(10, edges // 5)
+    cdf = np.cumsum(np.arange(1, n + 1, dtype=np.float64) ** (-1.0 / (exponent - 1.0)))
+    cdf /= cdf[-1]
+    perm = rng.permutation(n)
+    src = perm[np.minimum(np.searchsorted(cdf, rng.random(edges)), n - 1)]
+    dst = perm[np.minimum(np.searchsorted(cdf, rng.random(edges)), n - 1)]
+    dst = np.where(dst == src, (dst + 1) % n, dst)
+    return n, src, dst, rng.uniform(0.5, 1.5, edges)
+
+
+def _overlap(a: np.ndarray, b: np.ndarray, k: int = TOP) -> float:
+    return len(set(a[:k].tolist()) & set(b[:k].tolist())) / k
+
+
+def push_suite(sizes: tuple[int, ...], seed: int) -> list[dict[str, Any]]:
+    from langgraph_kgmem.kg.ppr import build_snapshot, degree_order, personalized_pagerank, push_ppr
+    from langgraph_kgmem.ranking import best_first
+
+    out = []
+    for edges in sizes:
+        rng = np.random.default_rng(seed)
+        t0 = time.perf_counter()
+        n, src, dst, w = power_law_graph(edges, rng)
+        gen_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        # rows by falling degree, as KnowledgeGraph.snapshot orders them
+        rank = np.empty(n, dtype=np.int64)
+        rank[degree_order(n, src, dst)] = np.arange(n)
+        snap = build_snapshot([f"n{i}" for i in range(n)], ["entity"] * n, rank[src], rank[dst], w, symmetric=True)
+        build_s = time.perf_counter() - t0
+        del src, dst, w, rank
+        seeds = [rng.choice(n, SEEDS_PER_QUERY, replace=False) for _ in range(QUERIES)]
+        n_exact = EXACT_QUERIES_AT_10M if edges >= 5_000_000 else QUERIES
+        strict_t, fast_t, push_t, ov_push, ov_fast, touched = [], [], [], [], [], []
+        for qi, s in enumerate(seeds):
+            t0 = time.perf_counter()
+            rows, scores = push_ppr(snap, {int(i): 1.0 for i in s}, damping=0.5, eps=PUSH_EPS)
+            push_t.append(time.perf_counter() - t0)
+            touched.append(len(rows))
+            if qi >= n_exact:
+                continue
+            reset = np.zeros(n)
+            reset[s] = 1.0
+            t0 = time.perf_counter()
+            ref = personalized_pagerank(snap, reset, damping=0.5)
+            strict_t.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            fast = personalized_pagerank(snap, reset, damping=0.5, strict=False, top_k=TOP)
+            fast_t.append(time.perf_counter() - t0)
+            top_ref = best_first(ref, TOP)
+            ov_fast.append(_overlap(top_ref, best_first(fast, TOP)))
+            ov_push.append(_overlap(top_ref, rows[best_first(scores, TOP)]))
+        row = {"edges": edges, "nodes": n, "directed_entries": snap.nnz, "generate_s": round(gen_s, 1),
+               "snapshot_build_s": round(build_s, 1), "queries": QUERIES, "exact_queries": n_exact,
+               "exact_strict_median_ms": median_ms(strict_t, 2), "exact_fast_median_ms": median_ms(fast_t, 2),
+               "push_median_ms": median_ms(push_t, 2), "push_touched_nodes_median": int(np.median(touched)),
+               "top20_overlap_push": round(float(np.mean(ov_push)), 4),
+               "top20_overlap_exact_fast": round(float(np.mean(ov_fast)), 4)}
+        out.append(row)
+        log(f"perf: push vs exact at {edges:,} edges: {row}")
+        del snap
+    if len(out) >= 2:
+        out[-1]["push_ratio_to_smallest"] = round(out[-1]["push_median_ms"] / out[0]["push_median_ms"], 2)
+    return out
+
+
+def incremental_suite(edges: int, seed: int, docs: int = 5) -> dict[str, Any]:
+    """A KG holding a power-law graph of ``edges`` edges; then ``docs`` times: add one document
+    (pre-extracted), query from one of its entities."""
+    from langgraph_kgmem import KnowledgeGraph
+    from langgraph_kgmem.ingest.extract import OfflineExtractor
+    from langgraph_kgmem.kg.types import Edge, Node, entity_id
+
+    try:
+        qs = load_questions("hotpotqa")
+    except DatasetError as exc:
+        log(f"perf: add-one-document suite skipped: {exc}")
+        return {}
+    rng = np.random.default_rng(seed)
+    n, src, dst, w = power_law_graph(edges, rng)
+    ids = [f"ent-synthetic-{i}" for i in range(n)]
+    t0 = time.perf_counter()
+    kg = KnowledgeGraph.in_memory(name="perf", embeddings="hash")
+    kg.add_nodes([Node(i, "entity", i, {}) for i in ids], embed=False)
+    step = 200_000
+    for off in range(0, edges, step):
+        kg.add_edges([Edge(f"rel-s{k}", ids[a], ids[b], "relation", "r", float(x), {})
+                      for k, a, b, x in zip(range(off, off + step), src[off:off + step].tolist(),
+                                            dst[off:off + step].tolist(), w[off:off + step].tolist())],
+                     embed_facts=False)
+    fill_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    kg.snapshot()
+    first_build = time.perf_counter() - t0
+    passages = list({(p["title"], p["text"]): p for q in qs for p in q.passages}.values())
+    ex = OfflineExtractor()
+    add_t, query_t, total_t, exact_t = [], [], [], []
+    for p in passages[:docs]:
+        x = ex.extract(p["text"], p["title"])
+        if not x.triples:
+            continue
+        seed_id = entity_id(x.triples[0].subject)
+        t0 = time.perf_counter()
+        kg.add_triples(x.triples, text=p["text"], title=p["title"])
+        t1 = time.perf_counter()
+        top = kg.ppr({seed_id: 1.0}, top_k=TOP)             # auto: push at this size
+        t2 = time.perf_counter()
+        assert top, "the new document's entity is in the graph"
+        add_t.append(t1 - t0)
+        query_t.append(t2 - t1)
+        total_t.append(t2 - t0)
+        t0 = time.perf_counter()
+        kg.ppr({seed_id: 1.0}, top_k=TOP, method="exact")
+        exact_t.append(time.perf_counter() - t0)
+    snap = kg.snapshot()
+    delta = snap.delta.nnz if snap.delta is not None else 0
+    t0 = time.perf_counter()
+    kg._drop_snapshots()
+    kg.snapshot()
+    rebuild = time.perf_counter() - t0
+    kg.close()
+    row = {"edges": edges, "documents_added": len(add_t), "kg_fill_s": round(fill_s, 1),
+           "first_snapshot_build_ms": round(first_build * 1000, 1), "add_document_median_ms": median_ms(add_t, 2),
+           "first_query_after_add_median_ms": median_ms(query_t, 2), "add_then_query_median_ms": median_ms(total_t, 2),
+           "exact_query_after_add_median_ms": median_ms(exact_t, 2), "delta_entries_at_end": delta,
+           "full_rebuild_ms": round(rebuild * 1000, 1)}
+    log(f"perf: add one document then query: {row}")
+    return row
+
+
+def hotpot_push_suite(embeddings: str, seed: int, questions: int = 300) -> dict[str, Any]:
+    """CatRAG and HippoRAG 2 on the pooled HotpotQA-300 KG, push against exact, offline decisions."""
+    import shutil
+
+    from benchlib import corpus as corpora
+    from benchlib.api import titles_of
+    from benchlib.datasets import pooled_passages
+    from benchlib.metrics import full_chain, recall_at_k
+    from benchlib.runner import make_embeddings
+
+    from langgraph_kgmem import KnowledgeGraph
+    from langgraph_kgmem.graphs.catrag import create_catrag_graph, prepare_catrag_kg
+
+    try:
+        qs = load_questions("hotpotqa", 300, 0)
+    except DatasetError as exc:
+        log(f"perf: HotpotQA push suite skipped: {exc}")
+        return {}
+    emb = make_embeddings(embeddings)
+    built = corpora.build_corpus(pooled_passages("hotpotqa", qs), emb, log=log)
+    out: dict[str, Any] = {"embeddings": embeddings, "questions": len(qs), "passages": built.passages,
+                           "nodes": built.stats.get("nodes"), "edges": built.stats.get("edges"), "methods": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(built.path / "kg", Path(tmp) / "kg")
+        kg = KnowledgeGraph.open(Path(tmp) / "kg", embeddings=emb)
+        prepare_catrag_kg(kg)
+        from langgraph.store.memory import InMemoryStore
+
+        for name, switches in (("catrag", {}), ("hipporag2", {"anchoring": False, "dynamic_weighting": False,
+                                                             "key_fact_boost": False})):
+            configs = {"exact": ("exact", PUSH_EPS)} | {f"push@{e:g}": ("push", e) for e in HOTPOT_EPS}
+            apps = {c: create_catrag_graph(kg, model="offline", store=InMemoryStore(), answer=False, ppr_method=m,
+                                           ppr_eps=e, **switches).compile() for c, (m, e) in configs.items()}
+            res: dict[str, dict[str, list[float]]] = {c: {"r5": [], "fcr": [], "ms": [], "overlap": []} for c in apps}
+            for q in qs[:questions]:
+                ranked = {}
+                for c, app in apps.items():
+                    o = app.invoke({"question": q.question})
+                    ranked[c] = [p["id"] for p in o.get("passages", [])]
+                    titles = titles_of(kg, ranked[c])
+                    res[c]["r5"].append(recall_at_k(titles, q.supporting_titles, 5))
+                    res[c]["fcr"].append(full_chain(titles, q.supporting_titles, 5))
+                    if o.get("ppr"):
+                        res[c]["ms"].append(o["ppr"]["ms"] / 1000.0)
+                        k = min(TOP, len(ranked["exact"])) or 1
+                        res[c]["overlap"].append(len(set(ranked["exact"][:k]) & set(ranked[c][:k])) / k)
+            row: dict[str, Any] = {}
+            for c, r in res.items():
+                row[c] = {"recall@5": round(float(np.mean(r["r5"])), 4), "fcr": round(float(np.mean(r["fcr"])), 4),
+                          "run_ppr_median_ms": median_ms(r["ms"], 2),
+                          "top20_passage_overlap": round(float(np.mean(r["overlap"])), 4) if r["overlap"] else None}
+                if c != "exact":
+                    row[c]["recall@5_delta"] = round(row[c]["recall@5"] - row["exact"]["recall@5"], 4)
+                    row[c]["fcr_delta"] = round(row[c]["fcr"] - row["exact"]["fcr"], 4)
+            row["ppr_questions"] = len(res["exact"]["ms"])
+            out["methods"][name] = row
+            log(f"perf: HotpotQA-300 {name} push vs exact: {row}")
+        kg.close()
+    return out
+
+
 def ingest_suite(chunks: int, specs: tuple[str, ...]) -> list[dict[str, Any]]:
     from langgraph_kgmem import KnowledgeGraph
     from langgraph_kgmem.config import get_embeddings
@@ -168,7 +380,11 @@ def run_perf(args: Any) -> int:
     sizes = SIZES[:2] if args.quick else SIZES
     chunks = 200 if args.quick else INGEST_CHUNKS
     specs = ("hash", "local") if args.embeddings == "local" else ("hash",)
-    report = {"ppr": ppr_suite(sizes, seed), "ingest": ingest_suite(chunks, specs),
+    push_sizes = PUSH_SIZES[:1] if args.quick else PUSH_SIZES
+    report = {"ppr": ppr_suite(sizes, seed), "push": push_suite(push_sizes, seed),
+              "add_one_document": incremental_suite(push_sizes[0], seed),
+              "hotpotqa_push": {} if args.quick else hotpot_push_suite(args.embeddings, seed),
+              "ingest": ingest_suite(chunks, specs),
               "config": {"queries": QUERIES, "seeds_per_query": SEEDS_PER_QUERY, "overrides": OVERRIDES,
                          "damping": 0.5, "seed": seed}}
     out = Path(args.json) if args.json else OUTPUT_DIR / "perf.json"
@@ -189,6 +405,26 @@ def perf_markdown(report: dict[str, Any]) -> str:
             lines.append(f"\nAt {r['edges']:,} edges: kg.ppr {r['kg_ppr_median_ms']} ms vs networkx.pagerank "
                          f"{r['networkx_pagerank_median_ms']} ms ({r['networkx_over_kg_ppr']}× faster; "
                          f"max score difference {r['max_abs_score_diff_vs_networkx']}).")
+    if report.get("push"):
+        lines += ["", "| power-law edges | nodes | exact strict ms | exact (top-20 certified) ms | push ms | "
+                      "top-20 overlap push / exact |", "|---|---|---|---|---|---|"]
+        for r in report["push"]:
+            lines.append(f"| {r['edges']:,} | {r['nodes']:,} | {r['exact_strict_median_ms']} | {r['exact_fast_median_ms']} | "
+                         f"{r['push_median_ms']} | {r['top20_overlap_push']} / {r['top20_overlap_exact_fast']} |")
+    inc = report.get("add_one_document")
+    if inc:
+        lines.append(f"\nAdd one document to the {inc['edges']:,}-edge KG, then query: {inc['add_then_query_median_ms']} ms "
+                     f"(write {inc['add_document_median_ms']} + first query {inc['first_query_after_add_median_ms']}); "
+                     f"a full snapshot rebuild costs {inc['full_rebuild_ms']} ms.")
+    hp = report.get("hotpotqa_push")
+    if hp:
+        lines += ["", "| HotpotQA-300 pooled | PPR | top-20 passage overlap with exact | R@5 | FCR | run_ppr ms |",
+                  "|---|---|---|---|---|---|"]
+        for name, r in hp["methods"].items():
+            for c, x in r.items():
+                if isinstance(x, dict):
+                    lines.append(f"| {name} | {c} | {x['top20_passage_overlap']} | {x['recall@5']} | {x['fcr']} | "
+                                 f"{x['run_ppr_median_ms']} |")
     if report["ingest"]:
         lines += ["", "| ingest (add_triples) | chunks | triples | total s | embedding s | non-embedding s | "
                       "non-embedding ms/chunk |", "|---|---|---|---|---|---|---|"]
