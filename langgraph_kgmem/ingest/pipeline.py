@@ -171,7 +171,7 @@ class _Writer:
                 if n not in self._vec and n not in self._resolved and normalize_name(n) and self._lookup(n) is None]
         if not todo:
             return
-        vecs = self.kg.embed_texts(todo)
+        vecs = self.kg.embed_texts(todo, short=True)
         self._vec.update(zip(todo, vecs))
         if self.merge_threshold is not None:
             self._best.update(zip(todo, self.kg.vector_index.best("nodes", unit_rows(vecs), kinds=("entity",))))
@@ -307,15 +307,16 @@ def _names(extraction: Extraction) -> list[str]:
     return extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)]
 
 
-def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) -> list[str]:
-    """Everything a document's write will embed, so it goes to the model in one batched call
-    (fact texts use the names as extracted; a merged entity's fact is embedded on its own)."""
-    texts: list[str] = list(chunks)
+def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) -> tuple[list[str], list[str]]:
+    """Everything a document's write will embed — passages, and short texts (titles, names, facts) —
+    so each goes to the model in one batched call (fact texts use the names as extracted; a merged
+    entity's fact is embedded on its own)."""
+    short: list[str] = []
     for ex in extractions:
-        texts.append(ex.title)
-        texts.extend(e.strip() for e in ex.entities)
-        texts.extend(t.text() for t in ex.triples)
-    return texts
+        short.append(ex.title)
+        short.extend(e.strip() for e in ex.entities)
+        short.extend(t.text() for t in ex.triples)
+    return list(chunks), short
 
 
 def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
@@ -404,7 +405,7 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
                 ex = extractor.extract(c, src.title or None)
                 extractions.append(ex)
                 report.usage = merge_usage(report.usage, ex.usage)
-            with kg.transaction(), kg.prefetch_embeddings(_texts_to_embed(chunks, extractions)):
+            with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(chunks, extractions)):
                 w = _Writer(kg, src.id, merge_threshold)
                 w.prepare([x for ex in extractions for x in _names(ex)])
                 for i, (c, ex) in enumerate(zip(chunks, extractions)):
