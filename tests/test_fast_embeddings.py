@@ -155,6 +155,7 @@ def test_distillation_is_deterministic(monkeypatch):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_fast_with_the_real_models_finds_names_and_passages(tmp_path):
     """End to end on the real parts (distills the static matrix into a temp cache: about 2 minutes
     on two cores). Names are close to their own variants, far from unrelated ones."""
