@@ -18,8 +18,9 @@ Key components:
   text's vector is ``[static, 0]``, a passage's ``[0, MiniLM]``, and a query is embedded in both,
   ``[static, MiniLM] / sqrt(2)``. Query-to-entity and query-to-fact scores are then static cosines,
   query-to-passage scores MiniLM cosines (both scaled by the same ``1/sqrt(2)``, so every ranking
-  within a kind is exactly the one its own model gives), and a short text is never compared with a
-  passage in a meaningful way (their cosine is 0). The KG decides which texts are short (entity,
+  within a kind is exactly the one its own model gives; the KG's search methods undo the scale with
+  :func:`block_cosines`), and a short text is never compared with a passage in a meaningful way
+  (their cosine is 0). The KG decides which texts are short (entity,
   anchor and fact texts) through :func:`embed_short_texts`; any other text — passages, answer
   sentences, codebook entries — goes to MiniLM.
 """
@@ -188,6 +189,23 @@ def short_similarity(emb: Embeddings, cosine: float) -> float:
     if not isinstance(emb, FastEmbeddings):
         return cosine
     return max(-1.0, 1.0 - (1.0 - cosine) / NAME_COSINE_SLOPE)
+
+
+def block_cosines(emb: Embeddings, query: np.ndarray, scores: np.ndarray, short: np.ndarray | Sequence[bool]) -> np.ndarray:
+    """Cosines of ``query`` with stored vectors (``scores``, as the vector index computes them over the
+    whole space) turned into each block's own cosine: a query fills both blocks, so the index's
+    cosine with a short text is its static cosine times ``|query's static block| / |query|`` (1/sqrt(2)
+    for :meth:`FastEmbeddings.embed_query`). Absolute cutoffs written for one model's cosine (a fact
+    filter at 0.2, an anchor at 0.5) keep their meaning. ``short``: which scores belong to short texts.
+    Identity for any other embedding."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if not isinstance(emb, FastEmbeddings) or not scores.size:
+        return scores
+    q = np.asarray(query, dtype=np.float64)
+    total = float(np.linalg.norm(q))
+    head, tail = float(np.linalg.norm(q[:emb.static.dim])), float(np.linalg.norm(q[emb.static.dim:]))
+    factor = np.where(np.asarray(short, dtype=bool), total / head if head else 1.0, total / tail if tail else 1.0)
+    return np.clip(scores * factor, -1.0, 1.0)
 
 
 def embed_short_texts(emb: Embeddings, texts: list[str]) -> list[list[float]]:

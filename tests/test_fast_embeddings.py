@@ -101,8 +101,17 @@ def test_kg_embeds_each_kind_in_its_space_and_reports_the_layout(fast):
     assert stats["embeddings"] == embeddings_id(fast) == f"fast-{static_name(fast)}_hash-384"
     assert stats["embedding_layout"]["short_texts"]["dims"] == [0, DIM]
     assert stats["embedding_layout"]["passages"]["dims"] == [DIM, DIM + 384]
+    # scores are each block's own cosine, not the direct sum's (which is that times 1/sqrt(2))
     hits = kg.nearest("Marie Curie", 1)
-    assert hits[0][0].text == "Marie Curie"
+    assert hits[0][0].text == "Marie Curie" and math.isclose(hits[0][1], 1.0, abs_tol=1e-5)
+    q = "Where was Marie Curie born?"
+    fact, score = kg.nearest_facts(q, 1)[0]
+    want = float(np.array(fast.static.embed_query(kg.fact_text(fact))) @ np.array(fast.static.embed_query(q)))
+    assert math.isclose(score, want, abs_tol=1e-5)
+    ids, scores = kg.similarity_scores(q, ("chunk",))
+    hashing = HashingEmbeddings(384)
+    want = float(np.array(hashing.embed_query(kg.node(ids[0]).text)) @ np.array(hashing.embed_query(q)))
+    assert math.isclose(float(scores[0]), want, abs_tol=1e-5)
     assert KnowledgeGraph.in_memory(embeddings="hash").stats()["embedding_layout"] is None
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
-from langgraph_kgmem.fast_embeddings import embed_short_texts, short_similarity, short_threshold
+from langgraph_kgmem.fast_embeddings import block_cosines, embed_short_texts, short_similarity, short_threshold
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.files import (JOURNAL_FILE, detect_vector_backend, append_vector_journal, load_npz_vectors, private_dir,
                                      private_file, restrict_tree, save_npz_vectors)
@@ -821,7 +821,9 @@ class KnowledgeGraph:
         """Cosine of ``query`` with every vector of these kinds, ids in insertion order (the same
         order at the same :attr:`version`): e.g. dense scores of all passages."""
         vec = self.embed_query(query) if isinstance(query, str) else query
-        return self._vectors.scores(space, vec, kinds)
+        ids, scores = self._vectors.scores(space, vec, kinds)
+        short = [space == "facts" or (n := self._nodes.get(i)) is not None and n.kind in SHORT_KINDS for i in ids]
+        return ids, block_cosines(self.embeddings, vec, scores, short).astype(np.asarray(scores).dtype)
 
     @traced("kg.nearest")
     def nearest(self, query: str | np.ndarray, k: int = 5, *, kinds: Sequence[str] | None = ("entity",),
@@ -829,15 +831,18 @@ class KnowledgeGraph:
         """Nodes most similar to ``query`` (text or vector), best first, deterministic ties."""
         self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
-        hits = self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
-        return [(self._nodes[i], s) for i, s in hits if i in self._nodes]
+        hits = [(self._nodes[i], s) for i, s in self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
+                if i in self._nodes]
+        scores = block_cosines(self.embeddings, vec, [s for _, s in hits], [n.kind in SHORT_KINDS for n, _ in hits])
+        return [(n, float(s)) for (n, _), s in zip(hits, scores)]
 
     @traced("kg.nearest_facts")
     def nearest_facts(self, query: str | np.ndarray, k: int = 5) -> list[tuple[Edge, float]]:
         self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
-        hits = self._vectors.search("facts", vec, k)
-        return [(self._edges[i], s) for i, s in hits if i in self._edges]
+        hits = [(self._edges[i], s) for i, s in self._vectors.search("facts", vec, k) if i in self._edges]
+        scores = block_cosines(self.embeddings, vec, [s for _, s in hits], [True] * len(hits))
+        return [(e, float(s)) for (e, _), s in zip(hits, scores)]
 
     # ------------------------------------------------------------------ subgraphs & algorithms
     def subgraph(self, node_ids: Iterable[str], *, hops: int = 0, edge_kinds: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
