@@ -26,8 +26,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
-from langgraph_kgmem.fast_embeddings import block_cosines, embed_short_texts, short_similarity, short_threshold
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.fast_embeddings import block_cosines, embed_short_texts, short_similarity, short_threshold
 from langgraph_kgmem.kg.files import (JOURNAL_FILE, detect_vector_backend, append_vector_journal, load_npz_vectors, private_dir,
                                      private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import GraphSnapshot, build_snapshot, personalized_pagerank, push_ppr
