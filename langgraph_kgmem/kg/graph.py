@@ -28,6 +28,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.fast_embeddings import block_cosines, embed_short_texts, short_similarity, short_threshold
 from langgraph_kgmem.kg.files import (JOURNAL_FILE, detect_vector_backend, append_vector_journal, load_npz_vectors, private_dir,
                                      private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, PprMethod, PprResult, build_snapshot,
@@ -45,6 +46,8 @@ FORMAT_VERSION = "1"
 ANALYZE_AFTER_DOCUMENTS = 100   # an ingest of this many documents refreshes the planner's statistics
 # node kinds whose text is embedded (time/location/event nodes are found by structure, not text)
 EMBEDDED_KINDS = ("entity", "chunk", "anchor")
+# node kinds whose text is short (names, titles): embedded with embed_texts(..., short=True), like fact texts
+SHORT_KINDS = ("entity", "anchor")
 Direction = Literal["out", "in", "both"]
 
 
@@ -74,7 +77,7 @@ class KnowledgeGraph:
         self._node_table: NodeTable | None = None      # rows of the cached snapshots
         self._graph_log: list[tuple] = []              # structure changes the snapshots have not seen yet
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._prefetched: dict[str, np.ndarray] = {}
+        self._prefetched: dict[tuple[bool, str], np.ndarray] = {}   # (short?, text) -> vector
         self._vector_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._persistence: tuple[Any, Any] | None = None
         self._closed = False
@@ -515,30 +518,35 @@ class KnowledgeGraph:
     # ------------------------------------------------------------------ embeddings
     embed_seconds: float = 0.0  # time spent inside the embedding model (reported by ingestion)
 
-    def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
-        """Embed texts in batches; texts prefetched by :meth:`prefetch_embeddings` are not re-sent."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._prefetched))
+    def embed_texts(self, texts: Sequence[str], batch_size: int = 256, *, short: bool = False) -> np.ndarray:
+        """Embed texts in batches; texts prefetched by :meth:`prefetch_embeddings` are not re-sent.
+
+        ``short=True`` for entity names, titles and fact strings: an embedding with a space of its own
+        for them (``"fast"``) uses it; any other embedding treats both alike."""
+        missing = list(dict.fromkeys(t for t in texts if (short, t) not in self._prefetched))
         fresh: dict[str, list[float]] = {}
         if missing:
             t0 = time.perf_counter()
             for off in range(0, len(missing), batch_size):
                 batch = missing[off:off + batch_size]
-                vecs = check_vectors(self.embeddings.embed_documents(batch), batch, self._vectors.dimension())
-                fresh.update(zip(batch, vecs))
+                vecs = embed_short_texts(self.embeddings, batch) if short else self.embeddings.embed_documents(batch)
+                fresh.update(zip(batch, check_vectors(vecs, batch, self._vectors.dimension())))
             self.embed_seconds += time.perf_counter() - t0
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        return np.asarray([self._prefetched[t] if t in self._prefetched else fresh[t] for t in texts],
+        return np.asarray([self._prefetched[(short, t)] if (short, t) in self._prefetched else fresh[t] for t in texts],
                           dtype=np.float32)
 
     @contextmanager
-    def prefetch_embeddings(self, texts: Iterable[str]) -> Iterator[None]:
-        """Embed ``texts`` in one batched call and serve them from memory inside the block
-        (ingestion embeds a whole document's chunks, titles, names and facts at once)."""
-        todo = [t for t in dict.fromkeys(texts) if t and t not in self._prefetched]
-        if todo:
-            vecs = self.embed_texts(todo)
-            self._prefetched.update(zip(todo, vecs))
+    def prefetch_embeddings(self, texts: Iterable[str], short_texts: Iterable[str] = ()) -> Iterator[None]:
+        """Embed ``texts`` (passages) and ``short_texts`` (names, titles, facts: see :meth:`embed_texts`)
+        in one batched call each and serve them from memory inside the block (ingestion embeds a
+        whole document's chunks, titles, names and facts at once)."""
+        for short, group in ((False, texts), (True, short_texts)):
+            todo = [t for t in dict.fromkeys(group) if t and (short, t) not in self._prefetched]
+            if todo:
+                vecs = self.embed_texts(todo, short=short)
+                self._prefetched.update(((short, t), v) for t, v in zip(todo, vecs))
         try:
             yield
         finally:
@@ -588,9 +596,12 @@ class KnowledgeGraph:
                 todo = [n for n in nodes if n.kind in EMBEDDED_KINDS]
                 have = self._has_live_vectors("nodes", [n.id for n in todo])
                 todo = [n for n, h in zip(todo, have) if not h]
-                if todo:
-                    self._upsert_vectors("nodes", [n.id for n in todo], self.embed_texts([n.text for n in todo]),
-                                         [n.kind for n in todo])
+                for short in (False, True):
+                    part = [n for n in todo if (n.kind in SHORT_KINDS) == short]
+                    if part:
+                        self._upsert_vectors("nodes", [n.id for n in part],
+                                             self.embed_texts([n.text for n in part], short=short),
+                                             [n.kind for n in part])
             self._touch()
         return [n.id for n in nodes]
 
@@ -620,7 +631,7 @@ class KnowledgeGraph:
                 facts = [e for e, h in zip(facts, have) if not h]
                 if facts:
                     self._upsert_vectors("facts", [e.id for e in facts], self.embed_texts(
-                        [self.fact_text(e) for e in facts]), ["relation"] * len(facts))
+                        [self.fact_text(e) for e in facts], short=True), ["relation"] * len(facts))
             self._touch()
         return [e.id for e in edges]
 
@@ -682,11 +693,14 @@ class KnowledgeGraph:
         # a shared backend compares only entities added since the last call (watermark in meta)
         mark_key = f"synonyms:{threshold:g}:{weight_scale:g}:{max_per_node}"
         since = int(self._store.get_meta(mark_key) or 0) if self._store.shared else 0
-        pairs, mark = self._vectors.similar_pairs("nodes", "entity", threshold, max_per_node, since)
+        # threshold and similarity are on MiniLM's scale; the fast embedding's names live in a static space
+        pairs, mark = self._vectors.similar_pairs("nodes", "entity", short_threshold(self.embeddings, threshold),
+                                                  max_per_node, since)
         new: list[Edge] = []
         for a, b, sim in pairs:
             if a not in self._nodes or b not in self._nodes:   # vectors of nodes deleted in this transaction
                 continue
+            sim = short_similarity(self.embeddings, sim)
             e = Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim, {"similarity": round(sim, 6)})
             old = self._edges.get(e.id)
             if old is None or abs(old.weight - e.weight) > 1e-5 or \
@@ -886,7 +900,9 @@ class KnowledgeGraph:
         """Cosine of ``query`` with every vector of these kinds, ids in insertion order (the same
         order at the same :attr:`version`): e.g. dense scores of all passages."""
         vec = self.embed_query(query) if isinstance(query, str) else query
-        return self._vectors.scores(space, vec, kinds)
+        ids, scores = self._vectors.scores(space, vec, kinds)
+        short = [space == "facts" or (n := self._nodes.get(i)) is not None and n.kind in SHORT_KINDS for i in ids]
+        return ids, block_cosines(self.embeddings, vec, scores, short).astype(np.asarray(scores).dtype)
 
     @traced("kg.nearest")
     def nearest(self, query: str | np.ndarray, k: int = 5, *, kinds: Sequence[str] | None = ("entity",),
@@ -894,15 +910,18 @@ class KnowledgeGraph:
         """Nodes most similar to ``query`` (text or vector), best first, deterministic ties."""
         self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
-        hits = self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
-        return [(self._nodes[i], s) for i, s in hits if i in self._nodes]
+        hits = [(self._nodes[i], s) for i, s in self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
+                if i in self._nodes]
+        scores = block_cosines(self.embeddings, vec, [s for _, s in hits], [n.kind in SHORT_KINDS for n, _ in hits])
+        return [(n, float(s)) for (n, _), s in zip(hits, scores)]
 
     @traced("kg.nearest_facts")
     def nearest_facts(self, query: str | np.ndarray, k: int = 5) -> list[tuple[Edge, float]]:
         self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
-        hits = self._vectors.search("facts", vec, k)
-        return [(self._edges[i], s) for i, s in hits if i in self._edges]
+        hits = [(self._edges[i], s) for i, s in self._vectors.search("facts", vec, k) if i in self._edges]
+        scores = block_cosines(self.embeddings, vec, [s for _, s in hits], [True] * len(hits))
+        return [(e, float(s)) for (e, _), s in zip(hits, scores)]
 
     # ------------------------------------------------------------------ subgraphs & algorithms
     def subgraph(self, node_ids: Iterable[str], *, hops: int = 0, edge_kinds: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -1082,6 +1101,7 @@ class KnowledgeGraph:
             "backend": "postgres" if self._store.shared else "sqlite",
             "vector_backend": self._vector_backend,
             "embeddings": embeddings_id(self.embeddings),
+            "embedding_layout": getattr(self.embeddings, "layout", None),
             "documents": self._store.document_count(),
             "nodes": len(self._nodes),
             "edges": len(self._edges),

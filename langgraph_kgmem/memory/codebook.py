@@ -442,7 +442,9 @@ class Codebook:
 
     # ------------------------------------------------------------------ embedding tables
     def _embed(self, kg: "KnowledgeGraph", texts: Sequence[str]) -> np.ndarray:
-        mat = np.asarray(kg.embed_texts(list(texts)), dtype=np.float32)
+        # names, relations and "h r t" lines: the short-text space, where the KG's own entity and
+        # fact vectors (reused by _vectors_of) live
+        mat = np.asarray(kg.embed_texts(list(texts), short=True), dtype=np.float32)
         return mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
 
     @staticmethod

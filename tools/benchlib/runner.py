@@ -82,8 +82,8 @@ def peak_rss_mb() -> float:
 def make_embeddings(spec: str) -> Any:
     from langgraph_kgmem.config import get_embeddings
 
-    if spec not in ("local", "hash") and not spec.startswith("hash:"):
-        raise BenchError(f"--embeddings must be 'local' or 'hash', got {spec!r}")
+    if spec not in ("local", "fast", "hash") and not spec.startswith("hash:"):
+        raise BenchError(f"--embeddings must be 'local', 'fast' or 'hash', got {spec!r}")
     return get_embeddings(spec)
 
 
@@ -325,7 +325,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--llm-latency", type=float, default=0.0,
                     help="oracle decider: seconds each simulated LLM call waits, so wall times include a hosted "
                          "model's latency (and what concurrent calls save); default 0")
-    ap.add_argument("--embeddings", default="local", help="local (all-MiniLM-L6-v2, default) or hash (fast smoke runs)")
+    ap.add_argument("--embeddings", default="local", help="local (all-MiniLM-L6-v2, default), fast (static short texts + "
+                    "all-MiniLM-L6-v2 passages) or hash (smoke runs)")
     ap.add_argument("--backend", default=corpora.DEFAULT_BACKEND, choices=["memory", "chroma"],
                     help="vector backend of the benchmark KGs (default: memory = numpy + vectors.npz)")
     ap.add_argument("--keep-run", action="store_true", help="keep the run directory (KG copies and stores)")
