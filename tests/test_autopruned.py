@@ -93,12 +93,63 @@ def test_consolidation_merges_aliases_without_growing_and_keeps_runs_valid():
     # an alias seen again maps to its representative, adding nothing
     assert book.indexify([("Curie Marie", "born in", "Warsaw")]) == [e[0]]
     assert book.size()["edges"] == after["edges"]
-    # layer 2: a budget forces k-means medoids; counts still only shrink and runs stay valid
-    report2 = book.consolidate(kg, entity_budget=2)
-    assert report2["merged_layer2"] >= 1
+    # layer 2 with the floor off (-1): merges down to the budget; counts only shrink, runs stay valid
+    report2 = book.consolidate(kg, entity_budget=2, layer2_min_cos=-1.0)
+    assert report2["merged_layer2"] >= 1 and report2["over_budget"] == 0
     final = book.size()
-    assert final["entities"] <= 2 and final["edges"] <= after["edges"] and final["runs"] <= after["runs"]
+    assert final["entities"] == 2 and final["edges"] <= after["edges"] and final["runs"] <= after["runs"]
     assert book.validate() == []
+
+
+_UNRELATED = ["Ada Lund", "Bo Moss", "Cy Nash", "Di Orr", "Ed Penn", "Fay Quay", "Gus Roe", "Hal Sze", "Ivy Tate",
+              "Jo Udo", "Kai Vance", "Lu Wren"]
+
+
+def _entity_cos(book, kg, a, b):
+    v = book.entity_vectors(kg)
+    return float(v[book.ent_index[a.lower()]] @ v[book.ent_index[b.lower()]])
+
+
+def test_layer2_never_merges_unrelated_entities_and_the_budget_is_not_forced():
+    """A budget far below the number of unrelated entities merges none of them (they are all below
+    the floor): the codebook stays over its budget and says by how much."""
+    kg = KnowledgeGraph.in_memory(name="floor")
+    book = Codebook("floor")
+    book.indexify([(a, "knows", b) for a, b in zip(_UNRELATED, _UNRELATED[1:])])
+    v = book.entity_vectors(kg)
+    cos = v @ v.T
+    assert cos[~np.eye(len(cos), dtype=bool)].max() < autopruned.LAYER2_FLOOR  # the premise: all unrelated
+    before = book.size()["entities"]
+    report = book.consolidate(kg, entity_budget=2)
+    assert report["merged_layer2"] == 0 and report["aliases_layer1"] == 0
+    assert book.size()["entities"] == before and report["over_budget"] == before - 2
+    assert all(book.resolve_entity(i) == i for i in range(len(book.ent_text)))
+    # asked again with nothing new: no k-means rerun, the same answer
+    assert book.consolidate(kg, entity_budget=2)["over_budget"] == before - 2
+
+
+def test_layer2_merges_only_above_the_floor_most_similar_first_and_stops_at_the_budget():
+    kg = KnowledgeGraph.in_memory(name="floor2")
+    book = Codebook("floor2")
+    pairs = [("Nobel Prize in Physics", "Nobel Prize Physics"), ("University of Paris", "Paris University")]
+    book.indexify([(a, "is", b) for a, b in pairs] + [(a, "knows", b) for a, b in zip(_UNRELATED, _UNRELATED[1:])])
+    sims = [_entity_cos(book, kg, a, b) for a, b in pairs]
+    # the premise (hashing embedding): both pairs between the floor and layer 1's alias threshold
+    assert all(autopruned.LAYER2_FLOOR <= c < 0.93 for c in sims) and sims[0] > sims[1]
+    n = book.size()["entities"]
+    # one over budget: one merge, the most similar pair's newer symbol into its older one
+    report = book.consolidate(kg, entity_budget=n - 1)
+    assert report["merged_layer2"] == 1 and report["over_budget"] == 0
+    nobel = book.ent_index["nobel prize physics"]
+    assert book.resolve_entity(nobel) == book.ent_index["nobel prize in physics"]
+    assert book.resolve_entity(book.ent_index["paris university"]) == book.ent_index["paris university"]
+    # a budget of 1: only the other pair still clears the floor; the rest stays, over budget
+    report = book.consolidate(kg, entity_budget=1)
+    assert report["merged_layer2"] == 1 and report["over_budget"] == n - 2 - 1
+    assert book.resolve_entity(book.ent_index["paris university"]) == book.ent_index["university of paris"]
+    assert book.validate() == []
+    assert book.triple(book.indexify([("Nobel Prize Physics", "is", "Paris University")])[0]) == \
+        ("Nobel Prize in Physics", "is", "University of Paris")
 
 
 def _check_codebook_invariants(book, kg):
@@ -146,7 +197,8 @@ def test_repeated_consolidation_keeps_the_codebook_consistent():
                 book.add_run("F" if rng.random() < 0.7 else "Q", edges, chunks=[f"c{rnd}"])
         book.run_index(kg)  # index built incrementally between rounds
         before = book.size()
-        book.consolidate(kg, alias_threshold=0.93, entity_budget=8 if rnd >= 4 else None)
+        # the floor off (-1): layer 2 must merge here, to exercise the remapping
+        book.consolidate(kg, alias_threshold=0.93, entity_budget=8 if rnd >= 4 else None, layer2_min_cos=-1.0)
         after = book.size()
         assert after["entities"] <= before["entities"] and after["edges"] <= before["edges"]
         assert after["runs"] <= before["runs"]
@@ -482,7 +534,7 @@ def test_deleting_a_document_keeps_the_fact_runs_another_document_shares():
                      model="offline")
     book = Codebook("shared")
     book.sync_facts(kg)
-    assert book.consolidate(kg, entity_budget=3)["runs_dropped"] > 0
+    assert book.consolidate(kg, entity_budget=3, layer2_min_cos=-1.0)["runs_dropped"] > 0  # floor off: merges
     shared = [r for r in book.indexed_docs["b"] if r in book.indexed_docs["a"]]
     assert shared, "the identical runs of a and b were kept once"
     kg.delete_document("a")

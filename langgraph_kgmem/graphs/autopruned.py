@@ -23,7 +23,8 @@ Nodes (in order):
     answer            the LLM over the packed codebook (offline: extractive over the selected triples)
     memorize          store the question's and the answer's edge sequences as Q and A runs
     consolidate       layer-1 alias grouping (cosine ≥ 0.93, union-find), layer-2 k-means medoids
-                      over an entity budget; edges remapped, duplicates dropped, runs stay valid
+                      over an entity budget, only above a similarity floor (the budget is a
+                      ceiling, never forced); edges remapped, duplicates dropped, runs stay valid
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label, resolve_model
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
-from langgraph_kgmem.memory.codebook import (CHANNELS, MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Channel, Codebook,
-                                             phrase_triples)
+from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
+                                             MAX_RELATION_CHARS, Channel, Codebook, phrase_triples)
 from langgraph_kgmem.ranking import best_first
 
 METHOD = "autopruned"
@@ -692,12 +693,13 @@ def _evidence(book: Codebook, kg: Any, selected: Mapping[str, list[str]], scores
 
 def sync_codebook(kg: Any, store: Any, *, tau_run: float = 0.7,
                   phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
-                  alias_threshold: float = 0.93, entity_budget: int | None = None) -> dict[str, int]:
+                  alias_threshold: float = ALIAS_THRESHOLD, entity_budget: int | None = None,
+                  layer2_min_cos: float = LAYER2_FLOOR) -> dict[str, int]:
     """Index every KG document not yet in the codebook and consolidate, outside a graph run (e.g.
     right after ingestion, so the first question does not pay for it). Returns the codebook size."""
     book = Codebook.load(store, kg.name)
     book.sync_facts(kg, phrase_facts=phrase_facts, segment_opts={"tau": tau_run})
-    book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget)
+    book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget, layer2_min_cos=layer2_min_cos)
     book.save(store)
     return book.size()
 
@@ -733,9 +735,9 @@ def create_autopruned_graph(
     memorize: bool = True,
     memorize_unanswered: bool = False,
     consolidate: bool = True,
-    alias_threshold: float = 0.93,
+    alias_threshold: float = ALIAS_THRESHOLD,
     entity_budget: int | None = None,
-    layer2_min_cos: float = 0.0,
+    layer2_min_cos: float = LAYER2_FLOOR,
 ) -> StateGraph:
     """Build the AutoPrunedRetriever graph (uncompiled) over ``kg``.
 
@@ -767,7 +769,10 @@ def create_autopruned_graph(
             lower-case prose that an entity extractor misses, more tokens); "never".
         memorize / memorize_unanswered: store Q/A runs (not for "no answer" unless asked).
         consolidate / alias_threshold / entity_budget / layer2_min_cos: see
-            :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`.
+            :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`. ``entity_budget`` is a
+            ceiling, not a target: layer 2 merges only pairs at cosine ≥ ``layer2_min_cos`` (the
+            measured floor :data:`~langgraph_kgmem.memory.codebook.LAYER2_FLOOR`), so a codebook of
+            unrelated entities stays over its budget rather than merge them.
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``,
