@@ -544,3 +544,33 @@ def test_deleting_a_document_keeps_the_fact_runs_another_document_shares():
         run = book.runs[rid]
         assert run.doc == "b" and run.chunks and all(kg.node(c) is not None for c in run.chunks)
     assert book.validate() == []
+
+
+def test_bench_runs_autopruned_on_any_normalized_qa_dataset(tmp_path, monkeypatch):
+    """Not only STEM and HotpotQA: a dataset name the bench knows, or any normalized JSONL file."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from benchlib import corpus as corpora
+    from benchlib import runner
+    from benchlib.registry import discover, supports
+
+    reg = discover()
+    for name in ("autopruned", "autopruned-m5", "autopruned-pruned"):
+        for ds in ("musique-train100", "hotpotqa-train100", "stem", "hotpotqa", str(tmp_path / "mine.jsonl")):
+            assert supports(reg.get(name), ds), (name, ds)
+    rows = [{"id": f"q{i}", "question": q, "answer": a, "supporting_titles": [t],
+             "passages": [{"title": "Warsaw", "text": "Warsaw is the capital of Poland. Marie Curie was born in Warsaw."},
+                          {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."}]}
+            for i, (q, a, t) in enumerate([("Where was Marie Curie born?", "Warsaw", "Warsaw"),
+                                           ("Where does the Vistula flow into?", "Baltic Sea", "Vistula")])]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    monkeypatch.setattr(corpora, "CACHE_DIR", tmp_path / "cache")
+    out = tmp_path / "out.json"
+    rc = runner.main(["--method", "autopruned-pruned", "--dataset", str(path), "--decider", "oracle", "--embeddings",
+                      "hash", "--passes", "1", "--json", str(out)])
+    assert rc == 0
+    row = json.loads(out.read_text())["results"][0]
+    assert row["method"] == "autopruned-pruned" and row["questions"] == 2 and not row.get("errors")

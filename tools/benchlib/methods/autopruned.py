@@ -37,7 +37,7 @@ class AutoPrunedAdapter:
     (``extraction="offline"``) under every decider."""
 
     corpus = "pooled"
-    datasets = ("stem", "hotpotqa")
+    datasets = None   # any normalized QA dataset (a name or a JSONL path), like the other retrievers
 
     def __init__(self, name: str, *, fine_m: int = 20, edges_per_run: int | None = None,
                  phrase_facts: Literal["uncovered", "always", "never"] = "always",
