@@ -574,3 +574,34 @@ def test_bench_runs_autopruned_on_any_normalized_qa_dataset(tmp_path, monkeypatc
     assert rc == 0
     row = json.loads(out.read_text())["results"][0]
     assert row["method"] == "autopruned-pruned" and row["questions"] == 2 and not row.get("errors")
+
+
+def test_sentences_show_the_source_sentence_of_each_shown_edge():
+    """show="sentences": the reader sees the sentence a selected edge came from (where a triple
+    would drop the words that answer), one line per passage with its title; nothing else of the passage."""
+    kg = KnowledgeGraph.in_memory(name="sent")
+    kg.add_documents([{"title": "Marie Curie", "text": "Marie Curie was a physicist. She was born in Warsaw in 1867. "
+                                                       "Her husband Pierre Curie taught at the Sorbonne."},
+                      {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."}],
+                     model="offline")
+    out = _app(kg, InMemoryStore(), show="sentences", fine_m=1, edges_per_run=1,
+               memorize=False).invoke({"question": "Where did Pierre Curie teach?"})
+    assert out["encoding"] == "sentences"
+    lines = out["packed_prompt"].splitlines()
+    assert lines[0] == "[facts]" and lines[1] == "[Marie Curie] Her husband Pierre Curie taught at the Sorbonne."
+    facts = [e for e in out["evidence"] if e["channel"] == "F"]
+    assert [e["text"] for e in facts] == ["Her husband Pierre Curie taught at the Sorbonne."]
+    assert facts[0]["title"] == "Marie Curie" and facts[0]["kind"] == "sentences"
+    assert "sentences the selected facts" in autopruned.answer_prompt("q", out["packed_prompt"], "sentences")
+    triples = _app(kg, InMemoryStore(), fine_m=1, edges_per_run=1, memorize=False).invoke(
+        {"question": "Where did Pierre Curie teach?"})
+    assert "Sorbonne" not in " ".join(e["text"] for e in triples["evidence"]) or triples["packed_prompt"] != out["packed_prompt"]
+    with pytest.raises(KgmemInputError, match="show must be"):
+        _app(kg, InMemoryStore(), show="passages")
+
+
+def test_split_sentences_keeps_offsets_and_abbreviation_free_cuts():
+    text = 'He said "Go." Then 1867 came. e.g. this stays. (Yes) ok'
+    parts = autopruned.split_sentences(text)
+    assert [t for _, t in parts] == ['He said "Go."', "Then 1867 came.", "e.g. this stays.", "(Yes) ok"]
+    assert all(text[a:].startswith(t) for a, t in parts)

@@ -54,6 +54,7 @@ from langgraph_kgmem.ranking import best_first
 METHOD = "autopruned"
 SelectionMode = Literal["all", "unique", "none"]
 Encoding = Literal["words", "ids", "matrix"]
+Show = Literal["triples", "sentences"]
 ENCODINGS: tuple[Encoding, ...] = ("words", "ids", "matrix")
 SELECTION_MODES: tuple[str, ...] = ("all", "unique", "none")
 SelectionPolicy = Callable[[Channel, list[dict[str, Any]], dict[str, Any]], SelectionMode]
@@ -144,7 +145,10 @@ LEGENDS = {
     "ids": "entities and relations are numbered; each fact line is subject-number relation-number object-number",
     "matrix": "entities and relations are numbered; [edges] numbers each fact as subject relation object; "
               "the other sections list edge numbers",
+    "sentences": "[facts]: each line is a passage title in brackets and the sentences the selected facts "
+                 "come from; other sections: subject | relation | object",
 }
+_SENTENCE = re.compile(r"[.!?][\"')\]]*(\s+)(?=[A-Z0-9\"'(\[])")
 
 
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
@@ -331,6 +335,14 @@ class _Runtime:
         # concurrent runs of one compiled app (ainvoke, batch) share the cached codebook: every
         # read-modify of it holds this lock; LLM calls are made outside it
         self.lock = threading.RLock()
+        self._sentences: dict[str, list[tuple[int, str]]] = {}
+        self._sentences_at: int | None = None
+
+    def sentence_cache(self) -> dict[str, list[tuple[int, str]]]:
+        """Chunk id → its sentences (``show="sentences"``); emptied when the KG changes."""
+        if self._sentences_at != self.kg.version:
+            self._sentences, self._sentences_at = {}, self.kg.version
+        return self._sentences
 
     def resolved_model(self, runtime: Runtime[AutoPrunedContext] | None = None) -> Any:
         return run_model(runtime, self.model)
@@ -509,8 +521,17 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             q_edges = rt.query_edges(book, state) if state.get("query_edges") else []
             shown = _shown_edges(book, kg, selected, q_edges, opts["edges_per_run"])
 
+            sentences = opts["show"] == "sentences"
+
             def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
                 kept = {c: [r for r in rs if r not in drop] for c, rs in selected.items()}
+                if sentences:  # fact runs as their source sentences; stored Q/A runs as word triples
+                    groups = _fact_sentences(book, kg, kept.get("F", []), shown, rt.sentence_cache())
+                    rest = {c: [e for r in kept.get(c, []) for e in shown[r]] for c in CHANNELS if c != "F"}
+                    parts = ([f"[{CHANNEL_SECTION['F']}]", _sentence_block(groups)] if groups else []) + \
+                        [encode_knowledge(_channel_triples(book, rest))["words"]]
+                    text = "\n".join(x for x in parts if x)
+                    return kept, {"sentences": text}, "sentences", {"sentences": count_tokens(text)}
                 channels = {c: [e for r in kept.get(c, []) for e in shown[r]] for c in CHANNELS}
                 encoded = encode_knowledge(_channel_triples(book, channels))
                 return (kept, encoded, *cheapest_encoding(encoded, opts["encodings"]))
@@ -534,6 +555,13 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 kept, encoded, best, tokens = result
             selected = kept
             evidence = _evidence(book, kg, selected, scores, shown)
+            if sentences:  # the facts the reader sees are the sentences, one item per passage chunk
+                groups = _fact_sentences(book, kg, selected.get("F", []), shown, rt.sentence_cache())
+                evidence = [e for e in evidence if e["channel"] != "F"] + [
+                    {"id": g["chunk"], "kind": "sentences", "text": " ".join(g["sentences"]), "run": g["runs"][0],
+                     "channel": "F", "chunks": [g["chunk"]], "score": round(float(scores.get(g["runs"][0], 0.0)), 6),
+                     **({"title": g["title"]} if g["title"] else {})} for g in groups]
+                evidence.sort(key=lambda e: -e["score"])
             reused = _reused(book, selected, state.get("candidates", []))
             return {"packed_prompt": encoded[best], "encoding": best, "encoding_tokens": tokens,
                     "prompt_tokens_packed": tokens[best], "selected_runs": selected, "reused": reused,
@@ -664,6 +692,64 @@ def _shown_edges(book: Codebook, kg: Any, selected: Mapping[str, list[str]], que
     return shown
 
 
+def split_sentences(text: str) -> list[tuple[int, str]]:
+    """``(start offset, sentence)`` of a passage: cut after ``.!?`` before a capital, digit or quote."""
+    out, start = [], 0
+    for m in _SENTENCE.finditer(text):
+        out.append((start, text[start:m.start(1)].strip()))
+        start = m.end()
+    out.append((start, text[start:].strip()))
+    return [(a, t) for a, t in out if t]
+
+
+def _edge_sentence(sentences: Sequence[tuple[int, str]], head: str, tail: str) -> int | None:
+    """Index of the sentence an edge came from: the first holding both its symbols, else the first
+    holding its subject, else its object (case-insensitive); None when neither occurs."""
+    h, t = head.lower(), tail.lower()
+    lows = [x.lower() for _, x in sentences]
+    for test in ((lambda x: h in x and t in x), (lambda x: h in x), (lambda x: t in x)):
+        for i, x in enumerate(lows):
+            if test(x):
+                return i
+    return None
+
+
+def _fact_sentences(book: Codebook, kg: Any, selected_f: Sequence[str], shown: Mapping[str, list[int]],
+                    cache: dict[str, list[tuple[int, str]]]) -> list[dict[str, Any]]:
+    """The source sentences of the shown edges of fact runs, one group per chunk in order of its best
+    run (best first), sentences in text order: ``[{"chunk", "title", "sentences": [...], "runs"}]``."""
+    groups: dict[str, dict[str, Any]] = {}
+    for rid in selected_f:
+        run = book.runs[rid]
+        for cid in run.chunks[:1]:  # a fact run comes from one chunk (merged duplicates: the first)
+            if cid not in cache:
+                node = kg.node(cid)
+                cache[cid] = split_sentences(node.text) if node is not None else []
+            sents = cache[cid]
+            if not sents:
+                continue
+            g = groups.setdefault(cid, {"chunk": cid, "title": (kg.node(cid).attrs.get("title") or ""),
+                                        "picked": set(), "runs": []})
+            g["runs"].append(rid)
+            for e in shown.get(rid, run.edges):
+                h, _, t = book.triple(e)
+                i = _edge_sentence(sents, h, t)
+                if i is not None:
+                    g["picked"].add(i)
+    out = []
+    for g in groups.values():
+        if g["picked"]:
+            sents = cache[g["chunk"]]
+            out.append({"chunk": g["chunk"], "title": g["title"], "runs": g["runs"],
+                        "sentences": [sents[i][1] for i in sorted(g["picked"])]})
+    return out
+
+
+def _sentence_block(groups: Sequence[dict[str, Any]]) -> str:
+    return "\n".join(f"[{g['title']}] " + " ".join(g["sentences"]) if g["title"] else " ".join(g["sentences"])
+                     for g in groups)
+
+
 def _evidence(book: Codebook, kg: Any, selected: Mapping[str, list[str]], scores: Mapping[str, float],
               shown: Mapping[str, list[int]]) -> list[dict[str, Any]]:
     """The shown triples of the selected fact and answer runs as evidence items (best run first)."""
@@ -730,6 +816,7 @@ def create_autopruned_graph(
     encodings: Sequence[Encoding] = ENCODINGS,
     max_prompt_tokens: int | None = None,
     edges_per_run: int | None = None,
+    show: Show = "triples",
     extraction: Literal["llm", "offline"] = "llm",
     phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
     memorize: bool = True,
@@ -762,6 +849,11 @@ def create_autopruned_graph(
             is the compact setting measured in the README (about 7× fewer evidence tokens than
             top-5 passages, gold-passage coverage 4–8 points lower, and the answer itself in the
             prompt far less often). Stored answer and question runs are always shown whole.
+        show: how fact runs are shown. ``"triples"`` (the paper): their (pruned) edges in the
+            cheapest encoding. ``"sentences"``: the passage sentences their shown edges came from,
+            one line per passage chunk with its title (stored Q/A runs stay word triples) — a
+            triple often drops the words that answer, the sentence keeps them (README: the
+            tokens-vs-answer curve).
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).
         phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
@@ -808,6 +900,8 @@ def create_autopruned_graph(
         raise KgmemInputError(f"encodings must be a non-empty subset of {ENCODINGS}, got {list(encodings)!r}")
     if phrase_facts not in ("uncovered", "always", "never"):
         raise KgmemInputError(f"phrase_facts must be 'uncovered', 'always' or 'never', got {phrase_facts!r}")
+    if show not in ("triples", "sentences"):
+        raise KgmemInputError(f"show must be 'triples' or 'sentences', got {show!r}")
     if extraction not in ("llm", "offline"):
         raise KgmemInputError(f"extraction must be 'llm' or 'offline', got {extraction!r}")
     if selection_policy is not None and not callable(selection_policy):
@@ -819,7 +913,7 @@ def create_autopruned_graph(
     opts = {"selection_policy": selection_policy or default_selection_policy, "coarse_k": coarse_k,
             "fine_m": fine_m, "tau_run": tau_run, "w_ent": w_ent, "w_rel": w_rel, "fine": fine or FineScoring(),
             "unique_threshold": unique_threshold, "encodings": tuple(encodings),
-            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "extraction": extraction, "phrase_facts": phrase_facts,
+            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos}
     nodes = _make_nodes(_Runtime(kg, resolve_model(model), store, opts))
