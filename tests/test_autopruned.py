@@ -605,3 +605,24 @@ def test_split_sentences_keeps_offsets_and_closing_quotes():
     parts = autopruned.split_sentences(text)   # no cut before a lower-case word ("e.g. this")
     assert [t for _, t in parts] == ['He said "Go."', "Then 1867 came.", "It uses e.g. this.", "(Yes) ok"]
     assert all(text[a:].startswith(t) for a, t in parts)
+
+
+def test_cover_order_gives_each_question_entity_its_run_first():
+    """cover_weight > 0: after the best run on one entity, a run on the question's other entity comes
+    before a second, slightly better scored run on the first (a comparison question needs both)."""
+    kg = KnowledgeGraph.in_memory(name="cover")
+    book = Codebook("cover")
+    a1, a2, b1, q = book.indexify([("Lake Tahoe", "lies in", "Sierra Nevada"), ("Lake Tahoe", "depth", "501 metres"),
+                                   ("Crater Lake", "lies in", "Oregon"), ("Lake Tahoe", "older than", "Crater Lake")])
+    runs = [book.add_run("F", [e]) for e in (a1, a2, b1)]
+    scored = [(1.0, runs[0].seq, runs[0]), (0.9, runs[1].seq, runs[1]), (0.8, runs[2].seq, runs[2])]
+    order = autopruned._cover_order(book, kg, scored, [q], 0.5, 3)
+    assert [r.id for _, _, r in order] == [runs[0].id, runs[2].id, runs[1].id]
+    assert autopruned._cover_order(book, kg, scored, [q], 0.0, 3) == scored  # weight 0: the fine ranking
+    kg.add_documents([{"title": "Lake Tahoe", "text": "Lake Tahoe lies in the Sierra Nevada. Lake Tahoe is 501 metres deep."},
+                      {"title": "Crater Lake", "text": "Crater Lake lies in Oregon."}], model="offline")
+    out = _app(kg, InMemoryStore(), cover_weight=0.5, fine_m=2, memorize=False).invoke(
+        {"question": "Is Lake Tahoe older than Crater Lake?"})
+    assert {"Lake Tahoe", "Crater Lake"} <= {e.get("title") for e in out["evidence"]}
+    with pytest.raises(KgmemInputError, match="cover_weight"):
+        _app(kg, InMemoryStore(), cover_weight=-1.0)

@@ -465,6 +465,9 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             values = fine_scores(q, [book.line_vectors(kg, run.edges) for run in runs], cfg)
             scored = sorted(((float(v), run.seq, run) for v, run in zip(values.tolist(), runs)),
                             key=lambda x: (-x[0], x[1]))
+            if opts["cover_weight"] > 0:
+                scored = _cover_order(book, kg, scored, rt.query_edges(book, state), opts["cover_weight"],
+                                      2 * opts["fine_m"])
             # the top fine_m fact and answer runs; a question run ranked among them is the key to its
             # stored answers: it brings them in (they count toward fine_m), itself for free
             out: list[dict[str, Any]] = []
@@ -634,6 +637,37 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     return {"sync_facts": sync_facts, "encode_question": encode_question, "retrieve_coarse": retrieve_coarse,
             "rerank_fine": rerank_fine, "select_runs": select_runs, "pack_prompt": pack_prompt,
             "answer": answer, "memorize": memorize, "consolidate": consolidate}
+
+
+def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], query_edges: Sequence[int],
+                 weight: float, picks: int) -> list[tuple[float, int, Any]]:
+    """The fine ranking re-ordered for coverage of the question's entities (greedy, ``picks``
+    places): the next run maximises its fine score + ``weight`` × how much closer it brings each
+    query entity to a match (max entity cosine, summed over query entities, beyond what the runs
+    already picked reach). A comparison question's second entity gets its passage before a third
+    run about the first one."""
+    ents = [book.resolve_entity(x) for e in query_edges for x in book.edge_hrt[book.resolve_edge(e)][::2]]
+    q_ents = [x for x in dict.fromkeys(ents) if book.ent_text[x] != "?"]
+    if not q_ents or len(scored) < 2:
+        return scored
+    ev = book.entity_vectors(kg)
+    qv = ev[q_ents]
+    cover = np.zeros((len(scored), len(q_ents)))
+    for i, (_, _, run) in enumerate(scored):
+        r_ents = list({book.resolve_entity(x) for e in run.edges for x in book.edge_hrt[book.resolve_edge(e)][::2]})
+        if r_ents:
+            cover[i] = (ev[r_ents] @ qv.T).max(axis=0)
+    base = np.array([s for s, _, _ in scored])
+    reached = np.zeros(len(q_ents))
+    left = list(range(len(scored)))
+    order: list[int] = []
+    for _ in range(min(picks, len(scored))):
+        gain = np.clip(cover[left] - reached, 0.0, None).sum(axis=1)
+        j = left[int(np.argmax(base[left] + weight * gain))]   # ties: the better fine rank (first)
+        order.append(j)
+        reached = np.maximum(reached, cover[j])
+        left.remove(j)
+    return [scored[i] for i in order + left]
 
 
 def _unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
@@ -817,6 +851,7 @@ def create_autopruned_graph(
     max_prompt_tokens: int | None = None,
     edges_per_run: int | None = None,
     show: Show = "triples",
+    cover_weight: float = 0.0,
     extraction: Literal["llm", "offline"] = "llm",
     phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
     memorize: bool = True,
@@ -854,6 +889,10 @@ def create_autopruned_graph(
             one line per passage chunk with its title (stored Q/A runs stay word triples) — a
             triple often drops the words that answer, the sentence keeps them (README: the
             tokens-vs-answer curve).
+        cover_weight: 0 (the paper) keeps the fine ranking; above 0 the top runs are re-ordered
+            greedily for coverage of the question's entities (fine score + ``cover_weight`` × the
+            new entity matches a run adds), so each entity of a comparison or bridge question gets
+            its own run before a second run on the same one.
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).
         phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
@@ -891,6 +930,7 @@ def create_autopruned_graph(
     check_number("unique_threshold", unique_threshold, -1.0, 1.0)
     check_number("layer2_min_cos", layer2_min_cos, -1.0, 1.0)
     check_number("w_ent", w_ent, 0.0)
+    check_number("cover_weight", cover_weight, 0.0)
     check_number("w_rel", w_rel, 0.0)
     check_int("entity_budget", entity_budget, 1, optional=True)
     check_int("max_prompt_tokens", max_prompt_tokens, 1, optional=True)
@@ -913,7 +953,7 @@ def create_autopruned_graph(
     opts = {"selection_policy": selection_policy or default_selection_policy, "coarse_k": coarse_k,
             "fine_m": fine_m, "tau_run": tau_run, "w_ent": w_ent, "w_rel": w_rel, "fine": fine or FineScoring(),
             "unique_threshold": unique_threshold, "encodings": tuple(encodings),
-            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "extraction": extraction, "phrase_facts": phrase_facts,
+            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "cover_weight": cover_weight, "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos}
     nodes = _make_nodes(_Runtime(kg, resolve_model(model), store, opts))

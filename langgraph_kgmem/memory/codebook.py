@@ -245,6 +245,7 @@ class Codebook:
         # live entity count after the last layer-2 pass that left the codebook over budget: k-means
         # runs again only once the count has grown past it by LAYER2_RETRY of the budget
         self._layer2_left_at: int | None = None
+        self.last_layer2: list[tuple[int, int, float]] = []   # (entity, representative, cosine) of the last layer-2 pass
         self._by_channel: dict[str, dict[str, None]] = {c: {} for c in CHANNELS}  # ordered run-id sets
 
     # ------------------------------------------------------------------ symbols
@@ -631,6 +632,7 @@ class Codebook:
             if len(reps) > entity_budget and self._layer2_due(entity_budget, len(reps)):
                 move = self._layer2_moves(vecs, reps, entity_budget, layer2_min_cos, kmeans_iter, block)
                 merged2 = len(move)
+                self.last_layer2 = [(m, r, float(vecs[m] @ vecs[r])) for m, r in move.items()]
                 left = max(0, len(reps) - merged2 - entity_budget)
                 self._layer2_left_at = len(reps) - merged2 if left else None
                 moved = {i: move.get(r, r) for i, r in moved.items()}
