@@ -626,3 +626,19 @@ def test_cover_order_gives_each_question_entity_its_run_first():
     assert {"Lake Tahoe", "Crater Lake"} <= {e.get("title") for e in out["evidence"]}
     with pytest.raises(KgmemInputError, match="cover_weight"):
         _app(kg, InMemoryStore(), cover_weight=-1.0)
+
+
+def test_consolidation_never_merges_entities_that_differ_in_a_number():
+    """Embeddings put "Apollo 11" and "Apollo 12" close (all-MiniLM-L6-v2: 0.93); a different number is
+    another thing. The hashing embedding ignores word order, so "11 Apollo" is the word-order alias."""
+    kg = KnowledgeGraph.in_memory(name="nums")
+    book = Codebook("nums")
+    book.indexify([("Apollo 11", "landed on", "Moon"), ("11 Apollo", "landed on", "Moon"),
+                   ("Apollo 12", "landed on", "Moon")])
+    v = book.entity_vectors(kg)
+    ids = [book.ent_index[x] for x in ("apollo 11", "11 apollo", "apollo 12")]
+    report = book.consolidate(kg, alias_threshold=0.5, entity_budget=1, layer2_min_cos=-1.0)
+    assert float(v[ids[0]] @ v[ids[2]]) >= 0.5  # the premise: close enough for both layers
+    assert book.resolve_entity(ids[1]) == ids[0]            # same number: merged
+    assert book.resolve_entity(ids[2]) == ids[2]            # another number: never
+    assert report["over_budget"] >= 1

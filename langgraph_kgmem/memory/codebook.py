@@ -62,6 +62,7 @@ MAX_ENTITY_CHARS = 200     # longest entity symbol the codebook holds (see the m
 MAX_RELATION_CHARS = 500   # longest relation symbol (relations may be short sentences)
 
 _WS = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 
 # --------------------------------------------------------------------------------------------
@@ -621,7 +622,7 @@ class Codebook:
                 hit_r, hit_c = np.nonzero(sims >= alias_threshold)
                 for r, c in zip(hit_r.tolist(), hit_c.tolist()):
                     a = int(rows[r])
-                    if a != c and is_live[c]:
+                    if a != c and is_live[c] and self._same_numbers(a, c):
                         union(a, c)
         self.checked_entities = len(self.ent_text)
         moved = {i: r for i in sorted(parent) if (r := find(i)) != i}   # entity → its representative
@@ -630,7 +631,8 @@ class Codebook:
         if entity_budget is not None:
             reps = live[~np.isin(live, np.fromiter(moved, dtype=np.int64, count=len(moved)))]
             if len(reps) > entity_budget and self._layer2_due(entity_budget, len(reps)):
-                move = self._layer2_moves(vecs, reps, entity_budget, layer2_min_cos, kmeans_iter, block)
+                move = self._layer2_moves(vecs, reps, entity_budget, layer2_min_cos, kmeans_iter, block,
+                                          self._same_numbers)
                 merged2 = len(move)
                 self.last_layer2 = [(m, r, float(vecs[m] @ vecs[r])) for m, r in move.items()]
                 left = max(0, len(reps) - merged2 - entity_budget)
@@ -657,9 +659,15 @@ class Codebook:
         last = self._layer2_left_at
         return last is None or live >= last + max(1, int(budget * LAYER2_RETRY))
 
+    def _same_numbers(self, a: int, b: int) -> bool:
+        """Whether entities ``a`` and ``b`` hold the same numbers: an embedding puts "Apollo 11" and
+        "Apollo 12", "1998" and "1999" at cosine 0.82-0.93, but a different number names another
+        thing, so consolidation never merges them."""
+        return _DIGITS.findall(self.ent_text[a]) == _DIGITS.findall(self.ent_text[b])
+
     @staticmethod
     def _layer2_moves(vecs: np.ndarray, reps: np.ndarray, budget: int, floor: float, iters: int,
-                      block: int) -> dict[int, int]:
+                      block: int, compatible: Callable[[int, int], bool] = lambda a, b: True) -> dict[int, int]:
         """Layer-2 merges (entity → representative), at most ``len(reps) - budget`` of them.
 
         k-means (k = 90 % of the budget) only narrows the search: pairs are compared within a
@@ -667,6 +675,7 @@ class Codebook:
         merges the newer entity into the older when the newer one represents nobody and the older
         one is merged into nobody (else the other way round), so every merged entity is within the
         floor of its representative: groups are stars, never chains that drift into another meaning.
+        Pairs ``compatible`` refuses (different numbers) never merge.
         """
         k = max(1, int(budget * 0.9))
         assign, _ = _kmeans_medoids(vecs[reps], k, iters, block)
@@ -696,7 +705,7 @@ class Codebook:
             if len(move) >= limit:
                 break
             a, b = int(lo[p]), int(hi[p])
-            if a in move or b in move:
+            if a in move or b in move or not compatible(a, b):
                 continue
             for member, rep in ((b, a), (a, b)):   # the newer joins the older when it can
                 if member not in has_members:
