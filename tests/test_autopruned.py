@@ -93,12 +93,63 @@ def test_consolidation_merges_aliases_without_growing_and_keeps_runs_valid():
     # an alias seen again maps to its representative, adding nothing
     assert book.indexify([("Curie Marie", "born in", "Warsaw")]) == [e[0]]
     assert book.size()["edges"] == after["edges"]
-    # layer 2: a budget forces k-means medoids; counts still only shrink and runs stay valid
-    report2 = book.consolidate(kg, entity_budget=2)
-    assert report2["merged_layer2"] >= 1
+    # layer 2 with the floor off (-1): merges down to the budget; counts only shrink, runs stay valid
+    report2 = book.consolidate(kg, entity_budget=2, layer2_min_cos=-1.0)
+    assert report2["merged_layer2"] >= 1 and report2["over_budget"] == 0
     final = book.size()
-    assert final["entities"] <= 2 and final["edges"] <= after["edges"] and final["runs"] <= after["runs"]
+    assert final["entities"] == 2 and final["edges"] <= after["edges"] and final["runs"] <= after["runs"]
     assert book.validate() == []
+
+
+_UNRELATED = ["Ada Lund", "Bo Moss", "Cy Nash", "Di Orr", "Ed Penn", "Fay Quay", "Gus Roe", "Hal Sze", "Ivy Tate",
+              "Jo Udo", "Kai Vance", "Lu Wren"]
+
+
+def _entity_cos(book, kg, a, b):
+    v = book.entity_vectors(kg)
+    return float(v[book.ent_index[a.lower()]] @ v[book.ent_index[b.lower()]])
+
+
+def test_layer2_never_merges_unrelated_entities_and_the_budget_is_not_forced():
+    """A budget far below the number of unrelated entities merges none of them (they are all below
+    the floor): the codebook stays over its budget and says by how much."""
+    kg = KnowledgeGraph.in_memory(name="floor")
+    book = Codebook("floor")
+    book.indexify([(a, "knows", b) for a, b in zip(_UNRELATED, _UNRELATED[1:])])
+    v = book.entity_vectors(kg)
+    cos = v @ v.T
+    assert cos[~np.eye(len(cos), dtype=bool)].max() < autopruned.LAYER2_FLOOR  # the premise: all unrelated
+    before = book.size()["entities"]
+    report = book.consolidate(kg, entity_budget=2)
+    assert report["merged_layer2"] == 0 and report["aliases_layer1"] == 0
+    assert book.size()["entities"] == before and report["over_budget"] == before - 2
+    assert all(book.resolve_entity(i) == i for i in range(len(book.ent_text)))
+    # asked again with nothing new: no k-means rerun, the same answer
+    assert book.consolidate(kg, entity_budget=2)["over_budget"] == before - 2
+
+
+def test_layer2_merges_only_above_the_floor_most_similar_first_and_stops_at_the_budget():
+    kg = KnowledgeGraph.in_memory(name="floor2")
+    book = Codebook("floor2")
+    pairs = [("Nobel Prize in Physics", "Nobel Prize Physics"), ("University of Paris", "Paris University")]
+    book.indexify([(a, "is", b) for a, b in pairs] + [(a, "knows", b) for a, b in zip(_UNRELATED, _UNRELATED[1:])])
+    sims = [_entity_cos(book, kg, a, b) for a, b in pairs]
+    # the premise (hashing embedding): both pairs between the floor and layer 1's alias threshold
+    assert all(autopruned.LAYER2_FLOOR <= c < 0.93 for c in sims) and sims[0] > sims[1]
+    n = book.size()["entities"]
+    # one over budget: one merge, the most similar pair's newer symbol into its older one
+    report = book.consolidate(kg, entity_budget=n - 1)
+    assert report["merged_layer2"] == 1 and report["over_budget"] == 0
+    nobel = book.ent_index["nobel prize physics"]
+    assert book.resolve_entity(nobel) == book.ent_index["nobel prize in physics"]
+    assert book.resolve_entity(book.ent_index["paris university"]) == book.ent_index["paris university"]
+    # a budget of 1: only the other pair still clears the floor; the rest stays, over budget
+    report = book.consolidate(kg, entity_budget=1)
+    assert report["merged_layer2"] == 1 and report["over_budget"] == n - 2 - 1
+    assert book.resolve_entity(book.ent_index["paris university"]) == book.ent_index["university of paris"]
+    assert book.validate() == []
+    assert book.triple(book.indexify([("Nobel Prize Physics", "is", "Paris University")])[0]) == \
+        ("Nobel Prize in Physics", "is", "University of Paris")
 
 
 def _check_codebook_invariants(book, kg):
@@ -146,7 +197,8 @@ def test_repeated_consolidation_keeps_the_codebook_consistent():
                 book.add_run("F" if rng.random() < 0.7 else "Q", edges, chunks=[f"c{rnd}"])
         book.run_index(kg)  # index built incrementally between rounds
         before = book.size()
-        book.consolidate(kg, alias_threshold=0.93, entity_budget=8 if rnd >= 4 else None)
+        # the floor off (-1): layer 2 must merge here, to exercise the remapping
+        book.consolidate(kg, alias_threshold=0.93, entity_budget=8 if rnd >= 4 else None, layer2_min_cos=-1.0)
         after = book.size()
         assert after["entities"] <= before["entities"] and after["edges"] <= before["edges"]
         assert after["runs"] <= before["runs"]
@@ -482,7 +534,7 @@ def test_deleting_a_document_keeps_the_fact_runs_another_document_shares():
                      model="offline")
     book = Codebook("shared")
     book.sync_facts(kg)
-    assert book.consolidate(kg, entity_budget=3)["runs_dropped"] > 0
+    assert book.consolidate(kg, entity_budget=3, layer2_min_cos=-1.0)["runs_dropped"] > 0  # floor off: merges
     shared = [r for r in book.indexed_docs["b"] if r in book.indexed_docs["a"]]
     assert shared, "the identical runs of a and b were kept once"
     kg.delete_document("a")
@@ -492,3 +544,101 @@ def test_deleting_a_document_keeps_the_fact_runs_another_document_shares():
         run = book.runs[rid]
         assert run.doc == "b" and run.chunks and all(kg.node(c) is not None for c in run.chunks)
     assert book.validate() == []
+
+
+def test_bench_runs_autopruned_on_any_normalized_qa_dataset(tmp_path, monkeypatch):
+    """Not only STEM and HotpotQA: a dataset name the bench knows, or any normalized JSONL file."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from benchlib import corpus as corpora
+    from benchlib import runner
+    from benchlib.registry import discover, supports
+
+    reg = discover()
+    for name in ("autopruned", "autopruned-m5", "autopruned-pruned"):
+        for ds in ("musique-train100", "hotpotqa-train100", "stem", "hotpotqa", str(tmp_path / "mine.jsonl")):
+            assert supports(reg.get(name), ds), (name, ds)
+    rows = [{"id": f"q{i}", "question": q, "answer": a, "supporting_titles": [t],
+             "passages": [{"title": "Warsaw", "text": "Warsaw is the capital of Poland. Marie Curie was born in Warsaw."},
+                          {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."}]}
+            for i, (q, a, t) in enumerate([("Where was Marie Curie born?", "Warsaw", "Warsaw"),
+                                           ("Where does the Vistula flow into?", "Baltic Sea", "Vistula")])]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    monkeypatch.setattr(corpora, "CACHE_DIR", tmp_path / "cache")
+    out = tmp_path / "out.json"
+    rc = runner.main(["--method", "autopruned-pruned", "--dataset", str(path), "--decider", "oracle", "--embeddings",
+                      "hash", "--passes", "1", "--json", str(out)])
+    assert rc == 0
+    row = json.loads(out.read_text())["results"][0]
+    assert row["method"] == "autopruned-pruned" and row["questions"] == 2 and not row.get("errors")
+
+
+def test_sentences_show_the_source_sentence_of_each_shown_edge():
+    """show="sentences": the reader sees the sentence a selected edge came from (where a triple
+    would drop the words that answer), one line per passage with its title; nothing else of the passage."""
+    kg = KnowledgeGraph.in_memory(name="sent")
+    kg.add_documents([{"title": "Marie Curie", "text": "Marie Curie was a physicist. She was born in Warsaw in 1867. "
+                                                       "Her husband Pierre Curie taught at the Sorbonne."},
+                      {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."}],
+                     model="offline")
+    out = _app(kg, InMemoryStore(), show="sentences", fine_m=1, edges_per_run=1,
+               memorize=False).invoke({"question": "Where did Pierre Curie teach?"})
+    assert out["encoding"] == "sentences"
+    lines = out["packed_prompt"].splitlines()
+    assert lines[0] == "[facts]" and lines[1] == "[Marie Curie] Her husband Pierre Curie taught at the Sorbonne."
+    facts = [e for e in out["evidence"] if e["channel"] == "F"]
+    assert [e["text"] for e in facts] == ["Her husband Pierre Curie taught at the Sorbonne."]
+    assert facts[0]["title"] == "Marie Curie" and facts[0]["kind"] == "sentences"
+    assert "sentences the selected facts" in autopruned.answer_prompt("q", out["packed_prompt"], "sentences")
+    triples = _app(kg, InMemoryStore(), fine_m=1, edges_per_run=1, memorize=False).invoke(
+        {"question": "Where did Pierre Curie teach?"})
+    assert "Sorbonne" not in " ".join(e["text"] for e in triples["evidence"]) or triples["packed_prompt"] != out["packed_prompt"]
+    with pytest.raises(KgmemInputError, match="show must be"):
+        _app(kg, InMemoryStore(), show="passages")
+
+
+def test_split_sentences_keeps_offsets_and_closing_quotes():
+    text = 'He said "Go." Then 1867 came. It uses e.g. this. (Yes) ok'
+    parts = autopruned.split_sentences(text)   # no cut before a lower-case word ("e.g. this")
+    assert [t for _, t in parts] == ['He said "Go."', "Then 1867 came.", "It uses e.g. this.", "(Yes) ok"]
+    assert all(text[a:].startswith(t) for a, t in parts)
+
+
+def test_cover_order_gives_each_question_entity_its_run_first():
+    """cover_weight > 0: after the best run on one entity, a run on the question's other entity comes
+    before a second, slightly better scored run on the first (a comparison question needs both)."""
+    kg = KnowledgeGraph.in_memory(name="cover")
+    book = Codebook("cover")
+    a1, a2, b1, q = book.indexify([("Lake Tahoe", "lies in", "Sierra Nevada"), ("Lake Tahoe", "depth", "501 metres"),
+                                   ("Crater Lake", "lies in", "Oregon"), ("Lake Tahoe", "older than", "Crater Lake")])
+    runs = [book.add_run("F", [e]) for e in (a1, a2, b1)]
+    scored = [(1.0, runs[0].seq, runs[0]), (0.9, runs[1].seq, runs[1]), (0.8, runs[2].seq, runs[2])]
+    order = autopruned._cover_order(book, kg, scored, [q], 0.5, 3)
+    assert [r.id for _, _, r in order] == [runs[0].id, runs[2].id, runs[1].id]
+    assert autopruned._cover_order(book, kg, scored, [q], 0.0, 3) == scored  # weight 0: the fine ranking
+    kg.add_documents([{"title": "Lake Tahoe", "text": "Lake Tahoe lies in the Sierra Nevada. Lake Tahoe is 501 metres deep."},
+                      {"title": "Crater Lake", "text": "Crater Lake lies in Oregon."}], model="offline")
+    out = _app(kg, InMemoryStore(), cover_weight=0.5, fine_m=2, memorize=False).invoke(
+        {"question": "Is Lake Tahoe older than Crater Lake?"})
+    assert {"Lake Tahoe", "Crater Lake"} <= {e.get("title") for e in out["evidence"]}
+    with pytest.raises(KgmemInputError, match="cover_weight"):
+        _app(kg, InMemoryStore(), cover_weight=-1.0)
+
+
+def test_consolidation_never_merges_entities_that_differ_in_a_number():
+    """Embeddings put "Apollo 11" and "Apollo 12" close (all-MiniLM-L6-v2: 0.93); a different number is
+    another thing. The hashing embedding ignores word order, so "11 Apollo" is the word-order alias."""
+    kg = KnowledgeGraph.in_memory(name="nums")
+    book = Codebook("nums")
+    book.indexify([("Apollo 11", "landed on", "Moon"), ("11 Apollo", "landed on", "Moon"),
+                   ("Apollo 12", "landed on", "Moon")])
+    v = book.entity_vectors(kg)
+    ids = [book.ent_index[x] for x in ("apollo 11", "11 apollo", "apollo 12")]
+    report = book.consolidate(kg, alias_threshold=0.5, entity_budget=1, layer2_min_cos=-1.0)
+    assert float(v[ids[0]] @ v[ids[2]]) >= 0.5  # the premise: close enough for both layers
+    assert book.resolve_entity(ids[1]) == ids[0]            # same number: merged
+    assert book.resolve_entity(ids[2]) == ids[2]            # another number: never
+    assert report["over_budget"] >= 1

@@ -23,7 +23,8 @@ Nodes (in order):
     answer            the LLM over the packed codebook (offline: extractive over the selected triples)
     memorize          store the question's and the answer's edge sequences as Q and A runs
     consolidate       layer-1 alias grouping (cosine ≥ 0.93, union-find), layer-2 k-means medoids
-                      over an entity budget; edges remapped, duplicates dropped, runs stay valid
+                      over an entity budget, only above a similarity floor (the budget is a
+                      ceiling, never forced); edges remapped, duplicates dropped, runs stay valid
 """
 
 from __future__ import annotations
@@ -47,13 +48,14 @@ from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
-from langgraph_kgmem.memory.codebook import (CHANNELS, MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Channel, Codebook,
-                                             phrase_triples)
+from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
+                                             MAX_RELATION_CHARS, Channel, Codebook, phrase_triples)
 from langgraph_kgmem.ranking import best_first
 
 METHOD = "autopruned"
 SelectionMode = Literal["all", "unique", "none"]
 Encoding = Literal["words", "ids", "matrix"]
+Show = Literal["triples", "sentences"]
 ENCODINGS: tuple[Encoding, ...] = ("words", "ids", "matrix")
 SELECTION_MODES: tuple[str, ...] = ("all", "unique", "none")
 SelectionPolicy = Callable[[Channel, list[dict[str, Any]], dict[str, Any]], SelectionMode]
@@ -144,7 +146,10 @@ LEGENDS = {
     "ids": "entities and relations are numbered; each fact line is subject-number relation-number object-number",
     "matrix": "entities and relations are numbered; [edges] numbers each fact as subject relation object; "
               "the other sections list edge numbers",
+    "sentences": "[facts]: each line is a passage title in brackets and the sentences the selected facts "
+                 "come from; other sections: subject | relation | object",
 }
+_SENTENCE = re.compile(r"[.!?][\"')\]]*(\s+)(?=[A-Z0-9\"'(\[])")
 
 
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
@@ -331,6 +336,14 @@ class _Runtime:
         # concurrent runs of one compiled app (ainvoke, batch) share the cached codebook: every
         # read-modify of it holds this lock; LLM calls are made outside it
         self.lock = threading.RLock()
+        self._sentences: dict[str, list[tuple[int, str]]] = {}
+        self._sentences_at: int | None = None
+
+    def sentence_cache(self) -> dict[str, list[tuple[int, str]]]:
+        """Chunk id → its sentences (``show="sentences"``); emptied when the KG changes."""
+        if self._sentences_at != self.kg.version:
+            self._sentences, self._sentences_at = {}, self.kg.version
+        return self._sentences
 
     def resolved_model(self, runtime: Runtime[AutoPrunedContext] | None = None) -> Any:
         return run_model(runtime, self.model)
@@ -453,6 +466,9 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             values = fine_scores(q, [book.line_vectors(kg, run.edges) for run in runs], cfg)
             scored = sorted(((float(v), run.seq, run) for v, run in zip(values.tolist(), runs)),
                             key=lambda x: (-x[0], x[1]))
+            if opts["cover_weight"] > 0:
+                scored = _cover_order(book, kg, scored, rt.query_edges(book, state), opts["cover_weight"],
+                                      2 * opts["fine_m"])
             # the top fine_m fact and answer runs; a question run ranked among them is the key to its
             # stored answers: it brings them in (they count toward fine_m), itself for free
             out: list[dict[str, Any]] = []
@@ -509,8 +525,17 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             q_edges = rt.query_edges(book, state) if state.get("query_edges") else []
             shown = _shown_edges(book, kg, selected, q_edges, opts["edges_per_run"])
 
+            sentences = opts["show"] == "sentences"
+
             def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
                 kept = {c: [r for r in rs if r not in drop] for c, rs in selected.items()}
+                if sentences:  # fact runs as their source sentences; stored Q/A runs as word triples
+                    groups = _fact_sentences(book, kg, kept.get("F", []), shown, rt.sentence_cache())
+                    rest = {c: [e for r in kept.get(c, []) for e in shown[r]] for c in CHANNELS if c != "F"}
+                    parts = ([f"[{CHANNEL_SECTION['F']}]", _sentence_block(groups)] if groups else []) + \
+                        [encode_knowledge(_channel_triples(book, rest))["words"]]
+                    text = "\n".join(x for x in parts if x)
+                    return kept, {"sentences": text}, "sentences", {"sentences": count_tokens(text)}
                 channels = {c: [e for r in kept.get(c, []) for e in shown[r]] for c in CHANNELS}
                 encoded = encode_knowledge(_channel_triples(book, channels))
                 return (kept, encoded, *cheapest_encoding(encoded, opts["encodings"]))
@@ -534,6 +559,13 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 kept, encoded, best, tokens = result
             selected = kept
             evidence = _evidence(book, kg, selected, scores, shown)
+            if sentences:  # the facts the reader sees are the sentences, one item per passage chunk
+                groups = _fact_sentences(book, kg, selected.get("F", []), shown, rt.sentence_cache())
+                evidence = [e for e in evidence if e["channel"] != "F"] + [
+                    {"id": g["chunk"], "kind": "sentences", "text": " ".join(g["sentences"]), "run": g["runs"][0],
+                     "channel": "F", "chunks": [g["chunk"]], "score": round(float(scores.get(g["runs"][0], 0.0)), 6),
+                     **({"title": g["title"]} if g["title"] else {})} for g in groups]
+                evidence.sort(key=lambda e: -e["score"])
             reused = _reused(book, selected, state.get("candidates", []))
             return {"packed_prompt": encoded[best], "encoding": best, "encoding_tokens": tokens,
                     "prompt_tokens_packed": tokens[best], "selected_runs": selected, "reused": reused,
@@ -608,6 +640,37 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             "answer": answer, "memorize": memorize, "consolidate": consolidate}
 
 
+def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], query_edges: Sequence[int],
+                 weight: float, picks: int) -> list[tuple[float, int, Any]]:
+    """The fine ranking re-ordered for coverage of the question's entities (greedy, ``picks``
+    places): the next run maximises its fine score + ``weight`` × how much closer it brings each
+    query entity to a match (max entity cosine, summed over query entities, beyond what the runs
+    already picked reach). A comparison question's second entity gets its passage before a third
+    run about the first one."""
+    ents = [book.resolve_entity(x) for e in query_edges for x in book.edge_hrt[book.resolve_edge(e)][::2]]
+    q_ents = [x for x in dict.fromkeys(ents) if book.ent_text[x] != "?"]
+    if not q_ents or len(scored) < 2:
+        return scored
+    ev = book.entity_vectors(kg)
+    qv = ev[q_ents]
+    cover = np.zeros((len(scored), len(q_ents)))
+    for i, (_, _, run) in enumerate(scored):
+        r_ents = list({book.resolve_entity(x) for e in run.edges for x in book.edge_hrt[book.resolve_edge(e)][::2]})
+        if r_ents:
+            cover[i] = (ev[r_ents] @ qv.T).max(axis=0)
+    base = np.array([s for s, _, _ in scored])
+    reached = np.zeros(len(q_ents))
+    left = list(range(len(scored)))
+    order: list[int] = []
+    for _ in range(min(picks, len(scored))):
+        gain = np.clip(cover[left] - reached, 0.0, None).sum(axis=1)
+        j = left[int(np.argmax(base[left] + weight * gain))]   # ties: the better fine rank (first)
+        order.append(j)
+        reached = np.maximum(reached, cover[j])
+        left.remove(j)
+    return [scored[i] for i in order + left]
+
+
 def _unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
     """One representative per cluster of runs (greedy in rank order on whole-run vectors)."""
     reps: list[np.ndarray] = []
@@ -664,6 +727,64 @@ def _shown_edges(book: Codebook, kg: Any, selected: Mapping[str, list[str]], que
     return shown
 
 
+def split_sentences(text: str) -> list[tuple[int, str]]:
+    """``(start offset, sentence)`` of a passage: cut after ``.!?`` before a capital, digit or quote."""
+    out, start = [], 0
+    for m in _SENTENCE.finditer(text):
+        out.append((start, text[start:m.start(1)].strip()))
+        start = m.end()
+    out.append((start, text[start:].strip()))
+    return [(a, t) for a, t in out if t]
+
+
+def _edge_sentence(sentences: Sequence[tuple[int, str]], head: str, tail: str) -> int | None:
+    """Index of the sentence an edge came from: the first holding both its symbols, else the first
+    holding its subject, else its object (case-insensitive); None when neither occurs."""
+    h, t = head.lower(), tail.lower()
+    lows = [x.lower() for _, x in sentences]
+    for test in ((lambda x: h in x and t in x), (lambda x: h in x), (lambda x: t in x)):
+        for i, x in enumerate(lows):
+            if test(x):
+                return i
+    return None
+
+
+def _fact_sentences(book: Codebook, kg: Any, selected_f: Sequence[str], shown: Mapping[str, list[int]],
+                    cache: dict[str, list[tuple[int, str]]]) -> list[dict[str, Any]]:
+    """The source sentences of the shown edges of fact runs, one group per chunk in order of its best
+    run (best first), sentences in text order: ``[{"chunk", "title", "sentences": [...], "runs"}]``."""
+    groups: dict[str, dict[str, Any]] = {}
+    for rid in selected_f:
+        run = book.runs[rid]
+        for cid in run.chunks[:1]:  # a fact run comes from one chunk (merged duplicates: the first)
+            if cid not in cache:
+                node = kg.node(cid)
+                cache[cid] = split_sentences(node.text) if node is not None else []
+            sents = cache[cid]
+            if not sents:
+                continue
+            g = groups.setdefault(cid, {"chunk": cid, "title": (kg.node(cid).attrs.get("title") or ""),
+                                        "picked": set(), "runs": []})
+            g["runs"].append(rid)
+            for e in shown.get(rid, run.edges):
+                h, _, t = book.triple(e)
+                i = _edge_sentence(sents, h, t)
+                if i is not None:
+                    g["picked"].add(i)
+    out = []
+    for g in groups.values():
+        if g["picked"]:
+            sents = cache[g["chunk"]]
+            out.append({"chunk": g["chunk"], "title": g["title"], "runs": g["runs"],
+                        "sentences": [sents[i][1] for i in sorted(g["picked"])]})
+    return out
+
+
+def _sentence_block(groups: Sequence[dict[str, Any]]) -> str:
+    return "\n".join(f"[{g['title']}] " + " ".join(g["sentences"]) if g["title"] else " ".join(g["sentences"])
+                     for g in groups)
+
+
 def _evidence(book: Codebook, kg: Any, selected: Mapping[str, list[str]], scores: Mapping[str, float],
               shown: Mapping[str, list[int]]) -> list[dict[str, Any]]:
     """The shown triples of the selected fact and answer runs as evidence items (best run first)."""
@@ -693,12 +814,13 @@ def _evidence(book: Codebook, kg: Any, selected: Mapping[str, list[str]], scores
 
 def sync_codebook(kg: Any, store: Any, *, tau_run: float = 0.7,
                   phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
-                  alias_threshold: float = 0.93, entity_budget: int | None = None) -> dict[str, int]:
+                  alias_threshold: float = ALIAS_THRESHOLD, entity_budget: int | None = None,
+                  layer2_min_cos: float = LAYER2_FLOOR) -> dict[str, int]:
     """Index every KG document not yet in the codebook and consolidate, outside a graph run (e.g.
     right after ingestion, so the first question does not pay for it). Returns the codebook size."""
     book = Codebook.load(store, kg.name)
     book.sync_facts(kg, phrase_facts=phrase_facts, segment_opts={"tau": tau_run})
-    book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget)
+    book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget, layer2_min_cos=layer2_min_cos)
     book.save(store)
     return book.size()
 
@@ -730,14 +852,16 @@ def create_autopruned_graph(
     encodings: Sequence[Encoding] = ENCODINGS,
     max_prompt_tokens: int | None = None,
     edges_per_run: int | None = None,
+    show: Show = "triples",
+    cover_weight: float = 0.0,
     extraction: Literal["llm", "offline"] = "llm",
     phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
     memorize: bool = True,
     memorize_unanswered: bool = False,
     consolidate: bool = True,
-    alias_threshold: float = 0.93,
+    alias_threshold: float = ALIAS_THRESHOLD,
     entity_budget: int | None = None,
-    layer2_min_cos: float = 0.0,
+    layer2_min_cos: float = LAYER2_FLOOR,
 ) -> StateGraph:
     """Build the AutoPrunedRetriever graph (uncompiled) over ``kg``.
 
@@ -765,6 +889,15 @@ def create_autopruned_graph(
             is the compact setting measured in the README (about 7× fewer evidence tokens than
             top-5 passages, gold-passage coverage 4–8 points lower, and the answer itself in the
             prompt far less often). Stored answer and question runs are always shown whole.
+        show: how fact runs are shown. ``"triples"`` (the paper): their (pruned) edges in the
+            cheapest encoding. ``"sentences"``: the passage sentences their shown edges came from,
+            one line per passage chunk with its title (stored Q/A runs stay word triples) — a
+            triple often drops the words that answer, the sentence keeps them (README: the
+            tokens-vs-answer curve).
+        cover_weight: 0 (the paper) keeps the fine ranking; above 0 the top runs are re-ordered
+            greedily for coverage of the question's entities (fine score + ``cover_weight`` × the
+            new entity matches a run adds), so each entity of a comparison or bridge question gets
+            its own run before a second run on the same one.
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).
         phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
@@ -772,7 +905,10 @@ def create_autopruned_graph(
             lower-case prose that an entity extractor misses, more tokens); "never".
         memorize / memorize_unanswered: store Q/A runs (not for "no answer" unless asked).
         consolidate / alias_threshold / entity_budget / layer2_min_cos: see
-            :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`.
+            :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`. ``entity_budget`` is a
+            ceiling, not a target: layer 2 merges only pairs at cosine ≥ ``layer2_min_cos`` (the
+            measured floor :data:`~langgraph_kgmem.memory.codebook.LAYER2_FLOOR`), so a codebook of
+            unrelated entities stays over its budget rather than merge them.
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``,
@@ -799,6 +935,7 @@ def create_autopruned_graph(
     check_number("unique_threshold", unique_threshold, -1.0, 1.0)
     check_number("layer2_min_cos", layer2_min_cos, -1.0, 1.0)
     check_number("w_ent", w_ent, 0.0)
+    check_number("cover_weight", cover_weight, 0.0)
     check_number("w_rel", w_rel, 0.0)
     check_int("entity_budget", entity_budget, 1, optional=True)
     check_int("max_prompt_tokens", max_prompt_tokens, 1, optional=True)
@@ -808,6 +945,8 @@ def create_autopruned_graph(
         raise KgmemInputError(f"encodings must be a non-empty subset of {ENCODINGS}, got {list(encodings)!r}")
     if phrase_facts not in ("uncovered", "always", "never"):
         raise KgmemInputError(f"phrase_facts must be 'uncovered', 'always' or 'never', got {phrase_facts!r}")
+    if show not in ("triples", "sentences"):
+        raise KgmemInputError(f"show must be 'triples' or 'sentences', got {show!r}")
     if extraction not in ("llm", "offline"):
         raise KgmemInputError(f"extraction must be 'llm' or 'offline', got {extraction!r}")
     if selection_policy is not None and not callable(selection_policy):
@@ -819,7 +958,7 @@ def create_autopruned_graph(
     opts = {"selection_policy": selection_policy or default_selection_policy, "coarse_k": coarse_k,
             "fine_m": fine_m, "tau_run": tau_run, "w_ent": w_ent, "w_rel": w_rel, "fine": fine or FineScoring(),
             "unique_threshold": unique_threshold, "encodings": tuple(encodings),
-            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "extraction": extraction, "phrase_facts": phrase_facts,
+            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "cover_weight": cover_weight, "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos}
     nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))

@@ -13,8 +13,11 @@ The codebook turns text into small integer symbols so prompts and memories stay 
 
 Consolidation (entities only) keeps the dictionary from growing with every alias: layer 1 groups
 entities at cosine ≥ ``alias_threshold`` (union-find, continuous: only new entities are compared
-with the rest); layer 2 runs k-means when the live entity count passes a budget and merges
-cluster members into the medoid. Edges are remapped to representatives and duplicates dropped;
+with the rest); layer 2 runs k-means when the live entity count passes a budget and, within a
+cluster, merges pairs only when their cosine reaches a floor (:data:`LAYER2_FLOOR`), most similar
+first, and only until the count is back at the budget. The budget is a ceiling, never
+a target: when too few pairs clear the floor the codebook stays over it rather than merge
+unrelated entities. Edges are remapped to representatives and duplicates dropped;
 runs hold edge ids, so they are remapped through the edge alias table and stay valid.
 
 Everything is ordered deterministically: by symbol id (first-seen order), never by set or hash order.
@@ -51,10 +54,15 @@ CHANNELS: tuple[Channel, ...] = ("F", "Q", "A")
 PAGE = 1000
 FORMAT = 1
 ALIAS_THRESHOLD = 0.93
+# Layer 2 never merges two entities below this cosine (all-MiniLM-L6-v2). Chosen by judging sampled
+# merges on 1,000 HotpotQA passages (README, AutoPrunedRetriever): see LAYER2_FLOOR's measurement there.
+LAYER2_FLOOR = 0.85
+LAYER2_RETRY = 0.05   # share of the budget the codebook must grow by before layer 2 is retried
 MAX_ENTITY_CHARS = 200     # longest entity symbol the codebook holds (see the module docstring)
 MAX_RELATION_CHARS = 500   # longest relation symbol (relations may be short sentences)
 
 _WS = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 
 # --------------------------------------------------------------------------------------------
@@ -235,6 +243,10 @@ class Codebook:
         self._index_new: list[str] = []         # runs added since the index was built
         self._dead_entities = 0
         self._dead_edges = 0
+        # live entity count after the last layer-2 pass that left the codebook over budget: k-means
+        # runs again only once the count has grown past it by LAYER2_RETRY of the budget
+        self._layer2_left_at: int | None = None
+        self.last_layer2: list[tuple[int, int, float]] = []   # (entity, representative, cosine) of the last layer-2 pass
         self._by_channel: dict[str, dict[str, None]] = {c: {} for c in CHANNELS}  # ordered run-id sets
 
     # ------------------------------------------------------------------ symbols
@@ -566,20 +578,24 @@ class Codebook:
         }
 
     def consolidate(self, kg: "KnowledgeGraph", *, alias_threshold: float = ALIAS_THRESHOLD,
-                    entity_budget: int | None = None, layer2_min_cos: float = 0.0, kmeans_iter: int = 8,
+                    entity_budget: int | None = None, layer2_min_cos: float = LAYER2_FLOOR, kmeans_iter: int = 8,
                     block: int = 2048) -> dict[str, int]:
         """Merge alias entities, remap edges and runs; returns counts of what was merged.
 
         Layer 1 (always): every live entity not yet checked is compared with all live entities;
         pairs at cosine ≥ ``alias_threshold`` are united (union-find; the oldest id represents).
-        Layer 2 (when the live count exceeds ``entity_budget``): k-means with k = 90 % of the budget
-        (deterministic init: evenly spaced live entities), members merged into the cluster medoid
-        when their cosine to it is ≥ ``layer2_min_cos``.
+        Layer 2 (only while the live count exceeds ``entity_budget``): k-means with k = 90 % of the
+        budget (deterministic init: evenly spaced live entities) groups candidates; within a
+        cluster, pairs at cosine ≥ ``layer2_min_cos`` (the floor) merge, the most similar first,
+        each merged entity within the floor of its representative (see :meth:`_layer2_moves`), and
+        merging stops as soon as the live count is at the budget. The budget is a ceiling: with too
+        few pairs above the floor the codebook stays over it (``over_budget`` in the report; layer 2
+        is retried once the codebook has grown by :data:`LAYER2_RETRY` of the budget).
         """
-        nothing = {"aliases_layer1": 0, "merged_layer2": 0, "edges_dropped": 0, "runs_dropped": 0}
-        over_budget = entity_budget is not None and self.size()["entities"] > entity_budget
-        if self.checked_entities >= len(self.ent_text) and not over_budget:
-            return nothing
+        nothing = {"aliases_layer1": 0, "merged_layer2": 0, "edges_dropped": 0, "runs_dropped": 0, "over_budget": 0}
+        if self.checked_entities >= len(self.ent_text) and not self._layer2_due(entity_budget):
+            over = self.size()["entities"] - entity_budget if entity_budget is not None else 0
+            return {**nothing, "over_budget": max(0, over)}
         vecs = self.entity_vectors(kg)
         is_live = np.asarray(self.ent_rep, dtype=np.int64) == np.arange(len(self.ent_rep))
         live = np.flatnonzero(is_live)
@@ -608,31 +624,97 @@ class Codebook:
                 hit_r, hit_c = np.nonzero(sims >= alias_threshold)
                 for r, c in zip(hit_r.tolist(), hit_c.tolist()):
                     a = int(rows[r])
-                    if a != c and is_live[c]:
+                    if a != c and is_live[c] and self._same_numbers(a, c):
                         union(a, c)
         self.checked_entities = len(self.ent_text)
         moved = {i: r for i in sorted(parent) if (r := find(i)) != i}   # entity → its representative
         merged1 = len(moved)
+        left = 0
         if entity_budget is not None:
             reps = live[~np.isin(live, np.fromiter(moved, dtype=np.int64, count=len(moved)))]
-            if len(reps) > entity_budget:
-                k = max(1, int(entity_budget * 0.9))
-                assign, medoid = _kmeans_medoids(vecs[reps], k, kmeans_iter, block)
-                move: dict[int, int] = {}
-                for pos, rep in enumerate(reps.tolist()):
-                    m = int(reps[medoid[assign[pos]]])
-                    if m != rep and float(vecs[rep] @ vecs[m]) >= layer2_min_cos:
-                        move[rep] = m
+            if len(reps) > entity_budget and self._layer2_due(entity_budget, len(reps)):
+                move = self._layer2_moves(vecs, reps, entity_budget, layer2_min_cos, kmeans_iter, block,
+                                          self._same_numbers)
                 merged2 = len(move)
+                self.last_layer2 = [(m, r, float(vecs[m] @ vecs[r])) for m, r in move.items()]
+                left = max(0, len(reps) - merged2 - entity_budget)
+                self._layer2_left_at = len(reps) - merged2 if left else None
                 moved = {i: move.get(r, r) for i, r in moved.items()}
                 moved.update(move)  # representatives that join a medoid
+            else:
+                left = max(0, len(reps) - entity_budget)
         if not moved:
-            return nothing
+            return {**nothing, "over_budget": left}
         for i, r in moved.items():
             self.ent_rep[i] = r
             self._dead_entities += 1
             self._dirty["E"].add(i // PAGE)
-        return {"aliases_layer1": merged1, "merged_layer2": merged2, **self._remap_edges(set(moved))}
+        return {"aliases_layer1": merged1, "merged_layer2": merged2, **self._remap_edges(set(moved)),
+                "over_budget": left}
+
+    def _layer2_due(self, budget: int | None, live: int | None = None) -> bool:
+        """Whether layer 2 should run: over budget, and (after a pass that could not get under it)
+        grown by :data:`LAYER2_RETRY` of the budget since, so k-means is not redone per new symbol."""
+        live = self.size()["entities"] if live is None else live
+        if budget is None or live <= budget:
+            return False
+        last = self._layer2_left_at
+        return last is None or live >= last + max(1, int(budget * LAYER2_RETRY))
+
+    def _same_numbers(self, a: int, b: int) -> bool:
+        """Whether entities ``a`` and ``b`` hold the same numbers: an embedding puts "Apollo 11" and
+        "Apollo 12", "1998" and "1999" at cosine 0.82-0.93, but a different number names another
+        thing, so consolidation never merges them."""
+        return _DIGITS.findall(self.ent_text[a]) == _DIGITS.findall(self.ent_text[b])
+
+    @staticmethod
+    def _layer2_moves(vecs: np.ndarray, reps: np.ndarray, budget: int, floor: float, iters: int,
+                      block: int, compatible: Callable[[int, int], bool] = lambda a, b: True) -> dict[int, int]:
+        """Layer-2 merges (entity → representative), at most ``len(reps) - budget`` of them.
+
+        k-means (k = 90 % of the budget) only narrows the search: pairs are compared within a
+        cluster. Pairs at cosine ≥ ``floor`` are taken most similar first (ties: lower ids); a pair
+        merges the newer entity into the older when the newer one represents nobody and the older
+        one is merged into nobody (else the other way round), so every merged entity is within the
+        floor of its representative: groups are stars, never chains that drift into another meaning.
+        Pairs ``compatible`` refuses (different numbers) never merge.
+        """
+        k = max(1, int(budget * 0.9))
+        assign, _ = _kmeans_medoids(vecs[reps], k, iters, block)
+        cand_s: list[np.ndarray] = []
+        cand_a: list[np.ndarray] = []
+        cand_b: list[np.ndarray] = []
+        order = np.argsort(assign, kind="stable")
+        bounds = np.flatnonzero(np.diff(assign[order])) + 1
+        for members in np.split(order, bounds):
+            if len(members) < 2:
+                continue
+            ids = reps[members]
+            sims = vecs[ids] @ vecs[ids].T
+            i, j = np.nonzero(np.triu(sims >= floor, 1))
+            if len(i):
+                cand_s.append(sims[i, j])
+                cand_a.append(ids[i])
+                cand_b.append(ids[j])
+        if not cand_s:
+            return {}
+        sim, lo, hi = (np.concatenate(x) for x in (cand_s, cand_a, cand_b))
+        lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+        limit = len(reps) - budget
+        move: dict[int, int] = {}
+        has_members: set[int] = set()
+        for p in np.lexsort((hi, lo, -sim)).tolist():
+            if len(move) >= limit:
+                break
+            a, b = int(lo[p]), int(hi[p])
+            if a in move or b in move or not compatible(a, b):
+                continue
+            for member, rep in ((b, a), (a, b)):   # the newer joins the older when it can
+                if member not in has_members:
+                    move[member] = rep
+                    has_members.add(rep)
+                    break
+        return move
 
     def _remap_edges(self, moved: set[int]) -> dict[str, int]:
         """Rewrite the edges over ``moved`` entities onto representatives; where two live edges now
@@ -861,5 +943,5 @@ def _kmeans_medoids(x: np.ndarray, k: int, iters: int, block: int) -> tuple[np.n
     return assign, medoid
 
 
-__all__ = ["Codebook", "Run", "Channel", "CHANNELS", "MAX_ENTITY_CHARS", "MAX_RELATION_CHARS", "clean_symbol",
+__all__ = ["Codebook", "Run", "Channel", "CHANNELS", "ALIAS_THRESHOLD", "LAYER2_FLOOR", "MAX_ENTITY_CHARS", "MAX_RELATION_CHARS", "clean_symbol",
            "phrase_triples", "segment_runs"]

@@ -27,6 +27,7 @@ from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, t
 from benchlib.passage_rag import passage_oracle
 
 from langgraph_kgmem.graphs.autopruned import answer_prompt, create_autopruned_graph, sync_codebook
+from langgraph_kgmem.memory.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
 
 
 class AutoPrunedAdapter:
@@ -37,7 +38,7 @@ class AutoPrunedAdapter:
     (``extraction="offline"``) under every decider."""
 
     corpus = "pooled"
-    datasets = ("stem", "hotpotqa")
+    datasets = None   # any normalized QA dataset (a name or a JSONL path), like the other retrievers
 
     def __init__(self, name: str, *, fine_m: int = 20, edges_per_run: int | None = None,
                  phrase_facts: Literal["uncovered", "always", "never"] = "always",
@@ -88,33 +89,40 @@ ADAPTERS = [AutoPrunedAdapter("autopruned", fine_m=20),                 # M = 20
 
 
 def codebook_growth(kg: Any, *, step: int = 50, entity_budget: int | None = None,
-                    alias_threshold: float = 0.93) -> list[dict[str, Any]]:
-    """Index the KG's documents into a fresh codebook ``step`` at a time, consolidating after each
-    step; one row per step with the sizes without consolidation (``*_raw``: every symbol ever
-    added) and the live sizes after it."""
+                    alias_threshold: float = ALIAS_THRESHOLD, layer2_min_cos: float = LAYER2_FLOOR,
+                    documents: int | None = None, merges: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Index the KG's first ``documents`` documents (default: all) into a fresh codebook ``step`` at
+    a time, consolidating after each step; one row per step with the sizes without consolidation
+    (``*_raw``: every symbol ever added) and the live sizes after it. ``merges``, when given,
+    receives every layer-2 merge (entity, representative, cosine, step) for inspection."""
     import time
 
     from langgraph_kgmem.memory.codebook import Codebook
 
     book = Codebook(kg.name)
-    docs = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"]
+    docs = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"][:documents]
     rows = []
     for off in range(0, len(docs), step):
         t0 = time.perf_counter()
         book.sync_facts(kg, documents=docs[off:off + step])
-        report = book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget)
+        report = book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget,
+                                  layer2_min_cos=layer2_min_cos)
+        if merges is not None and report["merged_layer2"]:
+            merges.extend({"entity": book.ent_text[m], "representative": book.ent_text[r], "cosine": round(c, 4),
+                           "documents": min(off + step, len(docs))} for m, r, c in book.last_layer2)
         size = book.size()
         rows.append({"documents": min(off + step, len(docs)), "entities_raw": len(book.ent_text),
                      "entities": size["entities"], "relations": size["relations"], "edges_raw": len(book.edge_hrt),
                      "edges": size["edges"], "fact_runs": size["fact_runs"],
                      "aliases_layer1": report["aliases_layer1"], "merged_layer2": report["merged_layer2"],
-                     "seconds": round(time.perf_counter() - t0, 2)})
+                     "over_budget": report["over_budget"], "seconds": round(time.perf_counter() - t0, 2)})
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     """``PYTHONPATH=tools python -m benchlib.methods.autopruned --dataset stem [--embeddings local]
-    [--step 50] [--entity-budget N]``: print the codebook growth table (Markdown)."""
+    [--step 50] [--entity-budget N] [--floor F] [--documents N] [--merges FILE]``: print the codebook
+    growth table (Markdown)."""
     import argparse
     import json
     import shutil
@@ -133,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embeddings", default="local")
     ap.add_argument("--step", type=int, default=50)
     ap.add_argument("--entity-budget", type=int, default=None)
+    ap.add_argument("--floor", type=float, default=LAYER2_FLOOR, help="layer-2 similarity floor (-1: off)")
+    ap.add_argument("--documents", type=int, default=None, help="index only the first N documents")
+    ap.add_argument("--merges", default=None, help="write every layer-2 merge (JSON) here")
     ap.add_argument("--every", type=int, default=1, help="print every N-th row")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -142,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     wd = Path(tempfile.mkdtemp(prefix="apr-growth-"))
     kg = corpora.open_working_copy(built, wd, emb)
     try:
-        rows = codebook_growth(kg, step=args.step, entity_budget=args.entity_budget)
+        merges: list[dict[str, Any]] = []
+        rows = codebook_growth(kg, step=args.step, entity_budget=args.entity_budget, layer2_min_cos=args.floor,
+                               documents=args.documents, merges=merges)
     finally:
         kg.close()
         shutil.rmtree(wd, ignore_errors=True)
@@ -150,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(shown, list(rows[0]) if rows else []))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.merges:
+        Path(args.merges).write_text(json.dumps(merges, indent=1))
     return 0
 
 

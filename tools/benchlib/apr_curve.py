@@ -1,0 +1,192 @@
+"""Prompt tokens against answer-in-prompt: dense top-k passages versus AutoPrunedRetriever settings.
+
+``PYTHONPATH=tools python -m benchlib.apr_curve --dataset hotpotqa [--questions N] [--embeddings local]``
+
+One process, one pooled KG (the bench's cached corpus), every point side by side. Per question and
+setting it records the answer step's prompt tokens (the would-be prompt, counted like the bench
+counts a real call's), whether the gold answer is in the prompt (the bench's oracle reader:
+``api.oracle_answer`` over the evidence texts shown; yes/no answers count when any evidence was
+shown) and the share of the question's gold passages the prompt draws on (``coverage``). Points:
+
+- ``dense-k`` for k = 1, 2, 3, 5: cosine top-k passages in the shared answer prompt
+  (``graphs.common.ANSWER_PROMPT``), as the ``dense`` baseline sends them at k = 5;
+- ``hipporag2-prompt`` (``--hipporag2``): the top-5 passages in a HippoRAG 2 style reader prompt
+  (instruction, one worked example, passages, question) — the paper's comparison point. The
+  example is our own text of the same shape, not HippoRAG 2's; only its length matters here;
+- AutoPrunedRetriever settings (:data:`SETTINGS`), each a ``create_autopruned_graph`` option set
+  over one shared codebook, with ``memorize=False`` so no question sees another's stored answer.
+
+Gold labels are read only here, after each method has answered (never passed to a method).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchlib import corpus as corpora
+from benchlib.api import answer_prompt, oracle_answer, titles_of
+from benchlib.datasets import load_questions, pooled_passages
+from benchlib.metrics import markdown_table
+from benchlib.passage_rag import passage_table, top_indices
+
+from langgraph_kgmem.graphs.autopruned import answer_prompt as apr_prompt
+from langgraph_kgmem.graphs.autopruned import create_autopruned_graph, sync_codebook
+from langgraph_kgmem.graphs.common import evidence_item, normalize_answer
+
+DENSE_K = (1, 2, 3, 5)
+# name → create_autopruned_graph options (besides the shared ones in _apr_apps)
+SETTINGS: dict[str, dict[str, Any]] = {
+    "apr-m20": {"fine_m": 20},                                   # the paper's M
+    "apr-m5": {"fine_m": 5},
+    "apr-pruned": {"fine_m": 10, "edges_per_run": 1},
+    "sent-m5-e1": {"fine_m": 5, "edges_per_run": 1, "show": "sentences"},
+    "sent-m10-e1": {"fine_m": 10, "edges_per_run": 1, "show": "sentences"},
+    "sent-m10-e2": {"fine_m": 10, "edges_per_run": 2, "show": "sentences"},
+    "sent-m20-e1": {"fine_m": 20, "edges_per_run": 1, "show": "sentences"},
+    "sent-m5-e1-cov": {"fine_m": 5, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5},
+    "sent-m10-e1-cov": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5},
+    "sent-b120-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5,
+                      "max_prompt_tokens": 120},
+    "sent-b180-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5,
+                      "max_prompt_tokens": 180},
+    "sent-b250-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5,
+                      "max_prompt_tokens": 250},
+}
+
+HIPPORAG2_STYLE = """As a careful reading assistant, you read the passages below and answer the question.
+Think step by step about which passages matter, then give the final answer after "Answer:" as a short
+phrase: a name, a date, a number, or yes/no.
+
+Example.
+Wikipedia Title: Lake Tahoe
+Lake Tahoe is a large freshwater lake in the Sierra Nevada of the United States, on the border of
+California and Nevada.
+Wikipedia Title: Sierra Nevada
+The Sierra Nevada is a mountain range in the Western United States, between the Central Valley of
+California and the Great Basin.
+Question: Between which two regions lies the mountain range that holds Lake Tahoe?
+Thought: Lake Tahoe lies in the Sierra Nevada. The Sierra Nevada lies between the Central Valley of
+California and the Great Basin.
+Answer: the Central Valley of California and the Great Basin
+
+{passages}
+Question: {question}
+Thought:"""
+
+
+def _tokens(text: str) -> int:
+    from langchain_core.messages import HumanMessage
+
+    from langgraph_kgmem.llm import count_message_tokens
+
+    return count_message_tokens([HumanMessage(text)])
+
+
+def _point(gold: str, gold_titles: list[str], texts: list[str], titles: list[str], prompt: str) -> dict[str, float]:
+    inside = normalize_answer(oracle_answer(gold, texts)) == normalize_answer(gold)
+    cover = len(set(gold_titles) & set(titles)) / len(set(gold_titles)) if gold_titles else 0.0
+    return {"tokens": _tokens(prompt), "answer_in_prompt": float(inside), "coverage": cover}
+
+
+def _apr_apps(kg: Any, store: Any, settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    base = {"model": "offline", "store": store, "extraction": "offline", "phrase_facts": "always",
+            "memorize": False, "consolidate": False}
+    return {name: create_autopruned_graph(kg, **{**base, **opts}).compile(store=store) for name, opts in settings.items()}
+
+
+def measure(kg: Any, store: Any, questions: list[Any], *, settings: dict[str, dict[str, Any]] | None = None,
+            hipporag2: bool = False, log: Any = print) -> dict[str, list[dict[str, float]]]:
+    """Per point, one row per question: tokens, answer_in_prompt, coverage, ms (wall, no LLM) and
+    core_ms (ms without the embedding model's time, as the bench's ``core_ms_median``)."""
+    settings = SETTINGS if settings is None else settings
+    table = passage_table(kg)
+    mat = kg.embed_texts(table.texts)
+    mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+    t0 = time.perf_counter()
+    sync_codebook(kg, store, phrase_facts="always")
+    log(f"codebook synced in {time.perf_counter() - t0:.1f}s")
+    apps = _apr_apps(kg, store, settings)
+    out: dict[str, list[dict[str, float]]] = {}
+    for i, q in enumerate(questions):
+        t = time.perf_counter()
+        order = top_indices(mat @ kg.embed_query(q.question), max(DENSE_K))
+        ms = (time.perf_counter() - t) * 1000
+        for k in DENSE_K:
+            ev = [evidence_item(kg, table.ids[j]) for j in order[:k]]
+            texts = [e["text"] for e in ev]
+            row = _point(q.answer, q.supporting_titles, texts, [e.get("title", "") for e in ev],
+                         answer_prompt(q.question, ev))
+            out.setdefault(f"dense-{k}", []).append({**row, "ms": ms})
+        if hipporag2:
+            ev = [evidence_item(kg, table.ids[j]) for j in order[:5]]
+            passages = "\n".join(f"Wikipedia Title: {e.get('title', '')}\n{e['text']}" for e in ev)
+            prompt = HIPPORAG2_STYLE.format(passages=passages, question=q.question)
+            row = _point(q.answer, q.supporting_titles, [e["text"] for e in ev], [e.get("title", "") for e in ev], prompt)
+            out.setdefault("hipporag2-prompt", []).append({**row, "ms": ms})
+        for name, app in apps.items():
+            e0, t = float(getattr(kg, "embed_seconds", 0.0) or 0.0), time.perf_counter()
+            res = app.invoke({"question": q.question})
+            ms = (time.perf_counter() - t) * 1000
+            core = ms - (float(getattr(kg, "embed_seconds", 0.0) or 0.0) - e0) * 1000
+            ev = res.get("evidence", [])
+            titles = titles_of(kg, [c for e in ev for c in e.get("chunks", [])])
+            prompt = apr_prompt(q.question, res.get("packed_prompt", ""), res.get("encoding", "words"))
+            row = _point(q.answer, q.supporting_titles, [e["text"] for e in ev], titles, prompt)
+            out.setdefault(name, []).append({**row, "ms": ms, "core_ms": core})
+        if (i + 1) % 50 == 0:
+            log(f"{i + 1}/{len(questions)} questions")
+    return out
+
+
+def summarize(per_point: dict[str, list[dict[str, float]]]) -> list[dict[str, Any]]:
+    rows = []
+    for name, qs in per_point.items():
+        rows.append({"point": name, "questions": len(qs),
+                     "prompt_tokens": round(float(np.mean([r["tokens"] for r in qs])), 1),
+                     "answer_in_prompt": round(float(np.mean([r["answer_in_prompt"] for r in qs])), 3),
+                     "gold_coverage": round(float(np.mean([r["coverage"] for r in qs])), 3),
+                     "ms_median": round(float(np.median([r["ms"] for r in qs])), 1),
+                     "core_ms_median": round(float(np.median([r.get("core_ms", r["ms"]) for r in qs])), 1)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from langgraph_kgmem.config import get_embeddings
+
+    ap = argparse.ArgumentParser(prog="python -m benchlib.apr_curve", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", default="hotpotqa")
+    ap.add_argument("--questions", type=int, default=None)
+    ap.add_argument("--embeddings", default="local")
+    ap.add_argument("--settings", default=None, help="comma-separated AutoPrunedRetriever settings (default: all)")
+    ap.add_argument("--hipporag2", action="store_true", help="add the HippoRAG 2 style reader prompt point")
+    ap.add_argument("--json", default=None, help="write the per-question rows and the summary here")
+    args = ap.parse_args(argv)
+    emb = get_embeddings(args.embeddings)
+    qs = load_questions(args.dataset, args.questions, None)
+    built = corpora.build_corpus(pooled_passages(args.dataset, qs), emb, log=print)
+    wd = Path(tempfile.mkdtemp(prefix="apr-curve-"))
+    kg = corpora.open_working_copy(built, wd, emb)
+    settings = SETTINGS if not args.settings else {n: SETTINGS[n] for n in args.settings.split(",")}
+    try:
+        _, store = kg.persistence()
+        per_point = measure(kg, store, qs, settings=settings, hipporag2=args.hipporag2)
+    finally:
+        kg.close()
+        shutil.rmtree(wd, ignore_errors=True)
+    rows = summarize(per_point)
+    print(markdown_table(rows, list(rows[0])))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"summary": rows, "per_question": per_point}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
