@@ -14,9 +14,13 @@ Deciders (``--decider``):
 - ``llm``: the configured chat model (``KGMEM_MODEL``).
 
 How the harness (tools/benchlib/runner.py) calls an adapter:
-- ``run(ctx, q, model)`` gets ``q`` with ``answer`` and ``supporting_titles`` blanked (gold never
-  reaches retrieval code); ``oracle(ctx, q)`` gets the full question and is called before ``run``
-  for the same question.
+- The gold firewall: ``run(ctx, q, model)`` gets ``q`` with only ``id``, ``question`` and
+  ``passages``; ``answer``, ``supporting_titles`` and ``extra`` (where datasets keep their ground
+  truth: KG-IRAG's required records, graph-qa's gold tool path) are blanked, so gold never reaches
+  retrieval code. Gold reaches a method only through the decider: ``oracle(ctx, q)`` gets the full
+  question and is called before ``run``; its responder is the scripted model's. Per-question
+  metrics that need gold (KG-IRAG's record precision/recall) come from the optional
+  ``score(ctx, q, result)``, called after ``run`` with the full question and ``result.trace``.
 - ``setup(ctx)`` runs once per corpus *per process*: again in each ``--fresh-process`` pass, on
   the persisted KG copy (so it must be idempotent, e.g. ``add_synonym_edges`` is).
 - Each (method, corpus) works on a private copy of the cached KG directory with its own
@@ -52,7 +56,8 @@ class BenchQuestion:
     answer: str
     passages: list[dict[str, str]]            # [{"title", "text"}]
     supporting_titles: list[str]
-    extra: dict[str, Any] = field(default_factory=dict)  # dataset-specific (e.g. KG-IRAG ground truth)
+    # dataset-specific data, ground truth included (e.g. KG-IRAG's required records): never handed to ``run``
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,6 +67,7 @@ class MethodResult:
     usage: dict[str, Any] = field(default_factory=dict)   # the graph output's usage dict
     retrieved_count: int | None = None        # items handed to the answer step (passages/triples/...)
     extra: dict[str, Any] = field(default_factory=dict)   # method-specific metrics (numbers only)
+    trace: dict[str, Any] = field(default_factory=dict)   # what the run did, for ``score`` only (not reported)
 
 
 @dataclass
@@ -94,6 +100,10 @@ class MethodAdapter(Protocol):
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         """The oracle decider's responder for question ``q`` (may read q.supporting_titles)."""
+
+    # Optional: metrics that need gold, from the full question and what ``run`` returned (its ``trace``).
+    def score(self, ctx: BenchContext, q: BenchQuestion, result: MethodResult) -> dict[str, float]:
+        """Gold-aware per-question metrics, merged into the result's ``extra``."""
 
     # Only adapters whose corpus is "records" or "graph-qa" (datasets the QA loaders do not know)
     # implement these two; the harness calls them instead of its own loaders/KG builders.

@@ -11,8 +11,9 @@ only one small KG open at a time); a pooled corpus is walked pass-major.
 ``--fresh-process``: pass 1 runs here; every later pass runs in a new ``python tools/bench.py``
 process (same arguments plus internal flags) that reopens the persisted KG copies and stores.
 
-Gold labels: ``adapter.run`` receives the question with ``answer`` and ``supporting_titles``
-blanked; only the oracle responder (``adapter.oracle``) and the metrics see them.
+Gold labels: ``adapter.run`` receives the question with ``answer``, ``supporting_titles`` and
+``extra`` blanked (:func:`blinded`); only the oracle responder (``adapter.oracle``), the
+adapter's optional gold-aware ``score`` and the metrics see them.
 """
 
 from __future__ import annotations
@@ -183,8 +184,10 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def blinded(q: BenchQuestion) -> BenchQuestion:
-    """The question as a method sees it: no gold answer, no gold supporting titles."""
-    return dataclasses.replace(q, answer="", supporting_titles=[])
+    """The question as a method sees it: id, question text and passages. No gold answer, no gold
+    supporting titles, and no ``extra`` (datasets keep ground truth there)."""
+    return BenchQuestion(id=q.id, question=q.question, answer="", passages=[dict(p) for p in q.passages],
+                         supporting_titles=[], extra={})
 
 
 def make_model(decider: str, adapter: Any, ctx: BenchContext, q: BenchQuestion, llm: Any = None) -> Any:
@@ -228,9 +231,13 @@ def run_question(adapter: Any, ctx: BenchContext, q: BenchQuestion, decider: str
         return QuestionOutcome(q.id, [], list(q.supporting_titles), None, q.answer, {}, None, wall,
                                error=f"{type(exc).__name__}: {exc}")
     wall = time.perf_counter() - t0
+    embed = _embed_seconds(ctx) - e0
+    extra = dict(res.extra or {})
+    score = getattr(adapter, "score", None)
+    if score is not None:  # gold-aware metrics, outside the timed run
+        extra.update(score(ctx, q, res))
     return QuestionOutcome(q.id, list(res.retrieved_titles or []), list(q.supporting_titles), res.answer, q.answer,
-                           dict(res.usage or {}), res.retrieved_count, wall, extra=dict(res.extra or {}),
-                           embed_seconds=_embed_seconds(ctx) - e0)
+                           dict(res.usage or {}), res.retrieved_count, wall, extra=extra, embed_seconds=embed)
 
 
 def _embed_seconds(ctx: BenchContext) -> float:

@@ -15,7 +15,8 @@ turn, Δt ∈ {1, 2, 3} h, seeded), exact ground truth in ``answer``, the minima
 in ``extra["required"]``. The KG holds every station's records within ±(L + 12) h of each question
 (the whole 4-year set would be ~600k edges for no benefit: retrieval is local in time).
 
-Extra metrics per question: ``precision`` / ``recall`` (records read at the question's location
+Extra metrics per question (``precision`` .. ``records_read`` from ``score``, which alone sees the
+required records): ``precision`` / ``recall`` (records read at the question's location
 vs the required records), ``hit_rate`` (1 when every required record was read), ``iterations``,
 ``records_read``. ``retrieved_count`` is the number of retrieved triples.
 
@@ -150,11 +151,15 @@ class TemporalAdapter:
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
-        extra = retrieval_metrics(ctx, q, out.get("events", []))
-        extra["iterations"] = float(out.get("iterations", 0))
         usage = with_offline_answer_prompt(out.get("usage", {}), model, lambda: self.answer_prompt(ctx, q, out))
         return MethodResult(retrieved_titles=[], answer=out.get("answer"), usage=usage,
-                            retrieved_count=int(out.get("retrieved_triples", 0)), extra=extra)
+                            retrieved_count=int(out.get("retrieved_triples", 0)),
+                            extra={"iterations": float(out.get("iterations", 0))},
+                            trace={"events": list(out.get("events", []))})
+
+    def score(self, ctx: BenchContext, q: BenchQuestion, result: MethodResult) -> dict[str, float]:
+        """Records read vs the question's required records (gold: called by the harness after ``run``)."""
+        return retrieval_metrics(ctx, q, result.trace.get("events", []))
 
     def answer_prompt(self, ctx: BenchContext, q: BenchQuestion, out: dict[str, Any]) -> str | None:
         """The synthesize_answer prompt the graph would send for ``out``; None when its answer
