@@ -432,8 +432,21 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     print(f"\n{len(rows)} result row(s) written to {out}  (decider: {args.decider}"
           f"{'; oracle = simulated competent LLM deciding from the gold labels' if args.decider == 'oracle' else ''}"
           f"{'; offline = no LLM, heuristic decisions, extractive answers' if args.decider == 'offline' else ''})")
-    failed = sum(r.get("errors", 0) for r in rows)
-    return 1 if failed else 0
+    summary = error_summary(rows)
+    if summary:
+        print(summary)
+    return 1 if summary else 0
+
+
+def error_summary(rows: Sequence[dict[str, Any]]) -> str | None:
+    """The run's closing line when questions failed (their figures leave them out); None when none did."""
+    bad = [r for r in rows if r.get("errors")]
+    if not bad:
+        return None
+    total = sum(int(r["errors"]) for r in bad)
+    where = ", ".join(f"{r['method']} pass {r['pass']}: {r['errors']}" for r in bad)
+    return (f"ERRORS: {total} question run(s) failed ({where}); the figures above leave them out. "
+            f"First: {bad[0].get('first_error', '?')}")
 
 
 def build_meta(args: argparse.Namespace, argv: list[str], plans: list[MethodPlan], reg: Registry,

@@ -1,5 +1,5 @@
-"""The gold firewall of the benchmark harness: for every registered adapter, ``run`` receives no
-gold (answer, supporting titles, ``extra``), while the oracle decider and ``score`` do."""
+"""Integrity of the benchmark harness: the gold firewall (for every registered adapter, ``run``
+receives no gold; the oracle decider and ``score`` do), failed questions counted in every row."""
 
 from __future__ import annotations
 
@@ -73,3 +73,57 @@ def test_blinded_question_does_not_share_the_original_passages():
     blind = runner.blinded(q)
     blind.passages[0]["text"] = "changed"
     assert q.passages[0]["text"] == "The capital lies on a river."
+
+
+# ------------------------------------------------------------------------------------ errors counted
+
+
+class _FailsOnSecond:
+    """A pooled adapter whose second question raises."""
+
+    name, corpus, datasets = "fails-on-second", "pooled", None
+
+    def setup(self, ctx):
+        ctx.cache["n"] = 0
+
+    def run(self, ctx, q, model):
+        ctx.cache["n"] += 1
+        if ctx.cache["n"] == 2:
+            raise RuntimeError("boom on the second question")
+        return MethodResult(retrieved_titles=[], answer="x")
+
+    def oracle(self, ctx, q):
+        return lambda messages, request: "x"
+
+
+def _main_with(adapters, argv, monkeypatch, tmp_path):
+    from benchlib import corpus as corpora
+    from benchlib.registry import Registry
+
+    monkeypatch.setattr(corpora, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.setattr(runner, "discover", lambda: Registry(adapters={a.name: a for a in adapters}))
+    out = tmp_path / "r.json"
+    rc = runner.main([*argv, "--dataset", str(FIXTURE), "--embeddings", "hash", "--json", str(out)])
+    import json
+
+    return rc, json.loads(out.read_text())["results"]
+
+
+def test_every_row_counts_errors_and_the_last_line_says_so(monkeypatch, tmp_path, capsys):
+    rc, rows = _main_with([_FailsOnSecond()], ["--passes", "1", "--questions", "3"], monkeypatch, tmp_path)
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert rows[0]["errors"] == 1 and rows[0]["questions"] == 2
+    assert "boom on the second question" in rows[0]["first_error"]
+    header, _, row = out.splitlines()[:3]
+    assert "| errors |" in header and "| 2 | 1 |" in row  # n, errors
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("ERRORS: 1 question run(s) failed (fails-on-second pass 1: 1)")
+    assert "boom on the second question" in last
+
+
+def test_a_clean_run_has_zero_errors_in_every_row(monkeypatch, tmp_path, capsys):
+    rc, rows = _main_with([REGISTRY.get("dense")], ["--passes", "2", "--questions", "2"], monkeypatch, tmp_path)
+    out = capsys.readouterr().out
+    assert rc == 0 and [r["errors"] for r in rows] == [0, 0] and "first_error" not in rows[0]
+    assert "ERRORS" not in out and "| errors |" in out.splitlines()[0]
