@@ -136,7 +136,8 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
 
 
 ROW_COLUMNS = (("method", "method"), ("decider", "decider"), ("dataset", "dataset"), ("corpus", "corpus"),
-               ("pass", "pass"), ("questions", "n"), ("errors", "errors"), ("recall@2", "R@2"), ("recall@5", "R@5"), ("fcr", "FCR"),
+               ("pass", "pass"), ("questions", "n"), ("errors", "errors"), ("recall@2", "R@2"), ("recall@5", "R@5"),
+               ("fcr", "FCR"),
                ("em", "EM"), ("f1", "F1"), ("llm_calls_per_query", "LLM calls/q"),
                ("prompt_tokens_per_query", "prompt tok/q"), ("completion_tokens_per_query", "compl. tok/q"),
                ("retrieved_per_query", "retrieved/q"), ("non_llm_ms_median", "non-LLM ms (med)"),
