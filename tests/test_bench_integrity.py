@@ -127,3 +127,107 @@ def test_a_clean_run_has_zero_errors_in_every_row(monkeypatch, tmp_path, capsys)
     out = capsys.readouterr().out
     assert rc == 0 and [r["errors"] for r in rows] == [0, 0] and "first_error" not in rows[0]
     assert "ERRORS" not in out and "| errors |" in out.splitlines()[0]
+
+
+# ------------------------------------------------------------------------------------ noisy oracles
+
+
+def _request(step, context, schema=dict):
+    from langgraph_kgmem.llm import DecisionRequest
+
+    return DecisionRequest(step=step, schema=schema, context=context)
+
+
+def test_mistakes_never_roll_at_zero_always_err_at_one_and_are_seeded():
+    from benchlib.api import Mistakes
+
+    zero = Mistakes(0.0, "k")
+    state = zero.rng.getstate()
+    assert not any(zero.wrong() for _ in range(100)) and zero.rng.getstate() == state  # no die rolled
+    assert all(Mistakes(1.0, "k").wrong() for _ in range(100))
+    a, b = Mistakes(0.3, 0, "m", "q"), Mistakes(0.3, 0, "m", "q")
+    rolls = [a.wrong() for _ in range(200)]
+    assert rolls == [b.wrong() for _ in range(200)] and 30 < sum(rolls) < 90
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        Mistakes(1.5)
+
+
+def _ctx(kg, noise, decider="oracle"):
+    from langgraph.store.memory import InMemoryStore
+
+    return BenchContext(kg=kg, store=InMemoryStore(), checkpointer=None, decider=decider, dataset="tiny",
+                        workdir=Path("."), options={"noise": noise, "seed": 0, "pass": 1})
+
+
+def _tiny():
+    from bench_helpers import offline_kg
+
+    from benchlib.datasets import load_questions, pooled_passages
+
+    qs = load_questions(str(FIXTURE))
+    return qs, offline_kg(pooled_passages(str(FIXTURE), qs))
+
+
+def test_remindrag_noise_zero_is_the_oracle_and_noise_one_moves_at_random_validly():
+    qs, kg = _tiny()
+    q, adapter = qs[0], REGISTRY.get("remindrag")
+    from benchlib.api import gold_chunk_ids
+
+    gold = sorted(i for i in gold_chunk_ids(kg, q) if kg.node(i).kind == "chunk")
+    chunks = [n.id for n in kg.nodes("chunk")]
+    others = [c for c in chunks if c not in gold]
+    suff_all = _request("check_sufficiency", {"evidence_ids": gold})
+    suff_none = _request("check_sufficiency", {"evidence_ids": []})
+    # a move: forward to a gold passage or to another one, or back
+    move = _request("traverse_step", {"evidence_ids": [], "forward": [others[0], gold[0]], "backward": [others[1]],
+                                      "frontier": {others[1]: [others[2]]}})
+    exact = adapter.oracle(_ctx(kg, 0.0), q)
+    assert exact([], suff_all) == {"sufficient": True} and exact([], suff_none) == {"sufficient": False}
+    assert exact([], move) == {"direction": "forward", "node_id": gold[0]}
+    noisy = adapter.oracle(_ctx(kg, 1.0), q)
+    assert noisy([], suff_all) == {"sufficient": False} and noisy([], suff_none) == {"sufficient": True}
+    moves = [noisy([], move) for _ in range(40)]
+    valid = [{"direction": "forward", "node_id": n} for n in (others[0], gold[0])] + [
+        {"direction": "backward", "node_id": others[1]}]
+    assert all(m in valid for m in moves) and len({m["node_id"] for m in moves}) == 3
+    kg.close()
+
+
+def test_catrag_noise_one_scores_and_filters_at_random_within_the_valid_range():
+    qs, kg = _tiny()
+    q, adapter = qs[0], REGISTRY.get("catrag")
+    from benchlib.api import gold_chunk_ids
+
+    gold = sorted(i for i in gold_chunk_ids(kg, q) if kg.node(i).kind == "chunk")
+    neighbours = [{"neighbour": i, "chunks": gold if i % 2 else []} for i in range(1, 41)]
+    weigh = _request("weight_edges", {"neighbours": neighbours})
+    cands = [{"chunks": gold if i < 2 else [], "src": "x", "dst": "y"} for i in range(10)]
+    filt = _request("filter_facts", {"candidates": cands})
+    exact = adapter.oracle(_ctx(kg, 0.0), q)
+    assert [s["score"] for s in exact([], weigh)["scores"]] == [9 if i % 2 else 2 for i in range(1, 41)]
+    assert exact([], filt) == {"keep": [1, 2]}
+    noisy = adapter.oracle(_ctx(kg, 1.0), q)
+    scores = [s["score"] for s in noisy([], weigh)["scores"]]
+    assert all(isinstance(s, int) and 0 <= s <= 10 for s in scores) and len(set(scores)) > 4
+    keeps = [noisy([], filt)["keep"] for _ in range(20)]
+    assert all(len(k) <= 4 and set(k) <= set(range(1, 11)) for k in keeps) and any(k != [1, 2] for k in keeps)
+    kg.close()
+
+
+@pytest.mark.parametrize("method", ["remindrag", "catrag", "hipporag2"])
+def test_noisy_oracle_runs_through_the_graphs_without_invalid_decisions(method, monkeypatch, tmp_path, capsys):
+    argv = ["--method", method, "--decider", "oracle", "--passes", "1", "--questions", "3"]
+    if method == "remindrag":
+        argv += ["--corpus", "pooled"]   # one KG of all passages: more moves to get wrong
+    rc0, exact = _main_with([REGISTRY.get(method)], argv + ["--noise", "0"], monkeypatch, tmp_path)
+    rc1, noisy = _main_with([REGISTRY.get(method)], argv + ["--noise", "1"], monkeypatch, tmp_path)
+    assert rc0 == rc1 == 0 and exact[0]["errors"] == noisy[0]["errors"] == 0   # every random decision was valid
+    assert exact[0]["noise"] == 0.0 and noisy[0]["noise"] == 1.0
+    keys = ("recall@2", "recall@5", "llm_calls_per_query", "prompt_tokens_per_query")
+    assert [exact[0][k] for k in keys] != [noisy[0][k] for k in keys]
+
+
+def test_noise_must_be_a_probability(capsys):
+    with pytest.raises(SystemExit):
+        runner.parse_args(["--noise", "1.5"])
+    assert "--noise must be a probability" in capsys.readouterr().err

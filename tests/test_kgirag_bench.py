@@ -88,3 +88,35 @@ def test_missing_shared_file_names_the_path(tmp_path, monkeypatch):
     adapter_module._OBS.clear()
     with pytest.raises(FileNotFoundError, match="beijing_air"):
         adapter_module.observations("beijing-rain")
+
+
+def test_noisy_judge_verdicts_are_random_valid_and_change_the_run(metro_dir):
+    from langgraph_kgmem.graphs.kgirag import JudgeDecision
+    from langgraph_kgmem.ingest.records import parse_time, slot_of
+    from langgraph_kgmem.llm import DecisionRequest
+
+    kgirag = adapter_module.ADAPTERS[0]
+    qs = kgirag.load_questions("metro-traffic", 9, 0)
+    kg = KnowledgeGraph.in_memory()
+    ctx = _ctx(kg, "oracle")
+    kgirag.build_kg(ctx, qs)
+    kgirag.setup(ctx)
+    q = qs[0]
+    judge = DecisionRequest("judge_retrieval", JudgeDecision, {"offline": {"stop": True, "reason": "settled"}})
+    ctx.options = {"noise": 0.0, "seed": 0, "pass": 1}
+    assert kgirag.oracle(ctx, q)([], judge) == {"stop": True, "reason": "settled"}
+    ctx.options = {"noise": 1.0, "seed": 0, "pass": 1}
+    noisy = kgirag.oracle(ctx, q)
+    verdicts = [JudgeDecision.model_validate(noisy([], judge)) for _ in range(30)]
+    start = slot_of(parse_time(q.extra["time"]))
+    end = start + q.extra["hours"] + q.extra["horizon"]
+    goes = [v for v in verdicts if not v.stop]
+    assert goes and len(goes) < 30 and all(start <= slot_of(parse_time(v.next_time)) <= end for v in goes)
+    # through the graph: every random verdict is accepted, and the runs differ from the exact oracle's
+    runs = {}
+    for noise in (0.0, 1.0):
+        ctx.options = {"noise": noise, "seed": 0, "pass": 1}
+        runs[noise] = [kgirag.run(ctx, runner.blinded(x), ScriptedChatModel(responder=kgirag.oracle(ctx, x)))
+                       for x in qs]
+    assert all(r.answer == x.answer for r, x in zip(runs[0.0], qs))
+    assert [(r.answer, r.retrieved_count) for r in runs[0.0]] != [(r.answer, r.retrieved_count) for r in runs[1.0]]

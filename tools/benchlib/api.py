@@ -27,6 +27,12 @@ How the harness (tools/benchlib/runner.py) calls an adapter:
   ``kg.persistence()`` pair as ``ctx.checkpointer`` / ``ctx.store``; all passes share them.
 - An adapter may set ``in_default_run = False`` (e.g. an ablation variant): it then runs only
   when named in ``--method``, not in the default "every registered method" selection.
+- ``--noise p`` (``ctx.options["noise"]``): the oracle makes mistakes. With probability ``p`` each
+  of its retrieval decisions is replaced by a random valid one (ReMindRAG: a random next move, a
+  wrong sufficiency verdict; CatRAG / HippoRAG 2: a random fact selection, a random 0-10 edge
+  score; KG-IRAG: a random judge verdict; R3-Cycle / Graph-CoT: its noisy agent). The dice are
+  :class:`Mistakes`, seeded by (seed, method, question, pass); ``p = 0`` is the oracle itself.
+  The answer reader stays competent: noise measures the retrieval mechanism, not the reader.
 - ``ctx.options``: ``seed``, ``noise``, ``quick``, ``corpus``, ``embeddings``, ``passes``,
   ``llm_latency`` (seconds the oracle's scripted model waits per call) and the current ``pass``
   (1-based).
@@ -40,6 +46,7 @@ methods. Only the *answer* prompt is counted: the offline heuristics replace the
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, Sequence
@@ -115,6 +122,29 @@ class MethodAdapter(Protocol):
 
 
 # ------------------------------------------------------------------------------------ helpers
+
+
+class Mistakes:
+    """The seeded dice of a noisy oracle (``--noise p``): :meth:`wrong` is True with probability
+    ``p``, and :attr:`rng` draws the random decision that replaces the oracle's. With ``p = 0``
+    no die is rolled, so the oracle's decisions are exactly the noiseless ones."""
+
+    def __init__(self, noise: float, *key: Any) -> None:
+        if not 0.0 <= noise <= 1.0:
+            raise ValueError(f"noise must be a probability in [0, 1], got {noise}")
+        self.noise = noise
+        self.rng = random.Random("|".join(map(str, key)))
+
+    def wrong(self) -> bool:
+        return self.noise > 0.0 and self.rng.random() < self.noise
+
+
+def mistakes(ctx: BenchContext, q: BenchQuestion, method: str) -> Mistakes:
+    """The dice for one question's oracle: independent per method, question and pass (a memory
+    written in pass 1 meets fresh mistakes in pass 2)."""
+    opts = ctx.options
+    return Mistakes(float(opts.get("noise") or 0.0), opts.get("seed", 0), method, q.id, opts.get("pass", 1))
+
 
 
 def titles_of(kg: Any, ids: list[str]) -> list[str]:

@@ -287,6 +287,7 @@ def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argpars
     rows = []
     for p, res in sorted(results.items()):
         more = {"corpus": plan.mode, "embeddings": args.embeddings,
+                "noise": args.noise if args.decider == "oracle" else None,
                 "setup_seconds": round(res["setup_seconds"], 3) if res["setup_seconds"] else None}
         rows.append(aggregate(res["outcomes"], method=plan.adapter.name, decider=args.decider,
                               dataset=dataset_label(args.dataset), pass_no=p, peak_rss_mb=peak_rss_mb(), more=more))
@@ -328,7 +329,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="QA corpus mode (default: each method's own; STEM is always pooled)")
     ap.add_argument("--fresh-process", action="store_true",
                     help="run passes 2..N each in a new process on the persisted KG copies and stores")
-    ap.add_argument("--noise", type=float, default=0.0, help="noise level for graph-QA datasets (default 0)")
+    ap.add_argument("--noise", type=float, default=0.0,
+                    help="oracle decider: probability that each retrieval decision is replaced by a random valid "
+                         "one (every method; graph-qa: the noisy agent's error rate); default 0")
     ap.add_argument("--llm-latency", type=float, default=0.0,
                     help="oracle decider: seconds each simulated LLM call waits, so wall times include a hosted "
                          "model's latency (and what concurrent calls save); default 0")
@@ -354,6 +357,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.passes = DEFAULT_PASSES
     if args.passes < 1:
         ap.error(f"--passes must be at least 1, got {args.passes}")
+    if not 0.0 <= args.noise <= 1.0:
+        ap.error(f"--noise must be a probability in [0, 1], got {args.noise}")
     if args.questions is not None and args.questions < 1:
         ap.error(f"--questions must be at least 1, got {args.questions}")
     return args
@@ -425,12 +430,15 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)
     rows.sort(key=lambda r: ([p.adapter.name for p in plans].index(r["method"]), r["pass"]))
     meta = build_meta(args, argv, plans, reg, time.perf_counter() - t_start)
-    out = Path(args.json) if args.json else OUTPUT_DIR / f"bench-{dataset_label(args.dataset)}-{args.decider}.json"
+    noisy = f"-noise{args.noise:g}" if args.decider == "oracle" and args.noise else ""
+    out = (Path(args.json) if args.json
+           else OUTPUT_DIR / f"bench-{dataset_label(args.dataset)}-{args.decider}{noisy}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"results": rows, "meta": meta}, indent=1))
     print(markdown_table(rows))
     print(f"\n{len(rows)} result row(s) written to {out}  (decider: {args.decider}"
           f"{'; oracle = simulated competent LLM deciding from the gold labels' if args.decider == 'oracle' else ''}"
+          f"{f', each retrieval decision random with probability {args.noise:g}' if noisy else ''}"
           f"{'; offline = no LLM, heuristic decisions, extractive answers' if args.decider == 'offline' else ''})")
     summary = error_summary(rows)
     if summary:

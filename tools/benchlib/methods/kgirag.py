@@ -27,7 +27,9 @@ plan and judge decisions are made without building their prompts, so those canno
 Oracle (gold used only inside the responder): the plan is the question's true fields; the judge
 answers what the exact rule-based scan of the records read so far says (the offline judge is
 already exact on these questions); the answer is the gold answer when the records read settle
-it, else "no answer".
+it, else "no answer". With ``--noise p`` (:class:`benchlib.api.Mistakes`) each judge verdict is,
+with probability p, a random one: stop or go on, and when going on, a random hour of the
+question's window (departure to departure + trip + horizon) to read next.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ import inspect
 import os
 from typing import Any
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, with_offline_answer_prompt
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Mistakes, Responder, mistakes,
+                          with_offline_answer_prompt)
 from benchlib.datasets import shared_data_dir
 
 from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, create_kgirag_graph, create_singlepass_graph, default_step,
                                            synthesis_prompt)
-from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, normalize_records, parse_time, slot_of)
+from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, format_time, normalize_records, parse_time,
+                                            slot_of, time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import TASK_OF_KIND as TASKS
 from langgraph_kgmem.ingest.temporal_questions import generate_questions
 
@@ -170,12 +174,22 @@ class TemporalAdapter:
                                 kappa=kappa)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
-        return temporal_oracle(q)
+        return temporal_oracle(q, mistakes(ctx, q, self.name))
 
 
-def temporal_oracle(q: BenchQuestion) -> Responder:
+def random_verdict(gold: dict[str, Any], rng: Any) -> dict[str, Any]:
+    """A random valid judge verdict: stop, or read a random hour of the question's window."""
+    if rng.random() < 0.5:
+        return {"stop": True, "reason": "random verdict"}
+    start = slot_of(parse_time(gold["time"]))
+    slot = start + rng.randint(0, int(gold["hours"]) + int(gold["horizon"]))
+    return {"stop": False, "next_time": format_time(time_of_slot(slot)), "reason": "random verdict"}
+
+
+def temporal_oracle(q: BenchQuestion, dice: Mistakes | None = None) -> Responder:
     """Decisions from the question's ground truth (see the module docstring)."""
     gold = q.extra
+    dice = dice or Mistakes(0.0)
 
     def respond(messages: list[Any], request: Any) -> Any:
         step = getattr(request, "step", None)
@@ -187,7 +201,7 @@ def temporal_oracle(q: BenchQuestion) -> Responder:
                     "step_hours": default_step(TASKS[gold["kind"]], int(gold["hours"])),
                     "reasoning": ""}
         if step == "judge_retrieval":
-            return ctx["offline"]
+            return random_verdict(gold, dice.rng) if dice.wrong() else ctx["offline"]
         if step == "synthesize_answer":
             return q.answer if ctx.get("offline_answer") not in (None, NO_ANSWER) else NO_ANSWER
         return NO_ANSWER
