@@ -1,4 +1,4 @@
-"""The kgirag/singlepass bench adapters on a hand-made metro-like file (no ../shared needed).
+"""The kgirag/singlepass bench adapters on a hand-made metro-like file (not the shipped one).
 
 Three weeks of hourly westbound volume at one site: a fixed daily profile, plus +500 spikes at a
 few hours of the second week (the only rows above the 85th percentile for their hour of the week);
@@ -8,6 +8,7 @@ every hour of the first day is written twice (one row per weather condition, lik
 from __future__ import annotations
 
 import csv
+import gzip
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def metro_dir(tmp_path, monkeypatch):
     folder = tmp_path / "metro_traffic"
     folder.mkdir()
     start = datetime(2016, 3, 1)
-    with (folder / "Metro_Interstate_Traffic_Volume.csv").open("w", newline="") as fh:
+    with gzip.open(folder / "metro_traffic_volume.csv.gz", "wt", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["holiday", "temp", "rain_1h", "snow_1h", "clouds_all", "weather_main", "weather_description",
                     "date_time", "traffic_volume"])
@@ -41,7 +42,7 @@ def metro_dir(tmp_path, monkeypatch):
             w.writerow(["None", 280.0, 0.0, 0.0, 40, "Clouds", "few clouds", t.strftime("%Y-%m-%d %H:%M:%S"), vol])
             if i < 24:
                 w.writerow(["None", 280.0, 0.0, 0.0, 90, "Mist", "mist", t.strftime("%Y-%m-%d %H:%M:%S"), vol])
-    monkeypatch.setenv("KGMEM_SHARED_DATA", str(tmp_path))
+    monkeypatch.setenv("KGMEM_BENCH_DATA", str(tmp_path))
     adapter_module._OBS.clear()
     yield tmp_path
     adapter_module._OBS.clear()
@@ -83,11 +84,14 @@ def test_adapters_answer_generated_metro_questions_exactly(metro_dir):
     assert totals["kgirag"] < totals["singlepass"]
 
 
-def test_missing_shared_file_names_the_path(tmp_path, monkeypatch):
-    monkeypatch.setenv("KGMEM_SHARED_DATA", str(tmp_path))
+def test_missing_records_file_names_the_path(tmp_path, monkeypatch):
+    from benchlib.datasets import DatasetError
+
+    monkeypatch.setenv("KGMEM_BENCH_DATA", str(tmp_path))
     adapter_module._OBS.clear()
-    with pytest.raises(FileNotFoundError, match="beijing_air"):
+    with pytest.raises(DatasetError, match="beijing_air.*missing.*benchmarks/data"):
         adapter_module.observations("beijing-rain")
+    adapter_module._OBS.clear()
 
 
 def test_noisy_judge_verdicts_are_random_valid_and_change_the_run(metro_dir):

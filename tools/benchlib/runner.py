@@ -34,8 +34,8 @@ from typing import Any, Sequence
 
 from benchlib import corpus as corpora
 from benchlib.api import BenchContext, BenchQuestion
-from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset, load_questions,
-                               pooled_passages, supports_per_question)
+from benchlib.datasets import (DATASETS, REPO_ROOT, STEM_ENV, DatasetError, dataset_label, is_qa_dataset,
+                               load_questions, pooled_passages, supports_per_question)
 from benchlib.metrics import QuestionOutcome, aggregate, markdown_table
 from benchlib.registry import Registry, UnknownMethodError, discover, supports
 
@@ -325,6 +325,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_QUESTIONS} questions, for a run under 2 minutes")
     ap.add_argument("--seed", type=int, help="sample the questions with this seed (default: the first N in file "
                                              "order); also handed to methods as options['seed']")
+    ap.add_argument("--stem-path", help="folder holding STEM's normalized.jsonl and stem_corpus_chunks.jsonl "
+                                        "(STEM is not shipped: its licence is unknown; default $KGMEM_STEM_PATH)")
     ap.add_argument("--corpus", choices=["per-question", "pooled"],
                     help="QA corpus mode (default: each method's own; STEM is always pooled)")
     ap.add_argument("--fresh-process", action="store_true",
@@ -395,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.stem_path:  # the environment carries it to --fresh-process workers too
+        os.environ[STEM_ENV] = args.stem_path
     reg = discover()
     for mod, err in sorted(reg.broken.items()):
         log(f"WARNING: methods/{mod}.py not registered: {err}")

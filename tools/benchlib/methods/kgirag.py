@@ -3,9 +3,11 @@
 Names: ``kgirag`` (iterative retrieval) and ``singlepass`` (one retrieval of the whole horizon
 window, same plan and answer step). Corpus "records"; datasets:
 
-- ``beijing-rain``: ../shared/data/beijing_air/PRSA_Data_<Station>_20130301-20170228.csv, 4 stations,
-  hourly; abnormal event = ``RAIN > 0`` ("rain"); horizon L = 12 h.
-- ``metro-traffic``: ../shared/data/metro_traffic/Metro_Interstate_Traffic_Volume.csv, one site;
+- ``beijing-rain``: benchmarks/data/beijing_air/beijing_rain_4stations.csv.gz (the UCI Beijing
+  multi-site set's Changping, Dongsi, Huairou and Tiantan stations, trimmed to the time, station,
+  RAIN and TEMP columns), hourly; abnormal event = ``RAIN > 0`` ("rain"); horizon L = 12 h.
+- ``metro-traffic``: benchmarks/data/metro_traffic/metro_traffic_volume.csv.gz (UCI Metro
+  Interstate Traffic Volume, trimmed to date_time, traffic_volume, rain_1h, weather_main), one site;
   repeated hours (one row per weather condition) are merged into one record; abnormal event =
   ``traffic_volume`` above its P-th percentile for that hour of the week ("heavy traffic"),
   P = 85 unless ``$KGMEM_TRAFFIC_PERCENTILE`` says otherwise (fitted on the whole file); L = 9 h.
@@ -34,13 +36,14 @@ question's window (departure to departure + trip + horizon) to read next.
 
 from __future__ import annotations
 
+import csv
 import inspect
 import os
 from typing import Any
 
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Mistakes, Responder, mistakes,
                           with_offline_answer_prompt)
-from benchlib.datasets import shared_data_dir
+from benchlib.datasets import DatasetError, bench_data_dir, open_text
 
 from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, create_kgirag_graph, create_singlepass_graph, default_step,
                                            synthesis_prompt)
@@ -51,7 +54,8 @@ from langgraph_kgmem.ingest.temporal_questions import generate_questions
 
 VERSION = "v1"
 MARGIN_HOURS = 12
-BEIJING_STATIONS = ("Changping", "Dongsi", "Huairou", "Tiantan")
+RECORD_FILES = {"beijing-rain": "beijing_air/beijing_rain_4stations.csv.gz",
+                "metro-traffic": "metro_traffic/metro_traffic_volume.csv.gz"}
 METRO_LOCATION = "I-94 westbound"
 
 
@@ -66,31 +70,29 @@ DATASETS: dict[str, dict[str, Any]] = {
 _OBS: dict[str, tuple[list[Any], str]] = {}
 
 
+def record_rows(dataset: str) -> list[dict[str, str]]:
+    """The CSV rows of a records set in benchmarks/data (``$KGMEM_BENCH_DATA``); a clear error when missing."""
+    if dataset not in RECORD_FILES:
+        raise ValueError(f"kgirag adapters run on {' or '.join(RECORD_FILES)}, not {dataset!r}")
+    path = bench_data_dir() / RECORD_FILES[dataset]
+    if not path.is_file():
+        raise DatasetError(f"{path} is missing: the {dataset} benchmark reads the repository's benchmarks/data "
+                           "(or $KGMEM_BENCH_DATA); benchmarks/data/derive.py rebuilds it from the UCI download")
+    with open_text(path) as fh:
+        return list(csv.DictReader(fh))
+
+
 def observations(dataset: str) -> tuple[list[Any], str]:
     """(normalised observations, rule description) of a dataset, parsed once per process."""
     key = f"{dataset}:{traffic_percentile() if dataset == 'metro-traffic' else ''}"
     if key in _OBS:
         return _OBS[key]
-    root = shared_data_dir()
     if dataset == "beijing-rain":
-        rows: list[dict[str, Any]] = []
-        from langgraph_kgmem.ingest.records import read_rows
-
-        for st in BEIJING_STATIONS:
-            path = root / "beijing_air" / f"PRSA_Data_{st}_20130301-20170228.csv"
-            if not path.exists():
-                raise FileNotFoundError(f"{path} is missing: the beijing-rain benchmark reads ../shared/data "
-                                        "(or $KGMEM_SHARED_DATA)")
-            rows.extend(read_rows(path))
-        obs, desc = normalize_records(rows, time_col=("year", "month", "day", "hour"), location_col="station",
-                                      value_cols=["RAIN", "TEMP"], event_rule="RAIN > 0")
+        obs, desc = normalize_records(record_rows(dataset), time_col=("year", "month", "day", "hour"),
+                                      location_col="station", value_cols=["RAIN", "TEMP"], event_rule="RAIN > 0")
     elif dataset == "metro-traffic":
-        path = root / "metro_traffic" / "Metro_Interstate_Traffic_Volume.csv"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: the metro-traffic benchmark reads ../shared/data "
-                                    "(or $KGMEM_SHARED_DATA)")
-        obs, desc = normalize_records(path, time_col="date_time", location_col=None, location=METRO_LOCATION,
-                                      value_cols=["traffic_volume", "rain_1h", "weather_main"],
+        obs, desc = normalize_records(record_rows(dataset), time_col="date_time", location_col=None,
+                                      location=METRO_LOCATION, value_cols=["traffic_volume", "rain_1h", "weather_main"],
                                       event_rule=HourOfWeekPercentileRule("traffic_volume", traffic_percentile()))
     else:
         raise ValueError(f"kgirag adapters run on beijing-rain or metro-traffic, not {dataset!r}")
