@@ -1,7 +1,7 @@
 """The benchmark harness (tools/bench.py): loaders, metrics, baselines, deciders, the JSON contract.
 
 Runs on a tiny hand-made fixture (tests/fixtures/bench_tiny.jsonl) with the hashing embedding;
-nothing here needs ../shared/data.
+nothing here needs the benchmark data.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ def test_pooled_corpus_deduplicates_on_title_and_text():
     assert [p["title"] for p in pooled].count("Danube") == 2
 
 
-def test_missing_shared_data_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("KGMEM_SHARED_DATA", str(tmp_path))
-    with pytest.raises(datasets.DatasetError, match=r"hotpotqa.*missing.*shared/data"):
+def test_missing_bench_data_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMEM_BENCH_DATA", str(tmp_path))
+    with pytest.raises(datasets.DatasetError, match=r"hotpotqa.*missing.*benchmarks/data"):
         datasets.load_questions("hotpotqa", 3)
     with pytest.raises(datasets.DatasetError, match="unknown dataset 'nope'"):
         datasets.load_questions("nope")

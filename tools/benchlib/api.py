@@ -14,15 +14,25 @@ Deciders (``--decider``):
 - ``llm``: the configured chat model (``KGMEM_MODEL``).
 
 How the harness (tools/benchlib/runner.py) calls an adapter:
-- ``run(ctx, q, model)`` gets ``q`` with ``answer`` and ``supporting_titles`` blanked (gold never
-  reaches retrieval code); ``oracle(ctx, q)`` gets the full question and is called before ``run``
-  for the same question.
+- The gold firewall: ``run(ctx, q, model)`` gets ``q`` with only ``id``, ``question`` and
+  ``passages``; ``answer``, ``supporting_titles`` and ``extra`` (where datasets keep their ground
+  truth: KG-IRAG's required records, graph-qa's gold tool path) are blanked, so gold never reaches
+  retrieval code. Gold reaches a method only through the decider: ``oracle(ctx, q)`` gets the full
+  question and is called before ``run``; its responder is the scripted model's. Per-question
+  metrics that need gold (KG-IRAG's record precision/recall) come from the optional
+  ``score(ctx, q, result)``, called after ``run`` with the full question and ``result.trace``.
 - ``setup(ctx)`` runs once per corpus *per process*: again in each ``--fresh-process`` pass, on
   the persisted KG copy (so it must be idempotent, e.g. ``add_synonym_edges`` is).
 - Each (method, corpus) works on a private copy of the cached KG directory with its own
   ``kg.persistence()`` pair as ``ctx.checkpointer`` / ``ctx.store``; all passes share them.
 - An adapter may set ``in_default_run = False`` (e.g. an ablation variant): it then runs only
   when named in ``--method``, not in the default "every registered method" selection.
+- ``--noise p`` (``ctx.options["noise"]``): the oracle makes mistakes. With probability ``p`` each
+  of its retrieval decisions is replaced by a random valid one (ReMindRAG: a random next move, a
+  wrong sufficiency verdict; CatRAG / HippoRAG 2: a random fact selection, a random 0-10 edge
+  score; KG-IRAG: a random judge verdict; R3-Cycle / Graph-CoT: its noisy agent). The dice are
+  :class:`Mistakes`, seeded by (seed, method, question, pass); ``p = 0`` is the oracle itself.
+  The answer reader stays competent: noise measures the retrieval mechanism, not the reader.
 - ``ctx.options``: ``seed``, ``noise``, ``quick``, ``corpus``, ``embeddings``, ``passes``,
   ``llm_latency`` (seconds the oracle's scripted model waits per call) and the current ``pass``
   (1-based).
@@ -36,6 +46,7 @@ methods. Only the *answer* prompt is counted: the offline heuristics replace the
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, Sequence
@@ -52,7 +63,8 @@ class BenchQuestion:
     answer: str
     passages: list[dict[str, str]]            # [{"title", "text"}]
     supporting_titles: list[str]
-    extra: dict[str, Any] = field(default_factory=dict)  # dataset-specific (e.g. KG-IRAG ground truth)
+    # dataset-specific data, ground truth included (e.g. KG-IRAG's required records): never handed to ``run``
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,6 +74,7 @@ class MethodResult:
     usage: dict[str, Any] = field(default_factory=dict)   # the graph output's usage dict
     retrieved_count: int | None = None        # items handed to the answer step (passages/triples/...)
     extra: dict[str, Any] = field(default_factory=dict)   # method-specific metrics (numbers only)
+    trace: dict[str, Any] = field(default_factory=dict)   # what the run did, for ``score`` only (not reported)
 
 
 @dataclass
@@ -95,6 +108,10 @@ class MethodAdapter(Protocol):
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         """The oracle decider's responder for question ``q`` (may read q.supporting_titles)."""
 
+    # Optional: metrics that need gold, from the full question and what ``run`` returned (its ``trace``).
+    def score(self, ctx: BenchContext, q: BenchQuestion, result: MethodResult) -> dict[str, float]:
+        """Gold-aware per-question metrics, merged into the result's ``extra``."""
+
     # Only adapters whose corpus is "records" or "graph-qa" (datasets the QA loaders do not know)
     # implement these two; the harness calls them instead of its own loaders/KG builders.
     def load_questions(self, dataset: str, n: int, seed: int) -> list[BenchQuestion]:
@@ -105,6 +122,29 @@ class MethodAdapter(Protocol):
 
 
 # ------------------------------------------------------------------------------------ helpers
+
+
+class Mistakes:
+    """The seeded dice of a noisy oracle (``--noise p``): :meth:`wrong` is True with probability
+    ``p``, and :attr:`rng` draws the random decision that replaces the oracle's. With ``p = 0``
+    no die is rolled, so the oracle's decisions are exactly the noiseless ones."""
+
+    def __init__(self, noise: float, *key: Any) -> None:
+        if not 0.0 <= noise <= 1.0:
+            raise ValueError(f"noise must be a probability in [0, 1], got {noise}")
+        self.noise = noise
+        self.rng = random.Random("|".join(map(str, key)))
+
+    def wrong(self) -> bool:
+        return self.noise > 0.0 and self.rng.random() < self.noise
+
+
+def mistakes(ctx: BenchContext, q: BenchQuestion, method: str) -> Mistakes:
+    """The dice for one question's oracle: independent per method, question and pass (a memory
+    written in pass 1 meets fresh mistakes in pass 2)."""
+    opts = ctx.options
+    return Mistakes(float(opts.get("noise") or 0.0), opts.get("seed", 0), method, q.id, opts.get("pass", 1))
+
 
 
 def titles_of(kg: Any, ids: list[str]) -> list[str]:

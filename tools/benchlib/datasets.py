@@ -1,38 +1,48 @@
-"""Benchmark datasets in the normalized QA form, read from ``../shared/data`` (never copied here).
+"""Benchmark datasets in the normalized QA form.
+
+The sets whose licences allow it ship with the repository in ``benchmarks/data/`` (gzip-compressed;
+each folder's README.md gives source, licence and what was trimmed; not part of the wheel). STEM,
+whose licence is unknown, does not: it is read from the folder the user gives with
+``--stem-path DIR`` or ``$KGMEM_STEM_PATH``.
 
 Normalized form, one JSON object per line:
 ``{"id", "question", "answer", "passages": [{"title", "text"}], "supporting_titles": [...]}``.
-``--dataset`` takes a name from :data:`DATASETS` or a path to such a JSONL file.
+``--dataset`` takes a name from :data:`DATASETS` or a path to such a JSONL file (``.jsonl.gz`` too).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from benchlib.api import BenchQuestion
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+STEM_ENV = "KGMEM_STEM_PATH"
 
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    file: str                       # path relative to the shared data directory
+    file: str                       # path relative to the set's folder (benchmarks/data, or the STEM path)
     pooled_corpus: str | None = None  # a separate retrieval corpus (JSONL of {"title","text"})
     per_question: bool = True       # False: the questions' own passages are not a retrieval corpus
+    external: bool = False          # not shipped: read from the path the user gives (STEM)
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    "hotpotqa": DatasetSpec("hotpotqa/dev300.jsonl"),
-    "hotpotqa-train100": DatasetSpec("hotpotqa_train100/normalized.jsonl"),
-    "musique-train100": DatasetSpec("musique_train100/normalized.jsonl"),
+    "hotpotqa": DatasetSpec("hotpotqa/dev300.jsonl.gz"),
+    "hotpotqa-train100": DatasetSpec("hotpotqa_train100/normalized.jsonl.gz"),
+    "musique-train100": DatasetSpec("musique_train100/normalized.jsonl.gz"),
     # STEM's per-question passages hold only the (heuristic) gold blocks: retrieval must run on the
     # pooled corpus of all 4,207 blocks
-    "stem": DatasetSpec("stem/normalized.jsonl", pooled_corpus="stem/stem_corpus_chunks.jsonl", per_question=False),
-    "hipporag-sample": DatasetSpec("hipporag_sample/normalized.jsonl"),
+    "stem": DatasetSpec("normalized.jsonl", pooled_corpus="stem_corpus_chunks.jsonl", per_question=False,
+                        external=True),
+    "hipporag-sample": DatasetSpec("hipporag_sample/normalized.jsonl.gz"),
 }
 
 
@@ -40,10 +50,32 @@ class DatasetError(Exception):
     """A dataset name, file or line the harness cannot use; the message says what to do."""
 
 
-def shared_data_dir() -> Path:
-    """``$KGMEM_SHARED_DATA`` or ``<repo>/../shared/data``."""
-    env = os.environ.get("KGMEM_SHARED_DATA")
-    return Path(env) if env else (REPO_ROOT / ".." / "shared" / "data").resolve()
+def bench_data_dir() -> Path:
+    """``$KGMEM_BENCH_DATA`` or the repository's ``benchmarks/data``."""
+    env = os.environ.get("KGMEM_BENCH_DATA")
+    return Path(env) if env else REPO_ROOT / "benchmarks" / "data"
+
+
+def stem_dir() -> Path:
+    """The folder holding STEM's ``normalized.jsonl`` and ``stem_corpus_chunks.jsonl``."""
+    env = os.environ.get(STEM_ENV)
+    if not env:
+        raise DatasetError(
+            "dataset 'stem' is not shipped with the repository (its original licence is unknown): give the folder "
+            f"holding normalized.jsonl and stem_corpus_chunks.jsonl with --stem-path DIR or ${STEM_ENV} "
+            "(benchmarks/data/README.md says where it comes from)")
+    return Path(env)
+
+
+def spec_file(name: str, relative: str) -> Path:
+    """A file of a named set: in ``benchmarks/data``, or under the STEM path; a clear error when missing."""
+    spec = DATASETS[name]
+    path = (stem_dir() if spec.external else bench_data_dir()) / relative
+    if not path.is_file():
+        where = (f"the STEM folder given by --stem-path / ${STEM_ENV} ({path.parent})" if spec.external
+                 else f"{bench_data_dir()} (the repository's benchmarks/data, or $KGMEM_BENCH_DATA)")
+        raise DatasetError(f"dataset {name!r} needs {path}, which is missing: it should be in {where}")
+    return path
 
 
 def is_qa_dataset(name_or_path: str) -> bool:
@@ -51,17 +83,15 @@ def is_qa_dataset(name_or_path: str) -> bool:
 
 
 def dataset_label(name_or_path: str) -> str:
-    return name_or_path if name_or_path in DATASETS else Path(name_or_path).stem
+    if name_or_path in DATASETS:
+        return name_or_path
+    name = Path(name_or_path).name
+    return name.removesuffix(".gz").removesuffix(".jsonl") or name
 
 
 def dataset_file(name_or_path: str) -> Path:
     if name_or_path in DATASETS:
-        path = shared_data_dir() / DATASETS[name_or_path].file
-        if not path.is_file():
-            raise DatasetError(
-                f"dataset {name_or_path!r} needs {path}, which is missing. The shared data is read from "
-                f"../shared/data next to the repository (or $KGMEM_SHARED_DATA); it is not shipped in the repo.")
-        return path
+        return spec_file(name_or_path, DATASETS[name_or_path].file)
     path = Path(name_or_path)
     if not path.is_file():
         raise DatasetError(
@@ -70,9 +100,16 @@ def dataset_file(name_or_path: str) -> Path:
     return path
 
 
+def open_text(path: Path) -> IO[str]:
+    """A data file for reading as text; ``.gz`` files are decompressed on the fly."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
 def read_jsonl(path: Path) -> list[dict]:
     rows = []
-    with path.open(encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -124,9 +161,7 @@ def pooled_passages(name_or_path: str, questions: list[BenchQuestion]) -> list[d
     ``questions`` once (deduplicated on title + text, first occurrence order)."""
     spec = DATASETS.get(name_or_path)
     if spec is not None and spec.pooled_corpus:
-        path = shared_data_dir() / spec.pooled_corpus
-        if not path.is_file():
-            raise DatasetError(f"dataset {name_or_path!r} needs its pooled corpus {path}, which is missing")
+        path = spec_file(name_or_path, spec.pooled_corpus)
         rows = [{"title": str(r["title"]), "text": str(r["text"])} for r in read_jsonl(path)]
     else:
         rows = [p for q in questions for p in q.passages]

@@ -1,7 +1,8 @@
 """Per-question scores and their aggregation into one result row per (method, decider, dataset, pass).
 
 Retrieval: Recall@k = share of a question's gold supporting titles among its top-k retrieved
-titles; FCR (full-chain retrieval) = 1 when every gold title is in the top 5. Answers:
+titles; FCR (full-chain retrieval) = 1 when every gold title is in the top 5. ``questions`` counts the
+questions that ran; ``errors`` those whose run raised (left out of every figure). Answers:
 HotpotQA-style exact match and token F1 on normalised strings. A metric that does not apply to
 a run (no gold titles, no titles retrieved by any question, no answers) is ``None``, never 0.
 """
@@ -15,7 +16,7 @@ from typing import Any, Sequence
 
 from benchlib.api import normalize_answer
 
-ROW_KEYS = ("method", "decider", "dataset", "pass", "questions", "recall@2", "recall@5", "fcr", "em", "f1",
+ROW_KEYS = ("method", "decider", "dataset", "pass", "questions", "errors", "recall@2", "recall@5", "fcr", "em", "f1",
             "llm_calls_per_query", "prompt_tokens_per_query", "completion_tokens_per_query",
             "retrieved_per_query", "non_llm_ms_median", "wall_ms_median")
 
@@ -95,6 +96,8 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
     non_llm = [max(0.0, o.wall_seconds - float(o.usage.get("llm_seconds", 0.0) or 0.0)) for o in ok]
     row: dict[str, Any] = {
         "method": method, "decider": decider, "dataset": dataset, "pass": pass_no, "questions": len(ok),
+        # questions whose run raised: left out of every figure, so a row must say how many there were
+        "errors": len(outcomes) - len(ok),
         "recall@2": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, 2) for o in graded]),
         "recall@5": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, 5) for o in graded]),
         "fcr": _mean([full_chain(o.retrieved_titles, o.gold_titles, 5) for o in graded]),
@@ -117,8 +120,9 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
                              for o in graded]),
         "titles_per_query": _mean([float(len(set(o.retrieved_titles))) for o in graded]),
     }
-    if len(ok) < len(outcomes):
-        row["errors"] = len(outcomes) - len(ok)
+    failed = [o.error for o in outcomes if o.error is not None]
+    if failed:
+        row["first_error"] = failed[0]
     row.update(more or {})
     extras: dict[str, list[float]] = {}
     for o in ok:
@@ -132,7 +136,8 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
 
 
 ROW_COLUMNS = (("method", "method"), ("decider", "decider"), ("dataset", "dataset"), ("corpus", "corpus"),
-               ("pass", "pass"), ("questions", "n"), ("recall@2", "R@2"), ("recall@5", "R@5"), ("fcr", "FCR"),
+               ("pass", "pass"), ("questions", "n"), ("errors", "errors"), ("recall@2", "R@2"), ("recall@5", "R@5"),
+               ("fcr", "FCR"),
                ("em", "EM"), ("f1", "F1"), ("llm_calls_per_query", "LLM calls/q"),
                ("prompt_tokens_per_query", "prompt tok/q"), ("completion_tokens_per_query", "compl. tok/q"),
                ("retrieved_per_query", "retrieved/q"), ("non_llm_ms_median", "non-LLM ms (med)"),

@@ -11,8 +11,9 @@ only one small KG open at a time); a pooled corpus is walked pass-major.
 ``--fresh-process``: pass 1 runs here; every later pass runs in a new ``python tools/bench.py``
 process (same arguments plus internal flags) that reopens the persisted KG copies and stores.
 
-Gold labels: ``adapter.run`` receives the question with ``answer`` and ``supporting_titles``
-blanked; only the oracle responder (``adapter.oracle``) and the metrics see them.
+Gold labels: ``adapter.run`` receives the question with ``answer``, ``supporting_titles`` and
+``extra`` blanked (:func:`blinded`); only the oracle responder (``adapter.oracle``), the
+adapter's optional gold-aware ``score`` and the metrics see them.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from typing import Any, Sequence
 
 from benchlib import corpus as corpora
 from benchlib.api import BenchContext, BenchQuestion
-from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset, load_questions,
-                               pooled_passages, supports_per_question)
+from benchlib.datasets import (DATASETS, REPO_ROOT, STEM_ENV, DatasetError, dataset_label, is_qa_dataset,
+                               load_questions, pooled_passages, supports_per_question)
 from benchlib.metrics import QuestionOutcome, aggregate, markdown_table
 from benchlib.registry import Registry, UnknownMethodError, discover, supports
 
@@ -183,8 +184,10 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def blinded(q: BenchQuestion) -> BenchQuestion:
-    """The question as a method sees it: no gold answer, no gold supporting titles."""
-    return dataclasses.replace(q, answer="", supporting_titles=[])
+    """The question as a method sees it: id, question text and passages. No gold answer, no gold
+    supporting titles, and no ``extra`` (datasets keep ground truth there)."""
+    return BenchQuestion(id=q.id, question=q.question, answer="", passages=[dict(p) for p in q.passages],
+                         supporting_titles=[], extra={})
 
 
 def make_model(decider: str, adapter: Any, ctx: BenchContext, q: BenchQuestion, llm: Any = None) -> Any:
@@ -228,9 +231,13 @@ def run_question(adapter: Any, ctx: BenchContext, q: BenchQuestion, decider: str
         return QuestionOutcome(q.id, [], list(q.supporting_titles), None, q.answer, {}, None, wall,
                                error=f"{type(exc).__name__}: {exc}")
     wall = time.perf_counter() - t0
+    embed = _embed_seconds(ctx) - e0
+    extra = dict(res.extra or {})
+    score = getattr(adapter, "score", None)
+    if score is not None:  # gold-aware metrics, outside the timed run
+        extra.update(score(ctx, q, res))
     return QuestionOutcome(q.id, list(res.retrieved_titles or []), list(q.supporting_titles), res.answer, q.answer,
-                           dict(res.usage or {}), res.retrieved_count, wall, extra=dict(res.extra or {}),
-                           embed_seconds=_embed_seconds(ctx) - e0)
+                           dict(res.usage or {}), res.retrieved_count, wall, extra=extra, embed_seconds=embed)
 
 
 def _embed_seconds(ctx: BenchContext) -> float:
@@ -280,6 +287,7 @@ def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argpars
     rows = []
     for p, res in sorted(results.items()):
         more = {"corpus": plan.mode, "embeddings": args.embeddings,
+                "noise": args.noise if args.decider == "oracle" else None,
                 "setup_seconds": round(res["setup_seconds"], 3) if res["setup_seconds"] else None}
         rows.append(aggregate(res["outcomes"], method=plan.adapter.name, decider=args.decider,
                               dataset=dataset_label(args.dataset), pass_no=p, peak_rss_mb=peak_rss_mb(), more=more))
@@ -317,11 +325,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_QUESTIONS} questions, for a run under 2 minutes")
     ap.add_argument("--seed", type=int, help="sample the questions with this seed (default: the first N in file "
                                              "order); also handed to methods as options['seed']")
+    ap.add_argument("--stem-path", help="folder holding STEM's normalized.jsonl and stem_corpus_chunks.jsonl "
+                                        "(STEM is not shipped: its licence is unknown; default $KGMEM_STEM_PATH)")
     ap.add_argument("--corpus", choices=["per-question", "pooled"],
                     help="QA corpus mode (default: each method's own; STEM is always pooled)")
     ap.add_argument("--fresh-process", action="store_true",
                     help="run passes 2..N each in a new process on the persisted KG copies and stores")
-    ap.add_argument("--noise", type=float, default=0.0, help="noise level for graph-QA datasets (default 0)")
+    ap.add_argument("--noise", type=float, default=0.0,
+                    help="oracle decider: probability that each retrieval decision is replaced by a random valid "
+                         "one (every method; graph-qa: the noisy agent's error rate); default 0")
     ap.add_argument("--llm-latency", type=float, default=0.0,
                     help="oracle decider: seconds each simulated LLM call waits, so wall times include a hosted "
                          "model's latency (and what concurrent calls save); default 0")
@@ -352,6 +364,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.passes = DEFAULT_PASSES
     if args.passes < 1:
         ap.error(f"--passes must be at least 1, got {args.passes}")
+    if not 0.0 <= args.noise <= 1.0:
+        ap.error(f"--noise must be a probability in [0, 1], got {args.noise}")
     if args.questions is not None and args.questions < 1:
         ap.error(f"--questions must be at least 1, got {args.questions}")
     return args
@@ -392,6 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.stem_path:  # the environment carries it to --fresh-process workers too
+        os.environ[STEM_ENV] = args.stem_path
     reg = discover()
     for mod, err in sorted(reg.broken.items()):
         log(f"WARNING: methods/{mod}.py not registered: {err}")
@@ -427,15 +443,31 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)
     rows.sort(key=lambda r: ([p.adapter.name for p in plans].index(r["method"]), r["pass"]))
     meta = build_meta(args, argv, plans, reg, time.perf_counter() - t_start)
-    out = Path(args.json) if args.json else OUTPUT_DIR / f"bench-{dataset_label(args.dataset)}-{args.decider}.json"
+    noisy = f"-noise{args.noise:g}" if args.decider == "oracle" and args.noise else ""
+    out = (Path(args.json) if args.json
+           else OUTPUT_DIR / f"bench-{dataset_label(args.dataset)}-{args.decider}{noisy}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"results": rows, "meta": meta}, indent=1))
     print(markdown_table(rows))
     print(f"\n{len(rows)} result row(s) written to {out}  (decider: {args.decider}"
           f"{'; oracle = simulated competent LLM deciding from the gold labels' if args.decider == 'oracle' else ''}"
+          f"{f', each retrieval decision random with probability {args.noise:g}' if noisy else ''}"
           f"{'; offline = no LLM, heuristic decisions, extractive answers' if args.decider == 'offline' else ''})")
-    failed = sum(r.get("errors", 0) for r in rows)
-    return 1 if failed else 0
+    summary = error_summary(rows)
+    if summary:
+        print(summary)
+    return 1 if summary else 0
+
+
+def error_summary(rows: Sequence[dict[str, Any]]) -> str | None:
+    """The run's closing line when questions failed (their figures leave them out); None when none did."""
+    bad = [r for r in rows if r.get("errors")]
+    if not bad:
+        return None
+    total = sum(int(r["errors"]) for r in bad)
+    where = ", ".join(f"{r['method']} pass {r['pass']}: {r['errors']}" for r in bad)
+    return (f"ERRORS: {total} question run(s) failed ({where}); the figures above leave them out. "
+            f"First: {bad[0].get('first_error', '?')}")
 
 
 def build_meta(args: argparse.Namespace, argv: list[str], plans: list[MethodPlan], reg: Registry,

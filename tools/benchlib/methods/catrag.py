@@ -21,6 +21,8 @@ Oracle (gold used only inside the responder): the filter keeps facts extracted f
 passage or whose two entities both occur in a gold passage; NER returns the entities the
 question mentions; an edge scores 9 when the neighbour is mentioned in a gold passage, else 2;
 summaries are the entity's first facts; the answer is ``oracle_answer`` on the evidence shown.
+With ``--noise p`` (:class:`benchlib.api.Mistakes`), with probability p the fact selection is a
+random one (HippoRAG 2's only gold decision) and each edge score is a random 0-10.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
-                          oracle_answer, titles_of, with_offline_answer_prompt)
+                          mistakes, oracle_answer, titles_of, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.catrag import _index, create_catrag_graph, prepare_catrag_kg
 from langgraph_kgmem.ingest.extract import offline_entities
 
 GOLD_SCORE, OTHER_SCORE = 9, 2
+FILTER_KEEP = 4   # the graph's default filter_keep: facts the filter may keep
 
 
 class CatragAdapter:
@@ -75,13 +78,14 @@ class CatragAdapter:
                             answer=out.get("answer"), usage=usage, retrieved_count=len(evidence), extra=extra)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
-        return catrag_oracle(ctx, q)
+        return catrag_oracle(ctx, q, self.name)
 
 
-def catrag_oracle(ctx: BenchContext, q: BenchQuestion) -> Responder:
+def catrag_oracle(ctx: BenchContext, q: BenchQuestion, method: str = "catrag") -> Responder:
     """A competent LLM simulated from the gold passages (see the module docstring)."""
     kg = ctx.kg
     cache: dict[str, Any] = {}
+    dice = mistakes(ctx, q, method)
 
     def gold() -> tuple[set[str], list[str]]:
         if "gold" not in cache:
@@ -97,16 +101,21 @@ def catrag_oracle(ctx: BenchContext, q: BenchQuestion) -> Responder:
         step = getattr(request, "step", None)
         ctx_ = getattr(request, "context", None) or {}
         if step == "filter_facts":
+            n = len(ctx_.get("candidates", []))
+            if dice.wrong():
+                return {"keep": sorted(dice.rng.sample(range(1, n + 1), dice.rng.randint(0, min(FILTER_KEEP, n))))}
             ids, texts = gold()
             keep = [i for i, c in enumerate(ctx_.get("candidates", []), 1)
                     if set(c["chunks"]) & ids or (mentioned(c["src"], texts) and mentioned(c["dst"], texts))]
-            return {"keep": keep[:4]}
+            return {"keep": keep[:FILTER_KEEP]}
         if step == "anchor_entities":
             return {"names": offline_entities(ctx_.get("question", q.question))}
         if step == "weight_edges":
             ids, _ = gold()
-            return {"scores": [{"neighbour": n["neighbour"], "score": GOLD_SCORE if set(n["chunks"]) & ids
-                                else OTHER_SCORE} for n in ctx_.get("neighbours", [])]}
+            return {"scores": [{"neighbour": n["neighbour"],
+                                "score": dice.rng.randint(0, 10) if dice.wrong()
+                                else GOLD_SCORE if set(n["chunks"]) & ids else OTHER_SCORE}
+                               for n in ctx_.get("neighbours", [])]}
         if step == "summarize_neighbour":
             return f"{ctx_.get('name', '')}: " + "; ".join(ctx_.get("facts", [])[:3])
         if step == "answer":

@@ -3,9 +3,11 @@
 Names: ``kgirag`` (iterative retrieval) and ``singlepass`` (one retrieval of the whole horizon
 window, same plan and answer step). Corpus "records"; datasets:
 
-- ``beijing-rain``: ../shared/data/beijing_air/PRSA_Data_<Station>_20130301-20170228.csv, 4 stations,
-  hourly; abnormal event = ``RAIN > 0`` ("rain"); horizon L = 12 h.
-- ``metro-traffic``: ../shared/data/metro_traffic/Metro_Interstate_Traffic_Volume.csv, one site;
+- ``beijing-rain``: benchmarks/data/beijing_air/beijing_rain_4stations.csv.gz (the UCI Beijing
+  multi-site set's Changping, Dongsi, Huairou and Tiantan stations, trimmed to the time, station,
+  RAIN and TEMP columns), hourly; abnormal event = ``RAIN > 0`` ("rain"); horizon L = 12 h.
+- ``metro-traffic``: benchmarks/data/metro_traffic/metro_traffic_volume.csv.gz (UCI Metro
+  Interstate Traffic Volume, trimmed to date_time, traffic_volume, rain_1h, weather_main), one site;
   repeated hours (one row per weather condition) are merged into one record; abnormal event =
   ``traffic_volume`` above its P-th percentile for that hour of the week ("heavy traffic"),
   P = 85 unless ``$KGMEM_TRAFFIC_PERCENTILE`` says otherwise (fitted on the whole file); L = 9 h.
@@ -15,7 +17,8 @@ turn, Δt ∈ {1, 2, 3} h, seeded), exact ground truth in ``answer``, the minima
 in ``extra["required"]``. The KG holds every station's records within ±(L + 12) h of each question
 (the whole 4-year set would be ~600k edges for no benefit: retrieval is local in time).
 
-Extra metrics per question: ``precision`` / ``recall`` (records read at the question's location
+Extra metrics per question (``precision`` .. ``records_read`` from ``score``, which alone sees the
+required records): ``precision`` / ``recall`` (records read at the question's location
 vs the required records), ``hit_rate`` (1 when every required record was read), ``iterations``,
 ``records_read``. ``retrieved_count`` is the number of retrieved triples.
 
@@ -26,27 +29,33 @@ plan and judge decisions are made without building their prompts, so those canno
 Oracle (gold used only inside the responder): the plan is the question's true fields; the judge
 answers what the exact rule-based scan of the records read so far says (the offline judge is
 already exact on these questions); the answer is the gold answer when the records read settle
-it, else "no answer".
+it, else "no answer". With ``--noise p`` (:class:`benchlib.api.Mistakes`) each judge verdict is,
+with probability p, a random one: stop or go on, and when going on, a random hour of the
+question's window (departure to departure + trip + horizon) to read next.
 """
 
 from __future__ import annotations
 
+import csv
 import inspect
 import os
 from typing import Any
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, with_offline_answer_prompt
-from benchlib.datasets import shared_data_dir
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Mistakes, Responder, mistakes,
+                          with_offline_answer_prompt)
+from benchlib.datasets import DatasetError, bench_data_dir, open_text
 
 from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, create_kgirag_graph, create_singlepass_graph, default_step,
                                            synthesis_prompt)
-from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, normalize_records, parse_time, slot_of)
+from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, format_time, normalize_records, parse_time,
+                                            slot_of, time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import TASK_OF_KIND as TASKS
 from langgraph_kgmem.ingest.temporal_questions import generate_questions
 
 VERSION = "v1"
 MARGIN_HOURS = 12
-BEIJING_STATIONS = ("Changping", "Dongsi", "Huairou", "Tiantan")
+RECORD_FILES = {"beijing-rain": "beijing_air/beijing_rain_4stations.csv.gz",
+                "metro-traffic": "metro_traffic/metro_traffic_volume.csv.gz"}
 METRO_LOCATION = "I-94 westbound"
 
 
@@ -61,31 +70,29 @@ DATASETS: dict[str, dict[str, Any]] = {
 _OBS: dict[str, tuple[list[Any], str]] = {}
 
 
+def record_rows(dataset: str) -> list[dict[str, str]]:
+    """The CSV rows of a records set in benchmarks/data (``$KGMEM_BENCH_DATA``); a clear error when missing."""
+    if dataset not in RECORD_FILES:
+        raise ValueError(f"kgirag adapters run on {' or '.join(RECORD_FILES)}, not {dataset!r}")
+    path = bench_data_dir() / RECORD_FILES[dataset]
+    if not path.is_file():
+        raise DatasetError(f"{path} is missing: the {dataset} benchmark reads the repository's benchmarks/data "
+                           "(or $KGMEM_BENCH_DATA); benchmarks/data/derive.py rebuilds it from the UCI download")
+    with open_text(path) as fh:
+        return list(csv.DictReader(fh))
+
+
 def observations(dataset: str) -> tuple[list[Any], str]:
     """(normalised observations, rule description) of a dataset, parsed once per process."""
     key = f"{dataset}:{traffic_percentile() if dataset == 'metro-traffic' else ''}"
     if key in _OBS:
         return _OBS[key]
-    root = shared_data_dir()
     if dataset == "beijing-rain":
-        rows: list[dict[str, Any]] = []
-        from langgraph_kgmem.ingest.records import read_rows
-
-        for st in BEIJING_STATIONS:
-            path = root / "beijing_air" / f"PRSA_Data_{st}_20130301-20170228.csv"
-            if not path.exists():
-                raise FileNotFoundError(f"{path} is missing: the beijing-rain benchmark reads ../shared/data "
-                                        "(or $KGMEM_SHARED_DATA)")
-            rows.extend(read_rows(path))
-        obs, desc = normalize_records(rows, time_col=("year", "month", "day", "hour"), location_col="station",
-                                      value_cols=["RAIN", "TEMP"], event_rule="RAIN > 0")
+        obs, desc = normalize_records(record_rows(dataset), time_col=("year", "month", "day", "hour"),
+                                      location_col="station", value_cols=["RAIN", "TEMP"], event_rule="RAIN > 0")
     elif dataset == "metro-traffic":
-        path = root / "metro_traffic" / "Metro_Interstate_Traffic_Volume.csv"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: the metro-traffic benchmark reads ../shared/data "
-                                    "(or $KGMEM_SHARED_DATA)")
-        obs, desc = normalize_records(path, time_col="date_time", location_col=None, location=METRO_LOCATION,
-                                      value_cols=["traffic_volume", "rain_1h", "weather_main"],
+        obs, desc = normalize_records(record_rows(dataset), time_col="date_time", location_col=None,
+                                      location=METRO_LOCATION, value_cols=["traffic_volume", "rain_1h", "weather_main"],
                                       event_rule=HourOfWeekPercentileRule("traffic_volume", traffic_percentile()))
     else:
         raise ValueError(f"kgirag adapters run on beijing-rain or metro-traffic, not {dataset!r}")
@@ -150,11 +157,15 @@ class TemporalAdapter:
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
-        extra = retrieval_metrics(ctx, q, out.get("events", []))
-        extra["iterations"] = float(out.get("iterations", 0))
         usage = with_offline_answer_prompt(out.get("usage", {}), model, lambda: self.answer_prompt(ctx, q, out))
         return MethodResult(retrieved_titles=[], answer=out.get("answer"), usage=usage,
-                            retrieved_count=int(out.get("retrieved_triples", 0)), extra=extra)
+                            retrieved_count=int(out.get("retrieved_triples", 0)),
+                            extra={"iterations": float(out.get("iterations", 0))},
+                            trace={"events": list(out.get("events", []))})
+
+    def score(self, ctx: BenchContext, q: BenchQuestion, result: MethodResult) -> dict[str, float]:
+        """Records read vs the question's required records (gold: called by the harness after ``run``)."""
+        return retrieval_metrics(ctx, q, result.trace.get("events", []))
 
     def answer_prompt(self, ctx: BenchContext, q: BenchQuestion, out: dict[str, Any]) -> str | None:
         """The synthesize_answer prompt the graph would send for ``out``; None when its answer
@@ -165,12 +176,22 @@ class TemporalAdapter:
                                 kappa=kappa)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
-        return temporal_oracle(q)
+        return temporal_oracle(q, mistakes(ctx, q, self.name))
 
 
-def temporal_oracle(q: BenchQuestion) -> Responder:
+def random_verdict(gold: dict[str, Any], rng: Any) -> dict[str, Any]:
+    """A random valid judge verdict: stop, or read a random hour of the question's window."""
+    if rng.random() < 0.5:
+        return {"stop": True, "reason": "random verdict"}
+    start = slot_of(parse_time(gold["time"]))
+    slot = start + rng.randint(0, int(gold["hours"]) + int(gold["horizon"]))
+    return {"stop": False, "next_time": format_time(time_of_slot(slot)), "reason": "random verdict"}
+
+
+def temporal_oracle(q: BenchQuestion, dice: Mistakes | None = None) -> Responder:
     """Decisions from the question's ground truth (see the module docstring)."""
     gold = q.extra
+    dice = dice or Mistakes(0.0)
 
     def respond(messages: list[Any], request: Any) -> Any:
         step = getattr(request, "step", None)
@@ -182,7 +203,7 @@ def temporal_oracle(q: BenchQuestion) -> Responder:
                     "step_hours": default_step(TASKS[gold["kind"]], int(gold["hours"])),
                     "reasoning": ""}
         if step == "judge_retrieval":
-            return ctx["offline"]
+            return random_verdict(gold, dice.rng) if dice.wrong() else ctx["offline"]
         if step == "synthesize_answer":
             return q.answer if ctx.get("offline_answer") not in (None, NO_ANSWER) else NO_ANSWER
         return NO_ANSWER

@@ -13,6 +13,11 @@ Oracle decider (a simulated competent LLM; gold labels are read only here, at de
 - ``mark_useful``: the gold passages among the listed items;
 - ``answer``: :func:`benchlib.api.oracle_answer` on the evidence shown.
 
+With ``--noise p`` (:class:`benchlib.api.Mistakes`) each traversal move is, with probability p, a
+move drawn at random from every valid one (forward and backward), and each sufficiency verdict is
+wrong: across passes this shows whether the edge memory entrenches wrong paths or its penalty
+corrects them.
+
 Extra metrics per question: ``hops`` (moves, backward included), ``replayed_nodes``,
 ``replay_only`` (1 when replay alone was judged sufficient), ``enhanced``/``penalised`` edge
 counts. (The harness reports ``core_ms_median``: wall time minus LLM and embedding time.)
@@ -28,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
-                          oracle_answer, titles_of, with_offline_answer_prompt)
+                          mistakes, oracle_answer, titles_of, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph, hop_distances
 
@@ -88,6 +93,7 @@ class ReMindRAGAdapter:
         kg = ctx.kg
         gold = sorted(i for i in gold_chunk_ids(kg, q) if (n := kg.node(i)) is not None and n.kind == "chunk")
         dists: dict[str, dict[str, int]] = {}
+        dice = mistakes(ctx, q, self.name)
 
         def distance(node: str, missing: list[str]) -> int:
             best = UNREACHABLE
@@ -105,8 +111,13 @@ class ReMindRAGAdapter:
             have = set(ctx_.get("evidence_ids") or [])
             missing = [g for g in gold if g not in have]
             if step == "check_sufficiency":
-                return {"sufficient": bool(gold) and not missing}
+                return {"sufficient": (bool(gold) and not missing) != dice.wrong()}
             if step == "traverse_step":
+                if dice.wrong():
+                    moves = ([("forward", b) for b in ctx_["forward"]]
+                             + [("backward", u) for u in ctx_["backward"]])
+                    direction, node = dice.rng.choice(moves)
+                    return {"direction": direction, "node_id": node}
                 fwd = [(distance(b, missing), i, b) for i, b in enumerate(ctx_["forward"])]
                 back = [(min(distance(b, missing) for b in ctx_["frontier"][u]), i, u)
                         for i, u in enumerate(ctx_["backward"])]
