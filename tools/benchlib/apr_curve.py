@@ -59,6 +59,10 @@ SETTINGS: dict[str, dict[str, Any]] = {
                       "max_prompt_tokens": 180},
     "sent-b250-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5,
                       "max_prompt_tokens": 250},
+    "sent-m8-e1-cov": {"fine_m": 8, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5},
+    "sent-b330-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5,
+                      "max_prompt_tokens": 330},
+    "sent-m20-e1-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5},
 }
 
 HIPPORAG2_STYLE = """As a careful reading assistant, you read the passages below and answer the question.
