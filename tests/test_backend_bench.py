@@ -29,3 +29,21 @@ def test_backends_suite_reports_both_backends(tmp_path, new_database, capsys):
     assert report["ingest"]["local"]["nodes"] == report["ingest"]["postgres"]["nodes"] > 0
     assert report["worker_memory"]["postgres_rss_mb"] > 0
     assert "| catrag |" in capsys.readouterr().out
+
+
+def test_build_only_times_each_embedding_from_nothing(tmp_path, capsys):
+    from benchlib.runner import main
+
+    data = tmp_path / "qa.jsonl"
+    passages = [{"title": d["title"], "text": d["text"]} for d in SAMPLE_DOCS]
+    data.write_text("\n".join(json.dumps({"id": f"q{i}", "question": f"question {i}?", "answer": "x",
+                                          "passages": passages[i:] + passages[:1], "supporting_titles": []})
+                              for i in range(3)))
+    out = tmp_path / "build.json"
+    assert main(["--build-only", "--dataset", str(data), "--embeddings", "hash,hash:64", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["build_only"]
+    assert [r["embeddings"] for r in rows] == ["hash", "hash:64"]
+    assert all(r["passages"] == len(SAMPLE_DOCS) for r in rows)      # pooled: each passage once
+    assert rows[0]["nodes"] == rows[1]["nodes"] > 0 and rows[0]["vs_first"] == 1.0
+    assert all(r["total_s"] >= r["embedding_s"] >= 0 for r in rows)
+    assert "| hash:64 |" in capsys.readouterr().out

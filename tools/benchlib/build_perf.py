@@ -1,0 +1,84 @@
+"""``bench.py --build-only``: time building a dataset's pooled KG from nothing, per embedding.
+
+For the ingest-speed work: the pooled corpus of the dataset's questions (``--questions N``,
+default all; every distinct passage once) goes through ``kg.add_documents(model="offline")`` into
+a fresh KG directory, once per embedding in ``--embeddings`` (comma-separated, e.g.
+``local,fast``), one after another in the same run so the ratio is taken on one machine state.
+The embedding cache is off (a cold build: every text really goes through the model); loading the
+model, and distilling ``fast``'s static matrix (once per machine, then read from
+``KGMEM_CACHE_DIR``), happen before the clock starts. Reported: wall seconds end to end, seconds
+inside the embedding model, nodes/edges, and each build's time relative to the first.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchlib.corpus import as_documents
+from benchlib.datasets import DatasetError, load_questions
+from benchlib.runner import OUTPUT_DIR, log
+
+
+def pooled_passages(questions: list[Any]) -> list[dict[str, str]]:
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for q in questions:
+        for p in q.passages:
+            seen.setdefault((p["title"], p["text"]), {"title": p["title"], "text": p["text"]})
+    return list(seen.values())
+
+
+def build_once(docs: list[dict[str, str]], spec: str) -> dict[str, Any]:
+    from langgraph_kgmem import KnowledgeGraph
+    from langgraph_kgmem.config import embeddings_id, get_embeddings
+
+    emb = get_embeddings(spec, cache=False)
+    if spec in ("local", "fast"):
+        emb.embed_documents(["warm-up"])      # loading the model is not ingest time
+    if spec == "fast":
+        emb.embed_short_texts(["warm-up"])    # nor is distilling the static matrix (cached per machine)
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        kg = KnowledgeGraph.open(Path(tmp) / "kg", name="build", embeddings=emb, vector_backend="memory")
+        try:
+            e0 = kg.embed_seconds
+            kg.add_documents(docs, model="offline", progress=False)
+            embed = kg.embed_seconds - e0
+            stats = kg.stats()
+        finally:
+            kg.close()
+        total = time.perf_counter() - t0
+    row = {"embeddings": spec, "embeddings_id": embeddings_id(emb), "passages": len(docs),
+           "total_s": round(total, 2), "embedding_s": round(embed, 2), "other_s": round(total - embed, 2),
+           "nodes": stats["nodes"], "edges": stats["edges"]}
+    log(f"build-only: {row}")
+    return row
+
+
+def run_build_only(args: Any) -> int:
+    specs = [s.strip() for s in args.embeddings.split(",") if s.strip()]
+    try:
+        qs = load_questions(args.dataset)
+    except DatasetError as exc:
+        print(f"bench: error: {exc}")
+        return 2
+    if args.questions:
+        qs = qs[: args.questions]
+    docs = as_documents(pooled_passages(qs))
+    log(f"build-only: {len(qs)} questions, {len(docs)} pooled passages, embeddings {', '.join(specs)}")
+    rows = [build_once(docs, spec) for spec in specs]
+    for r in rows:
+        r["vs_first"] = round(r["total_s"] / rows[0]["total_s"], 3) if rows[0]["total_s"] else None
+    out = Path(args.json) if args.json else OUTPUT_DIR / "build-only.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"build_only": rows, "dataset": args.dataset, "questions": len(qs)}, indent=1))
+    print("| embeddings | passages | total s | in the embedding model s | other s | nodes | edges | vs first |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['embeddings']} | {r['passages']} | {r['total_s']} | {r['embedding_s']} | {r['other_s']} "
+              f"| {r['nodes']} | {r['edges']} | {r['vs_first']} |")
+    print(f"\nwritten to {out}")
+    return 0
