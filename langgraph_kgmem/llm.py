@@ -16,6 +16,7 @@ cut to :data:`MAX_TEXT_CHARS`. Token counting works on any text (:func:`count_to
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Iterator, Literal, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Generator, Iterator, Literal, NoReturn, Sequence, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -36,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError, KgmemModelError
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 OFFLINE: Literal["offline"] = "offline"
 ModelLike = Runnable | str | None
 
@@ -217,24 +219,47 @@ def _counting_attempts() -> Iterator[list[int]]:
         _attempts.reset(token)
 
 
+def _retry_wait(policy: RetryPolicy | None, exc: Exception, attempt: int, interval: float) -> float:
+    """Seconds to wait before attempt ``attempt + 1`` after ``exc``; re-raises ``exc`` when the
+    policy does not retry it (or its attempts are spent)."""
+    attempts = policy.max_attempts if policy is not None else 1
+    if attempt >= attempts or not _is_model_failure(exc) or not _should_retry(policy, exc):  # type: ignore[arg-type]
+        raise exc
+    return min(interval, policy.max_interval) + (random.uniform(0, 1) if policy.jitter else 0.0)  # type: ignore[union-attr]
+
+
 def _invoke_with_policy(runnable: Any, messages: list[BaseMessage], policy: RetryPolicy | None) -> Any:
     """``runnable.invoke(messages)``, repeated per ``policy`` on the errors it retries (every
     attempt is counted in the enclosing :func:`_counting_attempts` box)."""
     box = _attempts.get()
-    attempts = policy.max_attempts if policy is not None else 1
     interval = policy.initial_interval if policy is not None else 0.0
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, (policy.max_attempts if policy is not None else 1) + 1):
         if box is not None:
             box[0] += 1
         try:
             return runnable.invoke(messages)
         except Exception as exc:  # noqa: BLE001 - re-raised unless the policy retries it
-            if attempt >= attempts or not _is_model_failure(exc) or not _should_retry(policy, exc):  # type: ignore[arg-type]
-                raise
-            wait = min(interval, policy.max_interval) + (random.uniform(0, 1) if policy.jitter else 0.0)  # type: ignore[union-attr]
-            if interval > 0:
-                time.sleep(wait)
-            interval *= policy.backoff_factor  # type: ignore[union-attr]
+            wait = _retry_wait(policy, exc, attempt, interval)
+        if interval > 0:
+            time.sleep(wait)
+        interval *= policy.backoff_factor  # type: ignore[union-attr]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _ainvoke_with_policy(runnable: Any, messages: list[BaseMessage], policy: RetryPolicy | None) -> Any:
+    """:func:`_invoke_with_policy` with ``ainvoke`` and ``asyncio.sleep``: the event loop is never blocked."""
+    box = _attempts.get()
+    interval = policy.initial_interval if policy is not None else 0.0
+    for attempt in range(1, (policy.max_attempts if policy is not None else 1) + 1):
+        if box is not None:
+            box[0] += 1
+        try:
+            return await runnable.ainvoke(messages)
+        except Exception as exc:  # noqa: BLE001 - re-raised unless the policy retries it
+            wait = _retry_wait(policy, exc, attempt, interval)
+        if interval > 0:
+            await asyncio.sleep(wait)
+        interval *= policy.backoff_factor  # type: ignore[union-attr]
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -481,17 +506,78 @@ class _ModelCallFailed(Exception):
     """The model's own call raised (its cause): retried, then the decision falls back."""
 
 
-def _call_model(runnable: Any, messages: list[BaseMessage], policy: RetryPolicy | None = None) -> Any:
+def _as_call_failure(exc: Exception) -> NoReturn:
+    """Re-raise a failed model call: the model's own failures as :class:`_ModelCallFailed` (retried,
+    then fallen back from), anything else (interrupts, this module's bugs) as it is."""
+    if not _is_model_failure(exc):
+        raise exc
+    raise _ModelCallFailed(f"model call failed: {type(exc).__name__}: {_clean_reply(str(exc), 300)}") from exc
+
+
+@dataclass
+class ModelCall:
+    """A model call that a decision's steps (a generator, see :func:`drive`) ask their driver to make."""
+
+    runnable: Any
+    messages: list[BaseMessage]
+    policy: RetryPolicy | None = None
+
+
+def drive(steps: Generator[Any, Any, R], perform: Callable[[Any], Any] | None = None) -> R:
+    """Run a generator of steps to its return value: each request it yields is performed (default:
+    a :class:`ModelCall` made with its retry policy) and the result sent back, or the exception
+    thrown in at the ``yield``. One description of a decision serves both :func:`decide` and
+    :func:`adecide`; only the driver knows whether calls block."""
+    perform = perform or _perform_call
     try:
-        return _invoke_with_policy(runnable, messages, policy)
-    except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures are retried
-        if not _is_model_failure(exc):
-            raise
-        raise _ModelCallFailed(f"model call failed: {type(exc).__name__}: {_clean_reply(str(exc), 300)}") from exc
+        request = next(steps)
+        while True:
+            try:
+                result = perform(request)
+            except Exception as exc:  # noqa: BLE001 - handed to the steps, which re-raise what they do not handle
+                request = steps.throw(exc)
+            else:
+                request = steps.send(result)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        steps.close()   # cancelled or interrupted mid-call: its context blocks unwind here, in this context
 
 
-def _structured_call(model: Any, schema: type[T], messages: list[BaseMessage]) -> tuple[T | None, BaseMessage | None, str | None]:
-    """One call; returns (parsed, raw message, error text). Output the schema refuses, output
+async def adrive(steps: Generator[Any, Any, R], perform: Callable[[Any], Awaitable[Any]] | None = None) -> R:
+    """:func:`drive` with an async ``perform`` (default: the :class:`ModelCall` made with ``ainvoke``)."""
+    perform = perform or _aperform_call
+    try:
+        request = next(steps)
+        while True:
+            try:
+                result = await perform(request)
+            except Exception as exc:  # noqa: BLE001 - handed to the steps, which re-raise what they do not handle
+                request = steps.throw(exc)
+            else:
+                request = steps.send(result)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        steps.close()   # cancelled or interrupted mid-call: its context blocks unwind here, in this context
+
+
+def _perform_call(call: ModelCall) -> Any:
+    try:
+        return _invoke_with_policy(call.runnable, call.messages, call.policy)
+    except Exception as exc:  # noqa: BLE001 - sorted by _as_call_failure
+        _as_call_failure(exc)
+
+
+async def _aperform_call(call: ModelCall) -> Any:
+    try:
+        return await _ainvoke_with_policy(call.runnable, call.messages, call.policy)
+    except Exception as exc:  # noqa: BLE001 - sorted by _as_call_failure
+        _as_call_failure(exc)
+
+
+def _structured_steps(model: Any, schema: type[T], messages: list[BaseMessage]) -> Generator[ModelCall, Any, tuple[T | None, BaseMessage | None, str | None]]:
+    """One call (steps for :func:`drive`); returns (parsed, raw message, error text). Output the schema refuses, output
     that is not JSON, JSON too deep to parse: all come back as an error text, never raised. A
     call that raises raises :class:`_ModelCallFailed`; this module's own bugs propagate. A
     model without structured output (or a plain runnable) is asked for JSON in the prompt."""
@@ -501,7 +587,7 @@ def _structured_call(model: Any, schema: type[T], messages: list[BaseMessage]) -
     except (NotImplementedError, TypeError, ValueError, AttributeError):
         runnable = None
     if runnable is not None:
-        out = _call_model(runnable, messages, policy)
+        out = yield ModelCall(runnable, messages, policy)
         if not isinstance(out, dict):
             return None, None, f"structured output returned {type(out).__name__}, not a dict"
         raw, parsed, err = out.get("raw"), out.get("parsed"), out.get("parsing_error")
@@ -519,7 +605,7 @@ def _structured_call(model: Any, schema: type[T], messages: list[BaseMessage]) -
             except (ValueError, ValidationError, RecursionError) as exc:
                 return None, raw, str(err or exc)
         return parsed, raw, None
-    raw = _call_model(model, messages + [HumanMessage(schema_instructions(schema))], policy)
+    raw = yield ModelCall(model, messages + [HumanMessage(schema_instructions(schema))], policy)
     try:
         return schema.model_validate(parse_json_object(message_text(raw))), raw, None
     except (ValueError, ValidationError, RecursionError) as exc:
@@ -560,6 +646,38 @@ def decide(
     - ``context``: structured facts about the decision (candidates and their ids) that scripted
       and oracle models in tests and benchmarks read; real models see only the prompt.
     """
+    return drive(_decide_steps(model, schema, prompt, step=step, offline=offline, fallback=fallback,
+                               validate=validate, context=context))
+
+
+async def adecide(
+    model: Any,
+    schema: type[T],
+    prompt: str | Sequence[BaseMessage],
+    *,
+    step: str,
+    offline: Callable[[], T],
+    fallback: Callable[[], T] | None = None,
+    validate: Callable[[T], str | None] | None = None,
+    context: dict[str, Any] | None = None,
+) -> tuple[T, dict[str, Any]]:
+    """:func:`decide` for async callers: the same decision, its model calls made with ``ainvoke``
+    and its retry waits with ``asyncio.sleep``, so the event loop is never blocked."""
+    return await adrive(_decide_steps(model, schema, prompt, step=step, offline=offline, fallback=fallback,
+                                      validate=validate, context=context))
+
+
+def _decide_steps(
+    model: Any,
+    schema: type[T],
+    prompt: str | Sequence[BaseMessage],
+    *,
+    step: str,
+    offline: Callable[[], T],
+    fallback: Callable[[], T] | None = None,
+    validate: Callable[[T], str | None] | None = None,
+    context: dict[str, Any] | None = None,
+) -> Generator[ModelCall, Any, tuple[T, dict[str, Any]]]:
     if is_offline(model):
         return offline(), offline_usage()
     usage = empty_usage()
@@ -582,7 +700,7 @@ def decide(
         raw: BaseMessage | None = None
         try:
             with _counting_attempts() as calls:
-                parsed, raw, error = _structured_call(model, schema, msgs)
+                parsed, raw, error = yield from _structured_steps(model, schema, msgs)
             kind = "malformed"
         except _ModelCallFailed as exc:
             parsed, error, kind = None, str(exc), "model_error"

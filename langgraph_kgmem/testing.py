@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
@@ -109,6 +110,15 @@ class ScriptedChatModel(BaseChatModel):
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         if self.latency > 0:
             time.sleep(self.latency)
+        return self._reply(messages, **kwargs)
+
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if self.latency > 0:   # waits like a network call: other coroutines run meanwhile
+            await asyncio.sleep(self.latency)
+        return self._reply(messages, **kwargs)
+
+    def _reply(self, messages: list[BaseMessage], **kwargs: Any) -> ChatResult:
         reply = self._next_reply(messages)
         msg = _to_message(reply)
         prompt = count_message_tokens(messages)
@@ -124,14 +134,16 @@ class ScriptedChatModel(BaseChatModel):
         return self.bind(tools=formatted, **kwargs)
 
     def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Runnable:
-        def run(messages: Any) -> Any:
+        def as_messages(messages: Any) -> Any:
             if hasattr(messages, "to_messages"):
-                messages = messages.to_messages()
-            elif isinstance(messages, str):
+                return messages.to_messages()
+            if isinstance(messages, str):
                 from langchain_core.messages import HumanMessage
 
-                messages = [HumanMessage(messages)]
-            raw = self.invoke(messages)
+                return [HumanMessage(messages)]
+            return messages
+
+        def parse(raw: Any) -> Any:
             parsed, err = None, None
             try:
                 if raw.tool_calls:
@@ -147,7 +159,13 @@ class ScriptedChatModel(BaseChatModel):
                 return {"raw": raw, "parsed": parsed, "parsing_error": err}
             return parsed
 
-        return RunnableLambda(run, name="ScriptedStructuredOutput")
+        def run(messages: Any) -> Any:
+            return parse(self.invoke(as_messages(messages)))
+
+        async def arun(messages: Any) -> Any:
+            return parse(await self.ainvoke(as_messages(messages)))
+
+        return RunnableLambda(run, afunc=arun, name="ScriptedStructuredOutput")
 
     @property
     def call_count(self) -> int:

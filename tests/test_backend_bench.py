@@ -47,3 +47,14 @@ def test_build_only_times_each_embedding_from_nothing(tmp_path, capsys):
     assert rows[0]["nodes"] == rows[1]["nodes"] > 0 and rows[0]["vs_first"] == 1.0
     assert all(r["total_s"] >= r["embedding_s"] >= 0 for r in rows)
     assert "| hash:64 |" in capsys.readouterr().out
+
+
+def test_extraction_suite_times_threads_and_coroutines_and_checks_the_kg(capsys):
+    from benchlib.runner import main
+
+    assert main(["--extraction", "--extraction-docs", "1", "--extraction-latency", "0.01"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["mode"], r["max_concurrency"]) for r in report["rows"]] == [
+        ("sync", 1), ("sync", 8), ("sync", 16), ("async", 8), ("async", 16)]
+    assert report["same_kg"] is True
+    assert len({r["llm_calls"] for r in report["rows"]}) == 1 and report["rows"][0]["llm_calls"] > 0

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generator
 
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.kg.types import Triple
-from langgraph_kgmem.llm import decide, merge_usage
+from langgraph_kgmem.llm import adecide, adrive, decide, drive, merge_usage
 
 
 @dataclass
@@ -189,27 +189,39 @@ class LLMExtractor:
         self._offline = OfflineExtractor()
 
     def extract(self, text: str, title: str | None = None) -> Extraction:
+        return drive(self._steps(text, title), lambda kw: decide(self.model, **kw))
+
+    async def aextract(self, text: str, title: str | None = None) -> Extraction:
+        """:meth:`extract` with its three calls made with ``ainvoke`` (for ``aadd_documents``)."""
+
+        async def perform(kw: dict[str, Any]) -> Any:
+            return await adecide(self.model, **kw)
+
+        return await adrive(self._steps(text, title), perform)
+
+    def _steps(self, text: str, title: str | None) -> Generator[dict[str, Any], Any, Extraction]:
+        """The chunk's decisions, one after another: each yields :func:`decide`'s arguments and
+        gets back ``(decision, usage)``; sync and async extraction drive the same steps."""
         off = self._offline.extract(text, title)
-        ents, u1 = decide(self.model, ExtractedEntities, ENTITY_PROMPT.format(text=text), step="extract_entities",
-                          offline=lambda: ExtractedEntities(entities=off.entities),
-                          context={"text": text})
+        ents, u1 = yield dict(schema=ExtractedEntities, prompt=ENTITY_PROMPT.format(text=text), step="extract_entities",
+                              offline=lambda: ExtractedEntities(entities=off.entities), context={"text": text})
         names = list(dict.fromkeys(e.strip() for e in ents.entities if e.strip()))
         if title and title not in names:
             names.insert(0, title)
-        trip, u2 = decide(self.model, ExtractedTriples,
-                          TRIPLE_PROMPT.format(entities=", ".join(names), text=text), step="extract_triples",
-                          offline=lambda: ExtractedTriples(triples=[
-                              ExtractedTriple(subject=t.subject, relation=t.relation, object=t.object)
-                              for t in off.triples]),
-                          context={"text": text, "entities": names})
+        trip, u2 = yield dict(schema=ExtractedTriples, prompt=TRIPLE_PROMPT.format(entities=", ".join(names), text=text),
+                              step="extract_triples",
+                              offline=lambda: ExtractedTriples(triples=[
+                                  ExtractedTriple(subject=t.subject, relation=t.relation, object=t.object)
+                                  for t in off.triples]),
+                              context={"text": text, "entities": names})
         triples = [Triple(t.subject.strip(), t.relation.strip(), t.object.strip()) for t in trip.triples
                    if t.subject.strip() and t.object.strip() and t.relation.strip()]
         usage = merge_usage(u1, u2)
         if title:
             head = title
         else:
-            ttl, u3 = decide(self.model, ChunkTitle, TITLE_PROMPT.format(text=text), step="extract_title",
-                             offline=lambda: ChunkTitle(title=off.title), context={"text": text})
+            ttl, u3 = yield dict(schema=ChunkTitle, prompt=TITLE_PROMPT.format(text=text), step="extract_title",
+                                 offline=lambda: ChunkTitle(title=off.title), context={"text": text})
             head = ttl.title.strip() or off.title
             usage = merge_usage(usage, u3)
         for t in triples:

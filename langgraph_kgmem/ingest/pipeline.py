@@ -7,6 +7,7 @@ re-run always completes the graph. Re-adding a ``done`` document changes nothing
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -421,88 +422,160 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
     All documents are validated before anything is written: one bad document stops the call
     and nothing already stored is touched.
     """
-    sources = [coerce_document(d, max_chars=max_chars) for d in docs]
-    check_int("max_concurrency", max_concurrency, 1)
-    if extractor is None:
-        m = resolve_model(model)
-        extractor = OfflineExtractor() if is_offline(m) else LLMExtractor(m)
-    t0 = time.perf_counter()
-    e0 = kg.embed_seconds
-    report = IngestReport()
-    work: list[tuple[SourceDocument, list[str], str]] = []   # (document, chunks, add | replace | repair)
-    seen: set[str] = set()
-    for src in sources:
-        report.document_ids.append(src.id)
-        if src.id in seen:   # the same id twice in one call: the first one counts
-            report.documents_skipped += 1
-            continue
-        seen.add(src.id)
-        chunks = chunk_text(src.text, chunk_tokens)
-        stored = kg.graph_store.document(src.id)
-        if stored is None:
-            work.append((src, chunks, "add"))
-        elif stored["status"] != "done":
-            work.append((src, chunks, "repair"))   # left pending by an interrupted run: clean it, then redo it
-        elif _unchanged(kg, src, chunks, stored):
-            report.documents_skipped += 1
-        else:
-            work.append((src, chunks, "replace"))
-    total = sum(len(chunks) for _, chunks, _ in work)
-    show = progress if progress is not None else (sys.stderr.isatty() and len(sources) > 3)
-    bar = None
-    if show and total:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=f"ingest {kg.name}", unit="chunk")
+    run = _IngestRun(kg, docs, model=model, chunk_tokens=chunk_tokens, merge_threshold=merge_threshold,
+                     max_chars=max_chars, progress=progress, extractor=extractor,
+                     max_concurrency=max_concurrency, on_progress=on_progress)
     # offline extraction is CPU-bound Python: threads would only add overhead
-    workers = 1 if isinstance(extractor, OfflineExtractor) else min(max_concurrency, max(total, 1))
-    done = 0
-    with _Extraction(extractor, workers) as pool:
-        pending = [[pool.submit(c, src.title or None) for c in chunks] for src, chunks, _ in work]
-        for (src, chunks, action), futures in zip(work, pending):
-            if action == "repair":
-                kg.delete_document(src.id)
-                report.documents_repaired += 1
-            if action != "replace":
-                with kg.transaction():
-                    kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
-            extractions = []
-            for i, fut in enumerate(futures):
-                ex = fut.result()
-                extractions.append(ex)
-                report.usage = merge_usage(report.usage, ex.usage)
-                done += 1
-                if bar is not None:
-                    bar.update(1)
-                if on_progress is not None:
-                    on_progress({"doc_id": src.id, "chunk": i, "chunks": len(chunks), "done": done, "total": total})
-            with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(chunks, extractions)):
-                before = None
-                if action == "replace":
-                    before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))
-                    kg.delete_document(src.id)
-                    kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
-                w = _Writer(kg, src.id, merge_threshold)
-                w.prepare([x for ex in extractions for x in _names(ex)])
-                for i, (c, ex) in enumerate(zip(chunks, extractions)):
-                    w.write_chunk(i, c, ex, title=src.title or ex.title)
-                kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
-                if before is not None:
-                    nodes, edges = set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id))
-                    report.changes[src.id] = {
-                        "nodes_removed": len(before[0] - nodes), "nodes_added": len(nodes - before[0]),
-                        "edges_removed": len(before[1] - edges), "edges_added": len(edges - before[1]),
-                        "edges_kept": len(before[1] & edges)}
-            report.merge(w.report)
-            if action == "replace":
-                report.documents_replaced += 1
+    workers = 1 if isinstance(run.extractor, OfflineExtractor) else min(max_concurrency, max(run.total, 1))
+    try:
+        with _Extraction(run.extractor, workers) as pool:
+            pending = [[pool.submit(c, src.title or None) for c in chunks] for src, chunks, _ in run.work]
+            for item, futures in zip(run.work, pending):
+                run.begin(item)
+                run.write(item, [run.extracted(item, i, fut.result()) for i, fut in enumerate(futures)])
+    finally:
+        run.close()
+    return run.finish()
+
+
+async def aadd_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
+                         merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                         progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
+                         on_progress: Callable[[dict[str, Any]], None] | None = None) -> IngestReport:
+    """:func:`add_documents` for async callers, with the same arguments and the same KG.
+
+    Extraction is async-native: each chunk's typed LLM calls are coroutines (``ainvoke``), at most
+    ``max_concurrency`` chunks in flight on the event loop, no thread per call. The database work
+    (reading what is stored, writing each document in its transaction) runs in a worker thread,
+    one document after another in input order, so the loop is never blocked. An extractor without
+    ``aextract`` (a custom one, or the CPU-bound offline extractor) runs in a worker thread.
+    """
+    run = await asyncio.to_thread(_IngestRun, kg, docs, model=model, chunk_tokens=chunk_tokens,
+                                  merge_threshold=merge_threshold, max_chars=max_chars, progress=progress,
+                                  extractor=extractor, max_concurrency=max_concurrency, on_progress=on_progress)
+    gate = asyncio.Semaphore(max_concurrency)
+    native = getattr(run.extractor, "aextract", None)
+
+    async def extract(text: str, title: str | None) -> Extraction:
+        async with gate:
+            if native is not None:
+                return await native(text, title)
+            return await asyncio.to_thread(run.extractor.extract, text, title)
+
+    tasks = [[asyncio.ensure_future(extract(c, src.title or None)) for c in chunks] for src, chunks, _ in run.work]
+    try:
+        for item, futures in zip(run.work, tasks):
+            await asyncio.to_thread(run.begin, item)
+            extractions = [run.extracted(item, i, await fut) for i, fut in enumerate(futures)]
+            await asyncio.to_thread(run.write, item, extractions)
+    finally:
+        for t in (t for ts in tasks for t in ts):
+            t.cancel()
+        run.close()
+    return run.finish()
+
+
+class _IngestRun:
+    """One ``add_documents`` call: the documents validated and sorted into work (add, replace or
+    repair; unchanged ones skipped) before anything is written, then each document's steps, which
+    the sync and the async entry points call in the same order."""
+
+    def __init__(self, kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any, chunk_tokens: int,
+                 merge_threshold: float | None, max_chars: int, progress: bool | None, extractor: Any,
+                 max_concurrency: int, on_progress: Callable[[dict[str, Any]], None] | None) -> None:
+        sources = [coerce_document(d, max_chars=max_chars) for d in docs]
+        check_int("max_concurrency", max_concurrency, 1)
+        if extractor is None:
+            m = resolve_model(model)
+            extractor = OfflineExtractor() if is_offline(m) else LLMExtractor(m)
+        self.kg, self.extractor, self.merge_threshold, self.on_progress = kg, extractor, merge_threshold, on_progress
+        self.t0, self.e0 = time.perf_counter(), kg.embed_seconds
+        self.report = IngestReport()
+        self.work: list[tuple[SourceDocument, list[str], str]] = []   # (document, chunks, add | replace | repair)
+        seen: set[str] = set()
+        for src in sources:
+            self.report.document_ids.append(src.id)
+            if src.id in seen:   # the same id twice in one call: the first one counts
+                self.report.documents_skipped += 1
+                continue
+            seen.add(src.id)
+            chunks = chunk_text(src.text, chunk_tokens)
+            stored = kg.graph_store.document(src.id)
+            if stored is None:
+                self.work.append((src, chunks, "add"))
+            elif stored["status"] != "done":
+                self.work.append((src, chunks, "repair"))   # left pending by an interrupted run: clean it, then redo it
+            elif _unchanged(kg, src, chunks, stored):
+                self.report.documents_skipped += 1
             else:
-                report.documents_added += 1
-    if bar is not None:
-        bar.close()
-    report.seconds = time.perf_counter() - t0
-    report.embed_seconds = kg.embed_seconds - e0
-    return report
+                self.work.append((src, chunks, "replace"))
+        self.total = sum(len(chunks) for _, chunks, _ in self.work)
+        self.done = 0
+        show = progress if progress is not None else (sys.stderr.isatty() and len(sources) > 3)
+        self.bar = None
+        if show and self.total:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, desc=f"ingest {kg.name}", unit="chunk")
+
+    def begin(self, item: tuple[SourceDocument, list[str], str]) -> None:
+        """Before a document's extractions are awaited: a half-written one is cleaned up, a new
+        one recorded as pending (so an interrupted run is repaired by the next)."""
+        src, _, action = item
+        if action == "repair":
+            self.kg.delete_document(src.id)
+            self.report.documents_repaired += 1
+        if action != "replace":
+            with self.kg.transaction():
+                self.kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+
+    def extracted(self, item: tuple[SourceDocument, list[str], str], i: int, ex: Extraction) -> Extraction:
+        """Count one chunk's extraction (usage, progress bar, ``on_progress``), in input order."""
+        src, chunks, _ = item
+        self.report.usage = merge_usage(self.report.usage, ex.usage)
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.on_progress is not None:
+            self.on_progress({"doc_id": src.id, "chunk": i, "chunks": len(chunks), "done": self.done,
+                              "total": self.total})
+        return ex
+
+    def write(self, item: tuple[SourceDocument, list[str], str], extractions: list[Extraction]) -> None:
+        """One document into the KG, in one transaction (a replaced one's old version goes in it too)."""
+        kg, (src, chunks, action) = self.kg, item
+        with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(chunks, extractions)):
+            before = None
+            if action == "replace":
+                before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))
+                kg.delete_document(src.id)
+                kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+            w = _Writer(kg, src.id, self.merge_threshold)
+            w.prepare([x for ex in extractions for x in _names(ex)])
+            for i, (c, ex) in enumerate(zip(chunks, extractions)):
+                w.write_chunk(i, c, ex, title=src.title or ex.title)
+            kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
+            if before is not None:
+                nodes, edges = set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id))
+                self.report.changes[src.id] = {
+                    "nodes_removed": len(before[0] - nodes), "nodes_added": len(nodes - before[0]),
+                    "edges_removed": len(before[1] - edges), "edges_added": len(edges - before[1]),
+                    "edges_kept": len(before[1] & edges)}
+        self.report.merge(w.report)
+        if action == "replace":
+            self.report.documents_replaced += 1
+        else:
+            self.report.documents_added += 1
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def finish(self) -> IngestReport:
+        self.report.seconds = time.perf_counter() - self.t0
+        self.report.embed_seconds = self.kg.embed_seconds - self.e0
+        return self.report
 
 
 class _Extraction:

@@ -299,10 +299,15 @@ class KnowledgeGraph:
             yield pair
 
     async def aadd_documents(self, docs: Iterable[Any], *, model: Any = None, **options: Any) -> "Any":
-        """:meth:`add_documents` without blocking the event loop: the ingest runs in a worker
-        thread (its LLM extraction calls run ``max_concurrency`` at a time there)."""
-        docs = list(docs)
-        return await asyncio.to_thread(self.add_documents, docs, model=model, **options)
+        """:meth:`add_documents` for async code (see ingest.pipeline.aadd_documents): LLM extraction
+        as coroutines, ``max_concurrency`` chunks in flight on the event loop; database work in a
+        worker thread, so the loop is never blocked."""
+        from langgraph_kgmem.ingest.pipeline import aadd_documents
+
+        report = await aadd_documents(self, list(docs), model=model, **options)
+        if getattr(report, "documents_added", 0) >= ANALYZE_AFTER_DOCUMENTS:
+            await asyncio.to_thread(self._store.analyze)
+        return report
 
     # ------------------------------------------------------------------ in-memory index
     def _index_node(self, n: Node) -> None:

@@ -1,0 +1,135 @@
+"""Async-native ingest: ``aadd_documents`` extracts with coroutines (``ainvoke``), at most
+``max_concurrency`` chunks in flight on the event loop, and builds the same KG as ``add_documents``;
+``adecide`` is the same typed decision as ``decide`` (retries, fallbacks, counting)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from langgraph.types import RetryPolicy
+from pydantic import BaseModel
+
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.llm import adecide, decide, transient_model_error, with_retry_policy
+from langgraph_kgmem.testing import HOSTILE_KINDS, HostileChatModel, ScriptedChatModel, scripted_extraction_model
+
+DOCS = [{"id": f"d{i}", "title": f"Doc {i}",
+         "text": f"Ada Lovelace met Charles Babbage in London {i}. Grace Hopper visited Boston and Harvard."}
+        for i in range(16)]
+
+
+class Pick(BaseModel):
+    node_id: str
+
+
+def _structure(kg: KnowledgeGraph) -> tuple[set, set]:
+    return ({(n.id, n.kind, n.text) for n in kg.nodes()},
+            {(e.src, e.dst, e.kind, e.text) for e in kg.edges()})
+
+
+def test_async_ingest_builds_the_same_kg_as_sync_and_counts_the_same_calls():
+    sync_kg = KnowledgeGraph.in_memory(name="s", embeddings="hash")
+    async_kg = KnowledgeGraph.in_memory(name="a", embeddings="hash")
+    sync_report = sync_kg.add_documents(DOCS, model=scripted_extraction_model(), max_concurrency=1)
+    async_report = asyncio.run(async_kg.aadd_documents(DOCS, model=scripted_extraction_model(), max_concurrency=5))
+    assert _structure(sync_kg) == _structure(async_kg)
+    assert len(_structure(async_kg)[1]) > len(DOCS)
+    assert async_report.documents_added == sync_report.documents_added == len(DOCS)
+    assert async_report.usage["llm_calls"] == sync_report.usage["llm_calls"] == 2 * len(DOCS)   # titles given
+    # an unchanged re-run skips everything, a changed document is replaced, as with add_documents
+    again = asyncio.run(async_kg.aadd_documents(DOCS[:2] + [{**DOCS[2], "text": "Alan Turing worked in Manchester."}],
+                                                model=scripted_extraction_model()))
+    assert again.documents_skipped == 2 and again.documents_replaced == 1
+
+
+def test_async_extraction_runs_on_the_loop_bounded_and_concurrent():
+    in_flight, peak, threads = [0], [0], set()
+    latency = 0.1
+
+    class Counting(ScriptedChatModel):
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+            threads.add(threading.get_ident())
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+            try:
+                return await super()._agenerate(messages, stop, run_manager, **kwargs)
+            finally:
+                in_flight[0] -= 1
+
+    model = Counting(responder=scripted_extraction_model().responder, latency=latency)
+    kg = KnowledgeGraph.in_memory(name="c", embeddings="hash")
+    progress = []
+
+    async def run():
+        loop_thread = threading.get_ident()
+        t0 = time.perf_counter()
+        report = await kg.aadd_documents(DOCS, model=model, max_concurrency=4, on_progress=progress.append)
+        return report, time.perf_counter() - t0, loop_thread
+
+    report, seconds, loop_thread = asyncio.run(run())
+    assert threads == {loop_thread}            # every call a coroutine on the loop: no thread per call
+    assert peak[0] == 4                        # bounded by max_concurrency, and reaching it
+    serial = 2 * len(DOCS) * latency           # two calls per chunk, one after another
+    assert seconds < serial / 2.5, (seconds, serial)
+    assert [p["done"] for p in progress] == list(range(1, len(DOCS) + 1))   # in input order
+    assert [p["doc_id"] for p in progress] == [d["id"] for d in DOCS]
+    assert report.documents_added == len(DOCS)
+
+
+def test_a_failed_async_extraction_leaves_nothing_half_written():
+    def responder(messages, request):
+        if "Doc 3" in request.context.get("text", "") or "London 3." in request.context.get("text", ""):
+            raise AssertionError("a bug, not a model failure: must propagate")
+        return scripted_extraction_model().responder(messages, request)
+
+    kg = KnowledgeGraph.in_memory(name="f", embeddings="hash")
+    with pytest.raises(AssertionError):
+        asyncio.run(kg.aadd_documents(DOCS, model=ScriptedChatModel(responder=responder), max_concurrency=4))
+    done = {d["id"] for d in kg.documents() if d["status"] == "done"}
+    assert done == {"d0", "d1", "d2"}          # written in input order, up to the failure
+    report = kg.add_documents(DOCS, model=scripted_extraction_model())   # a re-run completes it
+    assert report.documents_repaired == 1 and report.documents_added == len(DOCS) - 3
+
+
+def test_adecide_retries_with_the_policy_without_blocking_and_falls_back_like_decide():
+    fails = iter([TimeoutError("t1"), TimeoutError("t2")])
+
+    def responder(messages, request):
+        exc = next(fails, None)
+        if exc is not None:
+            raise exc
+        return '{"node_id": "n1"}'
+
+    policy = RetryPolicy(initial_interval=0.05, jitter=False, max_attempts=3, retry_on=transient_model_error)
+
+    async def run():
+        ticks = []
+
+        async def ticker():
+            while len(ticks) < 1000:
+                ticks.append(1)
+                await asyncio.sleep(0.005)
+        tick = asyncio.ensure_future(ticker())
+        out = await adecide(with_retry_policy(ScriptedChatModel(responder=responder), policy), Pick, "choose",
+                            step="pick", offline=lambda: Pick(node_id="safe"))
+        tick.cancel()
+        return out, len(ticks)
+
+    (d, usage), ticks = asyncio.run(run())
+    assert d.node_id == "n1" and usage["llm_calls"] == 3 and not usage["fallbacks"]
+    assert ticks >= 10        # 0.05 + 0.1 s of backoff waited with asyncio.sleep: the loop kept running
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_adecide_answers_exactly_as_decide_whatever_the_model_says(seed):
+    kwargs = dict(step="pick", offline=lambda: Pick(node_id="safe"), context={"candidates": ["n1", "n2"]},
+                  validate=lambda p: None if p.node_id in {"n1", "n2", "safe"} else "unknown id")
+    weights = {k: 1.0 for k in HOSTILE_KINDS}
+    d1, u1 = decide(HostileChatModel(seed=seed, weights=weights), Pick, "choose n1 or n2", **kwargs)
+    d2, u2 = asyncio.run(adecide(HostileChatModel(seed=seed, weights=weights), Pick, "choose n1 or n2", **kwargs))
+    assert d1 == d2
+    assert u1["llm_calls"] == u2["llm_calls"]
+    assert [f["kind"] for f in u1["fallbacks"]] == [f["kind"] for f in u2["fallbacks"]]
