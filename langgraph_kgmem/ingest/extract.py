@@ -201,10 +201,18 @@ class LLMExtractor:
 
     def _steps(self, text: str, title: str | None) -> Generator[dict[str, Any], Any, Extraction]:
         """The chunk's decisions, one after another: each yields :func:`decide`'s arguments and
-        gets back ``(decision, usage)``; sync and async extraction drive the same steps."""
-        off = self._offline.extract(text, title)
+        gets back ``(decision, usage)``; sync and async extraction drive the same steps. The
+        offline extractor's answer (the fallbacks) is computed only if a fallback is taken: it
+        costs more CPU than the rest of the chunk's handling."""
+        offline: list[Extraction] = []
+
+        def off() -> Extraction:
+            if not offline:
+                offline.append(self._offline.extract(text, title))
+            return offline[0]
+
         ents, u1 = yield dict(schema=ExtractedEntities, prompt=ENTITY_PROMPT.format(text=text), step="extract_entities",
-                              offline=lambda: ExtractedEntities(entities=off.entities), context={"text": text})
+                              offline=lambda: ExtractedEntities(entities=off().entities), context={"text": text})
         names = list(dict.fromkeys(e.strip() for e in ents.entities if e.strip()))
         if title and title not in names:
             names.insert(0, title)
@@ -212,7 +220,7 @@ class LLMExtractor:
                               step="extract_triples",
                               offline=lambda: ExtractedTriples(triples=[
                                   ExtractedTriple(subject=t.subject, relation=t.relation, object=t.object)
-                                  for t in off.triples]),
+                                  for t in off().triples]),
                               context={"text": text, "entities": names})
         triples = [Triple(t.subject.strip(), t.relation.strip(), t.object.strip()) for t in trip.triples
                    if t.subject.strip() and t.object.strip() and t.relation.strip()]
@@ -221,8 +229,8 @@ class LLMExtractor:
             head = title
         else:
             ttl, u3 = yield dict(schema=ChunkTitle, prompt=TITLE_PROMPT.format(text=text), step="extract_title",
-                                 offline=lambda: ChunkTitle(title=off.title), context={"text": text})
-            head = ttl.title.strip() or off.title
+                                 offline=lambda: ChunkTitle(title=off().title), context={"text": text})
+            head = ttl.title.strip() or off().title
             usage = merge_usage(usage, u3)
         for t in triples:
             for side in (t.subject, t.object):
