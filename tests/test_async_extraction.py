@@ -90,8 +90,10 @@ def test_a_failed_async_extraction_leaves_nothing_half_written():
         asyncio.run(kg.aadd_documents(DOCS, model=ScriptedChatModel(responder=responder), max_concurrency=4))
     done = {d["id"] for d in kg.documents() if d["status"] == "done"}
     assert done == {"d0", "d1", "d2"}          # written in input order, up to the failure
+    assert {d["id"] for d in kg.documents() if d["status"] == "pending"} == {"d3"}
     report = kg.add_documents(DOCS, model=scripted_extraction_model())   # a re-run completes it
     assert report.documents_repaired == 1 and report.documents_added == len(DOCS) - 3
+    assert {d["status"] for d in kg.documents()} == {"done"}
 
 
 def test_adecide_retries_with_the_policy_without_blocking_and_falls_back_like_decide():
@@ -133,3 +135,30 @@ def test_adecide_answers_exactly_as_decide_whatever_the_model_says(seed):
     assert d1 == d2
     assert u1["llm_calls"] == u2["llm_calls"]
     assert [f["kind"] for f in u1["fallbacks"]] == [f["kind"] for f in u2["fallbacks"]]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_bulk_ingest_embeds_many_documents_per_model_call(mode):
+    from langgraph_kgmem.config import HashingEmbeddings
+    from langgraph_kgmem.ingest.pipeline import EMBED_WINDOW_CHUNKS
+
+    class Counting(HashingEmbeddings):
+        calls: list[int] = []
+
+        def embed_documents(self, texts):
+            Counting.calls.append(len(texts))
+            return super().embed_documents(texts)
+
+    docs = [{"id": f"w{i}", "title": f"T{i}", "text": f"Person{i} founded Company{i} in City{i}."} for i in range(100)]
+    kg = KnowledgeGraph.in_memory(name="w", embeddings=Counting(64))
+    if mode == "sync":   # (no entity merging: a merged name's facts are embedded on their own)
+        kg.add_documents(docs, model="offline", merge_threshold=None)
+    else:
+        asyncio.run(kg.aadd_documents(docs, model="offline", merge_threshold=None))
+    assert EMBED_WINDOW_CHUNKS >= 32
+    assert len(Counting.calls) <= 8, Counting.calls        # a few windows, passages and short texts each
+    assert max(Counting.calls) >= 32                       # not one document per call
+    ref = KnowledgeGraph.in_memory(name="w", embeddings=HashingEmbeddings(64))
+    for d in docs:                                                    # one call per document: the same KG
+        ref.add_documents([d], model="offline", merge_threshold=None)
+    assert _structure(kg) == _structure(ref)

@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
 
 MAX_DOCUMENT_CHARS = 5_000_000
+EMBED_WINDOW_CHUNKS = 64   # chunks whose texts a bulk ingest embeds together (documents are still written one by one)
 
 
 @dataclass
@@ -430,9 +431,14 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
     try:
         with _Extraction(run.extractor, workers) as pool:
             pending = [[pool.submit(c, src.title or None) for c in chunks] for src, chunks, _ in run.work]
-            for item, futures in zip(run.work, pending):
-                run.begin(item)
-                run.write(item, [run.extracted(item, i, fut.result()) for i, fut in enumerate(futures)])
+            for window in run.windows(pending):
+                done = []
+                try:
+                    for item, futures in window:
+                        run.begin(item)
+                        done.append((item, [run.extracted(item, i, f.result()) for i, f in enumerate(futures)]))
+                finally:   # what was extracted before a failure is written all the same
+                    run.write_window(done)
     finally:
         run.close()
     return run.finish()
@@ -464,10 +470,14 @@ async def aadd_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: An
 
     tasks = [[asyncio.ensure_future(extract(c, src.title or None)) for c in chunks] for src, chunks, _ in run.work]
     try:
-        for item, futures in zip(run.work, tasks):
-            await asyncio.to_thread(run.begin, item)
-            extractions = [run.extracted(item, i, await fut) for i, fut in enumerate(futures)]
-            await asyncio.to_thread(run.write, item, extractions)
+        for window in run.windows(tasks):
+            done = []
+            try:
+                for item, futures in window:
+                    await asyncio.to_thread(run.begin, item)
+                    done.append((item, [run.extracted(item, i, await f) for i, f in enumerate(futures)]))
+            finally:   # what was extracted before a failure is written all the same
+                await asyncio.to_thread(run.write_window, done)
     finally:
         for t in (t for ts in tasks for t in ts):
             t.cancel()
@@ -540,6 +550,30 @@ class _IngestRun:
             self.on_progress({"doc_id": src.id, "chunk": i, "chunks": len(chunks), "done": self.done,
                               "total": self.total})
         return ex
+
+    def windows(self, pending: list[Any]) -> Iterator[list[tuple[tuple[SourceDocument, list[str], str], Any]]]:
+        """The work with its pending extractions, in input order, in windows of about
+        :data:`EMBED_WINDOW_CHUNKS` chunks whose texts go to the embedding model together."""
+        window: list[tuple[tuple[SourceDocument, list[str], str], Any]] = []
+        size = 0
+        for item, futures in zip(self.work, pending):
+            window.append((item, futures))
+            size += len(item[1])
+            if size >= EMBED_WINDOW_CHUNKS:
+                yield window
+                window, size = [], 0
+        if window:
+            yield window
+
+    def write_window(self, done: list[tuple[tuple[SourceDocument, list[str], str], list[Extraction]]]) -> None:
+        """Several documents' texts embedded in one batched call per kind (the model's cost per
+        call dwarfs a single passage's), then each document written in its own transaction."""
+        if not done:
+            return
+        chunks = [c for (_, cs, _), _ in done for c in cs]
+        with self.kg.prefetch_embeddings(*_texts_to_embed(chunks, [ex for _, exs in done for ex in exs])):
+            for item, extractions in done:
+                self.write(item, extractions)
 
     def write(self, item: tuple[SourceDocument, list[str], str], extractions: list[Extraction]) -> None:
         """One document into the KG, in one transaction (a replaced one's old version goes in it too)."""

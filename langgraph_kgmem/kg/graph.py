@@ -546,16 +546,20 @@ class KnowledgeGraph:
     def prefetch_embeddings(self, texts: Iterable[str], short_texts: Iterable[str] = ()) -> Iterator[None]:
         """Embed ``texts`` (passages) and ``short_texts`` (names, titles, facts: see :meth:`embed_texts`)
         in one batched call each and serve them from memory inside the block (ingestion embeds a
-        whole document's chunks, titles, names and facts at once)."""
-        for short, group in ((False, texts), (True, short_texts)):
-            todo = [t for t in dict.fromkeys(group) if t and (short, t) not in self._prefetched]
-            if todo:
-                vecs = self.embed_texts(todo, short=short)
-                self._prefetched.update(((short, t), v) for t, v in zip(todo, vecs))
+        whole document's chunks, titles, names and facts at once, and a bulk ingest several
+        documents' at once). Blocks nest: each forgets only what it fetched."""
+        added: list[tuple[bool, str]] = []
         try:
+            for short, group in ((False, texts), (True, short_texts)):
+                todo = [t for t in dict.fromkeys(group) if t and (short, t) not in self._prefetched]
+                if todo:
+                    vecs = self.embed_texts(todo, short=short)
+                    added += [(short, t) for t in todo]
+                    self._prefetched.update(((short, t), v) for t, v in zip(todo, vecs))
             yield
         finally:
-            self._prefetched.clear()
+            for key in added:
+                self._prefetched.pop(key, None)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Unit query vector, LRU-cached (the same question is embedded once per process)."""
