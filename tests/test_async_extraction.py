@@ -47,7 +47,7 @@ def test_async_ingest_builds_the_same_kg_as_sync_and_counts_the_same_calls():
 
 def test_async_extraction_runs_on_the_loop_bounded_and_concurrent():
     in_flight, peak, threads = [0], [0], set()
-    latency = 0.1
+    latency = 0.2
 
     class Counting(ScriptedChatModel):
         async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
