@@ -22,16 +22,20 @@ pytestmark = [pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _fill(kg: KnowledgeGraph, n: int = 300, m: int = 1500, seed: int = 4) -> None:
-    """A skewed random graph: parallel edges, both directions of a pair, self-loops, two edge kinds,
-    a chunk node, and an isolated node (dangling)."""
+def _fill(kg: KnowledgeGraph, n: int = 300, m: int = 1500, seed: int = 4, simple: bool = True) -> None:
+    """A skewed random graph with two edge kinds, chunk nodes and an isolated node (dangling).
+    ``simple``: no parallel edges, no pair linked both ways, no self-loop (then incident edges =
+    distinct neighbours, and the lazy push equals the snapshot's); otherwise all three occur."""
     rng = np.random.default_rng(seed)
     src = rng.integers(0, n, m)
     dst = (src + rng.zipf(1.7, m)) % n
+    if simple:
+        pairs = {tuple(sorted(p)) for p in zip(src.tolist(), dst.tolist()) if p[0] != p[1]}
+        src, dst = np.array(sorted(pairs)).T
+    w = rng.uniform(0.5, 2.0, len(src))
     kg.add_nodes([Node(f"n{i}", "chunk" if i % 7 == 0 else "entity", f"n{i}", {}) for i in range(n + 1)], embed=False)
-    kg.add_edges([Edge(f"e{k}", f"n{a}", f"n{b}", "relation" if k % 5 else "synonym", "r", float(w), {})
-                  for k, (a, b, w) in enumerate(zip(src.tolist(), dst.tolist(), rng.uniform(0.5, 2.0, m).tolist()))],
-                 embed_facts=False)
+    kg.add_edges([Edge(f"e{k}", f"n{a}", f"n{b}", "relation" if k % 5 else "synonym", "r", float(x), {})
+                  for k, (a, b, x) in enumerate(zip(src.tolist(), dst.tolist(), w.tolist()))], embed_facts=False)
 
 
 def _python(code: str, *args: str) -> None:
@@ -77,6 +81,27 @@ def test_lazy_push_equals_the_snapshots_push_and_ranks_like_exact(shared, eps):
         assert dict(with_ov) != dict(got)
         stats = lazy.stats()
         assert stats["all"]["round_trips"] > 1 and stats["all"]["rows_hit"] > 0
+
+
+@pytest.mark.parametrize("eps", [1e-4, 1e-6])
+def test_on_a_multigraph_lazy_push_stays_within_its_bound_of_exact(new_database, eps):
+    uri = new_database()
+    with KnowledgeGraph.open(uri, name="multi", embeddings="hash") as kg, LazyPushPpr.open(uri, name="multi") as lazy:
+        _fill(kg, simple=False)
+        incident: dict[str, int] = {}
+        for e in kg.edges():
+            for x in (e.src, e.dst):
+                incident[x] = incident.get(x, 0) + 1
+        seeds = {"n0": 1.0, "n17": 0.5, "n99": 2.0}
+        exact = dict(kg.ppr(seeds, method="exact", strict=True, tol=1e-13, max_iter=1000))
+        got = dict(lazy.ppr(seeds, eps=eps))
+        assert all(got[i] <= exact[i] + 1e-12 for i in got)             # never above the exact score
+        assert max((exact[i] - got.get(i, 0.0)) / max(1, incident.get(i, 0)) for i in exact) <= eps
+        top_exact = sorted(exact, key=lambda i: -exact[i])[:20]
+        top_lazy = sorted(got, key=lambda i: -got[i])[:20]
+        assert len(set(top_exact) & set(top_lazy)) / 20 >= {1e-4: 0.7, 1e-6: 0.95}[eps]
+        snap_push = dict(kg.ppr(seeds, method="push", eps=eps))         # thresholds differ a little here
+        assert len(set(top_lazy) & set(sorted(snap_push, key=lambda i: -snap_push[i])[:20])) / 20 >= 0.9
 
 
 def test_lazy_push_with_dangling_and_absent_seeds(shared):

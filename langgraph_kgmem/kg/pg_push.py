@@ -14,9 +14,18 @@ reads adjacency on demand.
   ``refresh`` reads): at the start of each query, if the version moved, the rows of the endpoints
   of every edge written since are dropped; a deleted edge or node (whose endpoints the log no
   longer names) or a log that no longer reaches back clears the cache.
-- :func:`lazy_push_ppr` is :func:`~langgraph_kgmem.kg.ppr.push_ppr`'s algorithm (same thresholds,
-  synchronous vectorised rounds, dangling mass back to the seeds, per-query overrides) over the
-  cache; on the same graph it returns the same scores up to float rounding.
+- :func:`lazy_push_ppr` is :func:`~langgraph_kgmem.kg.ppr.push_ppr`'s algorithm (synchronous
+  vectorised rounds, dangling mass back to the seeds, per-query overrides) over the cache, with
+  one difference: a node's push threshold is ``eps`` × its *incident edges* (what the database
+  counts in its indexes without reading an edge; parallel edges and both ends of a self-loop
+  count) rather than × its distinct neighbours. The two agree on a graph without parallel edges,
+  pairs linked both ways or self-loops, where it returns the snapshot push's scores up to float
+  rounding; elsewhere it pushes a little less (each score still never above the exact one, and
+  low by at most ``eps`` × the node's incident edges).
+
+  Learning the distinct degree would mean reading every edge of every hub the residual reaches:
+  measured on the 1M-edge power-law graph, one such round read 707k edges and took 3.5 s of
+  server time; counted in the indexes, 0.25 s.
 
 Rows read during one query may come from versions newer than the one the query started at (a
 write committed meanwhile): the result is then that of a graph between the two, as it would be
@@ -78,7 +87,7 @@ class NeighbourCache:
         self.index: dict[str, int] = {}
         self.start = np.zeros(1024, dtype=np.int64)
         self.length = np.full(1024, -1, dtype=np.int64)
-        self.degree = np.full(1024, -1, dtype=np.int64)   # distinct neighbours, known before the row
+        self.degree = np.full(1024, -1, dtype=np.int64)   # incident edges, known before the row
         self.out_weight = np.zeros(1024)
         self.last_used = np.zeros(1024, dtype=np.int64)
         self.kinds = np.empty(1024, dtype=object)
@@ -142,18 +151,18 @@ class NeighbourCache:
     # ------------------------------------------------------------------ reads
     def _sql(self) -> str:
         kind = " AND x.kind = ANY(%(kinds)s)" if self.edge_kinds is not None else ""
-        # each candidate's edges are read once (e is materialised): its degree comes back always,
-        # its row only where the residual passes eps × degree (a hub's row is not shipped just to
-        # learn that it is not pushed yet)
+        # the degree of every candidate, counted in the (kg, src) and (kg, dst) indexes without
+        # reading an edge (index-only scans); the rows only of those whose residual passes
+        # eps × degree: a hub is not shipped, nor its edges read, just to learn it is not pushed
+        count = "(SELECT count(*) FROM kgmem_edges x WHERE x.kg = %(kg)s AND x.{col} = c.id" + kind + ")"
         return ("WITH c(id, r) AS (SELECT * FROM unnest(%(ids)s::text[], %(res)s::float8[])), "
-                "e AS MATERIALIZED ("
-                f"SELECT x.src AS a, x.dst AS b, x.weight AS w FROM c JOIN kgmem_edges x ON x.src = c.id "
-                f"WHERE x.kg = %(kg)s{kind} UNION ALL "
-                f"SELECT x.dst, x.src, x.weight FROM c JOIN kgmem_edges x ON x.dst = c.id WHERE x.kg = %(kg)s{kind}), "
-                "d AS (SELECT a, count(DISTINCT b) FILTER (WHERE b <> a) AS deg FROM e GROUP BY a) "
-                "SELECT d.a, NULL::text, NULL::float8, d.deg FROM d UNION ALL "
-                "SELECT e.a, e.b, e.w, NULL FROM e JOIN d ON d.a = e.a JOIN c ON c.id = e.a "
-                "WHERE c.r > %(eps)s * GREATEST(d.deg, 1)")
+                f"d AS MATERIALIZED (SELECT c.id, c.r, {count.format(col='src')} + {count.format(col='dst')} AS deg "
+                "FROM c), "
+                "p AS (SELECT id FROM d WHERE r > %(eps)s * GREATEST(deg, 1)) "
+                "SELECT d.id, NULL::text, NULL::float8, d.deg FROM d UNION ALL "
+                f"SELECT x.src, x.dst, x.weight, NULL FROM p JOIN kgmem_edges x ON x.kg = %(kg)s AND x.src = p.id{kind} "
+                f"UNION ALL SELECT x.dst, x.src, x.weight, NULL FROM p JOIN kgmem_edges x ON x.kg = %(kg)s "
+                f"AND x.dst = p.id{kind}")
 
     def fetch(self, need: np.ndarray, residual: np.ndarray | None = None, eps: float = 0.0) -> None:
         """One statement for local ids ``need`` (not cached): the degree of each, and the row of
@@ -167,11 +176,9 @@ class NeighbourCache:
         with self.store.db.read() as conn:
             rows = conn.execute(self._sql(), params).fetchall()
         self.stats.round_trips += 1
-        degs = np.zeros(len(need), dtype=np.int64)       # a node without edges comes back without a row
+        got = {r[0]: r[3] for r in rows if r[1] is None}
         edges = [r for r in rows if r[1] is not None]
-        if len(edges) < len(rows):
-            got = {r[0]: r[3] for r in rows if r[1] is None}
-            degs = np.fromiter((got.get(x, 0) for x in names), dtype=np.int64, count=len(names))
+        degs = np.fromiter((got[x] for x in names), dtype=np.int64, count=len(names))
         self.degree[need] = degs
         pushed = need[res > eps * np.maximum(1, degs)]
         self.stats.rows_fetched += len(pushed)
@@ -298,7 +305,8 @@ def lazy_push_ppr(cache: NeighbourCache, reset: Mapping[str, float], *, damping:
                   max_pushes: int = 5_000_000) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~langgraph_kgmem.kg.ppr.push_ppr` over ``cache`` (node ids, not rows).
 
-    Returns (local ids of the touched nodes, their scores). Seeds that are not nodes of the KG are
+    The push threshold is ``eps`` × incident edges (see the module docstring). Returns (local
+    ids of the touched nodes, their scores). Seeds that are not nodes of the KG are
     ignored; with none left the result is empty (the uniform walk the exact method falls back to
     needs the whole graph, which this reader never loads)."""
     if not 0.0 < damping < 1.0:
@@ -355,20 +363,14 @@ def lazy_push_ppr(cache: NeighbourCache, reset: Mapping[str, float], *, damping:
     def over_threshold(cand: np.ndarray) -> np.ndarray:
         # ask the database about nodes whose residual may pass eps × degree: the degree of an
         # unknown one, and the row where it does (one round trip for the whole round)
-        cached = cache.length[cand] >= 0
-        deg = np.where(cached, cache.length[cand], cache.degree[cand])
+        was_cached = cache.length[cand] >= 0
         r = res[cand]
-        ask = ~cached & (r > eps) & ((deg < 0) | (r > eps * np.maximum(1, deg)))
-        was_cached = cached
+        deg = cache.degree[cand]
+        ask = ~was_cached & (r > eps) & ((deg < 0) | (r > eps * np.maximum(1, deg)))
         if ask.any():
             cache.fetch(cand[ask], r[ask], eps)
-            cached = cache.length[cand] >= 0
-            deg = np.where(cached, cache.length[cand], cache.degree[cand])
-        thr = eps * np.maximum(1, deg)
-        if len(patched_rows):
-            hit = np.flatnonzero(np.isin(cand, patched_rows))
-            thr[hit] = [eps * max(1, len(patched[int(cand[i])][0])) for i in hit]
-        passed = r > thr
+            deg = cache.degree[cand]
+        passed = r > eps * np.maximum(1, deg)
         cache.stats.rows_hit += int((passed & was_cached).sum())
         front = cand[passed]
         cache.ensure(front[cache.length[front] < 0])   # none: the statement above sent their rows
