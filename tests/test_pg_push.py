@@ -187,3 +187,6 @@ def test_the_postgres_perf_suite_runs_on_a_small_graph(postgres_uri):
     assert add["documents"] == 2 and add["full"]["add_then_query_median_ms"] > add["write_median_ms"] > 0
     assert add["lazy"]["add_then_query_median_ms"] > 0
     assert "lazy worker" in pg_markdown([row], [], {})
+    # beyond full_max_edges only the lazy worker runs; its overlap is against exact in this process
+    (lazy_only,) = pg_suite((3000,), 1, [], uri=postgres_uri, queries=3, full_max_edges=0)
+    assert set(lazy_only["open"]) == {"lazy"} and lazy_only["queries"]["lazy"]["top20_overlap_push"] >= 0.8
