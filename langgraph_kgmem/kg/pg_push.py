@@ -8,8 +8,9 @@ reads adjacency on demand.
 - :class:`NeighbourCache` keeps the symmetric weighted rows (parallel edges summed, self-loops
   dropped, exactly as :func:`~langgraph_kgmem.kg.ppr.build_snapshot` builds them) of the nodes
   push has needed, in one flat buffer with a least-recently-used bound on the entries it holds
-  between queries. A push round reads every missing row of its frontier in **one** statement
-  (one round trip per round, not per node).
+  between queries. A push round sends **one** statement for all its candidates (one round trip
+  per round, not per node): their incident-edge counts, and the rows of those that pass the
+  push threshold.
 - Invalidation follows the KG's version and change log (the ones the in-memory worker's
   ``refresh`` reads): at the start of each query, if the version moved, the rows of the endpoints
   of every edge written since are dropped; a deleted edge or node (whose endpoints the log no
@@ -35,7 +36,7 @@ for an in-memory worker that refreshed halfway; the next query drops those rows 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -44,7 +45,7 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
 from langgraph_kgmem.ranking import best_first
 
-MAX_ENTRIES = 2_000_000    # directed entries a cache keeps between queries (about 12 bytes each)
+MAX_ENTRIES = 2_000_000    # directed entries a cache keeps between queries (16 bytes each)
 KIND_LOOKUP_CHUNK = 256     # node kinds are looked up this many ranked nodes at a time (node_kinds=)
 
 
@@ -61,7 +62,6 @@ class CacheStats:
     clears: int = 0             # whole-cache drops (deletes, a log that no longer reaches back)
     evicted: int = 0            # rows dropped by the entry bound
     fetch_s: float = 0.0        # seconds inside row reads (round trips and decoding)
-    extra: dict = field(default_factory=dict)
 
 
 class NeighbourCache:
@@ -159,10 +159,10 @@ class NeighbourCache:
                 f"d AS MATERIALIZED (SELECT c.id, c.r, {count.format(col='src')} + {count.format(col='dst')} AS deg "
                 "FROM c), "
                 "p AS (SELECT id FROM d WHERE r > %(eps)s * GREATEST(deg, 1)) "
-                "SELECT d.id, NULL::text, NULL::float8, d.deg FROM d UNION ALL "
-                f"SELECT x.src, x.dst, x.weight, NULL FROM p JOIN kgmem_edges x ON x.kg = %(kg)s AND x.src = p.id{kind} "
-                f"UNION ALL SELECT x.dst, x.src, x.weight, NULL FROM p JOIN kgmem_edges x ON x.kg = %(kg)s "
-                f"AND x.dst = p.id{kind}")
+                "SELECT d.id, NULL::text, NULL::float8, d.deg, r > %(eps)s * GREATEST(deg, 1) FROM d UNION ALL "
+                f"SELECT x.src, x.dst, x.weight, NULL, NULL FROM p JOIN kgmem_edges x ON x.kg = %(kg)s "
+                f"AND x.src = p.id{kind} UNION ALL SELECT x.dst, x.src, x.weight, NULL, NULL FROM p "
+                f"JOIN kgmem_edges x ON x.kg = %(kg)s AND x.dst = p.id{kind}")
 
     def fetch(self, need: np.ndarray, residual: np.ndarray | None = None, eps: float = 0.0) -> None:
         """One statement for local ids ``need`` (not cached): the degree of each, and the row of
@@ -176,15 +176,14 @@ class NeighbourCache:
         with self.store.db.read() as conn:
             rows = conn.execute(self._sql(), params).fetchall()
         self.stats.round_trips += 1
-        got = {r[0]: r[3] for r in rows if r[1] is None}
+        got = {r[0]: (r[3], r[4]) for r in rows if r[1] is None}   # degree, and whether the row came
         edges = [r for r in rows if r[1] is not None]
-        degs = np.fromiter((got[x] for x in names), dtype=np.int64, count=len(names))
-        self.degree[need] = degs
-        pushed = need[res > eps * np.maximum(1, degs)]
+        self.degree[need] = np.fromiter((got[x][0] for x in names), dtype=np.int64, count=len(names))
+        pushed = need[np.fromiter((got[x][1] for x in names), dtype=bool, count=len(names))]
         self.stats.rows_fetched += len(pushed)
         self.stats.edges_fetched += len(edges)
         if edges:
-            a_names, b_names, w, _ = zip(*edges)
+            a_names, b_names, w, _, _ = zip(*edges)
             a = self.intern(a_names)
             b = self.intern(b_names)
             w = np.asarray(w, dtype=np.float64)
