@@ -130,6 +130,11 @@ def test_a_bounded_cache_gives_the_same_answers_and_stays_bounded(shared):
         s, b = small.stats()["all"], big.stats()["all"]
         assert s["evicted"] > 0 and s["rows_fetched"] > b["rows_fetched"]
         assert b["evicted"] == 0 and b["rows_hit"] > s["rows_hit"]
+    with LazyPushPpr.open(uri, name="lazy", max_entries=20) as tiny:   # the id table passes 4 x 20: reset
+        for q in queries[:3]:
+            _same(tiny.ppr(q, eps=1e-5), kg.ppr(q, method="push", eps=1e-5))
+            assert tiny.cache().entries == 0 and len(tiny.cache().ids) == 0
+        assert tiny.stats()["all"]["clears"] == 3
     with LazyPushPpr.open(uri, name="lazy") as fresh:
         # one statement per push round, however many rows the round needs
         fresh.ppr(queries[0], eps=1e-6)
@@ -142,6 +147,7 @@ def test_the_cache_follows_another_processes_writes(shared):
     seeds = {"n5": 1.0}
     with LazyPushPpr.open(uri, name="lazy") as lazy:
         before = lazy.ppr(seeds, eps=1e-6)
+        assert lazy.ppr({"fresh": 1.0}) == []          # not a node yet (and remembered as such)
         _python("""
             import sys
             from langgraph_kgmem import KnowledgeGraph
@@ -154,6 +160,7 @@ def test_the_cache_follows_another_processes_writes(shared):
         """, uri)
         after = lazy.ppr(seeds, eps=1e-6)
         assert "fresh" in dict(after) and dict(after) != dict(before)
+        assert lazy.ppr({"fresh": 1.0})[0][0] == "fresh"   # the write made it a node: the log said so
         stats = lazy.stats()["all"]
         assert stats["rows_invalidated"] >= 1 and stats["clears"] == 0   # only the written rows went
         kg.refresh()

@@ -221,14 +221,13 @@ class NeighbourCache:
         self.fetch(np.unique(missing))
         self.last_used[nodes] = self.clock
 
-    def existing(self, names: Sequence[str]) -> set[str]:
-        with self.store.db.read() as conn:
-            found = {r[0] for r in conn.execute("SELECT id FROM kgmem_nodes WHERE kg = %s AND id = ANY(%s)",
-                                                (self.kg_id, list(names)))}
-        self.stats.round_trips += 1
-        return found
+    def existing(self, rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` are nodes of the KG (a known kind says so without a round trip)."""
+        return self.kinds_of(rows) != ""
 
     def kinds_of(self, rows: np.ndarray) -> np.ndarray:
+        """Node kinds of ``rows`` ("" for an id that is no node), each looked up once (a write to
+        the node, seen in the change log, forgets it)."""
         unknown = [int(r) for r in rows if self.kinds[r] is None]
         if unknown:
             with self.store.db.read() as conn:
@@ -327,10 +326,10 @@ def lazy_push_ppr(cache: NeighbourCache, reset: Mapping[str, float], *, damping:
     seeds = cache.intern(list(r0))
     ov_rows = cache.intern(list(by_src))
     cache.ensure(np.concatenate([seeds, ov_rows]))   # one round trip for seeds and overridden rows
-    bare = [nid for nid, s in zip(r0, seeds) if cache.length[s] == 0]
-    if bare:   # no edge: a node without out-edges (dangling), or no node at all
-        present = cache.existing(bare)
-        r0 = {nid: x for nid, x in r0.items() if nid not in bare or nid in present}
+    bare = seeds[cache.length[seeds] == 0]
+    if len(bare):   # no edge: a node without out-edges (dangling), or no node at all
+        absent = {cache.ids[i] for i in bare[~cache.existing(bare)]}
+        r0 = {nid: x for nid, x in r0.items() if nid not in absent}
         if not r0:
             return empty
         seeds = cache.intern(list(r0))
