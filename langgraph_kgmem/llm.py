@@ -646,8 +646,7 @@ def decide(
     - ``context``: structured facts about the decision (candidates and their ids) that scripted
       and oracle models in tests and benchmarks read; real models see only the prompt.
     """
-    return drive(_decide_steps(model, schema, prompt, step=step, offline=offline, fallback=fallback,
-                               validate=validate, context=context))
+    return drive(_decide_steps(model, schema, prompt, step, offline, fallback, validate, context))
 
 
 async def adecide(
@@ -663,21 +662,12 @@ async def adecide(
 ) -> tuple[T, dict[str, Any]]:
     """:func:`decide` for async callers: the same decision, its model calls made with ``ainvoke``
     and its retry waits with ``asyncio.sleep``, so the event loop is never blocked."""
-    return await adrive(_decide_steps(model, schema, prompt, step=step, offline=offline, fallback=fallback,
-                                      validate=validate, context=context))
+    return await adrive(_decide_steps(model, schema, prompt, step, offline, fallback, validate, context))
 
 
-def _decide_steps(
-    model: Any,
-    schema: type[T],
-    prompt: str | Sequence[BaseMessage],
-    *,
-    step: str,
-    offline: Callable[[], T],
-    fallback: Callable[[], T] | None = None,
-    validate: Callable[[T], str | None] | None = None,
-    context: dict[str, Any] | None = None,
-) -> Generator[ModelCall, Any, tuple[T, dict[str, Any]]]:
+def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessage], step: str, offline: Callable[[], T],
+                  fallback: Callable[[], T] | None, validate: Callable[[T], str | None] | None,
+                  context: dict[str, Any] | None) -> Generator[ModelCall, Any, tuple[T, dict[str, Any]]]:
     if is_offline(model):
         return offline(), offline_usage()
     usage = empty_usage()

@@ -42,6 +42,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.ppr import push_rounds, slice_positions
 from langgraph_kgmem.kg.types import check_kg_name
 from langgraph_kgmem.ranking import best_first
 
@@ -127,7 +128,7 @@ class NeighbourCache:
         if self.entries + extra <= len(self.cols) // 2:   # mostly holes: compact in place of growing
             live = np.flatnonzero(self.length[:len(self.ids)] > 0)
             lens = self.length[live]
-            pos = _positions(self.start[live], lens)
+            pos = slice_positions(self.start[live], lens)
             self.cols[:len(pos)] = self.cols[pos]
             self.vals[:len(pos)] = self.vals[pos]
             self.start[live] = np.cumsum(lens) - lens
@@ -292,12 +293,6 @@ class NeighbourCache:
         self.stats.evicted += self.drop(gone)
 
 
-def _positions(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Buffer positions of the slices ``[start, start + len)``, concatenated, without a Python loop."""
-    total = int(lens.sum())
-    return np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts, lens)
-
-
 def lazy_push_ppr(cache: NeighbourCache, reset: Mapping[str, float], *, damping: float = 0.5, eps: float = 1e-5,
                   overrides: Mapping[tuple[str, str], float] | None = None,
                   max_pushes: int = 5_000_000) -> tuple[np.ndarray, np.ndarray]:
@@ -348,7 +343,6 @@ def lazy_push_ppr(cache: NeighbourCache, reset: Mapping[str, float], *, damping:
             if k < len(cols) and cols[k] == j:
                 vals[k] *= m
         patched[row] = (cols, vals, float(vals.sum()))
-    patched_rows = np.fromiter(patched, dtype=np.int64, count=len(patched))
 
     res = np.zeros(len(cache.ids))
     est = np.zeros(len(cache.ids))
@@ -358,7 +352,7 @@ def lazy_push_ppr(cache: NeighbourCache, reset: Mapping[str, float], *, damping:
         n = len(cache.ids)
         return arr if len(arr) >= n else np.concatenate([arr, np.zeros(max(n, 2 * len(arr)) - len(arr))])
 
-    def over_threshold(cand: np.ndarray) -> np.ndarray:
+    def over_threshold(res: np.ndarray, cand: np.ndarray) -> np.ndarray:
         # ask the database about nodes whose residual may pass eps × degree: the degree of an
         # unknown one, and the row where it does (one round trip for the whole round)
         was_cached = cache.length[cand] >= 0
@@ -375,50 +369,14 @@ def lazy_push_ppr(cache: NeighbourCache, reset: Mapping[str, float], *, damping:
         cache.last_used[front] = cache.clock
         return front
 
-    touched = [seeds]
-    frontier = over_threshold(seeds)
-    pushes = 0
-    while len(frontier) and pushes < max_pushes:
-        pushes += len(frontier)
-        ru = res[frontier]
-        res[frontier] = 0.0
-        est[frontier] += (1.0 - damping) * ru
-        moved = damping * ru
-        special = np.isin(frontier, patched_rows) if len(patched_rows) else np.zeros(len(frontier), dtype=bool)
-        ow = cache.out_weight[frontier]
-        dead = (ow <= 0) & ~special
-        plain = ~special & ~dead
-        targets = []
-        if plain.any():
-            f, share = frontier[plain], moved[plain] / ow[plain]
-            lens = cache.length[f]
-            pos = _positions(cache.start[f], lens)
-            t = cache.cols[pos]
-            res = grown(res)
-            np.add.at(res, t, cache.vals[pos] * np.repeat(share, lens))
-            targets.append(t)
-        back = float(moved[dead].sum())
-        for i in np.flatnonzero(special):
-            cols, vals, pw = patched[int(frontier[i])]
-            if pw <= 0:
-                back += float(moved[i])
-            else:
-                res = grown(res)
-                np.add.at(res, cols, vals * (moved[i] / pw))
-                targets.append(cols)
-        if back > 0:   # no way out: the mass returns to the reset distribution
-            res[seeds] += back * seed_share
-            targets.append(seeds)
-        if not targets:
-            break
-        est = grown(est)
-        cand = np.unique(np.concatenate(targets))
-        touched.append(cand)
-        frontier = over_threshold(cand)
-    rows = np.unique(np.concatenate(touched))
-    scores = est[rows] + (1.0 - damping) * res[rows]
-    keep = scores > 0
-    return rows[keep], scores[keep]
+    def rows_of(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lens = cache.length[f]
+        pos = slice_positions(cache.start[f], lens)
+        return cache.cols[pos], cache.vals[pos], lens
+
+    return push_rounds(res, est, seeds, seed_share, damping=damping, max_pushes=max_pushes,
+                       over_threshold=over_threshold, out_weight=lambda f: cache.out_weight[f], rows_of=rows_of,
+                       patched=patched, grow=grown)
 
 
 class LazyPushPpr:

@@ -21,7 +21,7 @@ Two algorithms (``KnowledgeGraph.ppr`` picks, see :func:`choose_method`):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -441,17 +441,47 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
     seed_share = np.fromiter(r0.values(), dtype=np.float64, count=len(r0))
     res[seeds] = seed_share
 
-    def over_threshold(cand: np.ndarray) -> np.ndarray:
+    def over_threshold(res: np.ndarray, cand: np.ndarray) -> np.ndarray:
         thr = eps * np.maximum(1, deg[cand])
         if len(patched_rows):
             hit = np.flatnonzero(np.isin(cand, patched_rows))
             thr[hit] = [eps * max(1, len(patched[int(cand[i])][0])) for i in hit]
         return cand[res[cand] > thr]
 
-    # synchronous rounds: every node over its threshold pushes at once (vectorised); any push
-    # order keeps "exact = estimate + what the residual would still spread"
+    def rows_of(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        starts = indptr[f]
+        lens = indptr[f + 1] - starts
+        pos = slice_positions(starts, lens)
+        return indices[pos], data[pos], lens
+
+    return push_rounds(res, est, seeds, seed_share, damping=damping, max_pushes=max_pushes,
+                       over_threshold=over_threshold, out_weight=lambda f: out_w[f], rows_of=rows_of,
+                       patched=patched)
+
+
+def slice_positions(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Buffer positions of the slices ``[start, start + len)``, concatenated, without a Python loop."""
+    total = int(lens.sum())
+    return np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts, lens)
+
+
+def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share: np.ndarray, *, damping: float,
+                max_pushes: int, over_threshold: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                out_weight: Callable[[np.ndarray], np.ndarray],
+                rows_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
+                patched: Mapping[int, tuple[np.ndarray, np.ndarray, float]],
+                grow: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Forward push in synchronous rounds, whatever holds the adjacency: every node over its
+    threshold (``over_threshold(res, candidates)``) pushes at once, vectorised; any push order
+    keeps "exact = estimate + what the residual would still spread". ``rows_of(frontier)`` gives
+    their out-entries (targets, weights, entries per row), ``out_weight`` their weight sums,
+    ``patched`` rows replaced for this query (``{row: (targets, weights, weight sum)}``); ``grow``
+    widens ``res``/``est`` when the row space grows during the push (a lazily read graph).
+    Returns (touched rows, ascending; scores) with the unpushed residual's own share added."""
+    grow = grow or (lambda arr: arr)
+    patched_rows = np.fromiter(patched, dtype=np.int64, count=len(patched))
     touched = [seeds]
-    frontier = over_threshold(seeds)
+    frontier = over_threshold(res, seeds)
     pushes = 0
     while len(frontier) and pushes < max_pushes:
         pushes += len(frontier)
@@ -460,19 +490,15 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
         est[frontier] += (1.0 - damping) * ru
         moved = damping * ru
         special = np.isin(frontier, patched_rows) if len(patched_rows) else np.zeros(len(frontier), dtype=bool)
-        ow = out_w[frontier]
+        ow = out_weight(frontier)
         dead = (ow <= 0) & ~special
         plain = ~special & ~dead
         targets = []
         if plain.any():
             f, share = frontier[plain], moved[plain] / ow[plain]
-            starts, ends = indptr[f], indptr[f + 1]
-            lens = ends - starts
-            total = int(lens.sum())
-            # positions of every out-entry of the frontier, without a Python loop
-            pos = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts, lens)
-            t = indices[pos]
-            np.add.at(res, t, data[pos] * np.repeat(share, lens))
+            t, vals, lens = rows_of(f)
+            res = grow(res)
+            np.add.at(res, t, vals * np.repeat(share, lens))
             targets.append(t)
         back = float(moved[dead].sum())
         for i in np.flatnonzero(special):
@@ -480,6 +506,7 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
             if pw <= 0:
                 back += float(moved[i])
             else:
+                res = grow(res)
                 np.add.at(res, cols, vals * (moved[i] / pw))
                 targets.append(np.asarray(cols, dtype=np.int64))
         if back > 0:   # no way out: the mass returns to the reset distribution
@@ -487,9 +514,10 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
             targets.append(seeds)
         if not targets:
             break
+        est = grow(est)
         cand = np.unique(np.concatenate(targets))
         touched.append(cand)
-        frontier = over_threshold(cand)
+        frontier = over_threshold(res, cand)
     rows = np.unique(np.concatenate(touched))
     scores = est[rows] + (1.0 - damping) * res[rows]
     keep = scores > 0
