@@ -8,7 +8,9 @@ only these three edge kinds, in both directions, on the KG's cached CSR snapshot
 Baseline (HippoRAG 2, every switch off): dense query-to-fact retrieval, a recognition-memory
 filter (the LLM keeps ≤ 4 relevant facts), PPR seeded with the facts' entities (fact score ÷ the
 entity's passage count) plus every passage (min-max normalised dense score × 0.05), passages
-ranked by PPR mass. No fact survives → dense passage ranking (``fallback: "dense"``).
+ranked by PPR mass — by default then fused with the dense passage ranking by reciprocal rank
+(``dense_fusion``, issue 17: a passage vector search ranks high is not lost when the walk's mass
+sits elsewhere). No fact survives → dense passage ranking (``fallback: "dense"``).
 
 CatRAG's three query-time additions, each behind a switch; none touches the stored graph (edge
 changes are per-call ``overrides`` of the PPR, so nothing leaks into the next query):
