@@ -1,8 +1,17 @@
-"""Deterministic top-k: the one ranking routine every search and method uses."""
+"""Deterministic top-k and rank fusion: the ranking routines every search and method uses."""
 
 from __future__ import annotations
 
+from typing import Hashable, Sequence, TypeVar
+
 import numpy as np
+
+K = TypeVar("K", bound=Hashable)
+
+# Reciprocal-rank-fusion constant (Cormack, Clarke & Büttcher, SIGIR 2009): a list's item at rank r
+# (from 1) adds 1 / (RRF_K + r). 60 is the published value, not tuned here: it makes a passage that
+# two rankings both place well beat one that a single ranking places first.
+RRF_K = 60
 
 
 def best_first(scores: np.ndarray, k: int | None = None) -> np.ndarray:
@@ -20,3 +29,35 @@ def best_first(scores: np.ndarray, k: int | None = None) -> np.ndarray:
     else:
         cand = np.arange(n)
     return cand[np.lexsort((cand, -scores[cand]))][:k].astype(np.int64)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int | None = None, *,
+                           rrf_k: float = RRF_K) -> list[tuple[K, float]]:
+    """Fuse ranked lists (best first) into one: item ``d`` scores ``Σ_lists 1 / (rrf_k + rank(d))``
+    with ranks from 1; a list that does not hold ``d`` adds nothing. Returns the best ``k`` (all
+    when None) as ``(item, score)``, best first.
+
+    Only ranks count, never the lists' own scores, so rankings on incomparable scales (PPR mass,
+    cosine, a walk's discovery order) fuse without calibration. An item two lists both rank well
+    beats one only a single list holds, even at the top of that list. Equal scores go to the
+    item with the better rank in the earlier list (then the later lists, in order); a repeated
+    item counts once per list, at its first place (ranks count distinct items)."""
+    if rrf_k <= 0:
+        raise ValueError(f"rrf_k must be positive, got {rrf_k}")
+    score: dict[K, float] = {}
+    first: dict[K, list[int]] = {}
+    n = len(rankings)
+    for li, ranking in enumerate(rankings):
+        seen: set[K] = set()
+        for item in ranking:
+            if item in seen:
+                continue
+            seen.add(item)
+            r = len(seen)
+            score[item] = score.get(item, 0.0) + 1.0 / (rrf_k + r)
+            first.setdefault(item, [0] * n)[li] = r
+    big = max((len(x) for x in rankings), default=0) + 1
+    # tie-break: ranks per list in list order, an absent one (0) counting as after every rank
+    # (scores rounded: sums of the same terms in another order may differ in the last bit)
+    order = sorted(score, key=lambda d: (-round(score[d], 12), *[(r or big) for r in first[d]]))
+    return [(d, score[d]) for d in (order if k is None else order[:max(0, int(k))])]

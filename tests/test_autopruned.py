@@ -323,7 +323,8 @@ def test_token_budget_drops_weakest_runs(kg, store):
     assert small["selected_runs"]["F"][0] == full["selected_runs"]["F"][0]
     # over every budget: the runs kept are the strongest ones, as many as fit, more with more budget
     q = "Where was Marie Curie born?"
-    score = {c["run"]: c["score"] for c in full["candidates"]}
+    # strength = the rank score runs are ordered by (the fused one under the default dense fusion)
+    score = {c["run"]: c.get("fused", c["score"]) for c in full["candidates"]}
     ranked = sorted((r for rs in full["selected_runs"].values() for r in rs), key=lambda r: -score[r])
     counts = []
     for budget in [*range(10, full["prompt_tokens_packed"], 7), full["prompt_tokens_packed"]]:

@@ -211,7 +211,8 @@ def test_key_fact_boost_lifts_the_fact_passage(kg, store):
     boosted = run(kg, store, model=model, anchoring=False, dynamic_weighting=False)
     assert boosted["edge_weights"]["boosted"] > 0
     chunk = boosted["facts"][0]["chunks"][0]
-    share = lambda out: {p["id"]: p["score"] for p in out["passages"]}[chunk] / sum(p["score"] for p in out["passages"])  # noqa: E731
+    # the PPR mass share (with the default dense fusion each passage carries its mass as "ppr")
+    share = lambda out: {p["id"]: p["ppr"] for p in out["passages"]}[chunk] / sum(p["ppr"] for p in out["passages"])  # noqa: E731
     assert share(boosted) > share(plain)
 
 

@@ -25,10 +25,14 @@ def _pooled_kg(questions: list[BenchQuestion]):
 def test_every_ablation_is_registered_on_the_pooled_corpus():
     names = {a.name: a for a in ADAPTERS}
     assert set(names) == {"catrag", "hipporag2", "catrag-noanchor", "catrag-noweight", "catrag-noboost",
-                          "catrag-serial"}
+                          "catrag-serial", "catrag-nofusion", "hipporag2-nofusion"}
     assert all(a.corpus == "pooled" for a in ADAPTERS)
     assert names["hipporag2"].options == {"anchoring": False, "dynamic_weighting": False, "key_fact_boost": False}
     assert names["catrag-serial"].options == {"llm_concurrency": 1} and not names["catrag-serial"].in_default_run
+    # the papers' PPR-only ranking, only when named: the default ranking is fused with vector search
+    assert names["catrag-nofusion"].options == {"dense_fusion": False} and not names["catrag-nofusion"].in_default_run
+    assert names["hipporag2-nofusion"].options == {**names["hipporag2"].options, "dense_fusion": False}
+    assert not names["hipporag2-nofusion"].in_default_run
 
 
 def test_adapters_run_under_oracle_and_offline():

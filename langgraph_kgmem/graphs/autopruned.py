@@ -42,15 +42,15 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, emit_progress,
-                                           extractive_answer, fence, method_model, run_model)
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, dense_passages,
+                                           emit_progress, extractive_answer, fence, method_model, run_model)
 from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
                                              MAX_RELATION_CHARS, Channel, Codebook, phrase_triples)
-from langgraph_kgmem.ranking import best_first
+from langgraph_kgmem.ranking import RRF_K, best_first, reciprocal_rank_fusion
 
 METHOD = "autopruned"
 SelectionMode = Literal["all", "unique", "none"]
@@ -338,6 +338,20 @@ class _Runtime:
         self.lock = threading.RLock()
         self._sentences: dict[str, list[tuple[int, str]]] = {}
         self._sentences_at: int | None = None
+        self._chunk_runs: tuple[Any, tuple[int, int, int], dict[str, list[str]]] | None = None
+
+    def chunk_runs(self, book: Codebook) -> dict[str, list[str]]:
+        """Chunk id → the ids of the fact runs indexed from it (rebuilt when runs were added,
+        removed or the codebook reloaded)."""
+        hit = self._chunk_runs
+        stamp = (book.revision, book.run_counter, len(book.runs))
+        if hit is None or hit[0] is not book or hit[1] != stamp:
+            out: dict[str, list[str]] = {}
+            for run in book.runs_of("F"):
+                for c in run.chunks:
+                    out.setdefault(c, []).append(run.id)
+            hit = self._chunk_runs = (book, stamp, out)
+        return hit[2]
 
     def sentence_cache(self) -> dict[str, list[tuple[int, str]]]:
         """Chunk id → its sentences (``show="sentences"``); emptied when the KG changes."""
@@ -463,12 +477,23 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 return {"candidates": []}
             q = book.line_vectors(kg, rt.query_edges(book, state))
             runs = [book.runs[c["run"]] for c in state["coarse"]]
+            dense = dense_passages(kg, state["question"], max(opts["fine_m"], 2 * RRF_K)) if opts["dense_fusion"] else []
+            if dense:  # dense seeding: the fact runs of the dense top-fine_m passages compete too
+                have = {r.id for r in runs}
+                by_chunk = rt.chunk_runs(book)
+                for rid in (r for c in dense[:opts["fine_m"]] for r in by_chunk.get(c, [])):
+                    if rid not in have and rid in book.runs:
+                        have.add(rid)
+                        runs.append(book.runs[rid])
             values = fine_scores(q, [book.line_vectors(kg, run.edges) for run in runs], cfg)
             scored = sorted(((float(v), run.seq, run) for v, run in zip(values.tolist(), runs)),
                             key=lambda x: (-x[0], x[1]))
             if opts["cover_weight"] > 0:
                 scored = _cover_order(book, kg, scored, rt.query_edges(book, state), opts["cover_weight"],
                                       2 * opts["fine_m"])
+            fused = _fuse_dense(scored, dense) if dense else {}
+            if fused:
+                scored = sorted(scored, key=lambda x: -round(fused.get(x[2].id, 0.0), 12))  # stable: fine order on ties
             # the top fine_m fact and answer runs; a question run ranked among them is the key to its
             # stored answers: it brings them in (they count toward fine_m), itself for free
             out: list[dict[str, Any]] = []
@@ -480,14 +505,15 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 if r.id in have:
                     continue
                 have.add(r.id)
-                out.append({"run": r.id, "channel": r.channel, "score": round(s, 6)})
+                rank = {"fused": round(fused[r.id], 8)} if fused else {}
+                out.append({"run": r.id, "channel": r.channel, "score": round(s, 6), **rank})
                 if r.channel != "Q":
                     counted += 1
                     continue
                 for a in r.links:
                     if counted < opts["fine_m"] and a in book.runs and a not in have:
                         have.add(a)
-                        out.append({"run": a, "channel": "A", "score": round(s, 6), "via": r.id})
+                        out.append({"run": a, "channel": "A", "score": round(s, 6), "via": r.id, **rank})
                         counted += 1
             return {"candidates": out}
 
@@ -521,7 +547,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         with rt.lock:  # concurrent runs of one app share the codebook
             _, book = rt.book()
             selected = {c: list(v) for c, v in state.get("selected_runs", {}).items()}
-            scores = {x["run"]: x["score"] for x in state.get("candidates", [])}
+            # runs are ordered (evidence) and dropped (budget) by their fused rank score when fused
+            scores = {x["run"]: x.get("fused", x["score"]) for x in state.get("candidates", [])}
             q_edges = rt.query_edges(book, state) if state.get("query_edges") else []
             shown = _shown_edges(book, kg, selected, q_edges, opts["edges_per_run"])
 
@@ -669,6 +696,22 @@ def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], 
         reached = np.maximum(reached, cover[j])
         left.remove(j)
     return [scored[i] for i in order + left]
+
+
+def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str]) -> dict[str, float]:
+    """Reciprocal-rank fusion of the fine run ranking with the dense passage ranking: run id →
+    fused score. A passage enters the dense list through its best run (the first in fine order
+    among the runs whose best-placed chunk it is), so the dense ranking lifts one run per passage
+    and a passage's other runs keep their fine rank alone."""
+    pos = {c: i for i, c in enumerate(dense)}
+    reps: dict[str, tuple[int, str]] = {}       # passage → (its dense position, its best run)
+    for _, _, run in scored:
+        placed = [pos[c] for c in run.chunks if c in pos]
+        if placed:
+            c = dense[min(placed)]
+            reps.setdefault(c, (pos[c], run.id))
+    by_dense = [rid for _, rid in sorted(reps.values())]
+    return dict(reciprocal_rank_fusion([[run.id for _, _, run in scored], by_dense]))
 
 
 def _unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
@@ -862,6 +905,7 @@ def create_autopruned_graph(
     alias_threshold: float = ALIAS_THRESHOLD,
     entity_budget: int | None = None,
     layer2_min_cos: float = LAYER2_FLOOR,
+    dense_fusion: bool = True,
 ) -> StateGraph:
     """Build the AutoPrunedRetriever graph (uncompiled) over ``kg``.
 
@@ -898,6 +942,13 @@ def create_autopruned_graph(
             greedily for coverage of the question's entities (fine score + ``cover_weight`` × the
             new entity matches a run adds), so each entity of a comparison or bridge question gets
             its own run before a second run on the same one.
+        dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
+            by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
+            ordered by reciprocal-rank fusion (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`,
+            k = 60) of the fine ranking with the dense passage ranking, a passage lifting its best
+            run; so the passages the selected runs come from are never far behind vector search.
+            Evidence ``score`` is then the fused score. No LLM call; one passage similarity per
+            question and the seeded runs' fine scores. ``False``: the fine ranking alone (the paper).
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).
         phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
@@ -960,7 +1011,7 @@ def create_autopruned_graph(
             "unique_threshold": unique_threshold, "encodings": tuple(encodings),
             "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "cover_weight": cover_weight, "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
-            "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos}
+            "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos, "dense_fusion": dense_fusion}
     nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))
     builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoPrunedContext)
     order = ["sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",

@@ -8,7 +8,9 @@ only these three edge kinds, in both directions, on the KG's cached CSR snapshot
 Baseline (HippoRAG 2, every switch off): dense query-to-fact retrieval, a recognition-memory
 filter (the LLM keeps ≤ 4 relevant facts), PPR seeded with the facts' entities (fact score ÷ the
 entity's passage count) plus every passage (min-max normalised dense score × 0.05), passages
-ranked by PPR mass. No fact survives → dense passage ranking (``fallback: "dense"``).
+ranked by PPR mass — by default then fused with the dense passage ranking by reciprocal rank
+(``dense_fusion``, issue 17: a passage vector search ranks high is not lost when the walk's mass
+sits elsewhere). No fact survives → dense passage ranking (``fallback: "dense"``).
 
 CatRAG's three query-time additions, each behind a switch; none touches the stored graph (edge
 changes are per-call ``overrides`` of the PPR, so nothing leaks into the next query):
@@ -58,7 +60,7 @@ from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
-from langgraph_kgmem.ranking import best_first
+from langgraph_kgmem.ranking import RRF_K, best_first, reciprocal_rank_fusion
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -362,6 +364,7 @@ def create_catrag_graph(
     llm_concurrency: int = 4,
     ppr_method: PprMethod = "auto",
     ppr_eps: float = 1e-7,
+    dense_fusion: bool = True,
 ) -> StateGraph:
     """Build the CatRAG graph (uncompiled); all three switches off = plain HippoRAG 2.
 
@@ -392,10 +395,18 @@ def create_catrag_graph(
             ``eps`` × the node's degree). The reset covers every passage, so each holds a tiny
             share of it: 1e-7 keeps the top-20 passages as exact's (HotpotQA-300: overlap
             ≥ 0.99; 1e-5 gives 0.7), where ``kg.ppr``'s few seeds are served by 1e-5.
+        dense_fusion: ``True`` (default): the final passage ranking is the reciprocal-rank fusion
+            (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`, k = 60) of the PPR ranking
+            and the dense ranking of the passages by cosine with the question (each list's top
+            ``max(rank_depth, 120)``), so a passage vector search ranks high is not lost when the
+            walk's mass sits elsewhere; it costs no LLM call and one sort of the dense scores the
+            PPR reset already computed. ``False``: passages ranked by PPR mass alone (the paper).
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method
         (``"catrag"`` or ``"hipporag2"``), facts, anchors, edge_weights, passages, ppr, fallback.
+        With ``dense_fusion`` each passage carries its fused ``score``, its ``ppr`` mass and its
+        ``dense`` cosine.
 
     Raises:
         KgmemInputError: an option is out of range (the message names it).
@@ -592,7 +603,10 @@ def create_catrag_graph(
         res = kg.ppr_scores(reset, snapshot=snap, damping=damping, overrides=ov or None, method=ppr_method,
                             eps=ppr_eps, top_k=top_passages, top_rows=idx.chunk_rows)
         scores = res.dense()
-        passages = _rank_rows(snap, scores, idx.chunk_rows, rank_depth)
+        if dense_fusion and len(dense):
+            passages = _fuse_dense(idx, scores, dense, rank_depth)
+        else:
+            passages = _rank_rows(snap, scores, idx.chunk_rows, rank_depth)
         top = best_first(scores, HUB_TOP)
         stats = {"hub_mass": round(hub_mass(scores, idx.hub_mask), 6), "seeds": n_seeds, "overrides": len(ov),
                  "method": res.method,
@@ -692,6 +706,17 @@ def _rank_rows(snap: GraphSnapshot, scores: np.ndarray, rows: np.ndarray, k: int
     sub = scores[rows]
     order = best_first(sub, k)
     return [{"id": snap.node_ids[rows[i]], "score": round(float(sub[i]), 8)} for i in order]
+
+
+def _fuse_dense(idx: _Index, scores: np.ndarray, dense: np.ndarray, k: int) -> list[dict[str, Any]]:
+    """The top ``k`` passages of the reciprocal-rank fusion of the PPR ranking and the dense ranking
+    (each list cut at ``max(k, 2·RRF_K)``: below that a single list's contribution is under a third
+    of its top item's and cannot lift a passage past one both lists rank)."""
+    depth = max(k, 2 * RRF_K)
+    sub = scores[idx.chunk_rows]
+    fused = reciprocal_rank_fusion([best_first(sub, depth).tolist(), best_first(dense, depth).tolist()], k)
+    return [{"id": idx.chunk_ids[i], "score": round(float(s), 8), "ppr": round(float(sub[i]), 8),
+             "dense": round(float(dense[i]), 6)} for i, s in fused]
 
 
 def _neighbour_contexts(kg: "KnowledgeGraph", idx: _Index, model: Any, store: Any, ids: Sequence[str],

@@ -166,6 +166,24 @@ Question: {question}
 Answer:"""
 
 
+def dense_passages(kg: "KnowledgeGraph", question: str, k: int) -> list[str]:
+    """The ``k`` passages (chunk ids) whose vectors are closest to ``question``, best first."""
+    from langgraph_kgmem.ranking import best_first
+
+    ids, scores = kg.similarity_scores(question, ("chunk",))
+    return [ids[i] for i in best_first(scores, k).tolist()] if len(ids) else []
+
+
+def fuse_with_dense(kg: "KnowledgeGraph", question: str, ranked: Sequence[str], k: int) -> list[tuple[str, float]]:
+    """A method's own passage ranking (chunk ids, best first) fused with the dense ranking of every
+    passage by reciprocal rank (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`); the top
+    ``k`` as ``(chunk id, fused score)``. The dense list is cut at ``max(k, 2·RRF_K)`` (below that
+    a single list's contribution cannot lift a passage past one both lists rank)."""
+    from langgraph_kgmem.ranking import RRF_K, reciprocal_rank_fusion
+
+    return reciprocal_rank_fusion([list(ranked), dense_passages(kg, question, max(k, 2 * RRF_K))], k)
+
+
 def format_evidence(evidence: Sequence[dict[str, Any]], max_chars: int = 1200) -> str:
     """Evidence items as one fenced block, one numbered line each (title in brackets)."""
     lines = []

@@ -36,7 +36,8 @@ from pydantic import BaseModel, Field, ValidationError
 from langgraph_kgmem.errors import check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelId, ModelName,
                                            RunContext, answer_question, check_question, content_words, data_text,
-                                           emit_progress, evidence_item, fence, id_validator, method_model, run_model)
+                                           emit_progress, evidence_item, fence, fuse_with_dense, id_validator,
+                                           method_model, run_model)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
 from langgraph_kgmem.memory import memory_scope as scope_of
@@ -426,6 +427,8 @@ def create_remindrag_graph(
     decompose: bool = False,
     chunk_chars: int = 800,
     human_in_the_loop: bool = False,
+    dense_fusion: bool = True,
+    top_passages: int = 5,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -456,6 +459,16 @@ def create_remindrag_graph(
             nodes, the offline heuristic's suggestion); resume with
             ``Command(resume="<node id>")`` or ``Command(resume={"direction": ..., "node_id": ...})``.
             An id that is not a candidate interrupts again with the reason. Needs a checkpointer.
+        dense_fusion: ``True`` (default): the passages handed to the answer step (and returned as
+            ``evidence``) are the reciprocal-rank fusion (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`,
+            k = 60) of the walk's passages in discovery order and the dense ranking of every
+            passage by cosine with the question, cut at ``max(top_passages, passages the walk
+            collected)``: the walk's finds are ordered by how well both rankings place them, and a
+            passage vector search ranks high fills the evidence when the walk stopped short. The
+            walk, its decisions and the edge memory are unchanged (memorize still marks the walk's
+            evidence). Costs no LLM call; the answer prompt holds up to ``top_passages`` passages
+            more. ``False``: the walk's passages alone, in discovery order (the paper).
+        top_passages: with ``dense_fusion``, the least number of passages in the evidence.
 
     Returns:
         An uncompiled ``StateGraph``; input ``{"question"}``, output ``answer``, ``evidence``,
@@ -484,6 +497,7 @@ def create_remindrag_graph(
     check_int("max_replay_nodes", max_replay_nodes, 0)
     check_number("synonym_threshold", synonym_threshold, 0.0, 1.0, low_open=True, optional=True)
     check_int("chunk_chars", chunk_chars, 50)
+    check_int("top_passages", top_passages, 1)
     default_llm = method_model(model, retry_policy)
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)
@@ -693,7 +707,11 @@ def create_remindrag_graph(
         llm = run_model(runtime, default_llm)
         question = state["question"]
         chunks, facts = _evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
-        evidence = [evidence_item(kg, i) for i in chunks + facts]
+        if dense_fusion:
+            fused = fuse_with_dense(kg, question, chunks, max(top_passages, len(chunks)))
+            evidence = [evidence_item(kg, c, score=s) for c, s in fused] + [evidence_item(kg, i) for i in facts]
+        else:
+            evidence = [evidence_item(kg, i) for i in chunks + facts]
         text, usage = answer_question(kg, llm, question, evidence,
                                       context={"evidence_texts": [e["text"] for e in evidence], "method": METHOD})
         reason = "sufficient" if state.get("sufficient") else (

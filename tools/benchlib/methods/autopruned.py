@@ -42,10 +42,13 @@ class AutoPrunedAdapter:
 
     def __init__(self, name: str, *, fine_m: int = 20, edges_per_run: int | None = None,
                  phrase_facts: Literal["uncovered", "always", "never"] = "always",
-                 max_prompt_tokens: int | None = None) -> None:
+                 max_prompt_tokens: int | None = None, dense_fusion: bool = True,
+                 in_default_run: bool = True) -> None:
         self.name = name
+        self.in_default_run = in_default_run
         self.options: dict[str, Any] = {"extraction": "offline", "fine_m": fine_m, "edges_per_run": edges_per_run,
-                                        "phrase_facts": phrase_facts, "max_prompt_tokens": max_prompt_tokens}
+                                        "phrase_facts": phrase_facts, "max_prompt_tokens": max_prompt_tokens,
+                                        "dense_fusion": dense_fusion}
 
     def setup(self, ctx: BenchContext) -> None:
         ctx.cache["apr_size"] = sync_codebook(ctx.kg, ctx.store, phrase_facts=self.options["phrase_facts"])
@@ -82,7 +85,9 @@ def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResul
 ADAPTERS = [AutoPrunedAdapter("autopruned", fine_m=20),                 # M = 20 runs (paper)
             AutoPrunedAdapter("autopruned-m5", fine_m=5),               # compact: 5 best runs
             # pruned: the 10 best runs, each cut to its one edge closest to the question
-            AutoPrunedAdapter("autopruned-pruned", fine_m=10, edges_per_run=1)]
+            AutoPrunedAdapter("autopruned-pruned", fine_m=10, edges_per_run=1),
+            # the fine ranking alone (no dense seeding or fusion): the paper's run order
+            AutoPrunedAdapter("autopruned-nofusion", fine_m=20, dense_fusion=False, in_default_run=False)]
 
 
 # ------------------------------------------------------------------------------ codebook growth

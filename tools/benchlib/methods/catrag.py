@@ -4,6 +4,8 @@ Names (all on the pooled corpus: one KG of every question's passages):
 
 - ``catrag``: all three additions; ``hipporag2``: all off (plain HippoRAG 2);
 - ``catrag-noanchor`` / ``catrag-noweight`` / ``catrag-noboost``: one addition switched off;
+- ``catrag-nofusion`` / ``hipporag2-nofusion`` (only when named): passages ranked by PPR mass
+  alone, without the default fusion with the dense ranking (``dense_fusion=False``);
 - ``catrag-serial`` (only when named): ``catrag`` with the weighting step's LLM calls made one
   after another instead of concurrently; with ``--llm-latency`` it shows what concurrency saves.
 
@@ -133,4 +135,8 @@ ADAPTERS = [
     CatragAdapter("catrag-noboost", key_fact_boost=False),
     # the weighting step's LLM calls one after another: what concurrency saves (with --llm-latency)
     CatragAdapter("catrag-serial", llm_concurrency=1, in_default_run=False),
+    # passages ranked by PPR mass alone (no dense fusion): the papers' ranking
+    CatragAdapter("catrag-nofusion", dense_fusion=False, in_default_run=False),
+    CatragAdapter("hipporag2-nofusion", anchoring=False, dynamic_weighting=False, key_fact_boost=False,
+                  dense_fusion=False, in_default_run=False),
 ]

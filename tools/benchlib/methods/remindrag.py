@@ -41,13 +41,17 @@ UNREACHABLE = 10_000
 
 
 class ReMindRAGAdapter:
-    name = "remindrag"
     corpus = "per-question"
     datasets = None
 
+    def __init__(self, name: str = "remindrag", *, in_default_run: bool = True, **options: Any) -> None:
+        self.name = name
+        self.in_default_run = in_default_run
+        self.options = options          # create_remindrag_graph options
+
     def setup(self, ctx: BenchContext) -> None:
         """Compile the graph once per KG (~20-50 ms of LangGraph graph building, a one-time cost)."""
-        ctx.cache["remindrag_apps"] = {}
+        ctx.cache[f"{self.name}_apps"] = {}
         if ctx.decider in ("offline", "oracle"):
             from langgraph_kgmem.testing import ScriptedChatModel
 
@@ -59,9 +63,9 @@ class ReMindRAGAdapter:
         The oracle's per-question scripted models are served through one delegating model."""
         from langgraph_kgmem.testing import ScriptedChatModel
 
-        apps = ctx.cache.setdefault("remindrag_apps", {})
+        apps = ctx.cache.setdefault(f"{self.name}_apps", {})
         if isinstance(model, ScriptedChatModel) and model.responder is not None:
-            slot = ctx.cache.setdefault("remindrag_oracle_slot", {})
+            slot = ctx.cache.setdefault(f"{self.name}_oracle_slot", {})
             slot["responder"] = model.responder
             key, model = "oracle", apps.get("oracle_model") or ScriptedChatModel(
                 responder=lambda messages, request: slot["responder"](messages, request), model_name="oracle-remindrag",
@@ -71,7 +75,8 @@ class ReMindRAGAdapter:
             key = "offline" if model == "offline" else f"model-{id(model)}"
         app = apps.get(key)
         if app is None:
-            app = apps[key] = create_remindrag_graph(ctx.kg, model=model, store=ctx.store).compile(store=ctx.store)
+            app = apps[key] = create_remindrag_graph(ctx.kg, model=model, store=ctx.store,
+                                                     **self.options).compile(store=ctx.store)
         return app
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
@@ -133,4 +138,6 @@ class ReMindRAGAdapter:
         return respond
 
 
-ADAPTERS = [ReMindRAGAdapter()]
+ADAPTERS = [ReMindRAGAdapter(),
+            # the walk's passages alone, in discovery order (no dense fusion): the paper's evidence
+            ReMindRAGAdapter("remindrag-nofusion", dense_fusion=False, in_default_run=False)]

@@ -1,0 +1,180 @@
+"""Dense fusion (issue 17): reciprocal-rank fusion, and each graph method's passage ranking fused
+with the dense ranking so that a passage vector search ranks first is not lost to the walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.graphs import autopruned, catrag
+from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+from langgraph_kgmem.graphs.catrag import create_catrag_graph
+from langgraph_kgmem.graphs.common import dense_passages, fuse_with_dense
+from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
+from langgraph_kgmem.ranking import RRF_K, reciprocal_rank_fusion
+
+# ------------------------------------------------------------------------------ the fusion itself
+
+
+def test_rrf_score_is_the_sum_of_reciprocal_ranks():
+    fused = dict(reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]]))
+    assert fused["a"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 2))
+    assert fused["b"] == pytest.approx(1 / (RRF_K + 2))                  # absent from list 2: adds nothing
+    assert fused["c"] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+
+
+def test_rrf_an_item_both_lists_rank_beats_the_top_of_one_list():
+    # "x" tops list 1 only; "y" is 5th in both: consensus wins
+    one = ["x", "p1", "p2", "p3", "y"]
+    two = ["q1", "q2", "q3", "q4", "y"]
+    order = [d for d, _ in reciprocal_rank_fusion([one, two])]
+    assert order.index("y") < order.index("x")
+
+
+def test_rrf_uses_ranks_only_and_is_symmetric_in_its_lists():
+    a, b = ["a", "b", "c", "d"], ["d", "c", "b", "a"]
+    ab = dict(reciprocal_rank_fusion([a, b]))
+    ba = dict(reciprocal_rank_fusion([b, a]))
+    assert ab == pytest.approx(ba)
+    assert len({round(v, 12) for v in ab.values()}) == 2       # a=d, b=c: mirrored ranks tie
+
+
+def test_rrf_ties_go_to_the_earlier_lists_rank_and_the_cut_is_deterministic():
+    fused = reciprocal_rank_fusion([["a", "b"], ["b", "a"]])
+    assert [d for d, _ in fused] == ["a", "b"]                 # tie: a is first in list 1
+    assert [d for d, _ in reciprocal_rank_fusion([["b", "a"], ["a", "b"]])] == ["b", "a"]
+    assert reciprocal_rank_fusion([["a", "b", "c"], ["c", "b"]], 1) == reciprocal_rank_fusion([["a", "b", "c"], ["c", "b"]])[:1]
+    assert reciprocal_rank_fusion([["a", "a", "b"]]) == reciprocal_rank_fusion([["a", "b"]])  # a repeat counts once
+    assert reciprocal_rank_fusion([]) == [] and reciprocal_rank_fusion([[], []], 3) == []
+
+
+def test_rrf_constant_must_be_positive():
+    with pytest.raises(ValueError, match="rrf_k"):
+        reciprocal_rank_fusion([["a"]], rrf_k=0)
+
+
+def test_rrf_keeps_the_top_items_both_lists_agree_on():
+    # random rankings of a 30-item pool whose top 3 are the same: the fusion's top 3 are those
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        items = [f"d{i}" for i in range(30)]
+        a = list(rng.permutation(items))
+        b = a[:3] + list(rng.permutation(a[3:]))               # lists agree on their top 3
+        fused = [d for d, _ in reciprocal_rank_fusion([a, b], 3)]
+        assert fused == a[:3]
+
+
+# ------------------------------------------------------------------------------ a corpus for the methods
+
+# The question's facts all point into the "Zorblat" cluster (entities, relations, context edges);
+# the passage that answers it has no entity at all (lower-case prose): no walk reaches it, and
+# the dense ranking puts it first.
+CLUSTER = [
+    {"id": f"doc-z{i}", "title": f"Zorblat unit {i}",
+     "text": f"Zorblat Corporation owns Unit{i} Holdings. Unit{i} Holdings employs Person{i} Smith. "
+             f"Person{i} Smith lives in Town{i} Valley."}
+    for i in range(8)
+]
+LONELY = {"id": "doc-soup",   # no title either: a title would become an entity of the passage
+          "text": "the secret ingredient of the famous company soup recipe is saffron, said the cook."}
+QUESTION = "What is the secret ingredient of the famous Zorblat Corporation soup recipe?"
+
+
+@pytest.fixture
+def soup_kg():
+    g = KnowledgeGraph.in_memory(name="soup", embeddings="hash")
+    g.add_documents(CLUSTER + [LONELY], model="offline")
+    yield g
+    g.close()
+
+
+def _lonely_chunk(kg) -> str:
+    return next(n.id for n in kg.nodes("chunk") if n.attrs.get("doc_id") == "doc-soup")
+
+
+def test_the_corpus_puts_the_lonely_passage_first_for_vector_search(soup_kg):
+    lonely = _lonely_chunk(soup_kg)
+    assert dense_passages(soup_kg, QUESTION, 3)[0] == lonely
+    # no entity, so no edge leads to it: a walk over the graph never collects it
+    assert not [e for e, _ in soup_kg.neighbors(lonely, kinds=("context", "relation"))]
+
+
+def test_fuse_with_dense_keeps_the_methods_passages_and_adds_the_dense_top(soup_kg):
+    walk = [c for c in dense_passages(soup_kg, QUESTION, 20) if c != _lonely_chunk(soup_kg)][-2:]  # two weak finds
+    fused = [c for c, _ in fuse_with_dense(soup_kg, QUESTION, walk, 5)]
+    assert len(fused) == 5 and set(walk) <= set(fused)         # both lists rank them: first
+    assert fused[2] == _lonely_chunk(soup_kg)                  # then the dense top passage
+
+
+def test_catrag_fusion_keeps_the_passage_only_vector_search_finds(soup_kg):
+    store = InMemoryStore()
+    lonely = _lonely_chunk(soup_kg)
+    # passage_weight=0: the PPR seeded by the facts' entities alone, whose walk never reaches the
+    # passage (HippoRAG 2's small dense reset would hold it at 5th of 9 in a corpus this small)
+    common = {"model": "offline", "store": store, "offline_fact_threshold": 0.0, "passage_weight": 0.0}
+    for opts in ({}, {"anchoring": False, "dynamic_weighting": False, "key_fact_boost": False}):  # CatRAG, HippoRAG 2
+        plain = create_catrag_graph(soup_kg, dense_fusion=False, **common, **opts).compile(store=store).invoke(
+            {"question": QUESTION})
+        fused = create_catrag_graph(soup_kg, **common, **opts).compile(store=store).invoke({"question": QUESTION})
+        assert plain["fallback"] is None and fused["fallback"] is None  # the PPR ran (facts survived)
+        assert lonely not in [e["id"] for e in plain["evidence"]]
+        assert lonely in [e["id"] for e in fused["evidence"]]
+        top = fused["passages"]
+        assert all({"ppr", "dense", "score"} <= set(p) for p in top)
+        assert [p["score"] for p in top] == sorted((p["score"] for p in top), reverse=True)
+
+
+def test_catrag_fused_ranking_is_the_rrf_of_ppr_and_dense():
+    idx = type("Idx", (), {})()
+    idx.chunk_rows = np.array([3, 1, 2, 0])
+    idx.chunk_ids = ["c3", "c1", "c2", "c0"]
+    ppr = np.array([0.4, 0.3, 0.2, 0.1])                       # by row: c0 > c1 > c2 > c3
+    dense = np.array([0.9, 0.1, 0.2, 0.3])                     # by chunk position: c3 > c0 > c2 > c1
+    got = [p["id"] for p in catrag._fuse_dense(idx, ppr, dense, 4)]
+    want = [d for d, _ in reciprocal_rank_fusion([["c0", "c1", "c2", "c3"], ["c3", "c0", "c2", "c1"]])]
+    assert got == want
+
+
+def test_remindrag_fusion_fills_the_evidence_with_the_dense_top(soup_kg):
+    lonely = _lonely_chunk(soup_kg)
+    outs = {}
+    for fusion in (False, True):
+        store = InMemoryStore()   # a fresh edge memory each: the second walk must not replay the first
+        app = create_remindrag_graph(soup_kg, model="offline", store=store, max_hops=2,
+                                     dense_fusion=fusion).compile(store=store)
+        outs[fusion] = app.invoke({"question": QUESTION})
+    walk = [e["id"] for e in outs[False]["evidence"] if e["kind"] == "chunk"]
+    fused = [e["id"] for e in outs[True]["evidence"] if e["kind"] == "chunk"]
+    assert lonely not in walk and len(walk) < 5
+    assert lonely in fused and len(fused) == 5
+    assert set(walk) <= set(fused)                            # nothing the walk found is dropped
+    assert outs[True]["path"] == outs[False]["path"]          # the walk itself is unchanged
+
+
+FINE_M = 8
+
+
+def test_autopruned_fusion_ranks_runs_of_the_dense_top_passage(soup_kg):
+    lonely = _lonely_chunk(soup_kg)
+    chunks = {}
+    for fusion in (False, True):
+        store = InMemoryStore()
+        app = create_autopruned_graph(soup_kg, model="offline", store=store, fine_m=FINE_M, extraction="offline",
+                                      phrase_facts="always", memorize=False, dense_fusion=fusion).compile(store=store)
+        out = app.invoke({"question": QUESTION})
+        chunks[fusion] = list(dict.fromkeys(c for e in out["evidence"] for c in e["chunks"]))  # passages, best first
+    assert lonely not in chunks[False]
+    assert lonely in chunks[True][:5]
+
+
+def test_autopruned_a_passage_lifts_only_its_best_run():
+    run = lambda rid, chunks: (0.0, 0, type("R", (), {"id": rid, "chunks": chunks})())  # noqa: E731
+    scored = [run("r1", ["c2"]), run("r2", ["c1"]), run("r3", ["c1"]), run("r4", ["c9"])]
+    fused = autopruned._fuse_dense(scored, ["c1", "c2"])
+    # c1's best run is r2 (first in fine order); r3 keeps its fine rank alone, r4's passage is not ranked
+    assert fused["r2"] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert fused["r1"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 2))
+    assert fused["r3"] == pytest.approx(1 / (RRF_K + 3))
+    assert fused["r4"] == pytest.approx(1 / (RRF_K + 4))
