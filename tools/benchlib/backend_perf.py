@@ -24,19 +24,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib.datasets import DatasetError, load_questions
+from benchlib.datasets import DatasetError, load_questions, pooled_passages
 from benchlib.runner import OUTPUT_DIR, log
 
 METHODS = ("catrag", "hipporag2", "remindrag")
 KG_NAME = "bench"
 
 
-def _pooled_docs(questions: list[Any]) -> list[dict[str, str]]:
-    seen: dict[str, str] = {}
-    for q in questions:
-        for p in q.passages:
-            seen.setdefault(p["title"], p["text"])
-    return [{"id": f"p{i}", "title": t, "text": x} for i, (t, x) in enumerate(seen.items())]
+def _pooled_docs(dataset: str, questions: list[Any]) -> list[dict[str, str]]:
+    return [{"id": f"p{i}", **p} for i, p in enumerate(pooled_passages(dataset, questions))]
 
 
 def _timed_ms(app: Any, question: str) -> float:
@@ -145,7 +141,7 @@ def run_backends(args: Any) -> int:
     except DatasetError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
-    docs = _pooled_docs(qs)
+    docs = _pooled_docs(args.dataset or "hotpotqa", qs)
     questions = [q.question for q in qs][: max(5, min(len(qs), args.backend_questions))]
     pg = None if args.postgres_uri else TemporaryPostgres().start()
     uri = args.postgres_uri or pg.uri

@@ -19,16 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.corpus import as_documents
-from benchlib.datasets import DatasetError, load_questions
+from benchlib.datasets import DatasetError, load_questions, pooled_passages
 from benchlib.runner import OUTPUT_DIR, log
-
-
-def pooled_passages(questions: list[Any]) -> list[dict[str, str]]:
-    seen: dict[tuple[str, str], dict[str, str]] = {}
-    for q in questions:
-        for p in q.passages:
-            seen.setdefault((p["title"], p["text"]), {"title": p["title"], "text": p["text"]})
-    return list(seen.values())
 
 
 def build_once(docs: list[dict[str, str]], spec: str) -> dict[str, Any]:
@@ -67,7 +59,7 @@ def run_build_only(args: Any) -> int:
         return 2
     if args.questions:
         qs = qs[: args.questions]
-    docs = as_documents(pooled_passages(qs))
+    docs = as_documents(pooled_passages(args.dataset, qs))   # a dataset's own corpus file (STEM) included
     log(f"build-only: {len(qs)} questions, {len(docs)} pooled passages, embeddings {', '.join(specs)}")
     rows = [build_once(docs, spec) for spec in specs]
     for r in rows:

@@ -33,11 +33,11 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from benchlib.datasets import DatasetError, load_questions
+from benchlib.datasets import DatasetError, load_questions, pooled_passages
 from benchlib.metrics import median_ms
 from benchlib.runner import OUTPUT_DIR, log
 
@@ -215,8 +215,7 @@ def incremental_suite(edges: int, seed: int, docs: int = 5) -> dict[str, Any]:
     """A KG holding a power-law graph of ``edges`` edges; then ``docs`` times: add one document
     (pre-extracted), query from one of its entities."""
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.ingest.extract import OfflineExtractor
-    from langgraph_kgmem.kg.types import Edge, Node, entity_id
+    from langgraph_kgmem.kg.types import Edge, Node
 
     try:
         qs = load_questions("hotpotqa")
@@ -239,14 +238,8 @@ def incremental_suite(edges: int, seed: int, docs: int = 5) -> dict[str, Any]:
     t0 = time.perf_counter()
     kg.snapshot()
     first_build = time.perf_counter() - t0
-    passages = list({(p["title"], p["text"]): p for q in qs for p in q.passages}.values())
-    ex = OfflineExtractor()
     add_t, query_t, total_t, exact_t = [], [], [], []
-    for p in passages[:docs]:
-        x = ex.extract(p["text"], p["title"])
-        if not x.triples:
-            continue
-        seed_id = entity_id(x.triples[0].subject)
+    for p, x, seed_id in seeded_extractions(pooled_passages("hotpotqa", qs)[:docs]):
         t0 = time.perf_counter()
         kg.add_triples(x.triples, text=p["text"], title=p["title"])
         t1 = time.perf_counter()
@@ -346,7 +339,7 @@ def ingest_suite(chunks: int, specs: tuple[str, ...]) -> list[dict[str, Any]]:
     except DatasetError as exc:
         log(f"perf: ingest skipped: {exc}")
         return []
-    passages = list({(p["title"], p["text"]): p for q in qs for p in q.passages}.values())[:chunks]
+    passages = pooled_passages("hotpotqa", qs)[:chunks]
     ex = OfflineExtractor()
     t0 = time.perf_counter()
     pre = [(p, ex.extract(p["text"], p["title"])) for p in passages]
@@ -385,7 +378,20 @@ def _passages(docs: int) -> list[dict[str, str]]:
     except DatasetError as exc:
         log(f"perf: no HotpotQA passages for add-one-document: {exc}")
         return []
-    return list({(p["title"], p["text"]): p for q in qs for p in q.passages}.values())[:docs]
+    return pooled_passages("hotpotqa", qs)[:docs]
+
+
+def seeded_extractions(passages: Sequence[dict[str, str]]) -> Iterator[tuple[dict[str, str], Any, str]]:
+    """(passage, offline extraction, entity id of its first triple's subject) for each passage that
+    has a triple: the documents the add-one-document-then-query timings write and query from."""
+    from langgraph_kgmem.ingest.extract import OfflineExtractor
+    from langgraph_kgmem.kg.types import entity_id
+
+    ex = OfflineExtractor()
+    for p in passages:
+        x = ex.extract(p["text"], p["title"])
+        if x.triples:
+            yield p, x, entity_id(x.triples[0].subject)
 
 
 def run_perf_postgres(args: Any, seed: int) -> dict[str, Any]:

@@ -253,21 +253,15 @@ def _queries(workers: dict[str, Worker], seeds: list[list[str]], full_exact: boo
 def _add_documents(uri: str, name: str, workers: dict[str, Worker], passages: Sequence[dict[str, str]]) -> dict[str, Any]:
     """The parent writes each passage; every worker then answers from one of its entities."""
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.ingest.extract import OfflineExtractor
-    from langgraph_kgmem.kg.types import entity_id
+    from benchlib.perf import seeded_extractions
 
     t0 = time.perf_counter()
     writer = KnowledgeGraph.open(uri, name=name, embeddings="hash", create=False)
     writer_open_s = time.perf_counter() - t0
-    ex = OfflineExtractor()
     write_t: list[float] = []
     per: dict[str, dict[str, list[float]]] = {m: {"total": [], "refresh": [], "query": []} for m in workers}
     try:
-        for p in passages:
-            x = ex.extract(p["text"], p["title"])
-            if not x.triples:
-                continue
-            seed = entity_id(x.triples[0].subject)
+        for p, x, seed in seeded_extractions(passages):
             t0 = time.perf_counter()
             writer.add_triples(x.triples, text=p["text"], title=p["title"])
             wrote = time.perf_counter() - t0

@@ -19,7 +19,6 @@ adapter's optional gold-aware ``score`` and the metrics see them.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import resource
