@@ -14,6 +14,13 @@ K = TypeVar("K", bound=Hashable)
 RRF_K = 60
 
 
+def fusion_depth(k: int) -> int:
+    """How deep each ranking is read for a fused top ``k``: ``max(k, 2·RRF_K)``. Below rank 2·RRF_K
+    one list's contribution is under a third of its top item's and cannot lift a passage past one
+    that both lists rank, so reading further only costs time."""
+    return max(int(k), 2 * RRF_K)
+
+
 def best_first(scores: np.ndarray, k: int | None = None) -> np.ndarray:
     """Indices of the ``k`` highest ``scores`` (all when ``k`` is None), best first; equal scores
     by index, also at the cut, so results never depend on partition or hash order. O(n) to find

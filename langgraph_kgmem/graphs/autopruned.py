@@ -50,7 +50,7 @@ from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
                                              MAX_RELATION_CHARS, Channel, Codebook, phrase_triples)
-from langgraph_kgmem.ranking import RRF_K, best_first, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import best_first, fusion_depth, reciprocal_rank_fusion
 
 METHOD = "autopruned"
 SelectionMode = Literal["all", "unique", "none"]
@@ -477,7 +477,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 return {"candidates": []}
             q = book.line_vectors(kg, rt.query_edges(book, state))
             runs = [book.runs[c["run"]] for c in state["coarse"]]
-            dense = dense_passages(kg, state["question"], max(opts["fine_m"], 2 * RRF_K)) if opts["dense_fusion"] else []
+            dense = dense_passages(kg, state["question"], fusion_depth(opts["fine_m"])) if opts["dense_fusion"] else []
             if dense:  # dense seeding: the fact runs of the dense top-fine_m passages compete too
                 have = {r.id for r in runs}
                 by_chunk = rt.chunk_runs(book)

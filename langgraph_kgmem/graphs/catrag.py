@@ -60,7 +60,7 @@ from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
-from langgraph_kgmem.ranking import RRF_K, best_first, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import best_first, fusion_depth, reciprocal_rank_fusion
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -710,9 +710,8 @@ def _rank_rows(snap: GraphSnapshot, scores: np.ndarray, rows: np.ndarray, k: int
 
 def _fuse_dense(idx: _Index, scores: np.ndarray, dense: np.ndarray, k: int) -> list[dict[str, Any]]:
     """The top ``k`` passages of the reciprocal-rank fusion of the PPR ranking and the dense ranking
-    (each list cut at ``max(k, 2·RRF_K)``: below that a single list's contribution is under a third
-    of its top item's and cannot lift a passage past one both lists rank)."""
-    depth = max(k, 2 * RRF_K)
+    (each list read to :func:`~langgraph_kgmem.ranking.fusion_depth`)."""
+    depth = fusion_depth(k)
     sub = scores[idx.chunk_rows]
     fused = reciprocal_rank_fusion([best_first(sub, depth).tolist(), best_first(dense, depth).tolist()], k)
     return [{"id": idx.chunk_ids[i], "score": round(float(s), 8), "ppr": round(float(sub[i]), 8),

@@ -177,11 +177,10 @@ def dense_passages(kg: "KnowledgeGraph", question: str, k: int) -> list[str]:
 def fuse_with_dense(kg: "KnowledgeGraph", question: str, ranked: Sequence[str], k: int) -> list[tuple[str, float]]:
     """A method's own passage ranking (chunk ids, best first) fused with the dense ranking of every
     passage by reciprocal rank (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`); the top
-    ``k`` as ``(chunk id, fused score)``. The dense list is cut at ``max(k, 2·RRF_K)`` (below that
-    a single list's contribution cannot lift a passage past one both lists rank)."""
-    from langgraph_kgmem.ranking import RRF_K, reciprocal_rank_fusion
+    ``k`` as ``(chunk id, fused score)``; the dense list read to :func:`~langgraph_kgmem.ranking.fusion_depth`."""
+    from langgraph_kgmem.ranking import fusion_depth, reciprocal_rank_fusion
 
-    return reciprocal_rank_fusion([list(ranked), dense_passages(kg, question, max(k, 2 * RRF_K))], k)
+    return reciprocal_rank_fusion([list(ranked), dense_passages(kg, question, fusion_depth(k))], k)
 
 
 def format_evidence(evidence: Sequence[dict[str, Any]], max_chars: int = 1200) -> str:
