@@ -68,3 +68,29 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[K]], k: int | None = None
     # (scores rounded: sums of the same terms in another order may differ in the last bit)
     order = sorted(score, key=lambda d: (-round(score[d], 12), *[(r or big) for r in first[d]]))
     return [(d, score[d]) for d in (order if k is None else order[:max(0, int(k))])]
+
+
+def interleave(rankings: Sequence[Sequence[K]], k: int | None = None) -> list[tuple[K, float]]:
+    """Merge ranked lists (best first) by taking turns: each list in order gives its best item not
+    yet taken, round after round (team-draft interleaving without the draft). Returns the first
+    ``k`` (all when None) as ``(item, 1 / position)``, best first.
+
+    The guarantee fusion by score cannot give: the merged top ``n`` holds each list's top
+    ``n // len(rankings)`` items, whatever the other lists say, so a method fused with vector search
+    keeps vector search's top ``k`` within its own top ``2k`` and its own best passages first.
+    No constant, no scores: lists on incomparable scales merge as they are. Repeats count once."""
+    iters = [iter(r) for r in rankings]
+    taken: dict[K, float] = {}
+    limit = None if k is None else max(0, int(k))
+    live = list(range(len(iters)))
+    while live and (limit is None or len(taken) < limit):
+        for li in list(live):
+            if limit is not None and len(taken) >= limit:
+                break
+            for item in iters[li]:
+                if item not in taken:
+                    taken[item] = 1.0 / (len(taken) + 1)
+                    break
+            else:
+                live.remove(li)
+    return list(taken.items())

@@ -1,5 +1,7 @@
-"""Dense fusion (issue 17): reciprocal-rank fusion, and each graph method's passage ranking fused
-with the dense ranking so that a passage vector search ranks first is not lost to the walk."""
+"""Dense fusion (issue 17): interleaving (and reciprocal-rank fusion, which AutoPrunedRetriever
+orders its runs by), each graph method's passage ranking merged with the dense ranking so that a
+passage vector search ranks first is not lost to the walk, and the offline heuristics' grounding in
+what the question names."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.graphs import autopruned, catrag
 from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
 from langgraph_kgmem.graphs.catrag import create_catrag_graph
-from langgraph_kgmem.graphs.common import dense_passages, fuse_with_dense
+from langgraph_kgmem.graphs.common import content_words, dense_passages, fuse_with_dense, named_in
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
-from langgraph_kgmem.ranking import RRF_K, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import RRF_K, interleave, reciprocal_rank_fusion
 
 # ------------------------------------------------------------------------------ the fusion itself
 
@@ -66,6 +68,29 @@ def test_rrf_keeps_the_top_items_both_lists_agree_on():
         assert fused == a[:3]
 
 
+def test_interleave_takes_turns_best_untaken_first():
+    assert interleave([["a", "b", "c"], ["b", "d", "e"]]) == [("a", 1.0), ("b", 0.5), ("c", 1 / 3), ("d", 0.25), ("e", 0.2)]
+    assert [d for d, _ in interleave([["a", "b"], ["x", "y", "z"]])] == ["a", "x", "b", "y", "z"]  # a short list drops out
+    assert interleave([["a", "b", "c"], ["b", "d"]], 2) == interleave([["a", "b", "c"], ["b", "d"]])[:2]
+    assert interleave([["a", "a", "b"]]) == [("a", 1.0), ("b", 0.5)]                   # a repeat counts once
+    assert interleave([]) == [] and interleave([[], []], 3) == [] and interleave([["a"]], 0) == []
+
+
+def test_interleave_top_2m_holds_each_lists_top_m_whatever_the_other_says():
+    # the guarantee behind "never worse than vector search": a method's ranking can add passages
+    # to the top 2m but never push out dense's top m (and vice versa), for any two rankings
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        pool = [f"d{i}" for i in range(int(rng.integers(1, 25)))]
+        a = list(rng.permutation(pool))[:int(rng.integers(0, len(pool) + 1))]
+        b = list(rng.permutation(pool))[:int(rng.integers(0, len(pool) + 1))]
+        merged = [d for d, _ in interleave([a, b])]
+        assert sorted(merged) == sorted(set(a) | set(b))
+        for m in range(1, 8):
+            top = set(merged[:2 * m])
+            assert set(a[:m]) <= top and set(b[:m]) <= top
+
+
 # ------------------------------------------------------------------------------ a corpus for the methods
 
 # The question's facts all point into the "Zorblat" cluster (entities, relations, context edges);
@@ -104,8 +129,8 @@ def test_the_corpus_puts_the_lonely_passage_first_for_vector_search(soup_kg):
 def test_fuse_with_dense_keeps_the_methods_passages_and_adds_the_dense_top(soup_kg):
     walk = [c for c in dense_passages(soup_kg, QUESTION, 20) if c != _lonely_chunk(soup_kg)][-2:]  # two weak finds
     fused = [c for c, _ in fuse_with_dense(soup_kg, QUESTION, walk, 5)]
-    assert len(fused) == 5 and set(walk) <= set(fused)         # both lists rank them: first
-    assert fused[2] == _lonely_chunk(soup_kg)                  # then the dense top passage
+    assert len(fused) == 5 and set(walk) <= set(fused)         # nothing the method found is lost
+    assert fused[:2] == [walk[0], _lonely_chunk(soup_kg)]     # the method's best, then the dense top
 
 
 def test_catrag_fusion_keeps_the_passage_only_vector_search_finds(soup_kg):
@@ -126,15 +151,14 @@ def test_catrag_fusion_keeps_the_passage_only_vector_search_finds(soup_kg):
         assert [p["score"] for p in top] == sorted((p["score"] for p in top), reverse=True)
 
 
-def test_catrag_fused_ranking_is_the_rrf_of_ppr_and_dense():
+def test_catrag_fused_ranking_takes_ppr_and_dense_in_turns():
     idx = type("Idx", (), {})()
     idx.chunk_rows = np.array([3, 1, 2, 0])
     idx.chunk_ids = ["c3", "c1", "c2", "c0"]
     ppr = np.array([0.4, 0.3, 0.2, 0.1])                       # by row: c0 > c1 > c2 > c3
     dense = np.array([0.9, 0.1, 0.2, 0.3])                     # by chunk position: c3 > c0 > c2 > c1
     got = [p["id"] for p in catrag._fuse_dense(idx, ppr, dense, 4)]
-    want = [d for d, _ in reciprocal_rank_fusion([["c0", "c1", "c2", "c3"], ["c3", "c0", "c2", "c1"]])]
-    assert got == want
+    assert got == ["c0", "c3", "c1", "c2"]                    # PPR's best, dense's best, PPR's next, dense's next
 
 
 def test_remindrag_fusion_fills_the_evidence_with_the_dense_top(soup_kg):
@@ -178,3 +202,54 @@ def test_autopruned_a_passage_lifts_only_its_best_run():
     assert fused["r1"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 2))
     assert fused["r3"] == pytest.approx(1 / (RRF_K + 3))
     assert fused["r4"] == pytest.approx(1 / (RRF_K + 4))
+
+
+# ------------------------------------------------------------------------------ grounding in the question
+
+
+def test_named_in_needs_every_content_word_of_the_name():
+    words = content_words("Which company owns the Zorblat Corporation soup recipe?")
+    assert named_in("Zorblat Corporation", words) and named_in("the Zorblat corporation", words)
+    assert not named_in("Zorblat Holdings", words)       # one word of the name is not in the question
+    assert not named_in("the", words) and not named_in("", words)   # no content word: names nothing
+
+
+GROUNDING_DOCS = [
+    {"id": "doc-a", "title": "Saffron fields", "text": "Quentin Marlowe grows saffron in Kozani."},
+    {"id": "doc-b", "title": "Zorblat kitchen", "text": "Zorblat Corporation buys saffron from Kozani."},
+]
+
+
+def test_catrag_offline_filter_keeps_only_facts_about_what_the_question_names():
+    g = KnowledgeGraph.in_memory(name="ground", embeddings="hash")
+    try:
+        g.add_documents(GROUNDING_DOCS, model="offline")
+        store = InMemoryStore()
+        app = create_catrag_graph(g, model="offline", store=store, offline_fact_threshold=-1.0).compile(store=store)
+        out = app.invoke({"question": "Where does Zorblat Corporation get its spice?"})
+        assert out["facts"] and out["fallback"] is None
+        for f in out["facts"]:   # every kept fact has an entity the question names
+            assert any(named_in(g.node(e).text, content_words("Where does Zorblat Corporation get its spice?"))
+                       for e in (f["src"], f["dst"]))
+        # a question naming nothing in the KG keeps no fact: vector search ranks the passages
+        out = app.invoke({"question": "Which spice grows in fields?"})
+        assert out["facts"] == [] and out["fallback"] == "dense"
+    finally:
+        g.close()
+
+
+def test_remindrag_seeds_prefer_the_entities_the_question_names():
+    g = KnowledgeGraph.in_memory(name="seeds", embeddings="hash")
+    try:
+        g.add_documents(GROUNDING_DOCS, model="offline")
+        # the repeated word pulls both Zorblat entities nearer than Kozani, which alone is named in full
+        question = "Which of the Zorblat Zorblat units buys saffron from Kozani?"
+        near = [n.text for n, _ in g.nearest(question, 5, kinds=("entity",))]
+        named = [t for t in near if named_in(t, content_words(question))]
+        assert named and near[:len(named)] != named     # embedding order alone would not seed them first
+        store = InMemoryStore()
+        app = create_remindrag_graph(g, model="offline", store=store, seeds_k=len(named), max_hops=0)
+        out = app.compile(store=store).invoke({"question": question})
+        assert [g.node(s).text for s in out["seed_ids"]] == named
+    finally:
+        g.close()

@@ -8,9 +8,9 @@ only these three edge kinds, in both directions, on the KG's cached CSR snapshot
 Baseline (HippoRAG 2, every switch off): dense query-to-fact retrieval, a recognition-memory
 filter (the LLM keeps ≤ 4 relevant facts), PPR seeded with the facts' entities (fact score ÷ the
 entity's passage count) plus every passage (min-max normalised dense score × 0.05), passages
-ranked by PPR mass — by default then fused with the dense passage ranking by reciprocal rank
-(``dense_fusion``, issue 17: a passage vector search ranks high is not lost when the walk's mass
-sits elsewhere). No fact survives → dense passage ranking (``fallback: "dense"``).
+ranked by PPR mass — by default then merged with the dense passage ranking, the two taking
+turns (``dense_fusion``, issue 17: a passage vector search ranks high is not lost when the walk's
+mass sits elsewhere). No fact survives → dense passage ranking (``fallback: "dense"``).
 
 CatRAG's three query-time additions, each behind a switch; none touches the stored graph (edge
 changes are per-call ``overrides`` of the PPR, so nothing leaks into the next query):
@@ -29,7 +29,8 @@ changes are per-call ``overrides`` of the PPR, so nothing leaks into the next qu
 Nodes: ``retrieve_facts`` → ``filter_facts`` → (no fact: ``rank_passages``) → ``anchor_entities``
 → ``weight_edges`` → ``boost_key_facts`` → ``run_ppr`` → ``answer``. Disabled additions are left
 out of the graph. Offline (``model="offline"``) policies: filter = facts with cosine ≥
-``offline_fact_threshold`` (best ``filter_keep``); NER = the offline entity extractor; edge scores
+``offline_fact_threshold`` one of whose two entities the question names (every content word of
+the entity's name is in the question; best ``filter_keep``); NER = the offline entity extractor; edge scores
 = 4–8 from the linking fact's similarity rank (offline never prunes); no summaries; extractive answer.
 
 The model can be swapped per run without recompiling: ``app.invoke(inputs, context={"model": m})``.
@@ -52,15 +53,15 @@ from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelName, RunContext,
-                                           answer_question, check_question, emit_progress, evidence_item, fence,
-                                           method_model, run_model)
+                                           answer_question, check_question, content_words, emit_progress, evidence_item,
+                                           fence, method_model, named_in, run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, PprMethod
 from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
-from langgraph_kgmem.ranking import best_first, fusion_depth, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import best_first, interleave
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -295,6 +296,11 @@ def _index(kg: "KnowledgeGraph") -> _Index:
 
 
 
+def _entity_text(kg: "KnowledgeGraph", eid: str) -> str:
+    node = kg.node(eid)
+    return node.text if node is not None else ""
+
+
 def _passage_count(idx: _Index, eid: str) -> int:
     return max(1, idx.passage_count.get(eid, 0))
 
@@ -383,8 +389,9 @@ def create_catrag_graph(
         n_seed, k_edge, tau: seeds re-weighted, neighbours scored per seed, summary threshold.
         beta: key-fact passage boost (× (1 + β)). top_passages: evidence size; rank_depth: ranked
             passages reported in ``passages``.
-        offline_fact_threshold, anchor_threshold: offline fact filter cutoff and the minimum
-            cosine for mapping a query entity to an entity node.
+        offline_fact_threshold, anchor_threshold: offline fact filter cutoff (a fact must also
+            have an entity the question names) and the minimum cosine for mapping a query entity
+            to an entity node.
         answer: ``False`` skips the answer step (retrieval only).
         llm_concurrency: how many of the dynamic-weighting step's independent LLM calls (the
             neighbour summaries, then one score per seed) run at once; 1 = one after another.
@@ -395,17 +402,17 @@ def create_catrag_graph(
             ``eps`` × the node's degree). The reset covers every passage, so each holds a tiny
             share of it: 1e-7 keeps the top-20 passages as exact's (HotpotQA-300: overlap
             ≥ 0.99; 1e-5 gives 0.7), where ``kg.ppr``'s few seeds are served by 1e-5.
-        dense_fusion: ``True`` (default): the final passage ranking is the reciprocal-rank fusion
-            (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`, k = 60) of the PPR ranking
-            and the dense ranking of the passages by cosine with the question (each list's top
-            ``max(rank_depth, 120)``), so a passage vector search ranks high is not lost when the
+        dense_fusion: ``True`` (default): the final passage ranking takes the PPR ranking and the
+            dense ranking of the passages by cosine with the question in turns, PPR first
+            (:func:`~langgraph_kgmem.ranking.interleave`): the top ``2n`` holds PPR's top ``n`` and
+            vector search's top ``n``, so a passage vector search ranks high is not lost when the
             walk's mass sits elsewhere; it costs no LLM call and one sort of the dense scores the
             PPR reset already computed. ``False``: passages ranked by PPR mass alone (the paper).
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method
         (``"catrag"`` or ``"hipporag2"``), facts, anchors, edge_weights, passages, ppr, fallback.
-        With ``dense_fusion`` each passage carries its fused ``score``, its ``ppr`` mass and its
+        With ``dense_fusion`` each passage carries its ``score`` (1 / its place), its ``ppr`` mass and its
         ``dense`` cosine.
 
     Raises:
@@ -446,8 +453,13 @@ def create_catrag_graph(
             return {"facts": [], "timings": _add(state, "filter_facts", t0)}
 
         def offline() -> RecognizedFacts:
+            # recognition without a model: a fact counts when it is close to the question AND one of
+            # its two entities is named in the question; a fact only near the question in embedding
+            # space, about entities the question never names, would seed the walk elsewhere
+            qwords = content_words(state["question"])
             return RecognizedFacts.model_construct(
-                keep=[i for i, c in enumerate(cands, 1) if c["score"] >= offline_fact_threshold][:filter_keep])
+                keep=[i for i, c in enumerate(cands, 1) if c["score"] >= offline_fact_threshold
+                      and any(named_in(_entity_text(kg, e), qwords) for e in (c["src"], c["dst"]))][:filter_keep])
 
         def check(d: RecognizedFacts) -> str | None:
             bad = [k for k in d.keep if not 1 <= k <= len(cands)]
@@ -709,11 +721,10 @@ def _rank_rows(snap: GraphSnapshot, scores: np.ndarray, rows: np.ndarray, k: int
 
 
 def _fuse_dense(idx: _Index, scores: np.ndarray, dense: np.ndarray, k: int) -> list[dict[str, Any]]:
-    """The top ``k`` passages of the reciprocal-rank fusion of the PPR ranking and the dense ranking
-    (each list read to :func:`~langgraph_kgmem.ranking.fusion_depth`)."""
-    depth = fusion_depth(k)
+    """The top ``k`` passages of the PPR ranking and the dense ranking taken in turns, PPR first
+    (:func:`~langgraph_kgmem.ranking.interleave`)."""
     sub = scores[idx.chunk_rows]
-    fused = reciprocal_rank_fusion([best_first(sub, depth).tolist(), best_first(dense, depth).tolist()], k)
+    fused = interleave([best_first(sub, k).tolist(), best_first(dense, k).tolist()], k)
     return [{"id": idx.chunk_ids[i], "score": round(float(s), 8), "ppr": round(float(sub[i]), 8),
              "dense": round(float(dense[i]), 6)} for i, s in fused]
 

@@ -175,12 +175,12 @@ def dense_passages(kg: "KnowledgeGraph", question: str, k: int) -> list[str]:
 
 
 def fuse_with_dense(kg: "KnowledgeGraph", question: str, ranked: Sequence[str], k: int) -> list[tuple[str, float]]:
-    """A method's own passage ranking (chunk ids, best first) fused with the dense ranking of every
-    passage by reciprocal rank (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`); the top
-    ``k`` as ``(chunk id, fused score)``; the dense list read to :func:`~langgraph_kgmem.ranking.fusion_depth`."""
-    from langgraph_kgmem.ranking import fusion_depth, reciprocal_rank_fusion
+    """A method's own passage ranking (chunk ids, best first) and the dense ranking of every passage
+    taken in turns, the method's first (:func:`~langgraph_kgmem.ranking.interleave`); the top ``k``
+    as ``(chunk id, 1 / place)``."""
+    from langgraph_kgmem.ranking import interleave
 
-    return reciprocal_rank_fusion([list(ranked), dense_passages(kg, question, fusion_depth(k))], k)
+    return interleave([list(ranked), dense_passages(kg, question, k)], k)
 
 
 def format_evidence(evidence: Sequence[dict[str, Any]], max_chars: int = 1200) -> str:
@@ -212,6 +212,14 @@ def normalize_answer(s: str) -> str:
 def content_words(text: str) -> set[str]:
     """The lower-cased words of ``text`` without question and function words (offline heuristics)."""
     return set(_WORDS.findall(text.lower())) - STOPWORDS
+
+
+def named_in(name: str, question_words: set[str]) -> bool:
+    """Whether the question names ``name``: every content word of it occurs among
+    ``question_words`` (:func:`content_words` of the question). The offline heuristics' test that
+    a KG entity is what the question is about, not merely near it in embedding space."""
+    words = content_words(name)
+    return bool(words) and words <= question_words
 
 
 def extractive_answer(kg: "KnowledgeGraph", question: str, evidence: Sequence[dict[str, Any]]) -> str:

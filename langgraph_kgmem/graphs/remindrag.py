@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, ValidationError
 from langgraph_kgmem.errors import check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelId, ModelName,
                                            RunContext, answer_question, check_question, content_words, data_text,
-                                           emit_progress, evidence_item, fence, fuse_with_dense, id_validator,
+                                           emit_progress, evidence_item, fence, fuse_with_dense, id_validator, named_in,
                                            method_model, run_model)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
@@ -54,6 +54,7 @@ TRAVERSE_KINDS = ("relation", "synonym", "context", "next")
 UNIT_KINDS = ("entity", "chunk", "anchor")
 MAX_CANDIDATES = 20          # forward candidates shown to the model per step
 MAX_BACKWARD = 10            # visited nodes offered for a backward move
+SEED_POOL = 5                # seeds are chosen among the SEED_POOL × seeds_k entities nearest the question
 OFFLINE_COVERAGE = 0.75      # offline sufficiency: share of question words the evidence must contain
 NO_UPDATES: dict[str, Any] = {"enhanced": 0, "penalised": 0, "enhanced_ids": [], "penalised_ids": [],
                               "useful_ids": [], "written": 0}
@@ -443,7 +444,8 @@ def create_remindrag_graph(
         memory_scope: tenant labels inserted in the memory namespace, filled per run from
             ``config["configurable"]``: ``("{user_id}",)`` gives each user their own memory of this
             KG (``("kgmem", kg name, user, kind)``); ``None``: one memory per KG.
-        seeds_k: seed entities per (sub-)question (embedding similarity).
+        seeds_k: seed entities per (sub-)question: of the ``5 × seeds_k`` entities nearest it by
+            embedding, those it names (every content word of the name in it) first.
         alpha: weight of the node-embedding similarity in the replay weight ``w``.
         lam: replay threshold λ: memory replay follows an edge only when ``w > lam``.
         max_hops: traversal moves allowed per question, backward moves included.
@@ -460,11 +462,11 @@ def create_remindrag_graph(
             ``Command(resume="<node id>")`` or ``Command(resume={"direction": ..., "node_id": ...})``.
             An id that is not a candidate interrupts again with the reason. Needs a checkpointer.
         dense_fusion: ``True`` (default): the passages handed to the answer step (and returned as
-            ``evidence``) are the reciprocal-rank fusion (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`,
-            k = 60) of the walk's passages in discovery order and the dense ranking of every
-            passage by cosine with the question, cut at ``max(top_passages, passages the walk
-            collected)``: the walk's finds are ordered by how well both rankings place them, and a
-            passage vector search ranks high fills the evidence when the walk stopped short. The
+            ``evidence``) are the walk's passages in discovery order and the dense ranking of every
+            passage by cosine with the question taken in turns, the walk's first
+            (:func:`~langgraph_kgmem.ranking.interleave`), cut at ``max(top_passages, passages the
+            walk collected)``: the walk's finds keep their order, and the passages vector search
+            ranks highest sit beside them, filling the evidence when the walk stopped short. The
             walk, its decisions and the edge memory are unchanged (memorize still marks the walk's
             evidence). Costs no LLM call; the answer prompt holds up to ``top_passages`` passages
             more. ``False``: the walk's passages alone, in discovery order (the paper).
@@ -524,7 +526,12 @@ def create_remindrag_graph(
             queries = [s for s in sub.sub_questions[:4] if s.strip()] or [question]
         seeds: list[str] = []
         for text in queries:
-            hits = kg.nearest(text, seeds_k, kinds=("entity",)) or kg.nearest(text, seeds_k, kinds=("chunk",))
+            # of the entities nearest the (sub-)question, those it names come first: a seed merely
+            # near the question in embedding space starts the walk off its subject
+            words = content_words(text)
+            near = kg.nearest(text, SEED_POOL * seeds_k, kinds=("entity",))
+            hits = sorted(near, key=lambda h: not named_in(h[0].text, words))[:seeds_k] or \
+                kg.nearest(text, seeds_k, kinds=("chunk",))
             seeds.extend(view.unit(n.id) for n, _ in hits)
         seeds = list(dict.fromkeys(seeds))
         emit_progress({"event": "seeds", "method": METHOD, "seed_ids": seeds})
