@@ -385,11 +385,14 @@ class KnowledgeGraph:
                 self._store.on_begin = self._sync_in_transaction
             with self._store.transaction():
                 yield
-                if outer and self._npz_root is not None:
-                    append_vector_journal(self._npz_root, self._vectors)
+                if outer:
+                    self._vectors.flush()   # the block's vectors are durable before its structure commits
+                    if self._npz_root is not None:
+                        append_vector_journal(self._npz_root, self._vectors)
         except BaseException:
             if outer:
                 self._doomed_vectors.clear()
+                self._vectors.discard_pending()
                 try:
                     self._reload()
                 except Exception:  # noqa: BLE001 - the database is gone: reload at the next access
@@ -419,6 +422,8 @@ class KnowledgeGraph:
     def _upsert_vectors(self, space: str, ids: list[str], vectors: np.ndarray, kinds: list[str]) -> None:
         """Write vectors; ids deleted earlier in this transaction are no longer deleted at commit."""
         self._vectors.upsert(space, ids, vectors, kinds)
+        if not self._store.depth:
+            self._vectors.flush()
         if self._doomed_vectors:
             written = set(ids)
             self._doomed_vectors = [(sp, [i for i in d if sp != space or i not in written])

@@ -715,6 +715,12 @@ class PgVectorIndex:
                          f"USING hnsw (v vector_cosine_ops) WHERE space = '{space}'")
             self._hnsw.add(space)
 
+    def flush(self) -> None:
+        """Nothing deferred: writes go through the open transaction."""
+
+    def discard_pending(self) -> None:
+        """Nothing deferred: a rollback undoes the writes."""
+
     def delete(self, space: str, ids: Iterable[str]) -> None:
         ids = list(ids)
         if ids and self._exists():

@@ -200,6 +200,12 @@ class NumpyVectorIndex:
     def delete(self, space: str, ids: Iterable[str]) -> None:
         self._space(space).delete(ids)
 
+    def flush(self) -> None:
+        """Write what :meth:`upsert` deferred to durable storage (nothing: this index writes at once)."""
+
+    def discard_pending(self) -> None:
+        """Drop deferred writes not yet flushed (a rolled-back transaction's; nothing here)."""
+
     def has(self, space: str, ids: Sequence[str]) -> list[bool]:
         row = self._space(space).row
         return [i in row for i in ids]
@@ -315,6 +321,9 @@ class ChromaVectorIndex(NumpyVectorIndex):
         )
         self._prefix = collection_prefix
         self._collections: dict[str, object] = {}
+        # Chroma writes deferred until flush(): the mirror is written at once (every read sees the
+        # vectors), Chroma once per transaction, where each call costs ~50 ms whatever its size
+        self._pending: dict[str, list[tuple[list[str], np.ndarray, list[str]]]] = {}
         for col in self._client.list_collections():
             name = col if isinstance(col, str) else col.name
             if name.startswith(self._prefix + "_"):
@@ -353,15 +362,30 @@ class ChromaVectorIndex(NumpyVectorIndex):
         if not len(ids):
             return
         vectors = check_vectors(vectors, ids, self._space(space).dim)   # before anything reaches Chroma
-        col = self._collection(space)
-        step = 4000
-        for off in range(0, len(ids), step):
-            col.upsert(ids=list(ids[off:off + step]), embeddings=vectors[off:off + step],
-                       metadatas=[{"kind": k} for k in kinds[off:off + step]])
         super().upsert(space, ids, vectors, kinds, normalized=normalized)
+        self._pending.setdefault(space, []).append((list(ids), np.asarray(vectors), list(kinds)))
+
+    def flush(self) -> None:
+        """One Chroma upsert per space for everything deferred since the last flush (the last
+        write of an id wins, as it did in the mirror)."""
+        pending, self._pending = self._pending, {}
+        for space, parts in pending.items():
+            last = {i: (p, j) for p, (ids, _, _) in enumerate(parts) for j, i in enumerate(ids)}
+            ids = list(last)
+            vectors = np.stack([parts[p][1][j] for p, j in last.values()])
+            kinds = [parts[p][2][j] for p, j in last.values()]
+            col = self._collection(space)
+            step = 4000
+            for off in range(0, len(ids), step):
+                col.upsert(ids=ids[off:off + step], embeddings=vectors[off:off + step],
+                           metadatas=[{"kind": k} for k in kinds[off:off + step]])
+
+    def discard_pending(self) -> None:
+        self._pending = {}
 
     def delete(self, space: str, ids: Iterable[str]) -> None:
         ids = list(ids)
+        self.flush()   # deferred writes land first: a delete after an upsert must win
         if ids:
             col = self._collection(space)
             for off in range(0, len(ids), 4000):
