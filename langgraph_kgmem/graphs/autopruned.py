@@ -146,14 +146,28 @@ LEGENDS = {
     "ids": "entities and relations are numbered; each fact line is subject-number relation-number object-number",
     "matrix": "entities and relations are numbered; [edges] numbers each fact as subject relation object; "
               "the other sections list edge numbers",
-    "sentences": "[facts]: each line is a passage title in brackets and the sentences the selected facts "
-                 "come from; other sections: subject | relation | object",
+    "sentences": "[facts]: each line is a passage title in brackets and sentences of that passage; "
+                 "other sections: subject | relation | object",
 }
+
+# sentences and nothing else (no stored answers or questions shown): no codebook legend to explain
+SENTENCES_PROMPT = """Answer the question from the passage sentences below (each line: [passage title] sentences).
+Be brief: a name, a number, a date or a short phrase. If they do not hold the answer, say "no answer".
+""" + DATA_NOTE + """
+
+{knowledge}
+
+Question: {question}
+Answer:"""
 _SENTENCE = re.compile(r"[.!?][\"')\]]*(\s+)(?=[A-Z0-9\"'(\[])")
 
 
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
     """The answer step's prompt around a packed codebook (also used to count would-be tokens offline)."""
+    lines = packed.splitlines()
+    if encoding == "sentences" and lines[:1] == [f"[{CHANNEL_SECTION['F']}]"] and not any(
+            _HEADER.match(x) for x in lines[1:]):
+        return SENTENCES_PROMPT.format(knowledge=fence(lines[1:]), question=question)
     return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]),
                                 knowledge=fence(packed.splitlines(), empty="(nothing known)"), question=question)
 
@@ -337,6 +351,7 @@ class _Runtime:
         # read-modify of it holds this lock; LLM calls are made outside it
         self.lock = threading.RLock()
         self._sentences: dict[str, list[tuple[int, str]]] = {}
+        self._sentence_vectors: dict[str, np.ndarray] = {}
         self._sentences_at: int | None = None
         self._chunk_runs: tuple[Any, tuple[int, int, int], dict[str, list[str]]] | None = None
 
@@ -356,8 +371,13 @@ class _Runtime:
     def sentence_cache(self) -> dict[str, list[tuple[int, str]]]:
         """Chunk id → its sentences (``show="sentences"``); emptied when the KG changes."""
         if self._sentences_at != self.kg.version:
-            self._sentences, self._sentences_at = {}, self.kg.version
+            self._sentences, self._sentence_vectors, self._sentences_at = {}, {}, self.kg.version
         return self._sentences
+
+    def sentence_vectors(self) -> dict[str, np.ndarray]:
+        """Chunk id → unit vectors of its sentences (``sentence_budget``); emptied with :meth:`sentence_cache`."""
+        self.sentence_cache()
+        return self._sentence_vectors
 
     def resolved_model(self, runtime: Runtime[AutoPrunedContext] | None = None) -> Any:
         return run_model(runtime, self.model)
@@ -554,10 +574,16 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
             sentences = opts["show"] == "sentences"
 
+            def fact_groups(runs: Sequence[str]) -> list[dict[str, Any]]:
+                if opts["sentence_budget"] is None:
+                    return _fact_sentences(book, kg, runs, shown, rt.sentence_cache())
+                return _ranked_sentences(book, kg, state["question"], runs, shown, rt.sentence_cache(),
+                                         rt.sentence_vectors(), opts["sentence_budget"], opts["sentence_rankings"])
+
             def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
                 kept = {c: [r for r in rs if r not in drop] for c, rs in selected.items()}
                 if sentences:  # fact runs as their source sentences; stored Q/A runs as word triples
-                    groups = _fact_sentences(book, kg, kept.get("F", []), shown, rt.sentence_cache())
+                    groups = fact_groups(kept.get("F", []))
                     rest = {c: [e for r in kept.get(c, []) for e in shown[r]] for c in CHANNELS if c != "F"}
                     parts = ([f"[{CHANNEL_SECTION['F']}]", _sentence_block(groups)] if groups else []) + \
                         [encode_knowledge(_channel_triples(book, rest))["words"]]
@@ -587,7 +613,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             selected = kept
             evidence = _evidence(book, kg, selected, scores, shown)
             if sentences:  # the facts the reader sees are the sentences, one item per passage chunk
-                groups = _fact_sentences(book, kg, selected.get("F", []), shown, rt.sentence_cache())
+                groups = fact_groups(selected.get("F", []))
                 evidence = [e for e in evidence if e["channel"] != "F"] + [
                     {"id": g["chunk"], "kind": "sentences", "text": " ".join(g["sentences"]), "run": g["runs"][0],
                      "channel": "F", "chunks": [g["chunk"]], "score": round(float(scores.get(g["runs"][0], 0.0)), 6),
@@ -823,6 +849,87 @@ def _fact_sentences(book: Codebook, kg: Any, selected_f: Sequence[str], shown: M
     return out
 
 
+SENTENCE_RANKINGS: tuple[str, ...] = ("question", "edges", "passages")
+
+
+def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequence[str], shown: Mapping[str, list[int]],
+                      cache: dict[str, list[tuple[int, str]]], vectors: dict[str, np.ndarray], budget: int,
+                      rankings: Sequence[str] = SENTENCE_RANKINGS) -> list[dict[str, Any]]:
+    """The facts block filled sentence by sentence up to ``budget`` tokens (``sentence_budget``).
+
+    Candidates: every sentence of the passages the selected fact runs come from. Each is ranked by
+    reciprocal-rank fusion of up to three orders (``rankings``): ``"question"`` — cosine of the
+    sentence, read with its passage title in front (so "She was born ..." is about the title), with
+    the question; ``"edges"`` — the sentences the runs' shown edges came from, in run order (what
+    the codebook matched); ``"passages"`` — passage order (best run first), sentences in text order
+    (a passage's defining sentence comes first). The fused order is taken greedily: a sentence is
+    added when it fits the budget (its tokens plus its passage title's, once), a repeated sentence
+    never; the best sentence is kept even alone over the budget. Groups as :func:`_fact_sentences`
+    (passages in order of their best run, sentences in text order)."""
+    from langgraph_kgmem.fast_embeddings import block_cosines
+
+    chunks: list[str] = []
+    edge_order: list[tuple[str, int]] = []
+    for rid in selected_f:
+        run = book.runs[rid]
+        for cid in run.chunks[:1]:
+            if cid not in cache:
+                node = kg.node(cid)
+                cache[cid] = split_sentences(node.text) if node is not None else []
+            if not cache[cid]:
+                continue
+            if cid not in chunks:
+                chunks.append(cid)
+            for e in shown.get(rid, run.edges):
+                h, _, t = book.triple(e)
+                i = _edge_sentence(cache[cid], h, t)
+                if i is not None:
+                    edge_order.append((cid, i))
+    if not chunks:
+        return []
+    titles = {c: ((n := kg.node(c)) is not None and n.attrs.get("title")) or "" for c in chunks}
+    todo = [c for c in chunks if c not in vectors]
+    if todo:  # one batch for the passages no earlier question read
+        texts = [f"{titles[c]}: {x}" if titles[c] else x for c in todo for _, x in cache[c]]
+        mat = kg.embed_texts(texts)
+        mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
+        at = 0
+        for c in todo:
+            vectors[c] = mat[at:at + len(cache[c])]
+            at += len(cache[c])
+    cands = [(c, i) for c in chunks for i in range(len(cache[c]))]
+    orders: list[list[tuple[str, int]]] = []
+    if "question" in rankings:
+        q = kg.embed_query(question)
+        raw = np.concatenate([vectors[c] for c in chunks]) @ q
+        cos = block_cosines(kg.embeddings, q, raw, [False] * len(raw))
+        orders.append([cands[j] for j in np.argsort(-cos, kind="stable").tolist()])
+    if "edges" in rankings and edge_order:
+        orders.append(list(dict.fromkeys(edge_order)))
+    if "passages" in rankings or not orders:
+        orders.append(cands)
+    picked: dict[str, set[int]] = {}
+    seen: set[str] = set()
+    used = 0
+    for (c, i), _ in reciprocal_rank_fusion(orders):
+        text = cache[c][i][1]
+        key = " ".join(text.lower().split())
+        if key in seen:
+            continue
+        cost = count_tokens(text) + 1 + (0 if c in picked else count_tokens(f"[{titles[c]}]") + 1)
+        if picked and used + cost > budget:
+            continue
+        seen.add(key)
+        picked.setdefault(c, set()).add(i)
+        used += cost
+    runs_of: dict[str, list[str]] = {}
+    for rid in selected_f:
+        for cid in book.runs[rid].chunks[:1]:
+            runs_of.setdefault(cid, []).append(rid)
+    return [{"chunk": c, "title": titles[c], "runs": runs_of.get(c, []),
+             "sentences": [cache[c][i][1] for i in sorted(picked[c])]} for c in chunks if c in picked]
+
+
 def _sentence_block(groups: Sequence[dict[str, Any]]) -> str:
     return "\n".join(f"[{g['title']}] " + " ".join(g["sentences"]) if g["title"] else " ".join(g["sentences"])
                      for g in groups)
@@ -897,6 +1004,8 @@ def create_autopruned_graph(
     edges_per_run: int | None = None,
     show: Show = "triples",
     cover_weight: float = 0.0,
+    sentence_budget: int | None = None,
+    sentence_rankings: Sequence[str] = SENTENCE_RANKINGS,
     extraction: Literal["llm", "offline"] = "llm",
     phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
     memorize: bool = True,
@@ -942,6 +1051,14 @@ def create_autopruned_graph(
             greedily for coverage of the question's entities (fine score + ``cover_weight`` × the
             new entity matches a run adds), so each entity of a comparison or bridge question gets
             its own run before a second run on the same one.
+        sentence_budget: with ``show="sentences"``, fill the facts block with the best sentences of
+            the selected runs' passages up to this many tokens, instead of the shown edges' own
+            sentences: ranked by fusion of ``sentence_rankings`` — ``"question"`` (cosine of the
+            titled sentence with the question: the answer sentence is usually the closest),
+            ``"edges"`` (the sentences the shown edges came from, in run order) and ``"passages"``
+            (passage rank, then text order) — and taken greedily while they fit, duplicates
+            dropped. The passages are the selected runs' (with ``dense_fusion``, the fused
+            ranking's), so ``fine_m`` decides how many passages compete. None (default): off.
         dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
             by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
             ordered by reciprocal-rank fusion (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`,
@@ -991,6 +1108,13 @@ def create_autopruned_graph(
     check_int("entity_budget", entity_budget, 1, optional=True)
     check_int("max_prompt_tokens", max_prompt_tokens, 1, optional=True)
     check_int("edges_per_run", edges_per_run, 1, optional=True)
+    check_int("sentence_budget", sentence_budget, 1, optional=True)
+    if sentence_budget is not None and show != "sentences":
+        raise KgmemInputError("sentence_budget needs show='sentences' (it fills the facts block with sentences)")
+    bad_rank = [r for r in sentence_rankings if r not in SENTENCE_RANKINGS]
+    if bad_rank or not sentence_rankings:
+        raise KgmemInputError(f"sentence_rankings must be a non-empty subset of {SENTENCE_RANKINGS}, "
+                              f"got {list(sentence_rankings)!r}")
     bad = [e for e in encodings if e not in ENCODINGS]
     if bad or not encodings:
         raise KgmemInputError(f"encodings must be a non-empty subset of {ENCODINGS}, got {list(encodings)!r}")
@@ -1009,7 +1133,8 @@ def create_autopruned_graph(
     opts = {"selection_policy": selection_policy or default_selection_policy, "coarse_k": coarse_k,
             "fine_m": fine_m, "tau_run": tau_run, "w_ent": w_ent, "w_rel": w_rel, "fine": fine or FineScoring(),
             "unique_threshold": unique_threshold, "encodings": tuple(encodings),
-            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "cover_weight": cover_weight, "extraction": extraction, "phrase_facts": phrase_facts,
+            "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "cover_weight": cover_weight,
+            "sentence_budget": sentence_budget, "sentence_rankings": tuple(sentence_rankings), "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos, "dense_fusion": dense_fusion}
     nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))
