@@ -320,6 +320,24 @@ def test_autopruned_variants_have_explicit_options():
     opts = {n: reg.get(n).options for n in ("autopruned", "autopruned-m5", "autopruned-pruned")}
     assert [(o["fine_m"], o["edges_per_run"], o["phrase_facts"]) for o in opts.values()] == [
         (20, None, "always"), (5, None, "always"), (10, 1, "always")]
+    from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET
+
+    sentences = reg.get("autopruned-sentences").options
+    assert {k: sentences[k] for k in SENTENCES_PRESET} == SENTENCES_PRESET and sentences["phrase_facts"] == "always"
+
+
+def test_autopruned_sentences_preset_answers_from_sentences_within_its_budget():
+    reg = discover()
+    q = datasets.load_questions(str(FIXTURE))[0]
+    adapter = reg.get("autopruned-sentences")
+    ctx = make_ctx(q.passages)
+    adapter.setup(ctx)
+    out = ctx.cache["autopruned-sentences"].invoke({"question": q.question})
+    assert out["encoding"] == "sentences" and 0 < out["prompt_tokens_packed"] <= 250 + 10   # the title lines' share
+    res = adapter.run(ctx, runner.blinded(q), "offline")
+    assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > out["prompt_tokens_packed"]
+    assert res.retrieved_titles
+    ctx.kg.close()
 
 
 def test_unknown_corpus_mode_is_an_error(bench_cache):

@@ -53,6 +53,10 @@ from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_F
 from langgraph_kgmem.ranking import best_first, fusion_depth, reciprocal_rank_fusion
 
 METHOD = "autopruned"
+# The compact reader setting measured in the README (tokens against the answer): the passages of the 10
+# best runs (fused with the dense ranking), their sentences closest to the question up to 250 tokens.
+# create_autopruned_graph(kg, **SENTENCES_PRESET)
+SENTENCES_PRESET: dict[str, Any] = {"fine_m": 10, "show": "sentences", "sentence_budget": 250}
 SelectionMode = Literal["all", "unique", "none"]
 Encoding = Literal["words", "ids", "matrix"]
 Show = Literal["triples", "sentences"]
@@ -880,7 +884,7 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
                 continue
             if cid not in chunks:
                 chunks.append(cid)
-            for e in shown.get(rid, run.edges):
+            for e in (shown.get(rid, run.edges) if "edges" in rankings else ()):
                 h, _, t = book.triple(e)
                 i = _edge_sentence(cache[cid], h, t)
                 if i is not None:
@@ -1005,7 +1009,7 @@ def create_autopruned_graph(
     show: Show = "triples",
     cover_weight: float = 0.0,
     sentence_budget: int | None = None,
-    sentence_rankings: Sequence[str] = SENTENCE_RANKINGS,
+    sentence_rankings: Sequence[str] = ("question",),
     extraction: Literal["llm", "offline"] = "llm",
     phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
     memorize: bool = True,
@@ -1056,8 +1060,9 @@ def create_autopruned_graph(
             sentences: ranked by fusion of ``sentence_rankings`` — ``"question"`` (cosine of the
             titled sentence with the question: the answer sentence is usually the closest),
             ``"edges"`` (the sentences the shown edges came from, in run order) and ``"passages"``
-            (passage rank, then text order) — and taken greedily while they fit, duplicates
-            dropped. The passages are the selected runs' (with ``dense_fusion``, the fused
+            (passage rank, then text order); default ``("question",)``, the best measured — and
+            taken greedily while they fit, duplicates dropped. :data:`SENTENCES_PRESET` is the
+            measured compact setting. The passages are the selected runs' (with ``dense_fusion``, the fused
             ranking's), so ``fine_m`` decides how many passages compete. None (default): off.
         dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
             by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
@@ -1154,5 +1159,5 @@ def create_autopruned_graph(
     return builder
 
 
-__all__ = ["create_autopruned_graph", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
+__all__ = ["create_autopruned_graph", "SENTENCES_PRESET", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
            "cheapest_encoding", "fine_score", "fine_scores", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriple", "TextTriples"]

@@ -77,6 +77,10 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "sb200-m10-qe": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
                      "sentence_rankings": ("question", "edges")},
 }
+# question cosine alone (sb<budget>-m<M>-q)
+SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b,
+                                   "sentence_rankings": ("question",)}
+                 for b in (100, 150, 200, 250, 300, 400) for m in (5, 10, 20)})
 
 HIPPORAG2_STYLE = """As a careful reading assistant, you read the passages below and answer the question.
 Think step by step about which passages matter, then give the final answer after "Answer:" as a short
