@@ -662,6 +662,28 @@ def test_sentence_rankings_choose_what_the_budget_keeps():
         _app(kg, InMemoryStore(), show="sentences", sentence_budget=0)
 
 
+def test_sentence_bridges_bring_the_named_passages_best_sentence():
+    """A bridge question: the film's sentence names the actress; with bridges her passage's sentence
+    closest to the question follows it even where other sentences are closer to the question."""
+    kg = KnowledgeGraph.in_memory(name="bridge")
+    kg.add_documents([
+        {"title": "Kiss and Tell (1945 film)", "text": "Kiss and Tell is a film in which Shirley Temple portrayed Corliss Archer."},
+        {"title": "Meet Corliss Archer", "text": "Corliss Archer is a woman in the film and radio series. "
+                                           "The radio series about Corliss Archer held the position for years."},
+        {"title": "Shirley Temple", "text": "Shirley Temple was an American actress. "
+                                           "She served as Chief of Protocol of the United States."}], model="offline")
+    question = {"question": "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"}
+    opts = {"show": "sentences", "fine_m": 10, "memorize": False, "sentence_budget": 60}
+    with_b = _app(kg, InMemoryStore(), **opts).invoke(question)["packed_prompt"]
+    without = _app(kg, InMemoryStore(), sentence_bridges=False, **opts).invoke(question)["packed_prompt"]
+    assert "Shirley Temple portrayed Corliss Archer" in with_b and "[Shirley Temple]" in with_b
+    assert "[Meet Corliss Archer]" in without and "[Shirley Temple]" not in without  # closest to the question first
+    assert "[Meet Corliss Archer]" not in with_b
+    assert autopruned._title_pattern("Kiss and Tell (1945 film)").search("the film kiss and tell, a comedy")
+    assert not autopruned._title_pattern("Kiss and Tell (1945 film)").search("kiss and telling")
+    assert autopruned._title_pattern("It") is None   # too short to name a subject
+
+
 def test_split_sentences_keeps_offsets_and_closing_quotes():
     text = 'He said "Go." Then 1867 came. It uses e.g. this. (Yes) ok'
     parts = autopruned.split_sentences(text)   # no cut before a lower-case word ("e.g. this")

@@ -582,7 +582,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 if opts["sentence_budget"] is None:
                     return _fact_sentences(book, kg, runs, shown, rt.sentence_cache())
                 return _ranked_sentences(book, kg, state["question"], runs, shown, rt.sentence_cache(),
-                                         rt.sentence_vectors(), opts["sentence_budget"], opts["sentence_rankings"])
+                                         rt.sentence_vectors(), opts["sentence_budget"], opts["sentence_rankings"],
+                                         opts["sentence_bridges"])
 
             def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
                 kept = {c: [r for r in rs if r not in drop] for c, rs in selected.items()}
@@ -854,11 +855,23 @@ def _fact_sentences(book: Codebook, kg: Any, selected_f: Sequence[str], shown: M
 
 
 SENTENCE_RANKINGS: tuple[str, ...] = ("question", "edges", "passages")
+_PARENS = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+def _title_pattern(title: str) -> re.Pattern[str] | None:
+    """The passage title as a whole-word, case-insensitive pattern, its trailing disambiguation
+    ("Kiss and Tell (1945 film)" → "Kiss and Tell") dropped; None for a title under 4 characters
+    (too short to name the passage's subject reliably)."""
+    name = _PARENS.sub("", title or "").strip()
+    if len(name) < 4:
+        return None
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", re.I)
+
 
 
 def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequence[str], shown: Mapping[str, list[int]],
                       cache: dict[str, list[tuple[int, str]]], vectors: dict[str, np.ndarray], budget: int,
-                      rankings: Sequence[str] = SENTENCE_RANKINGS) -> list[dict[str, Any]]:
+                      rankings: Sequence[str] = SENTENCE_RANKINGS, bridges: bool = True) -> list[dict[str, Any]]:
     """The facts block filled sentence by sentence up to ``budget`` tokens (``sentence_budget``).
 
     Candidates: every sentence of the passages the selected fact runs come from. Each is ranked by
@@ -866,8 +879,9 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
     sentence, read with its passage title in front (so "She was born ..." is about the title), with
     the question; ``"edges"`` — the sentences the runs' shown edges came from, in run order (what
     the codebook matched); ``"passages"`` — passage order (best run first), sentences in text order
-    (a passage's defining sentence comes first). The fused order is taken greedily: a sentence is
-    added when it fits the budget (its tokens plus its passage title's, once), a repeated sentence
+    (a passage's defining sentence comes first). With ``bridges``, a sentence taken that names
+    another candidate passage's title brings that passage's best sentence right after it. The
+    order is taken greedily: a sentence is added when it fits the budget (its tokens plus its passage title's, once), a repeated sentence
     never; the best sentence is kept even alone over the budget. Groups as :func:`_fact_sentences`
     (passages in order of their best run, sentences in text order)."""
     from langgraph_kgmem.fast_embeddings import block_cosines
@@ -912,10 +926,25 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
         orders.append(list(dict.fromkeys(edge_order)))
     if "passages" in rankings or not orders:
         orders.append(cands)
+    ranked = [x for x, _ in reciprocal_rank_fusion(orders)]
+    # bridges: a sentence naming another candidate passage's subject (its title) brings that
+    # passage's best sentence next — the second hop of a bridge question ("... starring Shirley
+    # Temple" → the Shirley Temple passage's sentence closest to the question)
+    names = {c: _title_pattern(titles[c]) for c in chunks} if bridges else {}
+    best: dict[str, tuple[str, int]] = {}
+    for c, i in ranked:
+        best.setdefault(c, (c, i))
     picked: dict[str, set[int]] = {}
     seen: set[str] = set()
+    bridged: set[str] = set()
+    pending: list[tuple[str, int]] = []
     used = 0
-    for (c, i), _ in reciprocal_rank_fusion(orders):
+    queue = iter(ranked)
+    while True:
+        nxt = pending.pop(0) if pending else next(queue, None)
+        if nxt is None:
+            break
+        c, i = nxt
         text = cache[c][i][1]
         key = " ".join(text.lower().split())
         if key in seen:
@@ -926,6 +955,10 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
         seen.add(key)
         picked.setdefault(c, set()).add(i)
         used += cost
+        bridged.add(c)
+        hops = [b for b in chunks if b not in bridged and names.get(b) is not None and names[b].search(text)]
+        bridged.update(hops)
+        pending[:0] = [best[b] for b in hops if b in best]
     runs_of: dict[str, list[str]] = {}
     for rid in selected_f:
         for cid in book.runs[rid].chunks[:1]:
@@ -1010,6 +1043,7 @@ def create_autopruned_graph(
     cover_weight: float = 0.0,
     sentence_budget: int | None = None,
     sentence_rankings: Sequence[str] = ("question",),
+    sentence_bridges: bool = True,
     extraction: Literal["llm", "offline"] = "llm",
     phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
     memorize: bool = True,
@@ -1062,7 +1096,9 @@ def create_autopruned_graph(
             ``"edges"`` (the sentences the shown edges came from, in run order) and ``"passages"``
             (passage rank, then text order); default ``("question",)``, the best measured — and
             taken greedily while they fit, duplicates dropped. :data:`SENTENCES_PRESET` is the
-            measured compact setting. The passages are the selected runs' (with ``dense_fusion``, the fused
+            measured compact setting. ``sentence_bridges`` (default True): a sentence taken that
+            names another candidate passage's title (its subject) brings that passage's sentence
+            closest to the question right after it — the second hop of a bridge question. The passages are the selected runs' (with ``dense_fusion``, the fused
             ranking's), so ``fine_m`` decides how many passages compete. None (default): off.
         dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
             by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
@@ -1139,7 +1175,8 @@ def create_autopruned_graph(
             "fine_m": fine_m, "tau_run": tau_run, "w_ent": w_ent, "w_rel": w_rel, "fine": fine or FineScoring(),
             "unique_threshold": unique_threshold, "encodings": tuple(encodings),
             "max_prompt_tokens": max_prompt_tokens, "edges_per_run": edges_per_run, "show": show, "cover_weight": cover_weight,
-            "sentence_budget": sentence_budget, "sentence_rankings": tuple(sentence_rankings), "extraction": extraction, "phrase_facts": phrase_facts,
+            "sentence_budget": sentence_budget, "sentence_rankings": tuple(sentence_rankings),
+            "sentence_bridges": bool(sentence_bridges), "extraction": extraction, "phrase_facts": phrase_facts,
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos, "dense_fusion": dense_fusion}
     nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))
