@@ -327,13 +327,15 @@ def test_autopruned_variants_have_explicit_options():
 
 
 def test_autopruned_sentences_preset_answers_from_sentences_within_its_budget():
+    from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET
+
     reg = discover()
     q = datasets.load_questions(str(FIXTURE))[0]
     adapter = reg.get("autopruned-sentences")
     ctx = make_ctx(q.passages)
     adapter.setup(ctx)
     out = ctx.cache["autopruned-sentences"].invoke({"question": q.question})
-    assert out["encoding"] == "sentences" and 0 < out["prompt_tokens_packed"] <= 250 + 10   # the title lines' share
+    assert out["encoding"] == "sentences" and 0 < out["prompt_tokens_packed"] <= SENTENCES_PRESET["sentence_budget"] + 10   # + the [facts] header
     res = adapter.run(ctx, runner.blinded(q), "offline")
     assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > out["prompt_tokens_packed"]
     assert res.retrieved_titles
