@@ -354,3 +354,23 @@ def test_unknown_corpus_mode_is_an_error(bench_cache):
 def test_markdown_table_takes_any_columns():
     table = metrics.markdown_table([{"a": 1.23456, "b": None}], ["a", ("b", "B")])
     assert table.splitlines() == ["| a | B |", "|---|---|", "| 1.235 | – |"]
+
+
+def test_apr_curve_measures_dense_k_and_apr_settings_side_by_side():
+    """benchlib.apr_curve: per question and point, prompt tokens, answer in prompt and gold coverage;
+    dense top-k prompts grow with k; a sentence_budget setting stays near its budget."""
+    from benchlib import apr_curve
+
+    qs = datasets.load_questions(str(FIXTURE))
+    kg = offline_kg([p for q in qs for p in q.passages])
+    _, store = kg.persistence()
+    settings = {n: apr_curve.SETTINGS[n] for n in ("apr-pruned", "sb100-m10-q")}
+    per_point = apr_curve.measure(kg, store, qs, settings=settings, hipporag2=True, log=lambda *_: None)
+    rows = {r["point"]: r for r in apr_curve.summarize(per_point)}
+    assert set(rows) == {"dense-1", "dense-2", "dense-3", "dense-5", "hipporag2-prompt", "apr-pruned", "sb100-m10-q"}
+    assert all(r["questions"] == len(qs) for r in rows.values())
+    dense = [rows[f"dense-{k}"]["prompt_tokens"] for k in apr_curve.DENSE_K]
+    assert dense == sorted(dense) and rows["hipporag2-prompt"]["prompt_tokens"] > rows["dense-5"]["prompt_tokens"]
+    assert all(0.0 <= r["answer_in_prompt"] <= 1.0 and 0.0 <= r["gold_coverage"] <= 1.0 for r in rows.values())
+    assert rows["sb100-m10-q"]["prompt_tokens"] < rows["dense-5"]["prompt_tokens"]
+    kg.close()
