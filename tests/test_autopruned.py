@@ -593,12 +593,95 @@ def test_sentences_show_the_source_sentence_of_each_shown_edge():
     facts = [e for e in out["evidence"] if e["channel"] == "F"]
     assert [e["text"] for e in facts] == ["Her husband Pierre Curie taught at the Sorbonne."]
     assert facts[0]["title"] == "Marie Curie" and facts[0]["kind"] == "sentences"
-    assert "sentences the selected facts" in autopruned.answer_prompt("q", out["packed_prompt"], "sentences")
+    prompt = autopruned.answer_prompt("q", out["packed_prompt"], "sentences")
+    # sentences and nothing else: the lean reader prompt, no codebook legend, no "[facts]" header
+    assert "passage sentences below" in prompt and "codebook" not in prompt and "[facts]" not in prompt
+    assert "[Marie Curie] Her husband Pierre Curie taught at the Sorbonne." in prompt
+    mixed = out["packed_prompt"] + "\n[known answers]\nPierre Curie | taught at | Sorbonne"
+    assert "codebook" in autopruned.answer_prompt("q", mixed, "sentences")  # stored answers: the legend explains them
     triples = _app(kg, InMemoryStore(), fine_m=1, edges_per_run=1, memorize=False).invoke(
         {"question": "Where did Pierre Curie teach?"})
     assert "Sorbonne" not in " ".join(e["text"] for e in triples["evidence"]) or triples["packed_prompt"] != out["packed_prompt"]
     with pytest.raises(KgmemInputError, match="show must be"):
         _app(kg, InMemoryStore(), show="passages")
+
+
+def _curie_kg(name="budget"):
+    kg = KnowledgeGraph.in_memory(name=name)
+    kg.add_documents([{"title": "Marie Curie", "text": "Marie Curie was a physicist. She was born in Warsaw in 1867. "
+                                                       "Her husband Pierre Curie taught at the Sorbonne."},
+                      {"title": "Pierre Curie", "text": "Pierre Curie was a French physicist. "
+                                                        "Her husband Pierre Curie taught at the Sorbonne."},
+                      {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."}],
+                     model="offline")
+    return kg
+
+
+def test_sentence_budget_fills_the_facts_block_with_the_best_sentences():
+    """sentence_budget: the sentences of the selected runs' passages, best first (here the one
+    closest to the question), each once, up to the budget; a bigger budget adds the rest."""
+    from langgraph_kgmem.llm import count_tokens
+
+    kg = _curie_kg()
+    question = {"question": "Where did Pierre Curie teach?"}
+    opts = {"show": "sentences", "fine_m": 10, "edges_per_run": 1, "memorize": False, "sentence_rankings": ("question",)}
+    small = _app(kg, InMemoryStore(), sentence_budget=20, **opts).invoke(question)
+    facts = [e for e in small["evidence"] if e["channel"] == "F"]
+    assert [e["text"] for e in facts] == ["Her husband Pierre Curie taught at the Sorbonne."]
+    large = _app(kg, InMemoryStore(), sentence_budget=400, **opts).invoke(question)
+    block = large["packed_prompt"].splitlines()[1:]
+    shown = " ".join(block)
+    assert shown.count("Her husband Pierre Curie taught at the Sorbonne.") == 1   # a repeated sentence once
+    assert "She was born in Warsaw in 1867." in shown and "Pierre Curie was a French physicist." in shown
+    # one line per passage, sentences in text order
+    curie = next(x for x in block if x.startswith("[Marie Curie]"))
+    assert curie.index("physicist") < curie.index("Warsaw")
+    mid = _app(kg, InMemoryStore(), sentence_budget=35, **opts).invoke(question)
+    mid_block = mid["packed_prompt"].splitlines()[1:]
+    assert 1 < sum(x.count(". ") + 1 for x in mid_block) < sum(x.count(". ") + 1 for x in block)
+    assert sum(count_tokens(x) + 1 for x in mid_block) <= 35 + len(mid_block)   # within the budget
+
+
+def test_sentence_rankings_choose_what_the_budget_keeps():
+    """sentence_rankings=("passages",): passage order, text order — the best passage's first sentence
+    wins a one-sentence budget; ("question",): the sentence closest to the question."""
+    kg = _curie_kg("rank")
+    question = {"question": "Where did Pierre Curie teach?"}
+    opts = {"show": "sentences", "fine_m": 10, "memorize": False, "sentence_budget": 12}
+    by_q = _app(kg, InMemoryStore(), sentence_rankings=("question",), **opts).invoke(question)
+    by_p = _app(kg, InMemoryStore(), sentence_rankings=("passages",), **opts).invoke(question)
+    assert "taught at the Sorbonne" in by_q["packed_prompt"]
+    first = by_p["packed_prompt"].splitlines()[1]
+    assert len([e for e in by_p["evidence"] if e["channel"] == "F"]) == 1
+    assert first.endswith(("Marie Curie was a physicist.", "Pierre Curie was a French physicist."))
+    with pytest.raises(KgmemInputError, match="sentence_budget needs show"):
+        _app(kg, InMemoryStore(), sentence_budget=100)
+    with pytest.raises(KgmemInputError, match="sentence_rankings"):
+        _app(kg, InMemoryStore(), show="sentences", sentence_budget=100, sentence_rankings=("bm25",))
+    with pytest.raises(KgmemInputError, match="sentence_budget"):
+        _app(kg, InMemoryStore(), show="sentences", sentence_budget=0)
+
+
+def test_sentence_bridges_bring_the_named_passages_best_sentence():
+    """A bridge question: the film's sentence names the actress; with bridges her passage's sentence
+    closest to the question follows it even where other sentences are closer to the question."""
+    kg = KnowledgeGraph.in_memory(name="bridge")
+    kg.add_documents([
+        {"title": "Kiss and Tell (1945 film)", "text": "Kiss and Tell is a film in which Shirley Temple portrayed Corliss Archer."},
+        {"title": "Meet Corliss Archer", "text": "Corliss Archer is a woman in the film and radio series. "
+                                           "The radio series about Corliss Archer held the position for years."},
+        {"title": "Shirley Temple", "text": "Shirley Temple was an American actress. "
+                                           "She served as Chief of Protocol of the United States."}], model="offline")
+    question = {"question": "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"}
+    opts = {"show": "sentences", "fine_m": 10, "memorize": False, "sentence_budget": 60}
+    with_b = _app(kg, InMemoryStore(), **opts).invoke(question)["packed_prompt"]
+    without = _app(kg, InMemoryStore(), sentence_bridges=False, **opts).invoke(question)["packed_prompt"]
+    assert "Shirley Temple portrayed Corliss Archer" in with_b and "[Shirley Temple]" in with_b
+    assert "[Meet Corliss Archer]" in without and "[Shirley Temple]" not in without  # closest to the question first
+    assert "[Meet Corliss Archer]" not in with_b
+    assert autopruned._title_pattern("Kiss and Tell (1945 film)").search("the film kiss and tell, a comedy")
+    assert not autopruned._title_pattern("Kiss and Tell (1945 film)").search("kiss and telling")
+    assert autopruned._title_pattern("It") is None   # too short to name a subject
 
 
 def test_split_sentences_keeps_offsets_and_closing_quotes():

@@ -320,6 +320,26 @@ def test_autopruned_variants_have_explicit_options():
     opts = {n: reg.get(n).options for n in ("autopruned", "autopruned-m5", "autopruned-pruned")}
     assert [(o["fine_m"], o["edges_per_run"], o["phrase_facts"]) for o in opts.values()] == [
         (20, None, "always"), (5, None, "always"), (10, 1, "always")]
+    from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET
+
+    sentences = reg.get("autopruned-sentences").options
+    assert {k: sentences[k] for k in SENTENCES_PRESET} == SENTENCES_PRESET and sentences["phrase_facts"] == "always"
+
+
+def test_autopruned_sentences_preset_answers_from_sentences_within_its_budget():
+    from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET
+
+    reg = discover()
+    q = datasets.load_questions(str(FIXTURE))[0]
+    adapter = reg.get("autopruned-sentences")
+    ctx = make_ctx(q.passages)
+    adapter.setup(ctx)
+    out = ctx.cache["autopruned-sentences"].invoke({"question": q.question})
+    assert out["encoding"] == "sentences" and 0 < out["prompt_tokens_packed"] <= SENTENCES_PRESET["sentence_budget"] + 10   # + the [facts] header
+    res = adapter.run(ctx, runner.blinded(q), "offline")
+    assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > out["prompt_tokens_packed"]
+    assert res.retrieved_titles
+    ctx.kg.close()
 
 
 def test_unknown_corpus_mode_is_an_error(bench_cache):
@@ -334,3 +354,23 @@ def test_unknown_corpus_mode_is_an_error(bench_cache):
 def test_markdown_table_takes_any_columns():
     table = metrics.markdown_table([{"a": 1.23456, "b": None}], ["a", ("b", "B")])
     assert table.splitlines() == ["| a | B |", "|---|---|", "| 1.235 | – |"]
+
+
+def test_apr_curve_measures_dense_k_and_apr_settings_side_by_side():
+    """benchlib.apr_curve: per question and point, prompt tokens, answer in prompt and gold coverage;
+    dense top-k prompts grow with k; a sentence_budget setting stays near its budget."""
+    from benchlib import apr_curve
+
+    qs = datasets.load_questions(str(FIXTURE))
+    kg = offline_kg([p for q in qs for p in q.passages])
+    _, store = kg.persistence()
+    settings = {n: apr_curve.SETTINGS[n] for n in ("apr-pruned", "sb100-m10-q")}
+    per_point = apr_curve.measure(kg, store, qs, settings=settings, hipporag2=True, log=lambda *_: None)
+    rows = {r["point"]: r for r in apr_curve.summarize(per_point)}
+    assert set(rows) == {"dense-1", "dense-2", "dense-3", "dense-5", "hipporag2-prompt", "apr-pruned", "sb100-m10-q"}
+    assert all(r["questions"] == len(qs) for r in rows.values())
+    dense = [rows[f"dense-{k}"]["prompt_tokens"] for k in apr_curve.DENSE_K]
+    assert dense == sorted(dense) and rows["hipporag2-prompt"]["prompt_tokens"] > rows["dense-5"]["prompt_tokens"]
+    assert all(0.0 <= r["answer_in_prompt"] <= 1.0 and 0.0 <= r["gold_coverage"] <= 1.0 for r in rows.values())
+    assert rows["sb100-m10-q"]["prompt_tokens"] < rows["dense-5"]["prompt_tokens"]
+    kg.close()

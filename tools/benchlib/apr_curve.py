@@ -63,7 +63,27 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "sent-b330-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5,
                       "max_prompt_tokens": 330},
     "sent-m20-e1-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5},
+    # sentence_budget: the best sentences of the selected runs' passages up to a token budget
+    "sb100-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 100},
+    "sb150-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 150},
+    "sb200-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200},
+    "sb250-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 250},
+    "sb200-m20": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200},
+    "sb250-m20": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "sentence_budget": 250},
+    "sb200-m10-q": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
+                    "sentence_rankings": ("question",)},
+    "sb200-m10-qp": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
+                     "sentence_rankings": ("question", "passages")},
+    "sb200-m10-qe": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
+                     "sentence_rankings": ("question", "edges")},
 }
+# question cosine alone (sb<budget>-m<M>-q)
+SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b,
+                                   "sentence_rankings": ("question",)}
+                 for b in (100, 120, 150, 200, 250, 300, 400, 500) for m in (5, 10, 20)})
+# the same without bridges (sb<budget>-m<M>-q-nob)
+SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
+                 if name.endswith("-q")})
 
 HIPPORAG2_STYLE = """As a careful reading assistant, you read the passages below and answer the question.
 Think step by step about which passages matter, then give the final answer after "Answer:" as a short
@@ -169,10 +189,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dataset", default="hotpotqa")
     ap.add_argument("--questions", type=int, default=None)
     ap.add_argument("--embeddings", default="local")
+    ap.add_argument("--stem-path", default=None, help="folder holding STEM's normalized.jsonl and stem_corpus_chunks.jsonl")
     ap.add_argument("--settings", default=None, help="comma-separated AutoPrunedRetriever settings (default: all)")
     ap.add_argument("--hipporag2", action="store_true", help="add the HippoRAG 2 style reader prompt point")
     ap.add_argument("--json", default=None, help="write the per-question rows and the summary here")
     args = ap.parse_args(argv)
+    if args.stem_path:
+        import os
+
+        from benchlib.datasets import STEM_ENV
+
+        os.environ[STEM_ENV] = args.stem_path
     emb = get_embeddings(args.embeddings)
     qs = load_questions(args.dataset, args.questions, None)
     built = corpora.build_corpus(pooled_passages(args.dataset, qs), emb, log=print)

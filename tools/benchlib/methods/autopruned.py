@@ -1,6 +1,7 @@
 """Bench adapters ``autopruned`` (M = 20 runs, the paper's default), ``autopruned-m5`` (the 5
-best runs) and ``autopruned-pruned`` (the 10 best runs, each pruned to its one edge closest to the
-question: ``edges_per_run=1``) for ``langgraph_kgmem.graphs.autopruned``, on the pooled corpus.
+best runs), ``autopruned-pruned`` (the 10 best runs, each pruned to its one edge closest to the
+question: ``edges_per_run=1``) and ``autopruned-sentences`` (``SENTENCES_PRESET``: the sentences
+of the 10 best runs' passages closest to the question, 200 tokens at most) for ``langgraph_kgmem.graphs.autopruned``, on the pooled corpus.
 
 Setup indexes the whole KG into the codebook once (with ``phrase_facts="always"``: the offline
 extractor's relation edges miss most lower-case content words, so every chunk's phrase triples
@@ -26,7 +27,7 @@ from typing import Any, Literal
 from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, titles_of, with_offline_answer_prompt
 from benchlib.passage_rag import passage_oracle
 
-from langgraph_kgmem.graphs.autopruned import answer_prompt, create_autopruned_graph, sync_codebook
+from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET, answer_prompt, create_autopruned_graph, sync_codebook
 from langgraph_kgmem.memory.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
 
 
@@ -43,12 +44,12 @@ class AutoPrunedAdapter:
     def __init__(self, name: str, *, fine_m: int = 20, edges_per_run: int | None = None,
                  phrase_facts: Literal["uncovered", "always", "never"] = "always",
                  max_prompt_tokens: int | None = None, dense_fusion: bool = True,
-                 in_default_run: bool = True) -> None:
+                 in_default_run: bool = True, **graph_options: Any) -> None:
         self.name = name
         self.in_default_run = in_default_run
         self.options: dict[str, Any] = {"extraction": "offline", "fine_m": fine_m, "edges_per_run": edges_per_run,
                                         "phrase_facts": phrase_facts, "max_prompt_tokens": max_prompt_tokens,
-                                        "dense_fusion": dense_fusion}
+                                        "dense_fusion": dense_fusion, **graph_options}
 
     def setup(self, ctx: BenchContext) -> None:
         ctx.cache["apr_size"] = sync_codebook(ctx.kg, ctx.store, phrase_facts=self.options["phrase_facts"])
@@ -86,6 +87,8 @@ ADAPTERS = [AutoPrunedAdapter("autopruned", fine_m=20),                 # M = 20
             AutoPrunedAdapter("autopruned-m5", fine_m=5),               # compact: 5 best runs
             # pruned: the 10 best runs, each cut to its one edge closest to the question
             AutoPrunedAdapter("autopruned-pruned", fine_m=10, edges_per_run=1),
+            # the compact reader preset: the sentences closest to the question, 200 tokens at most
+            AutoPrunedAdapter("autopruned-sentences", in_default_run=False, **SENTENCES_PRESET),
             # the fine ranking alone (no dense seeding or fusion): the paper's run order
             AutoPrunedAdapter("autopruned-nofusion", fine_m=20, dense_fusion=False, in_default_run=False)]
 
