@@ -726,3 +726,21 @@ def test_consolidation_never_merges_entities_that_differ_in_a_number():
     assert book.resolve_entity(ids[1]) == ids[0]            # same number: merged
     assert book.resolve_entity(ids[2]) == ids[2]            # another number: never
     assert report["over_budget"] >= 1
+
+
+def test_chunk_to_fact_run_map_survives_question_runs_and_follows_fact_runs():
+    # the map is rebuilt over every fact run: memorizing a question and its answer must not do it
+    book = Codebook("cr")
+    e = book.add_edge("Ada", "wrote", "Notes")
+    book.add_run("F", [e], chunks=["c1"])
+    rt = autopruned._Runtime(None, "offline", None, {})
+    first = rt.chunk_runs(book)
+    assert first == {"c1": ["F1"]}
+    book.add_run("Q", [e], text="Who wrote Notes?")
+    book.add_run("A", [e], text="Ada")
+    assert rt.chunk_runs(book) is first
+    book.add_run("F", [e], chunks=["c2"])
+    assert rt.chunk_runs(book) == {"c1": ["F1"], "c2": ["F4"]}
+    book.remove_run("F1")
+    assert rt.chunk_runs(book) == {"c2": ["F4"]}
+    assert autopruned._Runtime(None, "offline", None, {}).chunk_runs(Codebook("other")) == {}

@@ -367,13 +367,14 @@ class _Runtime:
         self._sentences: dict[str, list[tuple[int, str]]] = {}
         self._sentence_vectors: dict[str, np.ndarray] = {}
         self._sentences_at: int | None = None
-        self._chunk_runs: tuple[Any, tuple[int, int, int], dict[str, list[str]]] | None = None
+        self._chunk_runs: tuple[Any, int, dict[str, list[str]]] | None = None
 
     def chunk_runs(self, book: Codebook) -> dict[str, list[str]]:
-        """Chunk id → the ids of the fact runs indexed from it (rebuilt when runs were added,
-        removed or the codebook reloaded)."""
+        """Chunk id → the ids of the fact runs indexed from it (rebuilt when a fact run was added,
+        removed or re-pointed, or the codebook reloaded; the question and answer runs each
+        question memorizes leave it as it is)."""
         hit = self._chunk_runs
-        stamp = (book.revision, book.run_counter, len(book.runs))
+        stamp = book.fact_runs_changed
         if hit is None or hit[0] is not book or hit[1] != stamp:
             out: dict[str, list[str]] = {}
             for run in book.runs_of("F"):

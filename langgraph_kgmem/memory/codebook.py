@@ -227,6 +227,7 @@ class Codebook:
         self.indexed_docs: dict[str, list[str]] = {}   # doc id → its F run ids
         self.run_counter = 0
         self.revision = 0
+        self.fact_runs_changed = 0           # bumped when a fact run comes, goes or its chunks change
         self.checked_entities = 0            # layer-1 consolidation has compared entities below this id
         self.history: list[dict[str, int]] = []
         self._dirty: dict[str, set[int]] = {"E": set(), "R": set(), "M": set(), "runs": set()}
@@ -347,6 +348,7 @@ class Codebook:
         self._by_channel[channel][run.id] = None
         self._by_seq[run.seq] = run.id
         self._index_new.append(run.id)
+        self.fact_runs_changed += channel == "F"
         self.touch_run(run)
         return run
 
@@ -361,6 +363,7 @@ class Codebook:
             self._by_seq.pop(run.seq, None)
             self._dirty["runs"].add(run.seq // PAGE)
             self._index_cache = None
+            self.fact_runs_changed += run.channel == "F"
 
     def runs_of(self, channel: Channel) -> list[Run]:
         return [self.runs[r] for r in self._by_channel[channel]]
@@ -402,6 +405,7 @@ class Codebook:
                         self.remove_run(rid)
                     elif run is not None:
                         run.chunks = [c for c in run.chunks if kg.node(c) is not None]
+                        self.fact_runs_changed += 1
                         run.doc = owner[rid]
                         self.touch_run(run)
         todo = [d for d in (documents if documents is not None else known)
@@ -769,6 +773,7 @@ class Codebook:
             if keep_id != run.id:  # an identical fact run: keep one, union the provenance
                 target = self.runs[keep_id]
                 target.chunks = list(dict.fromkeys(target.chunks + run.chunks))
+                self.fact_runs_changed += 1
                 self.touch_run(target)
                 if run.doc in self.indexed_docs:
                     self.indexed_docs[run.doc] = [keep_id if x == run.id else x for x in self.indexed_docs[run.doc]]
