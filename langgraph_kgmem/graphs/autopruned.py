@@ -884,7 +884,6 @@ def _title_pattern(title: str) -> re.Pattern[str] | None:
     return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", re.I)
 
 
-
 def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequence[str], shown: Mapping[str, list[int]],
                       cache: dict[str, list[tuple[int, str]]], vectors: dict[str, np.ndarray], budget: int,
                       rankings: Sequence[str] = SENTENCE_RANKINGS, bridges: bool = True) -> list[dict[str, Any]]:
