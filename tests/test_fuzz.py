@@ -116,8 +116,6 @@ def test_fence_cannot_be_closed_by_its_text():
 
 
 def test_kgirag_plan_out_of_bounds_takes_the_fallback(text_kg=None):
-    import time
-
     from langgraph_kgmem.graphs.kgirag import MAX_TRIP_HOURS
 
     kg, question, _ = method_case("kgirag", None)
@@ -133,9 +131,7 @@ def test_kgirag_plan_out_of_bounds_takes_the_fallback(text_kg=None):
 
         from langgraph_kgmem.testing import ScriptedChatModel
 
-        t0 = time.perf_counter()
         out = compile_method("kgirag", kg, model=ScriptedChatModel(responder=responder)).invoke({"question": question})
-        assert time.perf_counter() - t0 < 5
         assert [f["step"] for f in out["usage"]["fallbacks"]] == ["plan_query"]
         assert out["plan"]["hours"] <= MAX_TRIP_HOURS and out["plan"]["time"].startswith("2024")
 

@@ -132,15 +132,11 @@ def test_add_documents_with_scripted_model_counts_usage(kg):
 
 
 def test_deeply_nested_output_is_malformed_not_a_crash():
-    import time
-
     from langgraph_kgmem.llm import MalformedOutput
 
-    t0 = time.perf_counter()
     for text in ("[" * 100_000, '{"a":' * 50_000, "x " + "{[" * 20_000, "[" * 5_000 + "]" * 5_000):
-        with pytest.raises(MalformedOutput):
+        with pytest.raises(MalformedOutput):   # refused, not a RecursionError (no wall-clock bound: testing contract)
             parse_json_object(text)
-    assert time.perf_counter() - t0 < 2.0
     model = ScriptedChatModel(responses=["[" * 100_000, '{"node_id": "n1"}'])
     d, usage = decide(model, Pick, "choose", step="pick", offline=lambda: Pick(node_id="safe"))
     assert d.node_id == "n1" and usage["llm_calls"] == 2
