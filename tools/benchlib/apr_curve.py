@@ -33,7 +33,7 @@ import numpy as np
 
 from benchlib import corpus as corpora
 from benchlib.api import answer_prompt, oracle_answer, titles_of
-from benchlib.datasets import load_questions, pooled_passages
+from benchlib.datasets import load_questions, pooled_passages, use_stem_path
 from benchlib.metrics import markdown_table
 from benchlib.passage_rag import passage_table, top_indices
 
@@ -63,21 +63,14 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "sent-b330-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5,
                       "max_prompt_tokens": 330},
     "sent-m20-e1-cov": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "cover_weight": 0.5},
-    # sentence_budget: the best sentences of the selected runs' passages up to a token budget
-    "sb100-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 100},
-    "sb150-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 150},
-    "sb200-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200},
-    "sb250-m10": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 250},
-    "sb200-m20": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200},
-    "sb250-m20": {"fine_m": 20, "edges_per_run": 1, "show": "sentences", "sentence_budget": 250},
-    "sb200-m10-q": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
-                    "sentence_rankings": ("question",)},
+    # sentence_budget, the sentences ranked by question cosine fused with the shown edges' sentences
+    # ("qe") or with passage order ("qp"); the question cosine alone is the sb<budget>-m<M>-q family below
     "sb200-m10-qp": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
                      "sentence_rankings": ("question", "passages")},
     "sb200-m10-qe": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
                      "sentence_rankings": ("question", "edges")},
 }
-# question cosine alone (sb<budget>-m<M>-q)
+# sentence_budget with the question cosine alone (the default ranking): sb<budget>-m<M>-q
 SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b,
                                    "sentence_rankings": ("question",)}
                  for b in (100, 120, 150, 200, 250, 300, 400, 500) for m in (5, 10, 20)})
@@ -194,12 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hipporag2", action="store_true", help="add the HippoRAG 2 style reader prompt point")
     ap.add_argument("--json", default=None, help="write the per-question rows and the summary here")
     args = ap.parse_args(argv)
-    if args.stem_path:
-        import os
-
-        from benchlib.datasets import STEM_ENV
-
-        os.environ[STEM_ENV] = args.stem_path
+    use_stem_path(args.stem_path)
     emb = get_embeddings(args.embeddings)
     qs = load_questions(args.dataset, args.questions, None)
     built = corpora.build_corpus(pooled_passages(args.dataset, qs), emb, log=print)

@@ -56,6 +56,13 @@ def bench_data_dir() -> Path:
     return Path(env) if env else REPO_ROOT / "benchmarks" / "data"
 
 
+def use_stem_path(path: str | None) -> None:
+    """``--stem-path``: where STEM lives, set in the environment so that ``--fresh-process``
+    workers and every later :func:`stem_dir` see it too (nothing when ``path`` is empty)."""
+    if path:
+        os.environ[STEM_ENV] = path
+
+
 def stem_dir() -> Path:
     """The folder holding STEM's ``normalized.jsonl`` and ``stem_corpus_chunks.jsonl``."""
     env = os.environ.get(STEM_ENV)

@@ -33,8 +33,8 @@ from typing import Any, Sequence
 
 from benchlib import corpus as corpora
 from benchlib.api import BenchContext, BenchQuestion
-from benchlib.datasets import (DATASETS, REPO_ROOT, STEM_ENV, DatasetError, dataset_label, is_qa_dataset,
-                               load_questions, pooled_passages, supports_per_question)
+from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset,
+                               load_questions, pooled_passages, supports_per_question, use_stem_path)
 from benchlib.metrics import QuestionOutcome, aggregate, markdown_table
 from benchlib.registry import Registry, UnknownMethodError, discover, supports
 
@@ -419,8 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
-    if args.stem_path:  # the environment carries it to --fresh-process workers too
-        os.environ[STEM_ENV] = args.stem_path
+    use_stem_path(args.stem_path)
     reg = discover()
     for mod, err in sorted(reg.broken.items()):
         log(f"WARNING: methods/{mod}.py not registered: {err}")
