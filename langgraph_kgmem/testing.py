@@ -197,6 +197,21 @@ def scripted_extraction_model(latency: float = 0.0) -> ScriptedChatModel:
     return ScriptedChatModel(responder=responder, latency=latency, model_name="scripted-extraction")
 
 
+def failing_then(errors: Sequence[BaseException], reply: Reply) -> Callable[[Any, Any], Reply]:
+    """A ``ScriptedChatModel`` responder that raises each of ``errors`` in turn (one per call), then
+    answers ``reply`` every time: a provider that times out or rate-limits before it recovers, for
+    testing retry policies and fallbacks."""
+    pending = iter(list(errors))
+
+    def responder(messages: Any, request: Any) -> Reply:
+        exc = next(pending, None)
+        if exc is not None:
+            raise exc
+        return reply
+
+    return responder
+
+
 class ProviderError(RuntimeError):
     """What a hosted model's client raises on a failed request (HTTP 5xx, overload ...)."""
 
@@ -414,5 +429,5 @@ class HostileChatModel(BaseChatModel):
         return super().with_structured_output(schema, include_raw=include_raw, **kwargs)
 
 
-__all__ = ["ScriptedChatModel", "scripted_extraction_model", "HostileChatModel", "HOSTILE_KINDS", "ProviderError", "DeterministicEmbeddings",
+__all__ = ["ScriptedChatModel", "scripted_extraction_model", "failing_then", "HostileChatModel", "HOSTILE_KINDS", "ProviderError", "DeterministicEmbeddings",
            "HashingEmbeddings", "ScriptExhausted"]

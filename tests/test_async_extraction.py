@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.llm import adecide, decide, transient_model_error, with_retry_policy
-from langgraph_kgmem.testing import HOSTILE_KINDS, HostileChatModel, ScriptedChatModel, scripted_extraction_model
+from langgraph_kgmem.testing import (HOSTILE_KINDS, HostileChatModel, ScriptedChatModel, failing_then,
+                                     scripted_extraction_model)
 
 DOCS = [{"id": f"d{i}", "title": f"Doc {i}",
          "text": f"Ada Lovelace met Charles Babbage in London {i}. Grace Hopper visited Boston and Harvard."}
@@ -95,14 +96,7 @@ def test_a_failed_async_extraction_leaves_nothing_half_written():
 def test_adecide_waits_its_backoff_on_the_loop_not_in_a_blocking_sleep(monkeypatch):
     import langgraph_kgmem.llm as llm
 
-    fails = iter([TimeoutError("t1"), TimeoutError("t2")])
-
-    def responder(messages, request):
-        exc = next(fails, None)
-        if exc is not None:
-            raise exc
-        return '{"node_id": "n1"}'
-
+    responder = failing_then([TimeoutError("t1"), TimeoutError("t2")], '{"node_id": "n1"}')
     waits = []
     real_sleep = asyncio.sleep
 

@@ -12,7 +12,7 @@ from langgraph_kgmem.errors import ConfigurationError
 from langgraph_kgmem.graphs.registry import METHODS
 from langgraph_kgmem.llm import (DEFAULT_RETRY_POLICY, decide, generate, model_label, resolve_model,
                                  transient_model_error, with_retry_policy)
-from langgraph_kgmem.testing import HOSTILE_KINDS, HostileChatModel, ProviderError, ScriptedChatModel
+from langgraph_kgmem.testing import HOSTILE_KINDS, HostileChatModel, ProviderError, ScriptedChatModel, failing_then
 
 NO_WAIT = RetryPolicy(initial_interval=0.0, jitter=False, max_attempts=3, retry_on=transient_model_error)
 
@@ -38,14 +38,7 @@ def test_transient_errors_are_told_apart(exc, transient):
 
 
 def test_a_retry_policy_repeats_transient_errors_and_counts_every_attempt():
-    fails = iter([TimeoutError("t1"), RateLimitError("429")])
-
-    def responder(messages, request):
-        exc = next(fails, None)
-        if exc is not None:
-            raise exc
-        return '{"node_id": "n1"}'
-
+    responder = failing_then([TimeoutError("t1"), RateLimitError("429")], '{"node_id": "n1"}')
     d, usage = decide(with_retry_policy(ScriptedChatModel(responder=responder), NO_WAIT), Pick, "choose", step="pick",
                       offline=lambda: Pick(node_id="safe"))
     assert d.node_id == "n1" and usage["llm_calls"] == 3 and not usage["fallbacks"]
