@@ -14,6 +14,7 @@ import pytest
 from method_cases import compile_method
 
 from langgraph_kgmem import KnowledgeGraph
+from langgraph_kgmem.kg.graph import MEMORY_DB_FILE
 from langgraph_kgmem.memory import EdgeMemory, RecordMemory
 from langgraph_kgmem.memory.codebook import Codebook
 from tests.conftest import SAMPLE_DOCS
@@ -50,13 +51,12 @@ WORKER = """
     if target.startswith("postgresql://"):
         kg = KnowledgeGraph.open(target, name="shared", embeddings="hash")
         _, store = kg.persistence()
-    else:   # an embedded KG per process, built the same way, over one shared SqliteStore file
-        import sqlite3
-        from langgraph.store.sqlite import SqliteStore
+    else:   # an embedded KG per process, built the same way, over one shared SQLite memory file
+        from pathlib import Path
+        from langgraph_kgmem.kg.graph import open_persistence
         kg = KnowledgeGraph.in_memory(name="shared")
         kg.add_documents(SAMPLE_DOCS, model="offline")
-        store = SqliteStore(sqlite3.connect(store_file, check_same_thread=False, isolation_level=None))
-        store.setup()
+        _, store = open_persistence(Path(store_file))
     app = compile_method(method, kg, store=store)
     written = 0
     for q in questions:
@@ -117,12 +117,41 @@ def test_three_processes_store_every_autopruned_question_run_on_one_sqlite_store
 
     from langgraph.store.sqlite import SqliteStore
 
-    db = str(tmp_path / "memory.sqlite")
     qs = _questions(30)
-    _run_workers("embedded", "autopruned", [qs[0::3], qs[1::3], qs[2::3]], store_file=db)
-    store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
+    _run_workers("embedded", "autopruned", [qs[0::3], qs[1::3], qs[2::3]], store_file=str(tmp_path))
+    store = SqliteStore(sqlite3.connect(str(tmp_path / MEMORY_DB_FILE), check_same_thread=False, isolation_level=None))
     assert _stored_question_runs(store, "shared") == _serial_question_runs(qs)
     assert not Codebook.load(store, "shared").validate()
+
+
+OPENER = """
+    import sys, time
+    from pathlib import Path
+    from langgraph_kgmem.kg.graph import open_persistence
+    time.sleep(max(0.0, float(sys.argv[2]) - time.time()))   # every process starts at one instant
+    saver, store = open_persistence(Path(sys.argv[1]))
+    store.put(("opened",), sys.argv[3], {"ok": True})
+"""
+
+
+@pytest.mark.integration
+def test_processes_opening_one_new_sqlite_memory_at_once_all_set_it_up(tmp_path):
+    """LangGraph's SQLite setup inserts its migration rows unguarded: processes setting up one new
+    database at once collide (UNIQUE constraint failed: store_migrations.v) unless serialised."""
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = str(time.time() + 4.0)
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(OPENER), str(tmp_path), start, str(i)],
+                              env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(8)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-3000:]
+    from langgraph_kgmem.kg.graph import open_persistence
+
+    _, store = open_persistence(tmp_path)
+    assert {item.key for item in store.search(("opened",), limit=20)} == {str(i) for i in range(8)}
 
 
 @pytest.mark.integration

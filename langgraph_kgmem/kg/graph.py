@@ -38,6 +38,7 @@ from langgraph_kgmem.kg.postgres import is_postgres_uri
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex, check_vectors
+from langgraph_kgmem.memory.locks import sqlite_setup_lock
 from langgraph_kgmem.tracing import traced
 
 DB_FILE = "kg.sqlite"
@@ -1195,8 +1196,9 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
     async with AsyncSqliteSaver.from_conn_string(db) as saver, AsyncSqliteStore.from_conn_string(db) as store:
-        await saver.setup()
-        await store.setup()
+        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+            await saver.setup()
+            await store.setup()
         yield saver, store
 
 
@@ -1256,7 +1258,8 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
-    saver.setup()
     store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
-    store.setup()
+    with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+        saver.setup()
+        store.setup()
     return saver, store
