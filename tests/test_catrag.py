@@ -136,8 +136,14 @@ def test_weights_never_leak_into_the_graph_or_the_next_query(kg, store, sample_d
     from langgraph.store.memory import InMemoryStore
 
     alone = run(fresh, InMemoryStore(), Q2, model=ScriptedChatModel(responder=responder(score=8)))
-    assert second["passages"] == alone["passages"]
-    assert second["ppr"]["top_nodes"] == alone["ppr"]["top_nodes"]
+    # (the fresh KG is embedded SQLite; a PostgreSQL KG's sums may differ in the last float digit)
+    for got, want in ((second["passages"], alone["passages"]),
+                      ([{"id": i, "ppr": v} for i, v in second["ppr"]["top_nodes"]],
+                       [{"id": i, "ppr": v} for i, v in alone["ppr"]["top_nodes"]])):
+        assert [p["id"] for p in got] == [p["id"] for p in want]
+        numbers = [[v for k, v in sorted(p.items()) if k != "id"] for p in want]
+        assert [[v for k, v in sorted(p.items()) if k != "id"] for p in got] == \
+            [pytest.approx(n, rel=1e-6, abs=1e-7) for n in numbers]
 
 
 def test_pruning_changes_the_walk(kg, store):

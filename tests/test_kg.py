@@ -306,3 +306,57 @@ def test_empty_kind_filters_mean_nothing_not_everything(kg):
     seeds = {n.id: 1.0 for n in kg.nodes("entity")[:1]}
     assert kg.ppr(seeds, node_kinds=[]) == []
     assert kg.ppr(seeds)  # a plain call after it still ranks every node
+
+
+def _chunk_vectors(g: KnowledgeGraph) -> dict[str, np.ndarray]:
+    ids, mat = g.vector_matrix(("chunk",))
+    return {g.node(i).text: v for i, v in zip(ids, mat)}
+
+
+def _unit(g: KnowledgeGraph, text: str) -> np.ndarray:
+    v = np.asarray(g.embeddings.embed_documents([text])[0], dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_a_new_kg_embeds_each_chunk_with_its_documents_title(make_kg):
+    g = make_kg("titled")
+    g.add_documents([{"title": "Marie Curie", "text": "She was born in Warsaw in 1867."},
+                     "Warsaw is the capital of Poland."], model="offline")
+    assert g.stats()["passage_text"] == "title+text"
+    vecs = _chunk_vectors(g)
+    assert np.allclose(vecs["She was born in Warsaw in 1867."], _unit(g, "Marie Curie\nShe was born in Warsaw in 1867."))
+    # an untitled document's chunk: the extractor's title (its own first words) is shown, not embedded
+    assert np.allclose(vecs["Warsaw is the capital of Poland."], _unit(g, "Warsaw is the capital of Poland."))
+    g.add_triples([["Pierre Curie", "married", "Marie Curie"]], text="He married her in 1895.", title="Pierre Curie")
+    assert np.allclose(_chunk_vectors(g)["He married her in 1895."], _unit(g, "Pierre Curie\nHe married her in 1895."))
+
+
+def test_a_kg_created_before_titles_were_embedded_keeps_embedding_chunk_text_alone(tmp_path):
+    import sqlite3
+
+    from langgraph_kgmem.kg.migrate import migrate
+
+    g = KnowledgeGraph.open(tmp_path / "old", embeddings="hash", vector_backend="memory")
+    g.add_documents([{"title": "Marie Curie", "text": "She was born in Warsaw in 1867."}], model="offline")
+    g.close()
+    with sqlite3.connect(tmp_path / "old" / "kg.sqlite") as conn:   # as a KG written before the setting
+        conn.execute("DELETE FROM meta WHERE key='passage_text'")
+    g = KnowledgeGraph.open(tmp_path / "old", embeddings="hash", vector_backend="memory")
+    try:
+        assert g.stats()["passage_text"] == "text"
+        g.add_documents([{"title": "Pierre Curie", "text": "He married her in 1895."}], model="offline")
+        assert np.allclose(_chunk_vectors(g)["He married her in 1895."], _unit(g, "He married her in 1895."))
+    finally:
+        g.close()
+    migrate(tmp_path / "old", tmp_path / "new", embeddings="hash")   # vectors copied as stored: the setting too
+    g = KnowledgeGraph.open(tmp_path / "new", embeddings="hash", create=False)
+    try:
+        assert g.stats()["passage_text"] == "text"
+        g.add_documents([{"title": "Warsaw", "text": "It lies on the Vistula."}], model="offline")
+        assert np.allclose(_chunk_vectors(g)["It lies on the Vistula."], _unit(g, "It lies on the Vistula."))
+    finally:
+        g.close()
+    with sqlite3.connect(tmp_path / "new" / "kg.sqlite") as conn:
+        conn.execute("UPDATE meta SET value='summary' WHERE key='passage_text'")
+    with pytest.raises(KgmemInputError, match="passage_text 'summary'"):
+        KnowledgeGraph.open(tmp_path / "new", embeddings="hash", create=False)

@@ -617,10 +617,11 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             kept, encoded, best, tokens = pack(set())
             budget = opts["max_prompt_tokens"]
             if budget is not None and tokens[best] > budget:
-                # drop the weakest runs (lowest score, newest first) until the codebook fits, keeping
-                # at least one; tokens only grow with runs, so the fewest drops are found by bisection
-                weakest = [r for _, _, r in sorted((scores.get(r, 0.0), -book.runs[r].seq, r)
-                                                    for rs in selected.values() for r in rs)]
+                # drop the weakest runs (lowest score; on a tie, the one its channel selected later,
+                # then the newest) until the codebook fits, keeping at least one; tokens only grow
+                # with runs, so the fewest drops are found by bisection
+                weakest = [r for *_, r in sorted((scores.get(r, 0.0), -i, -book.runs[r].seq, r)
+                                                  for rs in selected.values() for i, r in enumerate(rs))]
                 lo, hi = 1, len(weakest) - 1          # runs to drop; hi leaves the strongest alone
                 result = pack(set(weakest[:hi]))      # kept even if one run alone is over budget
                 while lo < hi:

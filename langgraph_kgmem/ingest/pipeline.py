@@ -277,7 +277,10 @@ class _Writer:
         ids = sorted({self._resolved[n] for n in names if n in self._resolved})
         self.kg.graph_store.add_sources(ids, [], self.doc_id)
 
-    def write_chunk(self, index: int, text: str | None, extraction: Extraction, *, title: str) -> dict[str, str]:
+    def write_chunk(self, index: int, text: str | None, extraction: Extraction, *, title: str,
+                    generated_title: bool = False) -> dict[str, str]:
+        """The chunk, its anchor and their edges; ``generated_title``: ``title`` is the extractor's,
+        not the document's (shown, never embedded with the passage)."""
         kg = self.kg
         names = _names(extraction)
         ids = self.resolve_entities(names)
@@ -287,7 +290,9 @@ class _Writer:
         chunk_id = anchor_id = None
         if text is not None:
             chunk_id, anchor_id = chunk_node_ids(self.doc_id, index)
-            attrs = {"doc_id": self.doc_id, "index": index, "title": title}
+            attrs: dict[str, Any] = {"doc_id": self.doc_id, "index": index, "title": title}
+            if generated_title:
+                attrs["generated_title"] = True
             chunk_nodes = [Node(chunk_id, "chunk", text, dict(attrs)), Node(anchor_id, "anchor", extraction.title or title, dict(attrs))]
             kg.add_nodes(chunk_nodes, source=self.doc_id)
             edges.append(Edge(edge_id(anchor_id, chunk_id, "anchor_chunk"), anchor_id, chunk_id, "anchor_chunk"))
@@ -341,16 +346,21 @@ def _names(extraction: Extraction) -> list[str]:
     return extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)]
 
 
-def _texts_to_embed(chunks: Sequence[str], extractions: Sequence[Extraction]) -> tuple[list[str], list[str]]:
-    """Everything a document's write will embed — passages, and short texts (titles, names, facts) —
-    so each goes to the model in one batched call (fact texts use the names as extracted; a merged
-    entity's fact is embedded on its own)."""
+def _texts_to_embed(kg: "KnowledgeGraph", docs: Sequence[tuple[SourceDocument, Sequence[str], Sequence[Extraction]]]
+                    ) -> tuple[list[str], list[str]]:
+    """Everything the documents' writes will embed — passages (as the KG embeds a chunk: see
+    ``KnowledgeGraph.passage_embedding_text``), and short texts (titles, names, facts) — so each goes
+    to the model in one batched call (fact texts use the names as extracted; a merged entity's fact
+    is embedded on its own)."""
+    passages: list[str] = []
     short: list[str] = []
-    for ex in extractions:
-        short.append(ex.title)
-        short.extend(e.strip() for e in ex.entities)
-        short.extend(t.text() for t in ex.triples)
-    return list(chunks), short
+    for src, chunks, extractions in docs:
+        for chunk, ex in zip(chunks, extractions):
+            passages.append(kg.passage_embedding_text(chunk, src.title))
+            short.append(ex.title)
+            short.extend(e.strip() for e in ex.entities)
+            short.extend(t.text() for t in ex.triples)
+    return passages, short
 
 
 def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
@@ -570,15 +580,14 @@ class _IngestRun:
         call dwarfs a single passage's), then each document written in its own transaction."""
         if not done:
             return
-        chunks = [c for (_, cs, _), _ in done for c in cs]
-        with self.kg.prefetch_embeddings(*_texts_to_embed(chunks, [ex for _, exs in done for ex in exs])):
+        with self.kg.prefetch_embeddings(*_texts_to_embed(self.kg, [(src, cs, exs) for (src, cs, _), exs in done])):
             for item, extractions in done:
                 self.write(item, extractions)
 
     def write(self, item: tuple[SourceDocument, list[str], str], extractions: list[Extraction]) -> None:
         """One document into the KG, in one transaction (a replaced one's old version goes in it too)."""
         kg, (src, chunks, action) = self.kg, item
-        with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(chunks, extractions)):
+        with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(kg, [(src, chunks, extractions)])):
             before = None
             if action == "replace":
                 before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))
@@ -587,7 +596,7 @@ class _IngestRun:
             w = _Writer(kg, src.id, self.merge_threshold)
             w.prepare([x for ex in extractions for x in _names(ex)])
             for i, (c, ex) in enumerate(zip(chunks, extractions)):
-                w.write_chunk(i, c, ex, title=src.title or ex.title)
+                w.write_chunk(i, c, ex, title=src.title or ex.title, generated_title=not src.title)
             kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
             if before is not None:
                 nodes, edges = set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id))

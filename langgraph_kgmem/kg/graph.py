@@ -49,6 +49,11 @@ ANALYZE_AFTER_DOCUMENTS = 100   # an ingest of this many documents refreshes the
 EMBEDDED_KINDS = ("entity", "chunk", "anchor")
 # node kinds whose text is short (names, titles): embedded with embed_texts(..., short=True), like fact texts
 SHORT_KINDS = ("entity", "anchor")
+# What a chunk's vector embeds (meta key "passage_text"): "title+text" — the document's title, a
+# newline, the chunk — in every KG created since; "text" alone in KGs created before (they keep it,
+# so one KG never holds passages embedded both ways). The title often names what the passage never
+# repeats ("He was born in ..."), and dense retrieval over HotpotQA/MuSiQue-style corpora embeds it too.
+PASSAGE_TEXTS = ("title+text", "text")
 Direction = Literal["out", "in", "both"]
 
 
@@ -213,10 +218,17 @@ class KnowledgeGraph:
                 self._store.set_meta("embeddings", eid)
                 self._store.set_meta("format", FORMAT_VERSION)
                 self._store.set_meta("name", self.name)
+                if self._store.get_meta("passage_text") is None:
+                    self._store.set_meta("passage_text", PASSAGE_TEXTS[0])
         elif stored != eid:
             raise KgmemInputError(
                 f"KG {self.name!r} was built with embeddings {stored!r}, not {eid!r}: vectors would not be "
                 f"comparable. Reopen with the same embeddings (KGMEM_EMBEDDINGS={stored}) or build a new KG.")
+        self.passage_text = self._store.get_meta("passage_text") or "text"
+        if self.passage_text not in PASSAGE_TEXTS:
+            raise KgmemInputError(
+                f"KG {self.name!r} records passage_text {self.passage_text!r}, not one of {', '.join(PASSAGE_TEXTS)}: "
+                "it was written by a newer langgraph-kgmem (upgrade) or edited by hand")
 
     def close(self) -> None:
         """Flush and release the directory lock (also when flushing fails). Safe to call twice."""
@@ -567,6 +579,18 @@ class KnowledgeGraph:
             for key in added:
                 self._prefetched.pop(key, None)
 
+    def passage_embedding_text(self, text: str, title: str | None) -> str:
+        """The string a chunk's vector embeds: ``"title\ntext"`` in a KG whose ``passage_text`` is
+        ``"title+text"`` and whose document has a title, else the chunk text."""
+        return f"{title}\n{text}" if title and self.passage_text == "title+text" else text
+
+    def _embedding_text(self, n: Node) -> str:
+        if n.kind != "chunk":
+            return n.text
+        # a title the extractor made up (an untitled document's) is shown, not embedded: offline it
+        # is the passage's own first words
+        return self.passage_embedding_text(n.text, None if n.attrs.get("generated_title") else n.attrs.get("title"))
+
     def embed_query(self, text: str) -> np.ndarray:
         """Unit query vector, LRU-cached (the same question is embedded once per process)."""
         vec = self._query_cache.get(text)
@@ -615,7 +639,7 @@ class KnowledgeGraph:
                     part = [n for n in todo if (n.kind in SHORT_KINDS) == short]
                     if part:
                         self._upsert_vectors("nodes", [n.id for n in part],
-                                             self.embed_texts([n.text for n in part], short=short),
+                                             self.embed_texts([self._embedding_text(n) for n in part], short=short),
                                              [n.kind for n in part])
             self._touch()
         return [n.id for n in nodes]
@@ -1117,6 +1141,7 @@ class KnowledgeGraph:
             "vector_backend": self._vector_backend,
             "embeddings": embeddings_id(self.embeddings),
             "embedding_layout": getattr(self.embeddings, "layout", None),
+            "passage_text": self.passage_text,
             "documents": self._store.document_count(),
             "nodes": len(self._nodes),
             "edges": len(self._edges),

@@ -78,6 +78,9 @@ def _copy(src: Any, dst: Any) -> MigrationReport:
     node_kind = {n.id: n.kind for n in nodes}
     s_store, d_store = src.graph_store, dst.graph_store
     with dst.transaction():
+        # the vectors are copied as stored, so the new KG embeds its future chunks as they were embedded
+        d_store.set_meta("passage_text", src.passage_text)
+        dst.passage_text = src.passage_text
         ids, mat = src.vector_matrix(space="nodes")
         d_store.upsert_nodes(nodes)
         for n in nodes:
