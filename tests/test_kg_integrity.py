@@ -396,20 +396,72 @@ def _count_chroma_upserts(monkeypatch) -> list[str]:
     return calls
 
 
-def test_chroma_gets_one_upsert_per_space_per_document_and_persists_it(tmp_path, monkeypatch, sample_docs):
+def _assert_same_vectors(g, want: dict) -> None:
+    for space, (ids, mat) in want.items():
+        got_ids, got = g.vector_index.matrix(space)
+        order = {i: r for r, i in enumerate(got_ids)}
+        assert sorted(got_ids) == sorted(ids) and len(ids) > 0
+        np.testing.assert_allclose(got[[order[i] for i in ids]], mat, atol=1e-6)
+
+
+def _all_vectors(g) -> dict:
+    return {space: (g.vector_index.ids(space), g.vector_index.matrix(space)[1]) for space in ("nodes", "facts")}
+
+
+def test_chroma_gets_the_documents_vectors_in_one_upsert_per_space_and_persists_them(tmp_path, monkeypatch,
+                                                                                        sample_docs):
     calls = _count_chroma_upserts(monkeypatch)
-    with KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="chroma") as g:
+    root = tmp_path / "kg"
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma") as g:
         g.add_documents(sample_docs[:3], model="offline")
-        want = {space: (g.vector_index.ids(space), g.vector_index.matrix(space)[1]) for space in ("nodes", "facts")}
-    # each document is one transaction: its entities, chunks, anchors and facts go to Chroma in
-    # one call per space (a call costs ~50 ms on a 2-core machine whatever its size)
-    assert 0 < len(calls) <= 2 * 3
-    with KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="chroma") as g2:  # read from Chroma
-        for space, (ids, mat) in want.items():
-            got_ids, got = g2.vector_index.matrix(space)
-            order = {i: r for r, i in enumerate(got_ids)}
-            assert sorted(got_ids) == sorted(ids) and len(ids) > 0
-            np.testing.assert_allclose(got[[order[i] for i in ids]], mat, atol=1e-6)
+        want = _all_vectors(g)
+        # each document's transaction journals its vectors before it commits; Chroma (a call
+        # costs ~50 ms on a 2-core machine whatever its size) gets them once enough gather, or at close
+        assert calls == [] and (root / "chroma.journal").exists()
+    assert sorted(calls) == ["kgmem_facts", "kgmem_nodes"] and not (root / "chroma.journal").exists()
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma") as g2:  # read from Chroma
+        _assert_same_vectors(g2, want)
+
+
+def test_chroma_writes_once_the_journal_holds_enough_rows(tmp_path, monkeypatch, sample_docs):
+    from langgraph_kgmem.kg import vectors
+
+    monkeypatch.setattr(vectors, "CHROMA_FLUSH_ROWS", 20)
+    calls = _count_chroma_upserts(monkeypatch)
+    root = tmp_path / "kg"
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma") as g:
+        for doc in sample_docs[:3]:
+            g.add_documents([doc], model="offline")
+        assert 0 < len(calls) <= 2 * 3
+        want = _all_vectors(g)
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma") as g2:
+        _assert_same_vectors(g2, want)
+
+
+CRASHER = """
+    import os, sys
+    from langgraph_kgmem import KnowledgeGraph
+    sys.path.insert(0, sys.argv[2])
+    from tests.conftest import SAMPLE_DOCS
+    g = KnowledgeGraph.open(sys.argv[1], embeddings="hash", vector_backend="chroma")
+    g.add_documents(SAMPLE_DOCS, model="offline")
+    os._exit(0)   # killed before close: the committed documents' vectors are only in the journal
+"""
+
+
+def test_an_open_after_a_crash_replays_the_chroma_journal(tmp_path, sample_docs):
+    root = tmp_path / "kg"
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", textwrap.dedent(CRASHER), str(root), str(repo)], check=True,
+                   cwd=str(repo), env={**os.environ, "PYTHONPATH": str(repo)})
+    assert (root / "chroma.journal").exists()
+    ref = KnowledgeGraph.in_memory(embeddings="hash")
+    ref.add_documents(sample_docs, model="offline")
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma") as g:
+        assert not (root / "chroma.journal").exists()
+        _assert_same_vectors(g, _all_vectors(ref))
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma") as g:   # now from Chroma itself
+        _assert_same_vectors(g, _all_vectors(ref))
 
 
 def test_chroma_keeps_nothing_of_a_rolled_back_transaction_and_a_later_delete_wins(tmp_path):

@@ -80,11 +80,14 @@ class VectorBackend(Protocol):
 
     def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str]) -> None: ...
     def delete(self, space: str, ids: Iterable[str]) -> None: ...
+    def commit(self) -> None:
+        """Make the transaction's upserts durable (a journal may stand in for the store); the KG
+        calls it just before each outermost commit. Reads must see upserts before it."""
     def flush(self) -> None:
-        """Make deferred upserts durable; the KG calls it before each commit (and at close), so
-        a backend may batch one transaction's writes. Reads must see upserts before it."""
+        """Write every deferred upsert to the store; the KG calls it at close, and a backend before
+        its own deletes."""
     def discard_pending(self) -> None:
-        """Forget deferred upserts not yet flushed (the KG's transaction rolled back)."""
+        """Forget the transaction's upserts not yet committed (the KG's transaction rolled back)."""
     def get(self, space: str, ids: Sequence[str]) -> np.ndarray: ...
     def has(self, space: str, ids: Sequence[str]) -> list[bool]: ...
     def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,

@@ -12,6 +12,11 @@ Vector persistence of the memory backend: ``vectors.npz`` holds every vector as 
 just before it commits (cost proportional to what the transaction added). Deletions are not
 journaled: vectors whose node or edge is gone are dropped at open. The journal is folded into the
 npz at close and when it outgrows both the npz and :data:`JOURNAL_COMPACT_BYTES`.
+
+The Chroma backend journals the same way (``chroma.journal``): each transaction's vectors are
+appended there before it commits, and go to Chroma in one upsert per space once
+:data:`~langgraph_kgmem.kg.vectors.CHROMA_FLUSH_ROWS` have gathered (and at close, and before a
+delete); an open after a crash replays the journal into Chroma.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import pickle
 import zipfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -31,6 +36,7 @@ PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 VECTORS_FILE = "vectors.npz"
 JOURNAL_FILE = "vectors.journal"
+CHROMA_JOURNAL_FILE = "chroma.journal"
 JOURNAL_COMPACT_BYTES = 8 << 20
 
 
@@ -148,18 +154,40 @@ def save_npz_vectors(root: Path, index: Any) -> None:
         index.take_dirty(space)
 
 
+def write_journal(path: Path, records: Sequence[tuple[str, Sequence[str], Sequence[str], np.ndarray]]) -> None:
+    """Append ``(space, ids, kinds, rows)`` records to the vector journal ``path`` (0600): per record
+    four plain .npy arrays. Like the structure's SQLite (WAL, ``synchronous=NORMAL``) it survives a
+    crash of the process; it is not fsynced per transaction."""
+    journal = private_file(path)
+    with open(journal, "ab") as fh:
+        for space, ids, kinds, rows in records:
+            for arr in (np.asarray([space]), np.asarray(ids, dtype=str), np.asarray(kinds, dtype=str),
+                        np.asarray(rows, dtype=np.float32)):
+                np.save(fh, arr, allow_pickle=False)
+
+
+def read_journal(path: Path) -> Iterator[tuple[str, list[str], list[str], np.ndarray]]:
+    """The records of the vector journal ``path`` in order; a record cut short by a crash ends it.
+    Plain arrays only (``allow_pickle=False``): nothing in it is executed."""
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        while True:
+            try:
+                space, ids, kinds, mat = (np.load(fh, allow_pickle=False) for _ in range(4))
+            except (EOFError, ValueError, OSError):  # the end, or a record cut short by a crash
+                return
+            yield str(space[0]), [str(x) for x in ids], [str(k) for k in kinds], mat
+
+
 def append_vector_journal(root: Path, index: Any) -> None:
-    """Append the vectors upserted since the last save: per space four plain .npy arrays
-    (space, ids, kinds, unit rows)."""
+    """Append the vectors upserted since the last save (unit rows) to ``vectors.journal``; fold the
+    journal into the npz once it outgrows it."""
     todo = [(space, ids) for space in ("nodes", "facts") if (ids := index.take_dirty(space))]
     if not todo:
         return
-    journal = private_file(root / JOURNAL_FILE)
-    with open(journal, "ab") as fh:
-        for space, ids in todo:
-            for arr in (np.asarray([space]), np.asarray(ids, dtype=str),
-                        np.asarray(kinds_of(index, space, ids), dtype=str), index.get(space, ids)):
-                np.save(fh, arr, allow_pickle=False)
+    journal = root / JOURNAL_FILE
+    write_journal(journal, [(space, ids, kinds_of(index, space, ids), index.get(space, ids)) for space, ids in todo])
     base = root / VECTORS_FILE
     if journal.stat().st_size > max(base.stat().st_size if base.exists() else 0, JOURNAL_COMPACT_BYTES):
         save_npz_vectors(root, index)
@@ -192,13 +220,6 @@ def load_npz_vectors(root: Path, index: Any) -> bool:
             raise NotAKnowledgeGraphError(
                 f"{f} is not a valid vector file ({exc}); nothing in it was executed. Restore it from a "
                 f"backup, or delete it and re-ingest the documents into a new KG") from exc
-    journal = root / JOURNAL_FILE
-    if journal.exists():
-        with open(journal, "rb") as fh:
-            while True:
-                try:
-                    space, ids, kinds, mat = (np.load(fh, allow_pickle=False) for _ in range(4))
-                except (EOFError, ValueError, OSError):  # the end, or a record cut short by a crash
-                    break
-                index.upsert(str(space[0]), [str(x) for x in ids], mat, [str(k) for k in kinds], normalized=True)
+    for space, ids, kinds, mat in read_journal(root / JOURNAL_FILE):
+        index.upsert(space, ids, mat, kinds, normalized=True)
     return legacy

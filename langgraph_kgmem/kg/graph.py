@@ -29,8 +29,8 @@ from langchain_core.embeddings import Embeddings
 from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.fast_embeddings import block_cosines, embed_short_texts, short_similarity, short_threshold
-from langgraph_kgmem.kg.files import (JOURNAL_FILE, detect_vector_backend, append_vector_journal, load_npz_vectors, private_dir,
-                                     private_file, restrict_tree, save_npz_vectors)
+from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, append_vector_journal, detect_vector_backend,
+                                     load_npz_vectors, private_dir, private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, PprMethod, PprResult, build_snapshot,
                                    choose_method, degree_order, extend_snapshot, ppr_scores)
 from langgraph_kgmem.kg.backend import GraphBackend, VectorBackend
@@ -161,7 +161,7 @@ class KnowledgeGraph:
             legacy = False
             vector_backend = detect_vector_backend(root, vector_backend)  # type: ignore[assignment]
             if vector_backend == "chroma":
-                vectors: NumpyVectorIndex = ChromaVectorIndex(root / "chroma")
+                vectors: NumpyVectorIndex = ChromaVectorIndex(root / "chroma", journal=root / CHROMA_JOURNAL_FILE)
                 restrict_tree(root / "chroma")
             else:
                 vectors = NumpyVectorIndex()
@@ -236,6 +236,7 @@ class KnowledgeGraph:
             return
         self._closed = True
         try:
+            self._vectors.flush()
             if self._npz_root is not None and (self._vector_state() != self._saved_state
                                                or (self._npz_root / JOURNAL_FILE).exists()):
                 save_npz_vectors(self._npz_root, self._vectors)
@@ -399,7 +400,7 @@ class KnowledgeGraph:
             with self._store.transaction():
                 yield
                 if outer:
-                    self._vectors.flush()   # the block's vectors are durable before its structure commits
+                    self._vectors.commit()   # the block's vectors are durable before its structure commits
                     if self._npz_root is not None:
                         append_vector_journal(self._npz_root, self._vectors)
         except BaseException:
@@ -436,7 +437,7 @@ class KnowledgeGraph:
         """Write vectors; ids deleted earlier in this transaction are no longer deleted at commit."""
         self._vectors.upsert(space, ids, vectors, kinds)
         if not self._store.depth:
-            self._vectors.flush()
+            self._vectors.commit()
         if self._doomed_vectors:
             written = set(ids)
             self._doomed_vectors = [(sp, [i for i in d if sp != space or i not in written])

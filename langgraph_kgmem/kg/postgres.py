@@ -715,6 +715,9 @@ class PgVectorIndex:
                          f"USING hnsw (v vector_cosine_ops) WHERE space = '{space}'")
             self._hnsw.add(space)
 
+    def commit(self) -> None:
+        """Nothing deferred: writes go through the open transaction."""
+
     def flush(self) -> None:
         """Nothing deferred: writes go through the open transaction."""
 
