@@ -208,6 +208,13 @@ def block_cosines(emb: Embeddings, query: np.ndarray, scores: np.ndarray, short:
     return np.clip(scores * factor, -1.0, 1.0)
 
 
+def short_block(emb: Embeddings) -> slice | None:
+    """The columns a short text's vector can fill: :class:`FastEmbeddings`' static block (the rest is
+    zero); ``None`` (every column) for any other embedding. Tables of short texts compared only
+    with each other (the AutoPrunedRetriever codebook) keep these columns alone."""
+    return slice(0, emb.static.dim) if isinstance(emb, FastEmbeddings) else None
+
+
 def embed_short_texts(emb: Embeddings, texts: list[str]) -> list[list[float]]:
     """Entity names, titles and fact strings: in the embedding's short-text space where it has one
     (:class:`FastEmbeddings`), else as any document."""

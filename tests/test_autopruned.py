@@ -159,18 +159,35 @@ def _check_codebook_invariants(book, kg):
     assert len(set(keys)) == len(keys), "two live edges share a key"
     for e, key in zip(live, keys):
         assert book.resolve_edge(book.edge_index[key]) == e
-    # the vectorised run index holds, per run, exactly its resolved edges, entities and relations
-    book._index_cache = None  # compare a fresh build ...
-    fresh = book.run_index(kg)
-    for pos, rid in enumerate(fresh["ids"]):
-        run = book.runs[rid]
-        edges = {book.resolve_edge(e) for e in run.edges}
-        ents = {book.resolve_entity(x) for e in edges for x in (book.edge_hrt[e][0], book.edge_hrt[e][2])}
-        rels = {book.edge_hrt[e][1] for e in edges}
-        for name, want in (("edg", edges), ("ent", ents), ("rel", rels)):
-            ptr = fresh[name + "_ptr"]
-            assert set(fresh[name][ptr[pos]:ptr[pos + 1]].tolist()) == want
-    assert set(fresh["ids"]) == {r.id for r in book.runs.values() if r.edges}
+    facts = [tuple(r.edges) for r in book.runs_of("F")]
+    assert len(set(facts)) == len(facts), "two identical fact runs"
+    # consolidation's lookups, kept up to date incrementally: every live edge is listed under both
+    # its entities, and edge → runs equals a fresh build
+    edges_of, runs_with = book._edge_lookup(), book._run_lookup()
+    assert all(e in edges_of[book.edge_hrt[e][0]] and e in edges_of[book.edge_hrt[e][2]] for e in live)
+    book._runs_with = None
+    assert {e: rs for e, rs in runs_with.items() if rs} == book._run_lookup()
+    # the vectorised run index (re-derived and appended to since the last build, then built afresh)
+    # holds, per run, exactly its resolved edges, entities and relations
+    kept, fresh = book.run_index(kg), _fresh_index(book, kg)
+    assert kept["ids"] == fresh["ids"]   # same rows in the same order: ties break alike
+    for key in ("ent", "rel", "edg", "ent_ptr", "rel_ptr", "edg_ptr"):
+        assert np.array_equal(kept[key], fresh[key]), key
+    for index in (kept, fresh):
+        for pos, rid in enumerate(index["ids"]):
+            run = book.runs[rid]
+            edges = {book.resolve_edge(e) for e in run.edges}
+            ents = {book.resolve_entity(x) for e in edges for x in (book.edge_hrt[e][0], book.edge_hrt[e][2])}
+            rels = {book.edge_hrt[e][1] for e in edges}
+            for name, want in (("edg", edges), ("ent", ents), ("rel", rels)):
+                ptr = index[name + "_ptr"]
+                assert set(index[name][ptr[pos]:ptr[pos + 1]].tolist()) == want
+        assert set(index["ids"]) == {r.id for r in book.runs.values() if r.edges}
+
+
+def _fresh_index(book, kg):
+    book._index_cache, book._rep_cache, book._hrt_np = None, {}, None
+    return book.run_index(kg)
 
 
 def test_repeated_consolidation_keeps_the_codebook_consistent():

@@ -110,9 +110,23 @@ def test_kg_embeds_each_kind_in_its_space_and_reports_the_layout(fast):
     assert math.isclose(score, want, abs_tol=1e-5)
     ids, scores = kg.similarity_scores(q, ("chunk",))
     hashing = HashingEmbeddings(384)
-    want = float(np.array(hashing.embed_query(kg.node(ids[0]).text)) @ np.array(hashing.embed_query(q)))
+    chunk = kg.node(ids[0])   # a chunk embeds "title\ntext"
+    want = float(np.array(hashing.embed_query(f"{chunk.attrs['title']}\n{chunk.text}")) @ np.array(hashing.embed_query(q)))
     assert math.isclose(float(scores[0]), want, abs_tol=1e-5)
     assert KnowledgeGraph.in_memory(embeddings="hash").stats()["embedding_layout"] is None
+
+
+def test_the_codebook_keeps_the_static_columns_and_the_same_cosines(fast):
+    from langgraph_kgmem.memory.codebook import Codebook
+
+    kg = KnowledgeGraph.in_memory(embeddings=fast)
+    add_triples(kg, [("Marie Curie", "born in", "Warsaw"), ("Pierre Curie", "married", "Marie Curie")])
+    book = Codebook(kg.name)
+    book.indexify([("Marie Curie", "born in", "Warsaw"), ("Maria Sklodowska", "won", "Nobel Prize")])
+    ev, lv = book.entity_vectors(kg), book.line_vectors(kg)
+    assert ev.shape[1] == lv.shape[1] == DIM
+    static = np.asarray(fast.static.embed_documents(book.ent_text))   # KG vectors reused, the rest embedded
+    np.testing.assert_allclose(ev @ ev.T, static @ static.T, atol=1e-5)
 
 
 def static_name(fast: FastEmbeddings) -> str:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.fast_embeddings import short_block
 from langgraph_kgmem.kg.types import normalize_name
 
 if TYPE_CHECKING:
@@ -242,6 +243,15 @@ class Codebook:
         self._line_todo: dict[int, None] = {}   # edges whose line vector is missing (ordered set)
         self._index_cache: dict[str, Any] | None = None
         self._index_new: list[str] = []         # runs added since the index was built
+        self._index_dirty: set[str] = set()     # runs whose rows a consolidation changed since
+        self._index_removed: set[str] = set()   # runs removed since
+        # lookups for consolidation, built on first use and kept up to date after
+        self._merges = 0                        # bumped whenever a representative changes
+        self._rep_cache: dict[str, tuple[int, np.ndarray]] = {}
+        self._hrt_np: np.ndarray | None = None  # edge_hrt as an (edges, 3) array
+        self._edges_of: dict[int, list[int]] | None = None   # entity → edges naming it (some dead)
+        self._runs_with: dict[int, set[str]] | None = None   # edge → runs holding it
+        self._f_unchecked = True                # fact runs added since identical ones were last collapsed
         self._dead_entities = 0
         self._dead_edges = 0
         # live entity count after the last layer-2 pass that left the codebook over budget: k-means
@@ -317,6 +327,9 @@ class Codebook:
         self.edge_kg.append(kg_edge)
         self.edge_rep.append(e)
         self.edge_index[key] = e
+        if self._edges_of is not None:
+            for x in {hi, ti}:
+                self._edges_of.setdefault(x, []).append(e)
         self._line_valid.append(False)
         self._line_todo[e] = None
         self._dirty["M"].add(e // PAGE)
@@ -349,6 +362,10 @@ class Codebook:
         self._by_seq[run.seq] = run.id
         self._index_new.append(run.id)
         self.fact_runs_changed += channel == "F"
+        self._f_unchecked = self._f_unchecked or channel == "F"
+        if self._runs_with is not None:
+            for e in run.edges:
+                self._runs_with.setdefault(e, set()).add(run.id)
         self.touch_run(run)
         return run
 
@@ -362,8 +379,11 @@ class Codebook:
             self._by_channel[run.channel].pop(run.id, None)
             self._by_seq.pop(run.seq, None)
             self._dirty["runs"].add(run.seq // PAGE)
-            self._index_cache = None
+            self._index_removed.add(run_id)
             self.fact_runs_changed += run.channel == "F"
+            if self._runs_with is not None:
+                for e in run.edges:
+                    self._runs_with.get(e, set()).discard(run.id)
 
     def runs_of(self, channel: Channel) -> list[Run]:
         return [self.runs[r] for r in self._by_channel[channel]]
@@ -460,7 +480,7 @@ class Codebook:
     def _embed(self, kg: "KnowledgeGraph", texts: Sequence[str]) -> np.ndarray:
         # names, relations and "h r t" lines: the short-text space, where the KG's own entity and
         # fact vectors (reused by _vectors_of) live
-        mat = np.asarray(kg.embed_texts(list(texts), short=True), dtype=np.float32)
+        mat = _short_columns(kg, np.asarray(kg.embed_texts(list(texts), short=True), dtype=np.float32))
         return mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
 
     @staticmethod
@@ -483,7 +503,7 @@ class Codebook:
             ok = kg.has_vectors([kg_id(i) for i in known], space=space) if known else []
             hit = [i for i, h in zip(known, ok) if h]
             if hit:
-                for i, v in zip(hit, kg.vectors([kg_id(i) for i in hit], space=space)):
+                for i, v in zip(hit, _short_columns(kg, kg.vectors([kg_id(i) for i in hit], space=space))):
                     vecs[i] = v / (np.linalg.norm(v) or 1.0)
         rest = [i for i in todo if i not in vecs]
         if rest:
@@ -532,43 +552,103 @@ class Codebook:
         return self._line_vecs[[self.resolve_edge(e) for e in edges]]
 
     def run_index(self, kg: "KnowledgeGraph") -> dict[str, Any]:
-        """Flattened run → entities / relations / edges arrays for vectorised scoring (cached;
-        runs added since are appended, a consolidation that rewrote runs rebuilds it)."""
-        if self._index_cache is not None and not self._index_new:
-            return self._index_cache
-        if self._index_cache is None:
-            base, runs = None, list(self.runs.values())
+        """Flattened run → entities / relations / edges arrays for vectorised scoring (cached:
+        runs added since are appended; after a consolidation only the rows of the runs it touched
+        are re-derived, and removed runs' rows dropped)."""
+        base = self._index_cache
+        if base is not None and not (self._index_new or self._index_dirty or self._index_removed):
+            return base
+        if base is None:
+            part = self._index_rows(*_raw_rows(list(self.runs.values())))
         else:
-            base, runs = self._index_cache, [self.runs[r] for r in self._index_new if r in self.runs]
-        self._index_new = []
-        part = self._index_rows(runs)
-        if base is not None:  # append the new runs' rows to the cached arrays
-            for key in ("ent", "rel", "edg"):
+            if self._index_dirty or self._index_removed:
+                base = self._patch_rows(base)
+            part = self._index_rows(*_raw_rows([self.runs[r] for r in self._index_new if r in self.runs]))
+            for key in ("ent", "rel", "edg", "raw"):  # append the new runs' rows to the cached arrays
                 off = int(base[key + "_ptr"][-1])
                 part[key + "_ptr"] = np.concatenate([base[key + "_ptr"], part[key + "_ptr"][1:] + off])
                 part[key] = np.concatenate([base[key], part[key]])
+            part["pos"] = base["pos"]   # row of each run id
+            part["pos"].update((r, k) for k, r in enumerate(part["ids"], start=len(base["ids"])))
             part["ids"] = base["ids"] + part["ids"]
+        self._index_new, self._index_dirty, self._index_removed = [], set(), set()
         self._index_cache = part
         return part
 
-    def _index_rows(self, runs: Sequence[Run]) -> dict[str, Any]:
-        """Index rows of ``runs`` (those with edges): per run its distinct resolved edges, entities and
-        relations (sorted ids), as flat arrays with row pointers."""
-        runs = [r for r in runs if r.edges]
-        lens = np.fromiter((len(r.edges) for r in runs), dtype=np.int64, count=len(runs))
-        flat = np.fromiter((e for r in runs for e in r.edges), dtype=np.int64, count=int(lens.sum()))
-        row = np.repeat(np.arange(len(runs), dtype=np.int64), lens)
-        edges = _resolved(self.edge_rep)[flat]
-        hrt = np.array([self.edge_hrt[e] for e in edges.tolist()], dtype=np.int64).reshape(-1, 3)
-        ents = _resolved(self.ent_rep)[np.concatenate([hrt[:, 0], hrt[:, 2]])]
-        part: dict[str, Any] = {"ids": [r.id for r in runs]}
+    def _patch_rows(self, base: dict[str, Any]) -> dict[str, Any]:
+        """``base`` without the rows of removed runs, and with the rows of runs a consolidation
+        touched re-derived in place (row order kept: ties in scores break the same way as in a
+        fresh build). Numpy gathers, no sort over the whole index."""
+        ids, pos = base["ids"], base["pos"]
+        n = len(ids)
+        drop, redo = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        drop[[pos[r] for r in self._index_removed if r in pos]] = True
+        redo[[pos[r] for r in self._index_dirty if r in pos and r in self.runs]] = True
+        redo &= ~drop
+        raw_ptr = base["raw_ptr"]
+        r_rows = np.flatnonzero(redo)
+        lens = np.diff(raw_ptr)[r_rows]
+        sub = base["raw"][np.repeat(raw_ptr[r_rows] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+                          + np.arange(int(lens.sum()))]
+        fresh = self._index_rows([ids[k] for k in r_rows], sub, lens)
+        keep = np.flatnonzero(~drop)
+        out: dict[str, Any] = {"ids": ids, "pos": pos}
+        if drop.any():
+            out["ids"] = [ids[k] for k in keep.tolist()]
+            out["pos"] = {r: k for k, r in enumerate(out["ids"])}
+        for key in ("ent", "rel", "edg", "raw"):
+            ptr = base[key + "_ptr"]
+            start, length = ptr[:-1].copy(), np.diff(ptr)
+            start[r_rows] = fresh[key + "_ptr"][:-1] + len(base[key])
+            length[r_rows] = np.diff(fresh[key + "_ptr"])
+            start, length = start[keep], length[keep]
+            out_ptr = np.concatenate([[0], np.cumsum(length)]).astype(np.int64)
+            src = np.concatenate([base[key], fresh[key]])
+            out[key] = src[np.repeat(start - out_ptr[:-1], length) + np.arange(int(out_ptr[-1]))]
+            out[key + "_ptr"] = out_ptr
+        return out
+
+    def _index_rows(self, ids: list[str], raw: np.ndarray, lens: np.ndarray) -> dict[str, Any]:
+        """Index rows of runs ``ids`` whose edges are ``raw`` (flat, ``lens`` per run, edge ids as
+        the runs held them): per run its distinct resolved edges, entities and relations (sorted
+        ids), as flat arrays with row pointers."""
+        row = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
+        edges = self._resolved_reps("edge")[raw]
+        hrt = self._hrt_array()[edges]
+        ents = self._resolved_reps("ent")[np.concatenate([hrt[:, 0], hrt[:, 2]])]
+        part: dict[str, Any] = {"ids": ids, "pos": {r: k for k, r in enumerate(ids)}, "raw": raw,
+                                "raw_ptr": np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)}
         for key, rr, vals in (("edg", row, edges), ("ent", np.concatenate([row, row]), ents), ("rel", row, hrt[:, 1])):
             width = int(vals.max()) + 1 if len(vals) else 1
             pairs = np.unique(rr * width + vals)  # sorted (run, id) pairs without repeats
             part[key] = (pairs % width).astype(np.int64)
-            part[key + "_ptr"] = np.concatenate([[0], np.cumsum(np.bincount(pairs // width, minlength=len(runs)))
+            part[key + "_ptr"] = np.concatenate([[0], np.cumsum(np.bincount(pairs // width, minlength=len(ids)))
                                                  ]).astype(np.int64)
         return part
+
+    def _resolved_reps(self, which: Literal["ent", "edge"]) -> np.ndarray:
+        """Final representative of every entity or edge slot (cached: a merge recomputes it, new
+        slots, their own representatives, extend it)."""
+        rep = self.ent_rep if which == "ent" else self.edge_rep
+        got = self._rep_cache.get(which)
+        if got is None or got[0] != self._merges or len(got[1]) > len(rep):
+            arr = _resolved(rep)
+        elif len(got[1]) < len(rep):
+            arr = np.concatenate([got[1], np.arange(len(got[1]), len(rep), dtype=np.int64)])
+        else:
+            return got[1]
+        self._rep_cache[which] = (self._merges, arr)
+        return arr
+
+    def _hrt_array(self) -> np.ndarray:
+        """``edge_hrt`` as an (edges, 3) int64 array, extended as edges come (a remap rewrites its rows)."""
+        arr, n = self._hrt_np, len(self.edge_hrt)
+        if arr is None or len(arr) > n:
+            arr = np.asarray(self.edge_hrt, dtype=np.int64).reshape(-1, 3)
+        elif len(arr) < n:
+            arr = np.concatenate([arr, np.asarray(self.edge_hrt[len(arr):], dtype=np.int64).reshape(-1, 3)])
+        self._hrt_np = arr
+        return arr
 
     # ------------------------------------------------------------------ consolidation
     def size(self) -> dict[str, int]:
@@ -601,7 +681,7 @@ class Codebook:
             over = self.size()["entities"] - entity_budget if entity_budget is not None else 0
             return {**nothing, "over_budget": max(0, over)}
         vecs = self.entity_vectors(kg)
-        is_live = np.asarray(self.ent_rep, dtype=np.int64) == np.arange(len(self.ent_rep))
+        is_live = self._resolved_reps("ent") == np.arange(len(self.ent_rep))
         live = np.flatnonzero(is_live)
         parent: dict[int, int] = {}  # union-find over the entities that take part in a union
 
@@ -653,6 +733,7 @@ class Codebook:
             self.ent_rep[i] = r
             self._dead_entities += 1
             self._dirty["E"].add(i // PAGE)
+        self._merges += 1
         return {"aliases_layer1": merged1, "merged_layer2": merged2, **self._remap_edges(set(moved)),
                 "over_budget": left}
 
@@ -723,22 +804,31 @@ class Codebook:
     def _remap_edges(self, moved: set[int]) -> dict[str, int]:
         """Rewrite the edges over ``moved`` entities onto representatives; where two live edges now
         have the same key the smallest id stays and the others merge into it. Runs holding a
-        rewritten or merged edge are remapped, identical fact runs collapse into the first."""
-        hrt = self.edge_hrt
-        affected = [e for e, (h, _, t) in enumerate(hrt) if self.edge_rep[e] == e and (h in moved or t in moved)]
+        rewritten or merged edge are remapped, identical fact runs collapse into the first. Work is
+        proportional to what the moved entities touch (entity → edges and edge → runs lookups)."""
+        hrt, hrt_np = self.edge_hrt, self._hrt_np
+        edges_of = self._edge_lookup()
+        affected = sorted({e for m in moved for e in edges_of.get(m, ())
+                           if self.edge_rep[e] == e and (hrt[e][0] in moved or hrt[e][2] in moved)})
         groups: dict[tuple[int, int, int], list[int]] = {}
         for e in affected:
             h, r, t = hrt[e]
             key = (self.resolve_entity(h), r, self.resolve_entity(t))
             hrt[e] = key
+            if hrt_np is not None and e < len(hrt_np):
+                hrt_np[e] = key
+            for x in {key[0], key[2]} - {h, t}:
+                edges_of.setdefault(x, []).append(e)
             self._line_valid[e] = False
             self._line_todo[e] = None
             self._dirty["M"].add(e // PAGE)
             groups.setdefault(key, []).append(e)
+        for m in moved:   # a merged entity is never named by a live edge again
+            edges_of.pop(m, None)
         touched = set(affected)
         dropped = 0
         for key, members in groups.items():
-            other = self.edge_index.get(key)
+            other = self.edge_index.get(key)   # old keys of merged edges resolve through edge_rep
             if other is not None:
                 other = self.resolve_edge(other)
                 if other not in touched and self.edge_rep[other] == other and hrt[other] == key:
@@ -754,35 +844,71 @@ class Codebook:
                 touched.add(e)
                 dropped += 1
             self.edge_index[key] = keep
-        for key, e in list(self.edge_index.items()):  # old keys resolve to the live edge
-            if e in touched:
-                self.edge_index[key] = self.resolve_edge(e)
-        for run in self.runs.values():
-            if touched.isdisjoint(run.edges):
-                continue
+        if dropped:
+            self._merges += 1
+        runs_with = self._run_lookup()
+        changed: list[Run] = []
+        hit = {rid for e in touched for rid in runs_with.get(e, ())}
+        self._index_dirty |= hit   # their index rows name moved entities or merged edges
+        for rid in sorted(hit, key=lambda r: self.runs[r].seq):
+            run = self.runs[rid]
             edges = list(dict.fromkeys(self.resolve_edge(e) for e in run.edges))
             if edges != run.edges:
+                for e in set(run.edges) - set(edges):
+                    runs_with[e].discard(rid)
+                for e in edges:
+                    runs_with.setdefault(e, set()).add(rid)
                 run.edges = edges
                 self.touch_run(run)
-        runs_dropped = 0
-        seen_f: dict[tuple[int, ...], str] = {}
-        for run in list(self.runs.values()):
-            if run.channel != "F":
-                continue
-            keep_id = seen_f.setdefault(tuple(run.edges), run.id)
-            if keep_id != run.id:  # an identical fact run: keep one, union the provenance
-                target = self.runs[keep_id]
-                target.chunks = list(dict.fromkeys(target.chunks + run.chunks))
+                changed.append(run)
+        return {"edges_dropped": dropped, "runs_dropped": self._collapse_fact_runs(changed)}
+
+    def _collapse_fact_runs(self, changed: Sequence[Run]) -> int:
+        """Keep one of each set of identical fact runs (the first; the provenance of the others
+        joins it). Only runs whose edges just ``changed`` can newly equal another, unless fact runs
+        were added since the last collapse: then every fact run is compared."""
+        if self._f_unchecked:
+            groups: dict[tuple[int, ...], list[Run]] = {}
+            for run in self.runs_of("F"):
+                groups.setdefault(tuple(run.edges), []).append(run)
+            self._f_unchecked = False
+        else:
+            runs_with = self._run_lookup()
+            groups = {}
+            for run in changed:
+                if run.channel == "F" and run.id in self.runs:
+                    key = tuple(run.edges)
+                    groups[key] = sorted((self.runs[r] for r in runs_with.get(run.edges[0], ())
+                                          if self.runs[r].channel == "F" and tuple(self.runs[r].edges) == key),
+                                         key=lambda r: r.seq)
+        dropped = 0
+        for keep, *rest in (g for g in groups.values() if len(g) > 1):
+            for run in rest:   # an identical fact run: keep one, union the provenance
+                keep.chunks = list(dict.fromkeys(keep.chunks + run.chunks))
                 self.fact_runs_changed += 1
-                self.touch_run(target)
+                self.touch_run(keep)
                 if run.doc in self.indexed_docs:
-                    self.indexed_docs[run.doc] = [keep_id if x == run.id else x for x in self.indexed_docs[run.doc]]
+                    self.indexed_docs[run.doc] = [keep.id if x == run.id else x for x in self.indexed_docs[run.doc]]
                     self._dirty_docs = True
                 self.remove_run(run.id)
-                runs_dropped += 1
-        if touched:
-            self._index_cache = None
-        return {"edges_dropped": dropped, "runs_dropped": runs_dropped}
+                dropped += 1
+        return dropped
+
+    def _edge_lookup(self) -> dict[int, list[int]]:
+        if self._edges_of is None:
+            self._edges_of = {}
+            for e, (h, _, t) in enumerate(self.edge_hrt):
+                for x in {h, t}:
+                    self._edges_of.setdefault(x, []).append(e)
+        return self._edges_of
+
+    def _run_lookup(self) -> dict[int, set[str]]:
+        if self._runs_with is None:
+            self._runs_with = {}
+            for run in self.runs.values():
+                for e in run.edges:
+                    self._runs_with.setdefault(e, set()).add(run.id)
+        return self._runs_with
 
     def validate(self) -> list[str]:
         """Problems found (empty when consistent): every run edge must resolve to a live edge."""
@@ -910,6 +1036,22 @@ def _check_symbol(kind: str, text: str, limit: int) -> None:
     if len(text) > limit:
         raise KgmemInputError(f"a codebook {kind} is at most {limit} characters, got {len(text)} "
                               f"({text[:60]!r}...): shorten it, or leave the triple out")
+
+
+def _short_columns(kg: "KnowledgeGraph", mat: np.ndarray) -> np.ndarray:
+    """Codebook vectors keep only the columns a short text fills (``fast``: the static block, a
+    third of the width; the rest is zero): every codebook score compares short texts with each
+    other, so the cosines are the same and the matrix products cheaper."""
+    block = short_block(kg.embeddings)
+    return np.ascontiguousarray(mat[:, block]) if block is not None else mat
+
+
+def _raw_rows(runs: Sequence[Run]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(ids, their edges flat, edges per run) of the ``runs`` that hold edges."""
+    runs = [r for r in runs if r.edges]
+    lens = np.fromiter((len(r.edges) for r in runs), dtype=np.int64, count=len(runs))
+    raw = np.fromiter((e for r in runs for e in r.edges), dtype=np.int64, count=int(lens.sum()))
+    return [r.id for r in runs], raw, lens
 
 
 def _resolved(rep: Sequence[int]) -> np.ndarray:
