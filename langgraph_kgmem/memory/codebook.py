@@ -664,7 +664,8 @@ class Codebook:
     def consolidate(self, kg: "KnowledgeGraph", *, alias_threshold: float = ALIAS_THRESHOLD,
                     entity_budget: int | None = None, layer2_min_cos: float = LAYER2_FLOOR, kmeans_iter: int = 8,
                     block: int = 2048) -> dict[str, int]:
-        """Merge alias entities, remap edges and runs; returns counts of what was merged.
+        """Merge alias entities, remap edges and runs, and keep one of identical fact runs (several
+        documents can yield the same); returns counts of what was merged.
 
         Layer 1 (always): every live entity not yet checked is compared with all live entities;
         pairs at cosine ≥ ``alias_threshold`` are united (union-find; the oldest id represents).
@@ -679,7 +680,8 @@ class Codebook:
         nothing = {"aliases_layer1": 0, "merged_layer2": 0, "edges_dropped": 0, "runs_dropped": 0, "over_budget": 0}
         if self.checked_entities >= len(self.ent_text) and not self._layer2_due(entity_budget):
             over = self.size()["entities"] - entity_budget if entity_budget is not None else 0
-            return {**nothing, "over_budget": max(0, over)}
+            return {**nothing, "runs_dropped": self._collapse_fact_runs(()) if self._f_unchecked else 0,
+                    "over_budget": max(0, over)}
         vecs = self.entity_vectors(kg)
         is_live = self._resolved_reps("ent") == np.arange(len(self.ent_rep))
         live = np.flatnonzero(is_live)
@@ -728,7 +730,8 @@ class Codebook:
             else:
                 left = max(0, len(reps) - entity_budget)
         if not moved:
-            return {**nothing, "over_budget": left}
+            return {**nothing, "runs_dropped": self._collapse_fact_runs(()) if self._f_unchecked else 0,
+                    "over_budget": left}
         for i, r in moved.items():
             self.ent_rep[i] = r
             self._dead_entities += 1
@@ -868,17 +871,23 @@ class Codebook:
         joins it). Only runs whose edges just ``changed`` can newly equal another, unless fact runs
         were added since the last collapse: then every fact run is compared."""
         if self._f_unchecked:
+            first: dict[tuple[int, ...], Run] = {}
             groups: dict[tuple[int, ...], list[Run]] = {}
-            for run in self.runs_of("F"):
-                groups.setdefault(tuple(run.edges), []).append(run)
+            for rid in self._by_channel["F"]:
+                run = self.runs[rid]
+                key = tuple(run.edges)
+                had = first.setdefault(key, run)
+                if had is not run:
+                    groups.setdefault(key, [had]).append(run)
             self._f_unchecked = False
         else:
             runs_with = self._run_lookup()
             groups = {}
             for run in changed:
                 if run.channel == "F" and run.id in self.runs:
-                    key = tuple(run.edges)
-                    groups[key] = sorted((self.runs[r] for r in runs_with.get(run.edges[0], ())
+                    key = tuple(run.edges)   # an identical run holds every edge: look under the rarest
+                    rarest = min(run.edges, key=lambda e: len(runs_with.get(e, ())))
+                    groups[key] = sorted((self.runs[r] for r in runs_with.get(rarest, ())
                                           if self.runs[r].channel == "F" and tuple(self.runs[r].edges) == key),
                                          key=lambda r: r.seq)
         dropped = 0
@@ -959,6 +968,7 @@ class Codebook:
         store.put(ns, "meta", {
             "format": FORMAT, "revision": self.revision, "run_counter": self.run_counter,
             "checked_entities": self.checked_entities, "sizes": sizes, "history": self.history[-200:],
+            "fact_runs_unchecked": self._f_unchecked,
         }, index=False)
         # the revision alone, so that checking for a newer codebook does not parse the whole meta
         store.put(ns, "revision", {"revision": self.revision}, index=False)
@@ -1025,6 +1035,7 @@ class Codebook:
             book._by_seq[run.seq] = run.id
         book.run_counter = int(meta["run_counter"])
         book.checked_entities = int(meta.get("checked_entities", 0))
+        book._f_unchecked = bool(meta.get("fact_runs_unchecked", True))
         docs = (items.get("docs") or meta).get("indexed_docs", {})  # in meta: written by an older version
         book.indexed_docs = {k: list(v) for k, v in docs.items()}
         book.history = list(meta.get("history", []))
