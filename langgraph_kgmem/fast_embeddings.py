@@ -191,12 +191,14 @@ def short_similarity(emb: Embeddings, cosine: float) -> float:
     return max(-1.0, 1.0 - (1.0 - cosine) / NAME_COSINE_SLOPE)
 
 
-def block_cosines(emb: Embeddings, query: np.ndarray, scores: np.ndarray, short: np.ndarray | Sequence[bool]) -> np.ndarray:
+def block_cosines(emb: Embeddings, query: np.ndarray, scores: np.ndarray,
+                  short: bool | np.ndarray | Sequence[bool]) -> np.ndarray:
     """Cosines of ``query`` with stored vectors (``scores``, as the vector index computes them over the
     whole space) turned into each block's own cosine: a query fills both blocks, so the index's
     cosine with a short text is its static cosine times ``|query's static block| / |query|`` (1/sqrt(2)
     for :meth:`FastEmbeddings.embed_query`). Absolute cutoffs written for one model's cosine (a fact
-    filter at 0.2, an anchor at 0.5) keep their meaning. ``short``: which scores belong to short texts.
+    filter at 0.2, an anchor at 0.5) keep their meaning. ``short``: which scores belong to short texts
+    (one bool for all).
     Identity for any other embedding."""
     scores = np.asarray(scores, dtype=np.float64)
     if not isinstance(emb, FastEmbeddings) or not scores.size:

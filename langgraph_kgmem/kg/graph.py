@@ -941,7 +941,12 @@ class KnowledgeGraph:
         order at the same :attr:`version`): e.g. dense scores of all passages."""
         vec = self.embed_query(query) if isinstance(query, str) else query
         ids, scores = self._vectors.scores(space, vec, kinds)
-        short = [space == "facts" or (n := self._nodes.get(i)) is not None and n.kind in SHORT_KINDS for i in ids]
+        if space == "facts" or kinds is not None and all(k in SHORT_KINDS for k in kinds):
+            short: bool | list[bool] = True
+        elif kinds is not None and not any(k in SHORT_KINDS for k in kinds):
+            short = False   # e.g. every passage: no per-id lookup
+        else:
+            short = [(n := self._nodes.get(i)) is not None and n.kind in SHORT_KINDS for i in ids]
         return ids, block_cosines(self.embeddings, vec, scores, short).astype(np.asarray(scores).dtype)
 
     @traced("kg.nearest")
