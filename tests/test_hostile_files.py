@@ -88,6 +88,26 @@ def test_a_corrupt_vectors_file_is_a_clear_error(tmp_path):
         KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
 
 
+@pytest.mark.parametrize("backend,journal", [("memory", "vectors.journal"), ("chroma", "chroma.journal")])
+def test_a_tampered_vector_journal_is_a_clear_error_and_garbage_ends_it(tmp_path, backend, journal):
+    from langgraph_kgmem.kg.files import write_journal
+
+    root = tmp_path / "kg"
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend=backend) as g:
+        keep = g.add_node("entity", "Zeta river")
+    for record, match in ((("nodes", ["x"], ["entity"], np.ones((1, 7))), "dimension 7"),
+                          (("nodes", ["x", "y"], ["entity", "entity"], np.ones((1, 256))), "one row per id"),
+                          (("nodes", ["x"], ["entity"], np.full((1, 256), np.nan)), "NaN"),
+                          (("other", ["x"], ["entity"], np.ones((1, 256))), "space 'other'")):
+        write_journal(root / journal, [record])
+        with pytest.raises(NotAKnowledgeGraphError, match=match):
+            KnowledgeGraph.open(root, embeddings="hash", vector_backend=backend)
+        (root / journal).unlink()
+    (root / journal).write_bytes(b"\x93NUMPY" + b"not an array" * 8)   # unreadable: the journal ends there
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend=backend) as g:
+        assert g.vector_index.ids("nodes") == [keep]
+
+
 @pytest.mark.parametrize("backend", ["memory", "chroma"])
 def test_kg_directories_and_files_are_private(tmp_path, backend):
     root = tmp_path / "kg"

@@ -30,7 +30,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from langgraph_kgmem.errors import NotAKnowledgeGraphError
+from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -180,6 +180,25 @@ def read_journal(path: Path) -> Iterator[tuple[str, list[str], list[str], np.nda
             yield str(space[0]), [str(x) for x in ids], [str(k) for k in kinds], mat
 
 
+def replay_journal(path: Path, index: Any) -> None:
+    """Upsert every record of the vector journal ``path`` into ``index``.
+
+    Raises:
+        NotAKnowledgeGraphError: a record that is not vectors of the KG's dimension, one per id,
+            finite (a tampered or foreign file); nothing in it was executed.
+    """
+    for space, ids, kinds, mat in read_journal(path):
+        try:
+            if space not in ("nodes", "facts") or len(kinds) != len(ids):
+                raise KgmemInputError(f"a record for space {space!r} with {len(ids)} ids and {len(kinds)} kinds")
+            index.upsert(space, ids, mat, kinds, normalized=True)
+        except KgmemInputError as exc:
+            raise NotAKnowledgeGraphError(
+                f"{path} holds vectors this KG cannot take ({exc}); nothing in it was executed. Move the file "
+                "away to open the KG without them (nodes without a vector are not found by vector search), "
+                "or restore the directory from a backup") from exc
+
+
 def append_vector_journal(root: Path, index: Any) -> None:
     """Append the vectors upserted since the last save (unit rows) to ``vectors.journal``; fold the
     journal into the npz once it outgrows it."""
@@ -220,6 +239,5 @@ def load_npz_vectors(root: Path, index: Any) -> bool:
             raise NotAKnowledgeGraphError(
                 f"{f} is not a valid vector file ({exc}); nothing in it was executed. Restore it from a "
                 f"backup, or delete it and re-ingest the documents into a new KG") from exc
-    for space, ids, kinds, mat in read_journal(root / JOURNAL_FILE):
-        index.upsert(space, ids, mat, kinds, normalized=True)
+    replay_journal(root / JOURNAL_FILE, index)
     return legacy

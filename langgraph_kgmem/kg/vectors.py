@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.kg.files import read_journal, write_journal
+from langgraph_kgmem.kg.files import replay_journal, write_journal
 from langgraph_kgmem.ranking import best_first
 
 
@@ -348,8 +348,7 @@ class ChromaVectorIndex(NumpyVectorIndex):
             if name.startswith(self._prefix + "_"):
                 self._load(name[len(self._prefix) + 1:])
         if journal is not None and journal.exists():   # a crash came before these reached Chroma
-            for space, ids, kinds, mat in read_journal(journal):
-                self.upsert(space, ids, mat, kinds, normalized=True)
+            replay_journal(journal, self)
             self.flush()
 
     def _collection(self, space: str):
