@@ -884,7 +884,7 @@ class Codebook:
             runs_with = self._run_lookup()
             groups = {}
             for run in changed:
-                if run.channel == "F" and run.id in self.runs:
+                if run.channel == "F" and run.id in self.runs and run.edges:
                     key = tuple(run.edges)   # an identical run holds every edge: look under the rarest
                     rarest = min(run.edges, key=lambda e: len(runs_with.get(e, ())))
                     groups[key] = sorted((self.runs[r] for r in runs_with.get(rarest, ())
