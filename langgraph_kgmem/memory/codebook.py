@@ -200,8 +200,10 @@ class Run:
     seq: int = 0                                        # creation number (page key)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "channel": self.channel, "edges": list(self.edges), "chunks": list(self.chunks),
-                "text": self.text, "links": list(self.links), "doc": self.doc, "seq": self.seq}
+        # tuples (JSON arrays in a database): a dict of strings, ints and such tuples is one the
+        # cyclic GC stops tracking (see Codebook.save)
+        return {"id": self.id, "channel": self.channel, "edges": tuple(self.edges), "chunks": tuple(self.chunks),
+                "text": self.text, "links": tuple(self.links), "doc": self.doc, "seq": self.seq}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Run":
@@ -943,17 +945,20 @@ class Codebook:
         from langgraph_kgmem.memory import namespace
 
         ns = namespace(self.kg_name, "codebook")
-        tables = {
-            "E": lambda i: [self.ent_text[i], self.ent_kg[i], self.ent_rep[i]],
-            "R": lambda i: self.rel_text[i],
-            "M": lambda i: [*self.edge_hrt[i], self.edge_kg[i], self.edge_rep[i]],
+        # rows are tuples of strings and ints: Python's cyclic GC stops tracking such tuples, so
+        # pages rewritten on every question do not make it walk the whole codebook more often
+        tables: dict[str, Callable[[int, int], list[Any]]] = {
+            "E": lambda a, b: list(zip(self.ent_text[a:b], self.ent_kg[a:b], self.ent_rep[a:b])),
+            "R": lambda a, b: self.rel_text[a:b],
+            "M": lambda a, b: [(*hrt, kg_id, rep) for hrt, kg_id, rep in
+                               zip(self.edge_hrt[a:b], self.edge_kg[a:b], self.edge_rep[a:b])],
         }
         sizes = {"E": len(self.ent_text), "R": len(self.rel_text), "M": len(self.edge_hrt)}
         written = 0
-        for name, row in tables.items():
+        for name, rows_of in tables.items():
             pages = range((sizes[name] + PAGE - 1) // PAGE) if self._dirty_all else sorted(self._dirty[name])
             for p in pages:
-                rows = [row(i) for i in range(p * PAGE, min(sizes[name], (p + 1) * PAGE))]
+                rows = rows_of(p * PAGE, min(sizes[name], (p + 1) * PAGE))
                 store.put(ns, f"{name}:{p:06d}", {"rows": rows}, index=False)
                 written += 1
         run_pages = range(self.run_counter // PAGE + 1) if self._dirty_all else sorted(self._dirty["runs"])
