@@ -388,9 +388,10 @@ class KnowledgeGraph:
 
         On failure the in-memory cache is reloaded from SQLite and the vectors the failed block
         added are dropped, so structure and vectors agree again. The outermost block appends the
-        vectors it added to the memory backend's journal just before it commits (a crash in
-        between leaves vectors without nodes, dropped at the next open), and deletes vectors
-        only after the commit (a rollback never loses the vector of a node it restores)."""
+        vectors it added to the backend's journal (memory: ``vectors.journal``, Chroma:
+        ``chroma.journal``) just before it commits (a crash in between leaves vectors without
+        nodes, dropped at the next open), and deletes vectors only after the commit (a rollback
+        never loses the vector of a node it restores)."""
         outer = self._store.depth == 0
         if outer:
             self._sync_lock.acquire()
