@@ -331,31 +331,34 @@ def test_a_new_kg_embeds_each_chunk_with_its_documents_title(make_kg):
     assert np.allclose(_chunk_vectors(g)["He married her in 1895."], _unit(g, "Pierre Curie\nHe married her in 1895."))
 
 
-def test_a_kg_created_before_titles_were_embedded_keeps_embedding_chunk_text_alone(tmp_path):
+def _embeds_chunk_text_alone(target, title: str, text: str) -> None:
+    """Open KG ``target``: it records passage_text "text", and a titled document added now gets a
+    chunk vector of its text alone."""
+    g = KnowledgeGraph.open(target, name="old", embeddings="hash", create=False)
+    try:
+        assert g.stats()["passage_text"] == "text"
+        g.add_documents([{"title": title, "text": text}], model="offline")
+        assert np.allclose(_chunk_vectors(g)[text], _unit(g, text))
+    finally:
+        g.close()
+
+
+@pytest.mark.integration
+def test_a_kg_created_before_titles_were_embedded_keeps_embedding_chunk_text_alone(tmp_path, new_database):
     import sqlite3
 
     from langgraph_kgmem.kg.migrate import migrate
 
-    g = KnowledgeGraph.open(tmp_path / "old", embeddings="hash", vector_backend="memory")
+    g = KnowledgeGraph.open(tmp_path / "old", name="old", embeddings="hash", vector_backend="memory")
     g.add_documents([{"title": "Marie Curie", "text": "She was born in Warsaw in 1867."}], model="offline")
     g.close()
     with sqlite3.connect(tmp_path / "old" / "kg.sqlite") as conn:   # as a KG written before the setting
         conn.execute("DELETE FROM meta WHERE key='passage_text'")
-    g = KnowledgeGraph.open(tmp_path / "old", embeddings="hash", vector_backend="memory")
-    try:
-        assert g.stats()["passage_text"] == "text"
-        g.add_documents([{"title": "Pierre Curie", "text": "He married her in 1895."}], model="offline")
-        assert np.allclose(_chunk_vectors(g)["He married her in 1895."], _unit(g, "He married her in 1895."))
-    finally:
-        g.close()
-    migrate(tmp_path / "old", tmp_path / "new", embeddings="hash")   # vectors copied as stored: the setting too
-    g = KnowledgeGraph.open(tmp_path / "new", embeddings="hash", create=False)
-    try:
-        assert g.stats()["passage_text"] == "text"
-        g.add_documents([{"title": "Warsaw", "text": "It lies on the Vistula."}], model="offline")
-        assert np.allclose(_chunk_vectors(g)["It lies on the Vistula."], _unit(g, "It lies on the Vistula."))
-    finally:
-        g.close()
+    _embeds_chunk_text_alone(tmp_path / "old", "Pierre Curie", "He married her in 1895.")
+    # vectors are migrated as stored, so the setting goes with them: into a directory and into PostgreSQL
+    for target in (tmp_path / "new", new_database()):
+        migrate(tmp_path / "old", target, embeddings="hash")
+        _embeds_chunk_text_alone(target, "Warsaw", "It lies on the Vistula.")
     with sqlite3.connect(tmp_path / "new" / "kg.sqlite") as conn:
         conn.execute("UPDATE meta SET value='summary' WHERE key='passage_text'")
     with pytest.raises(KgmemInputError, match="passage_text 'summary'"):
