@@ -29,7 +29,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.fast_embeddings import block_cosines, embed_short_texts, short_similarity, short_threshold
-from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, append_vector_journal, detect_vector_backend,
+from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, detect_vector_backend,
                                      load_npz_vectors, private_dir, private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, PprMethod, PprResult, build_snapshot,
                                    choose_method, degree_order, extend_snapshot, ppr_scores)
@@ -92,8 +92,8 @@ class KnowledgeGraph:
         # memory backend on disk: vectors.npz + a journal of the vectors each transaction adds
         self._npz_root = path if path is not None and isinstance(vectors, NumpyVectorIndex) \
             and not isinstance(vectors, ChromaVectorIndex) else None
-        if isinstance(vectors, NumpyVectorIndex):
-            vectors.track_dirty = self._npz_root is not None
+        if isinstance(vectors, NumpyVectorIndex) and self._npz_root is not None:
+            vectors.journal_to(self._npz_root)
         # shared (server) backend: the database version this cache reflects, and when it was checked
         self._db_version = 0
         self._checked_at = 0.0
@@ -401,9 +401,7 @@ class KnowledgeGraph:
             with self._store.transaction():
                 yield
                 if outer:
-                    self._vectors.commit()   # the block's vectors are durable before its structure commits
-                    if self._npz_root is not None:
-                        append_vector_journal(self._npz_root, self._vectors)
+                    self._vectors.commit()   # the block's vectors are durable (journaled) before its structure commits
         except BaseException:
             if outer:
                 self._doomed_vectors.clear()

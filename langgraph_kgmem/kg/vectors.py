@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.kg.files import replay_journal, write_journal
+from langgraph_kgmem.kg.files import append_vector_journal, replay_journal, write_journal
 from langgraph_kgmem.ranking import best_first
 
 
@@ -190,6 +190,7 @@ class NumpyVectorIndex:
     def __init__(self) -> None:
         self._spaces: dict[str, _Space] = {}
         self.track_dirty = False   # record upserted ids for take_dirty (incremental saving)
+        self._files: Path | None = None   # KG directory whose vectors.journal each commit appends to
 
     def _space(self, space: str) -> _Space:
         return self._spaces.setdefault(space, _Space())
@@ -207,9 +208,16 @@ class NumpyVectorIndex:
     def delete(self, space: str, ids: Iterable[str]) -> None:
         self._space(space).delete(ids)
 
+    def journal_to(self, root: Path) -> None:
+        """Keep this index on disk in KG directory ``root``: each :meth:`commit` appends the vectors
+        upserted since to ``vectors.journal`` (the KG folds it into ``vectors.npz`` at close)."""
+        self._files, self.track_dirty = root, True
+
     def commit(self) -> None:
-        """Make the transaction's upserts durable before the structure commits (nothing here: the
-        KG journals a saved memory index itself)."""
+        """Make the transaction's upserts durable before the structure commits: journaled when the
+        index lives in a KG directory, nothing to do in memory."""
+        if self._files is not None:
+            append_vector_journal(self._files, self)
 
     def flush(self) -> None:
         """Write what :meth:`upsert` deferred to durable storage (nothing: this index writes at once)."""
