@@ -165,3 +165,17 @@ def test_example_main_runs_offline(ex, capsys):
     assert "replayed ['Eiffel Tower'] (learned by the planner)" in text
     assert "Answer: 'Dijon' (verified after 2 round(s))" in text
     assert "LLM calls: planner 12, verifier 10, total 22" in text
+
+
+def test_a_short_document_is_one_chunk_without_the_tokenizer_and_the_same_as_with_it():
+    import random
+
+    from langgraph_kgmem.ingest.chunking import _pieces, chunk_text, pack_sentences, split_sentences
+
+    rnd = random.Random(7)
+    words = ["Warsaw", "lies", "on", "the", "Vistula.", "Curie", "zł", "naïve", "日本", "1895!", "Is", "it?", "\n\n"]
+    for _ in range(300):
+        text = " ".join(rnd.choice(words) for _ in range(rnd.randint(0, 60)))
+        for n in (16, 40, 120):
+            sentences = [p for s in split_sentences(text) for p in _pieces(s)]
+            assert chunk_text(text, n) == pack_sentences(sentences, n), (text, n)

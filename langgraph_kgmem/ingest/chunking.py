@@ -36,11 +36,21 @@ def chunk_text(text: str, chunk_tokens: int = 750) -> list[str]:
     cut on token boundaries. Every character of non-space text ends up in exactly one chunk."""
     if chunk_tokens < 16:
         raise ValueError(f"chunk_tokens must be >= 16, got {chunk_tokens}")
+    sentences = [p for s in split_sentences(text) for p in _pieces(s)]
+    # a token covers at least one UTF-8 byte: sentences whose bytes (+1 each, as packed below) fit
+    # make one chunk whatever the tokenizer says, so short documents never load or run it
+    if sum(len(s.encode()) + 1 for s in sentences) <= chunk_tokens:
+        return [" ".join(sentences)] if sentences else []
+    return pack_sentences(sentences, chunk_tokens)
+
+
+def pack_sentences(sentences: list[str], chunk_tokens: int) -> list[str]:
+    """Sentences packed into chunks of at most ``chunk_tokens`` o200k tokens (see :func:`chunk_text`)."""
     enc = _encoding(TOKEN_ENCODING)
     chunks: list[str] = []
     cur: list[str] = []
     cur_tokens = 0
-    for sent in (p for s in split_sentences(text) for p in _pieces(s)):
+    for sent in sentences:
         toks = enc.encode(sent)
         if len(toks) > chunk_tokens:
             if cur:
