@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 NodeKind = Literal["entity", "chunk", "anchor", "time", "location", "event"]
@@ -41,6 +42,7 @@ def check_kg_name(name: object) -> str:
     return name
 
 
+@lru_cache(maxsize=1 << 16)   # ingest asks for the same names' identities many times over
 def normalize_name(name: str) -> str:
     """Case- and whitespace-folded form used for entity identity."""
     return _WS.sub(" ", name.strip().strip(".,;:\"'")).lower()
@@ -59,6 +61,7 @@ def node_id(kind: str, key: str) -> str:
     return f"{ID_PREFIX[kind]}-{content_hash(kind, key)}"
 
 
+@lru_cache(maxsize=1 << 16)
 def entity_id(name: str) -> str:
     return node_id("entity", normalize_name(name))
 
