@@ -154,3 +154,68 @@ def test_a_bulk_ingest_embeds_many_documents_per_model_call(mode):
     for d in docs:                                                    # one call per document: the same KG
         ref.add_documents([d], model="offline", merge_threshold=None)
     assert _structure(kg) == _structure(ref)
+
+
+def _merging_docs(n: int) -> list[dict]:
+    """Documents whose names recur in variants (merged at a 0.6 cosine under hashing embeddings),
+    within a window and across windows; titles share nothing, so no merge is a near-tie."""
+    import hashlib
+
+    def word(i: int) -> str:
+        return "Q" + hashlib.blake2b(str(i).encode(), digest_size=6).hexdigest()
+
+    return [{"id": f"m{i}", "title": word(i),
+             "text": f"Northwind Trading{' Group' if i % 3 else ''} hired Ada Lovelace{' Jr' if i % 4 == 1 else ''} "
+                     f"in Harbor City{' Council' if i % 5 == 2 else ''}. {word(i)} hosts Northwind Trading."}
+            for i in range(n)]
+
+
+def _with_aliases(kg: KnowledgeGraph) -> tuple:
+    return _structure(kg), sorted((a, t) for a, t, _ in kg.graph_store.aliases())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_bulk_ingest_writes_each_window_in_one_transaction_and_merges_as_one_document_at_a_time(mode):
+    docs = _merging_docs(150)
+    kg = KnowledgeGraph.in_memory(name="w", embeddings="hash")
+    commits: list[str] = []
+    kg.graph_store.conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+    if mode == "sync":
+        report = kg.add_documents(docs, model="offline", merge_threshold=0.6)
+    else:
+        report = asyncio.run(kg.aadd_documents(docs, model="offline", merge_threshold=0.6))
+    kg.graph_store.conn.set_trace_callback(None)
+    assert len(commits) <= 6, len(commits)       # 3 windows of 64 chunks, not a commit or two per document
+    assert report.documents_added == 150 and report.entities_merged > 0
+    ref = KnowledgeGraph.in_memory(name="w", embeddings="hash")
+    ref_merged = sum(ref.add_documents([d], model="offline", merge_threshold=0.6).entities_merged for d in docs)
+    assert report.entities_merged == ref_merged
+    assert _with_aliases(kg) == _with_aliases(ref)
+    assert {d["status"] for d in kg.documents()} == {"done"}
+
+
+def test_a_write_failing_inside_a_window_keeps_the_documents_before_it(monkeypatch):
+    from langgraph_kgmem.ingest import pipeline
+
+    real = pipeline._Writer.write_chunk
+
+    def write_chunk(self, *args, **kwargs):
+        if self.doc_id == "m70":     # in the second window
+            raise OSError("disk full")
+        return real(self, *args, **kwargs)
+
+    docs = _merging_docs(100)
+    kg = KnowledgeGraph.in_memory(name="f", embeddings="hash")
+    monkeypatch.setattr(pipeline._Writer, "write_chunk", write_chunk)
+    with pytest.raises(OSError, match="disk full"):
+        kg.add_documents(docs, model="offline", merge_threshold=0.6)
+    status = {d["id"]: d["status"] for d in kg.documents()}
+    assert [i for i in range(100) if status.get(f"m{i}") == "done"] == list(range(70))
+    assert status["m70"] == "pending"                  # begun, its write rolled back: repaired by a re-run
+    monkeypatch.setattr(pipeline._Writer, "write_chunk", real)
+    report = kg.add_documents(docs, model="offline", merge_threshold=0.6)
+    assert report.documents_repaired >= 1 and report.documents_skipped == 70
+    ref = KnowledgeGraph.in_memory(name="f", embeddings="hash")
+    for d in docs:
+        ref.add_documents([d], model="offline", merge_threshold=0.6)
+    assert _with_aliases(kg) == _with_aliases(ref)

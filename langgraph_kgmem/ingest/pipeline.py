@@ -1,7 +1,8 @@
-"""Text → KG: validation, chunking, extraction, entity merging, and the writes, per document.
+"""Text → KG: validation, chunking, extraction, entity merging, and the writes.
 
-Each document is written in one SQLite transaction after its extraction, and marked ``done``
-only then; a document left ``pending`` by a crash is cleaned and redone by the next run, so a
+Documents are written in input order after their extraction, a window of them (about
+:data:`EMBED_WINDOW_CHUNKS` chunks) per transaction, each marked ``done`` in it; one whose
+extraction failed is left ``pending``, and a crash leaves nothing of an uncommitted window, so a
 re-run always completes the graph. Re-adding a ``done`` document changes nothing.
 """
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_unicode
-from langgraph_kgmem.fast_embeddings import short_threshold
+from langgraph_kgmem.fast_embeddings import short_block, short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
 
 MAX_DOCUMENT_CHARS = 5_000_000
-EMBED_WINDOW_CHUNKS = 64   # chunks whose texts a bulk ingest embeds together (documents are still written one by one)
+EMBED_WINDOW_CHUNKS = 64   # chunks a bulk ingest embeds together and writes in one transaction
 
 
 @dataclass
@@ -152,40 +153,48 @@ def _check_meta(meta: dict[str, Any], name: str) -> None:
 
 # ------------------------------------------------------------------------------- writing
 
-class _Writer:
-    """Writes one document's chunks; resolves entity names to ids (exact, alias, embedding merge)."""
+class _Merger:
+    """Entity resolution shared by the documents written in one transaction: each name's vector
+    and closest KG entity (one matrix product for all the names of a window), the aliases recorded,
+    and the entities created since it began.
 
-    def __init__(self, kg: "KnowledgeGraph", doc_id: str, merge_threshold: float | None) -> None:
+    A new name merges into the most similar entity (cosine >= merge_threshold) among those the KG
+    had when the merger began and those created since; ties go to the older entity. Documents
+    written one after another share a merger only within one transaction that deletes nothing, so
+    this is the set each of them would see on its own."""
+
+    def __init__(self, kg: "KnowledgeGraph", merge_threshold: float | None) -> None:
         self.kg = kg
-        self.doc_id = doc_id
         # stated on MiniLM's cosine scale; the fast embedding compares names in a static space
         self.merge_threshold = None if merge_threshold is None else short_threshold(kg.embeddings, merge_threshold)
-        self.report = IngestReport()
-        self.prev_anchor: str | None = None
-        self._resolved: dict[str, str] = {}
+        self.columns = short_block(kg.embeddings)             # where a name's vector can be non-zero
         self._vec: dict[str, np.ndarray] = {}                 # name -> its embedding
         self._best: dict[str, tuple[str | None, float]] = {}  # name -> closest KG entity (id, cosine)
         self._aliases: dict[str, str | None] = {}             # alias -> target (None: none), prefetched
-        self._created: dict[str, int] = {}                    # entity id made by this writer -> row of _unit
-        self._unit = np.zeros((0, 0), dtype=np.float32)       # unit vectors of those entities (grown x2)
+        self._created: list[str] = []                         # entities created since the merger began
+        self._new: set[str] = set()                           # the same, as a set
+        self._unit = np.zeros((0, 0), dtype=np.float32)       # their unit vectors (grown x2)
 
     def prepare(self, names: Sequence[str]) -> None:
-        """Embed names and find each one's closest KG entity with one matrix product (ingestion
-        calls it once per document; names it did not cover are done per chunk)."""
-        self._prefetch_aliases(names)
+        """Embed the names no entity denotes yet and find each one's closest KG entity with one
+        matrix product (once per window or document; names it did not cover are done per chunk)."""
+        self.prefetch_aliases(names)
         todo = [n for n in dict.fromkeys(names)
-                if n not in self._vec and n not in self._resolved and normalize_name(n) and self._lookup(n) is None]
+                if n not in self._vec and normalize_name(n) and self.lookup(n) is None]
         if not todo:
             return
         vecs = self.kg.embed_texts(todo, short=True)
         self._vec.update(zip(todo, vecs))
         if self.merge_threshold is not None:
-            best = self.kg.vector_index.best("nodes", unit_rows(vecs), kinds=("entity",))
+            best = self.kg.vector_index.best("nodes", unit_rows(vecs), kinds=("entity",), columns=self.columns)
             # a document being replaced has deleted its entities, whose vectors go only at commit
             self._best.update((n, b if b[0] is None or self.kg.has_node(b[0]) else (None, -1.0))
                               for n, b in zip(todo, best))
 
-    def _prefetch_aliases(self, names: Sequence[str]) -> None:
+    def vector(self, name: str) -> np.ndarray:
+        return self._vec[name]
+
+    def prefetch_aliases(self, names: Sequence[str]) -> None:
         """Recorded aliases of every name in one query (a round trip each on a database server)."""
         ask = list(dict.fromkeys(a for n in names if (a := normalize_name(n)) and a not in self._aliases
                                  and not self.kg.has_node(entity_id(n))))
@@ -193,7 +202,7 @@ class _Writer:
             found = self.kg.graph_store.alias_targets(ask)
             self._aliases.update((a, found.get(a)) for a in ask)
 
-    def _lookup(self, name: str) -> str | None:
+    def lookup(self, name: str) -> str | None:
         """The entity ``name`` already denotes: its own id, or the target of a recorded alias."""
         eid = entity_id(name)
         if self.kg.has_node(eid):
@@ -204,7 +213,23 @@ class _Writer:
         target = self._aliases[alias]
         return target if target and self.kg.has_node(target) else None
 
-    def _remember(self, eid: str, unit: np.ndarray) -> None:
+    def closest(self, name: str, unit: np.ndarray) -> tuple[str, float] | None:
+        """The entity ``name`` merges into, with its cosine; ``None``: it becomes an entity of its own."""
+        if self.merge_threshold is None:
+            return None
+        best = self._best[name]
+        if self._created:
+            # entities created since the merger began (the KG's are in best): strictly better wins
+            sims = self._unit[:len(self._created)] @ unit
+            j = int(np.argmax(sims))
+            if sims[j] > best[1]:
+                best = (self._created[j], float(sims[j]))
+        return best if best[0] is not None and best[1] >= self.merge_threshold else None  # type: ignore[return-value]
+
+    def merged(self, name: str, target: str) -> None:
+        self._aliases[normalize_name(name)] = target
+
+    def created(self, eid: str, unit: np.ndarray) -> None:
         n = len(self._created)
         if n == len(self._unit):
             grown = np.zeros((max(2 * n, 16), len(unit)), dtype=np.float32)
@@ -212,58 +237,61 @@ class _Writer:
                 grown[:n] = self._unit
             self._unit = grown
         self._unit[n] = unit
-        self._created[eid] = n
+        self._created.append(eid)
+        self._new.add(eid)
+
+    def is_new(self, eid: str) -> bool:
+        return eid in self._new
+
+
+class _Writer:
+    """Writes one document's chunks; resolves entity names to ids (exact, alias, embedding merge)
+    through a :class:`_Merger`, its own or one shared with the other documents of its transaction."""
+
+    def __init__(self, kg: "KnowledgeGraph", doc_id: str, merge_threshold: float | None,
+                 merger: _Merger | None = None) -> None:
+        self.kg = kg
+        self.doc_id = doc_id
+        self.merger = merger if merger is not None else _Merger(kg, merge_threshold)
+        self.report = IngestReport()
+        self.prev_anchor: str | None = None
+        self._resolved: dict[str, str] = {}
 
     def resolve_entities(self, names: Sequence[str]) -> dict[str, str]:
-        """Map each name to an entity id, creating entity nodes; merges near-duplicates.
-
-        A new name merges into the most similar entity (cosine >= merge_threshold) among those
-        the KG had when the document started and those this document created since; ties go to
-        the older entity."""
-        kg, store = self.kg, self.kg.graph_store
+        """Map each name to an entity id, creating entity nodes; merges near-duplicates (see
+        :class:`_Merger`)."""
+        kg, store, m = self.kg, self.kg.graph_store, self.merger
         todo: list[str] = []
-        self._prefetch_aliases([n for n in names if n not in self._resolved])
+        m.prefetch_aliases([n for n in names if n not in self._resolved])
         for name in dict.fromkeys(names):
             if not normalize_name(name) or name in self._resolved:
                 continue
-            known = self._lookup(name)
+            known = m.lookup(name)
             if known is not None:
                 self._resolved[name] = known
             else:
                 todo.append(name)
         if not todo:
             return self._resolved
-        self.prepare(todo)
-        vecs = np.asarray([self._vec[n] for n in todo], dtype=np.float32)
+        m.prepare(todo)
+        vecs = np.asarray([m.vector(n) for n in todo], dtype=np.float32)
         units = unit_rows(vecs)
-        created = list(self._created)
         new_nodes: list[Node] = []
         new_rows: list[int] = []
         for i, name in enumerate(todo):
             eid = entity_id(name)
-            if eid in self._created:
+            if m.is_new(eid):   # another spelling of a name created a moment ago
                 self._resolved[name] = eid
                 continue
-            merged = None
-            if self.merge_threshold is not None:
-                best = self._best[name]
-                if self._created:
-                    # entities this document created (the KG's are in best): strictly better wins
-                    sims = self._unit[:len(self._created)] @ units[i]
-                    j = int(np.argmax(sims))
-                    if sims[j] > best[1]:
-                        best = (created[j], float(sims[j]))
-                if best[0] is not None and best[1] >= self.merge_threshold:
-                    merged = best
+            merged = m.closest(name, units[i])
             if merged is not None:
                 self._resolved[name] = merged[0]
                 store.put_alias(normalize_name(name), merged[0], round(merged[1], 6))
-                self._aliases[normalize_name(name)] = merged[0]
+                m.merged(name, merged[0])
                 self.report.entities_merged += 1
                 continue
             self._resolved[name] = eid
-            self._remember(eid, units[i])
-            created.append(eid)
+            m.created(eid, units[i])
             new_nodes.append(Node(eid, "entity", name.strip(), {}))
             new_rows.append(i)
         if new_nodes:
@@ -531,6 +559,7 @@ class _IngestRun:
                 self.work.append((src, chunks, "replace"))
         self.total = sum(len(chunks) for _, chunks, _ in self.work)
         self.done = 0
+        self.begun: list[SourceDocument] = []   # begun, not yet recorded as pending (see begin)
         show = progress if progress is not None else (sys.stderr.isatty() and len(sources) > 3)
         self.bar = None
         if show and self.total:
@@ -540,14 +569,25 @@ class _IngestRun:
 
     def begin(self, item: tuple[SourceDocument, list[str], str]) -> None:
         """Before a document's extractions are awaited: a half-written one is cleaned up, a new
-        one recorded as pending (so an interrupted run is repaired by the next)."""
+        one will be recorded as pending (so a run that fails at its extraction leaves it for the
+        next run to repair). The record is written with its window's first transaction, before
+        anything of the document: one commit per window, not one per document."""
         src, _, action = item
         if action == "repair":
             self.kg.delete_document(src.id)
             self.report.documents_repaired += 1
         if action != "replace":
-            with self.kg.transaction():
-                self.kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+            self.begun.append(src)
+
+    def _record_begun(self) -> None:
+        """The documents begun since the last commit, recorded as pending (in the caller's transaction)."""
+        for src in self.begun:
+            self.kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+
+    def _commit_begun(self) -> None:
+        with self.kg.transaction():
+            self._record_begun()
+        self.begun.clear()
 
     def extracted(self, item: tuple[SourceDocument, list[str], str], i: int, ex: Extraction) -> Extraction:
         """Count one chunk's extraction (usage, progress bar, ``on_progress``), in input order."""
@@ -577,38 +617,71 @@ class _IngestRun:
 
     def write_window(self, done: list[tuple[tuple[SourceDocument, list[str], str], list[Extraction]]]) -> None:
         """Several documents' texts embedded in one batched call per kind (the model's cost per
-        call dwarfs a single passage's), then each document written in its own transaction."""
+        call dwarfs a single passage's), then the documents written in input order in one
+        transaction, their names matched against the KG's entities in one matrix product.
+
+        A window that replaces a document (which deletes) writes each document in a transaction
+        of its own. If a write fails, the window is rolled back and the documents before the
+        failing one are written again, one transaction each, before the error propagates: what
+        was extracted before a failure lands all the same."""
+        kg = self.kg
+        replaces = any(action == "replace" for (_, _, action), _ in done)
+        if not done or replaces:
+            self._commit_begun()
         if not done:
             return
-        with self.kg.prefetch_embeddings(*_texts_to_embed(self.kg, [(src, cs, exs) for (src, cs, _), exs in done])):
-            for item, extractions in done:
-                self.write(item, extractions)
+        with kg.prefetch_embeddings(*_texts_to_embed(kg, [(src, cs, exs) for (src, cs, _), exs in done])):
+            if replaces:
+                for item, extractions in done:
+                    self.report.merge(self.write(item, extractions))
+                return
+            reports: list[IngestReport] = []
+            try:
+                with kg.transaction():
+                    self._record_begun()
+                    merger = _Merger(kg, self.merge_threshold)
+                    merger.prepare([x for _, exs in done for ex in exs for x in _names(ex)])
+                    for item, extractions in done:
+                        reports.append(self.write(item, extractions, merger))
+            except Exception:
+                self._commit_begun()
+                for item, extractions in done[:len(reports)]:
+                    self.report.merge(self.write(item, extractions))
+                raise
+            self.begun.clear()
+            for r in reports:
+                self.report.merge(r)
 
-    def write(self, item: tuple[SourceDocument, list[str], str], extractions: list[Extraction]) -> None:
-        """One document into the KG, in one transaction (a replaced one's old version goes in it too)."""
+    def write(self, item: tuple[SourceDocument, list[str], str], extractions: list[Extraction],
+              merger: _Merger | None = None) -> IngestReport:
+        """One document into the KG, in one transaction (a replaced one's old version goes in it
+        too); what it added, as a report. ``merger``: the one its window shares (see
+        :meth:`write_window`), else its own."""
         kg, (src, chunks, action) = self.kg, item
+        report = IngestReport()
         with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(kg, [(src, chunks, extractions)])):
             before = None
             if action == "replace":
                 before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))
                 kg.delete_document(src.id)
                 kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
-            w = _Writer(kg, src.id, self.merge_threshold)
-            w.prepare([x for ex in extractions for x in _names(ex)])
+            w = _Writer(kg, src.id, self.merge_threshold, merger)
+            w.merger.prepare([x for ex in extractions for x in _names(ex)])
             for i, (c, ex) in enumerate(zip(chunks, extractions)):
                 w.write_chunk(i, c, ex, title=src.title or ex.title, generated_title=not src.title)
             kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
             if before is not None:
                 nodes, edges = set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id))
-                self.report.changes[src.id] = {
+                report.changes[src.id] = {
                     "nodes_removed": len(before[0] - nodes), "nodes_added": len(nodes - before[0]),
                     "edges_removed": len(before[1] - edges), "edges_added": len(edges - before[1]),
                     "edges_kept": len(before[1] & edges)}
-        self.report.merge(w.report)
+        report.merge(w.report)
         if action == "replace":
-            self.report.documents_replaced += 1
+            report.documents_replaced += 1
         else:
-            self.report.documents_added += 1
+            report.documents_added += 1
+        return report
 
     def close(self) -> None:
         if self.bar is not None:

@@ -92,8 +92,10 @@ class VectorBackend(Protocol):
     def has(self, space: str, ids: Sequence[str]) -> list[bool]: ...
     def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
                restrict: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
-    def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None) -> list[tuple[str | None, float]]:
-        """Top-1 (id, cosine) per query row; ``(None, -1.0)`` when nothing matches."""
+    def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None,
+             columns: slice | None = None) -> list[tuple[str | None, float]]:
+        """Top-1 (id, cosine) per query row; ``(None, -1.0)`` when nothing matches. ``columns``: a
+        hint that queries and rows are zero outside these columns (a backend may compare only them)."""
     def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         """Cosine of ``query`` with every row of these kinds, rows in insertion order."""
     def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,

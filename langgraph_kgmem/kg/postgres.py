@@ -781,8 +781,8 @@ class PgVectorIndex:
         rows.sort(key=lambda r: (-round(r[1], 6), r[2]))
         return [(r[0], float(r[1])) for r in rows[:k]]
 
-    def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None
-             ) -> list[tuple[str | None, float]]:
+    def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None,
+             columns: slice | None = None) -> list[tuple[str | None, float]]:
         queries = np.asarray(queries, dtype=np.float32)
         if not len(queries) or not self._exists():
             return [(None, -1.0)] * len(queries)
@@ -791,7 +791,8 @@ class PgVectorIndex:
             ids, mat = cached
             if not ids:
                 return [(None, -1.0)] * len(queries)
-            sims = unit_rows(queries) @ mat.T
+            cols = columns if columns is not None else slice(None)
+            sims = unit_rows(queries)[:, cols] @ mat[:, cols].T
             top = np.argmax(sims, axis=1)
             return [(ids[j], float(sims[i, j])) for i, j in enumerate(top)]
         kind_filter = " AND b.kind = ANY(%s)" if kinds is not None else ""
