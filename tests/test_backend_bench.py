@@ -40,13 +40,18 @@ def test_build_only_times_each_embedding_from_nothing(tmp_path, capsys):
                                           "passages": passages[i:] + passages[:1], "supporting_titles": []})
                               for i in range(3)))
     out = tmp_path / "build.json"
-    assert main(["--build-only", "--dataset", str(data), "--embeddings", "hash,hash:64", "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["build_only"]
-    assert [r["embeddings"] for r in rows] == ["hash", "hash:64"]
+    assert main(["--build-only", "--dataset", str(data), "--embeddings", "hash,hash:64,local",
+                 "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    rows = report["build_only"]
+    assert [r["embeddings"] for r in rows] == ["hash", "hash:64", "local"]
     assert all(r["passages"] == len(SAMPLE_DOCS) for r in rows)      # pooled: each passage once
     assert rows[0]["nodes"] == rows[1]["nodes"] > 0 and rows[0]["vs_first"] == 1.0
     assert all(r["total_s"] >= r["embedding_s"] >= 0 for r in rows)
-    assert "| hash:64 |" in capsys.readouterr().out
+    # the floor: the local build's passages (one chunk per short document) through the model alone
+    assert report["floor"]["passages"] == len(SAMPLE_DOCS) and report["floor"]["seconds"] > 0
+    printed = capsys.readouterr().out
+    assert "| hash:64 |" in printed and "floor: the" in printed
 
 
 def test_extraction_suite_times_threads_and_coroutines_and_checks_the_kg(capsys):
