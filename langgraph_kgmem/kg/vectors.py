@@ -274,11 +274,11 @@ class NumpyVectorIndex:
         mask = s.kind_mask(kinds) if len(s.ids) else np.zeros(0, dtype=bool)
         if not len(queries) or not mask.any():
             return [(None, -1.0)] * len(queries)
-        rows = np.flatnonzero(mask)
         cols = columns if columns is not None else slice(None)
-        scores = queries[:, cols] @ s.mat[rows, cols].T
+        scores = queries[:, cols] @ s.mat[:, cols].T   # a strided view: no copy of the matrix
+        scores[:, ~mask] = -np.inf
         top = np.argmax(scores, axis=1)   # first maximum: the earliest row wins ties
-        return [(s.ids[rows[j]], float(scores[i, j])) for i, j in enumerate(top)]
+        return [(s.ids[j], float(scores[i, j])) for i, j in enumerate(top)]
 
     def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None
                ) -> tuple[list[str], np.ndarray]:
