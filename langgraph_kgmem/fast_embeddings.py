@@ -217,10 +217,10 @@ def short_block(emb: Embeddings) -> slice | None:
     return slice(0, emb.static.dim) if isinstance(emb, FastEmbeddings) else None
 
 
-def embed_short_texts(emb: Embeddings, texts: list[str]) -> list[list[float]]:
+def embed_short_texts(emb: Embeddings, texts: list[str]) -> list[list[float]] | np.ndarray:
     """Entity names, titles and fact strings: in the embedding's short-text space where it has one
-    (:class:`FastEmbeddings`), else as any document."""
-    short = getattr(emb, "embed_short_texts", None)
+    (:class:`FastEmbeddings`: an array, no lists of floats), else as any document."""
+    short = getattr(emb, "embed_short_array", None)
     return short(texts) if callable(short) else emb.embed_documents(texts)
 
 
@@ -254,12 +254,14 @@ class FastEmbeddings(Embeddings):
                              "kinds": ["chunk", "any other text"]},
                 "queries": "both parts, each scaled by 1/sqrt(2)"}
 
-    def _padded(self, block: np.ndarray, first: bool) -> list[list[float]]:
-        other = np.zeros((len(block), self.passage_dim if first else self.static.dim))
-        return np.hstack([block, other] if first else [other, block]).tolist()
+    def embed_short_array(self, texts: list[str]) -> np.ndarray:
+        """:meth:`embed_short_texts` as a float32 array (what the KG stores)."""
+        out = np.zeros((len(texts), self.static.dim + self.passage_dim), dtype=np.float32)
+        out[:, :self.static.dim] = self.static.embed_array(texts)
+        return out
 
     def embed_short_texts(self, texts: list[str]) -> list[list[float]]:
-        return self._padded(self.static.embed_array(texts).astype(np.float64), first=True)
+        return self.embed_short_array(texts).astype(np.float64).tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -268,7 +270,7 @@ class FastEmbeddings(Embeddings):
         if block.shape[1] != self.passage_dim:
             raise ConfigurationError(f"passage model {self.model_name} gave {block.shape[1]} dimensions, "
                                      f"expected {self.passage_dim}")
-        return self._padded(block, first=False)
+        return np.hstack([np.zeros((len(block), self.static.dim)), block]).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         s = self.static.embed_array([text])[0].astype(np.float64)
