@@ -150,6 +150,7 @@ def test_a_bulk_ingest_embeds_many_documents_per_model_call(mode):
     assert EMBED_WINDOW_CHUNKS >= 32
     assert len(Counting.calls) <= 8, Counting.calls        # a few windows, passages and short texts each
     assert max(Counting.calls) >= 32                       # not one document per call
+    assert Counting.calls[0] == len(docs)                  # every passage in one call, ahead of the windows
     ref = KnowledgeGraph.in_memory(name="w", embeddings=HashingEmbeddings(64))
     for d in docs:                                                    # one call per document: the same KG
         ref.add_documents([d], model="offline", merge_threshold=None)

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 MAX_DOCUMENT_CHARS = 5_000_000
 EMBED_WINDOW_CHUNKS = 64   # chunks a bulk ingest embeds together and writes in one transaction
+# passages a bulk ingest sends to the model in one call, for the windows to come: sorted by length
+# across ~1,000 chunks, batches pad far less than within one window's 64
+PASSAGES_AHEAD_CHUNKS = 1024
 
 
 @dataclass
@@ -560,6 +563,8 @@ class _IngestRun:
         self.total = sum(len(chunks) for _, chunks, _ in self.work)
         self.done = 0
         self.begun: list[SourceDocument] = []   # begun, not yet recorded as pending (see begin)
+        self.position = {src.id: i for i, (src, _, _) in enumerate(self.work)}
+        self.ahead: dict[str, np.ndarray] = {}  # passage text -> vector, embedded for windows to come
         show = progress if progress is not None else (sys.stderr.isatty() and len(sources) > 3)
         self.bar = None
         if show and self.total:
@@ -630,7 +635,8 @@ class _IngestRun:
             self._commit_begun()
         if not done:
             return
-        with kg.prefetch_embeddings(*_texts_to_embed(kg, [(src, cs, exs) for (src, cs, _), exs in done])):
+        with kg.prefetch_embeddings(*_texts_to_embed(kg, [(src, cs, exs) for (src, cs, _), exs in done]),
+                                    vectors=self.passages_ahead([item for item, _ in done])):
             if replaces:
                 for item, extractions in done:
                     self.report.merge(self.write(item, extractions))
@@ -651,6 +657,24 @@ class _IngestRun:
             self.begun.clear()
             for r in reports:
                 self.report.merge(r)
+
+    def passages_ahead(self, items: list[tuple[SourceDocument, list[str], str]]) -> dict[str, np.ndarray]:
+        """Vectors of the window's passages. When some are missing, the passages of the window's
+        documents and of those after them, up to :data:`PASSAGES_AHEAD_CHUNKS` chunks, go to the
+        model in one call (texts known before any extraction: chunks and titles)."""
+        kg = self.kg
+        want = [kg.passage_embedding_text(c, src.title) for src, chunks, _ in items for c in chunks]
+        if all(t in self.ahead for t in want):
+            return self.ahead
+        group: list[str] = []
+        for src, chunks, _ in self.work[self.position[items[0][0].id]:]:
+            if len(group) >= max(PASSAGES_AHEAD_CHUNKS, len(want)):
+                break
+            group += [kg.passage_embedding_text(c, src.title) for c in chunks]
+        todo = [t for t in dict.fromkeys(group) if t not in self.ahead]
+        fresh = dict(zip(todo, kg.embed_texts(todo))) if todo else {}
+        self.ahead = {t: self.ahead.get(t, fresh.get(t)) for t in group}   # what earlier windows used goes
+        return self.ahead
 
     def write(self, item: tuple[SourceDocument, list[str], str], extractions: list[Extraction],
               merger: _Merger | None = None) -> IngestReport:

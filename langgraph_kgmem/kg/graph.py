@@ -561,13 +561,21 @@ class KnowledgeGraph:
                           dtype=np.float32)
 
     @contextmanager
-    def prefetch_embeddings(self, texts: Iterable[str], short_texts: Iterable[str] = ()) -> Iterator[None]:
+    def prefetch_embeddings(self, texts: Iterable[str], short_texts: Iterable[str] = (), *,
+                            vectors: Mapping[str, np.ndarray] | None = None) -> Iterator[None]:
         """Embed ``texts`` (passages) and ``short_texts`` (names, titles, facts: see :meth:`embed_texts`)
         in one batched call each and serve them from memory inside the block (ingestion embeds a
         whole document's chunks, titles, names and facts at once, and a bulk ingest several
-        documents' at once). Blocks nest: each forgets only what it fetched."""
+        documents' at once). ``vectors``: passages the caller already embedded with this KG's
+        embeddings (:meth:`embed_texts`), served as they are. Blocks nest: each forgets only what
+        it fetched."""
         added: list[tuple[bool, str]] = []
         try:
+            texts = list(texts)
+            for t in dict.fromkeys(texts):
+                if vectors is not None and t in vectors and (False, t) not in self._prefetched:
+                    self._prefetched[(False, t)] = vectors[t]
+                    added.append((False, t))
             for short, group in ((False, texts), (True, short_texts)):
                 todo = [t for t in dict.fromkeys(group) if t and (short, t) not in self._prefetched]
                 if todo:
