@@ -217,11 +217,16 @@ def short_block(emb: Embeddings) -> slice | None:
     return slice(0, emb.static.dim) if isinstance(emb, FastEmbeddings) else None
 
 
+def has_short_space(emb: Embeddings) -> bool:
+    """Whether ``emb`` embeds short texts in a space of their own (:class:`FastEmbeddings`); if not,
+    a name and a passage go through the same model."""
+    return callable(getattr(emb, "embed_short_array", None))
+
+
 def embed_short_texts(emb: Embeddings, texts: list[str]) -> list[list[float]] | np.ndarray:
     """Entity names, titles and fact strings: in the embedding's short-text space where it has one
     (:class:`FastEmbeddings`: an array, no lists of floats), else as any document."""
-    short = getattr(emb, "embed_short_array", None)
-    return short(texts) if callable(short) else emb.embed_documents(texts)
+    return emb.embed_short_array(texts) if has_short_space(emb) else emb.embed_documents(texts)
 
 
 class FastEmbeddings(Embeddings):

@@ -220,3 +220,18 @@ def test_a_write_failing_inside_a_window_keeps_the_documents_before_it(monkeypat
     for d in docs:
         ref.add_documents([d], model="offline", merge_threshold=0.6)
     assert _with_aliases(kg) == _with_aliases(ref)
+
+
+def test_add_triples_embeds_its_passage_and_names_in_one_model_call():
+    from langgraph_kgmem.config import HashingEmbeddings
+
+    class Counting(HashingEmbeddings):
+        calls: list[int] = []
+
+        def embed_documents(self, texts):
+            Counting.calls.append(len(texts))
+            return super().embed_documents(texts)
+
+    kg = KnowledgeGraph.in_memory(name="t", embeddings=Counting(64))
+    kg.add_triples([("Marie Curie", "born in", "Warsaw")], text="Marie Curie was born in Warsaw.", title="Marie Curie")
+    assert len(Counting.calls) == 1, Counting.calls     # one model: the passage, names and fact together

@@ -425,10 +425,15 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
         report.documents_repaired = 1
     entities = list(dict.fromkeys([title] if title else []) )
     entities += [x for t in trips for x in (t.subject, t.object)]
-    with kg.transaction():
+    ex = Extraction(list(dict.fromkeys(entities)), trips, title or "")
+    passages = [kg.passage_embedding_text(text, title)] if text is not None else []
+    # everything it embeds in one model call (two with a short-text space): a call's fixed cost
+    # is most of one chunk's embedding time
+    short = [s for s in [ex.title, *(e.strip() for e in ex.entities), *(t.text() for t in trips)] if s]
+    with kg.transaction(), kg.prefetch_embeddings(passages, short):
         kg.graph_store.put_document(doc_id, title=title or "", status="pending", meta=meta)
         w = _Writer(kg, doc_id, merge_threshold)
-        w.write_chunk(0, text, Extraction(list(dict.fromkeys(entities)), trips, title or ""), title=title or "")
+        w.write_chunk(0, text, ex, title=title or "")
         kg.graph_store.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta)
     report.merge(w.report)
     report.documents_added = 1

@@ -28,7 +28,8 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
-from langgraph_kgmem.fast_embeddings import block_cosines, embed_short_texts, short_similarity, short_threshold
+from langgraph_kgmem.fast_embeddings import (block_cosines, embed_short_texts, has_short_space, short_similarity,
+                                             short_threshold)
 from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, detect_vector_backend,
                                      load_npz_vectors, private_dir, private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, PprMethod, PprResult, build_snapshot,
@@ -576,12 +577,18 @@ class KnowledgeGraph:
                 if vectors is not None and t in vectors and (False, t) not in self._prefetched:
                     self._prefetched[(False, t)] = vectors[t]
                     added.append((False, t))
-            for short, group in ((False, texts), (True, short_texts)):
-                todo = [t for t in dict.fromkeys(group) if t and (short, t) not in self._prefetched]
+            wanted = [(short, t) for short, group in ((False, texts), (True, short_texts))
+                      for t in dict.fromkeys(group) if t and (short, t) not in self._prefetched]
+            if has_short_space(self.embeddings):   # two spaces: a call each
+                groups = [[k for k in wanted if not k[0]], [k for k in wanted if k[0]]]
+            else:   # one model for both: one call (a model call's fixed cost dominates small ingests)
+                groups = [wanted]
+            for group in groups:
+                todo = list(dict.fromkeys(t for _, t in group))
                 if todo:
-                    vecs = self.embed_texts(todo, short=short)
-                    added += [(short, t) for t in todo]
-                    self._prefetched.update(((short, t), v) for t, v in zip(todo, vecs))
+                    vec = dict(zip(todo, self.embed_texts(todo, short=group[0][0])))
+                    added += group
+                    self._prefetched.update((k, vec[k[1]]) for k in group)
             yield
         finally:
             for key in added:
