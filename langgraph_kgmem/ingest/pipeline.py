@@ -377,17 +377,17 @@ def _names(extraction: Extraction) -> list[str]:
     return extraction.entities + [x for t in extraction.triples for x in (t.subject, t.object)]
 
 
-def _texts_to_embed(kg: "KnowledgeGraph", docs: Sequence[tuple[SourceDocument, Sequence[str], Sequence[Extraction]]]
+def _texts_to_embed(kg: "KnowledgeGraph", docs: Sequence[tuple[str, Sequence[str], Sequence[Extraction]]]
                     ) -> tuple[list[str], list[str]]:
-    """Everything the documents' writes will embed — passages (as the KG embeds a chunk: see
-    ``KnowledgeGraph.passage_embedding_text``), and short texts (titles, names, facts) — so each goes
-    to the model in one batched call (fact texts use the names as extracted; a merged entity's fact
-    is embedded on its own)."""
+    """Everything the writes of these (title, chunks, extractions) will embed — passages (as the KG
+    embeds a chunk: see ``KnowledgeGraph.passage_embedding_text``), and short texts (titles, names,
+    facts) — so each goes to the model in one batched call (fact texts use the names as extracted;
+    a merged entity's fact is embedded on its own)."""
     passages: list[str] = []
     short: list[str] = []
-    for src, chunks, extractions in docs:
-        for chunk, ex in zip(chunks, extractions):
-            passages.append(kg.passage_embedding_text(chunk, src.title))
+    for title, chunks, extractions in docs:
+        passages.extend(kg.passage_embedding_text(c, title) for c in chunks)
+        for ex in extractions:
             short.append(ex.title)
             short.extend(e.strip() for e in ex.entities)
             short.extend(t.text() for t in ex.triples)
@@ -426,11 +426,10 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     entities = list(dict.fromkeys([title] if title else []) )
     entities += [x for t in trips for x in (t.subject, t.object)]
     ex = Extraction(list(dict.fromkeys(entities)), trips, title or "")
-    passages = [kg.passage_embedding_text(text, title)] if text is not None else []
     # everything it embeds in one model call (two with a short-text space): a call's fixed cost
     # is most of one chunk's embedding time
-    short = [s for s in [ex.title, *(e.strip() for e in ex.entities), *(t.text() for t in trips)] if s]
-    with kg.transaction(), kg.prefetch_embeddings(passages, short):
+    texts = _texts_to_embed(kg, [(title or "", [text] if text is not None else [], [ex])])
+    with kg.transaction(), kg.prefetch_embeddings(*texts):
         kg.graph_store.put_document(doc_id, title=title or "", status="pending", meta=meta)
         w = _Writer(kg, doc_id, merge_threshold)
         w.write_chunk(0, text, ex, title=title or "")
@@ -640,7 +639,7 @@ class _IngestRun:
             self._commit_begun()
         if not done:
             return
-        with kg.prefetch_embeddings(*_texts_to_embed(kg, [(src, cs, exs) for (src, cs, _), exs in done]),
+        with kg.prefetch_embeddings(*_texts_to_embed(kg, [(src.title, cs, exs) for (src, cs, _), exs in done]),
                                     vectors=self.passages_ahead([item for item, _ in done])):
             if replaces:
                 for item, extractions in done:
@@ -688,7 +687,7 @@ class _IngestRun:
         :meth:`write_window`), else its own."""
         kg, (src, chunks, action) = self.kg, item
         report = IngestReport()
-        with kg.transaction(), kg.prefetch_embeddings(*_texts_to_embed(kg, [(src, chunks, extractions)])):
+        with kg.transaction():   # its texts were embedded for its window (write_window)
             before = None
             if action == "replace":
                 before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))
