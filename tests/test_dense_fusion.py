@@ -15,7 +15,7 @@ from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
 from langgraph_kgmem.graphs.catrag import create_catrag_graph
 from langgraph_kgmem.graphs.common import content_words, dense_passages, fuse_with_dense, named_in
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
-from langgraph_kgmem.ranking import RRF_K, interleave, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import RRF_K, fusion_depth, interleave, reciprocal_rank_fusion
 
 # ------------------------------------------------------------------------------ the fusion itself
 
@@ -127,10 +127,29 @@ def test_the_corpus_puts_the_lonely_passage_first_for_vector_search(soup_kg):
 
 
 def test_fuse_with_dense_keeps_the_methods_passages_and_adds_the_dense_top(soup_kg):
-    walk = [c for c in dense_passages(soup_kg, QUESTION, 20) if c != _lonely_chunk(soup_kg)][-2:]  # two weak finds
+    dense = dense_passages(soup_kg, QUESTION, 20)
+    assert dense[0] == _lonely_chunk(soup_kg)
+    walk = dense[-2:]                                          # two weak finds, in the walk's order
     fused = [c for c, _ in fuse_with_dense(soup_kg, QUESTION, walk, 5)]
-    assert len(fused) == 5 and set(walk) <= set(fused)         # nothing the method found is lost
-    assert fused[:2] == [walk[0], _lonely_chunk(soup_kg)]     # the method's best, then the dense top
+    assert len(fused) == 5 and set(walk) <= set(fused)         # nothing the walk found is lost
+    # vector search's best two, then the walk's finds and vector search's next in turns
+    assert fused == [dense[0], dense[1], walk[0], dense[2], walk[1]]
+
+
+def test_fuse_with_dense_puts_a_find_far_from_the_question_after_the_fused_top():
+    g = KnowledgeGraph.in_memory(name="far", embeddings="hash")
+    try:   # more passages than the fusion depth (120 for a top 5), so some rank beyond it
+        g.add_documents([{"id": f"d{i}", "text": f"filler note number {i} on subject {i % 7}."} for i in range(130)]
+                        + [LONELY], model="offline")
+        dense = dense_passages(g, QUESTION, 200)
+        assert len(dense) > fusion_depth(5)
+        far, near = dense[-1], dense[3]
+        fused = [c for c, _ in fuse_with_dense(g, QUESTION, [far, near], 5)]
+        assert fused[:5] == [dense[0], dense[1], near, dense[2], dense[4]]   # the far find takes no turn
+        assert fused[5:] == [far]                                            # but is kept, after them
+        assert [c for c, _ in fuse_with_dense(g, QUESTION, [near], 3)] == [dense[0], dense[1], near]
+    finally:
+        g.close()
 
 
 def test_catrag_fusion_keeps_the_passage_only_vector_search_finds(soup_kg):
@@ -193,15 +212,18 @@ def test_autopruned_fusion_ranks_runs_of_the_dense_top_passage(soup_kg):
     assert lonely in chunks[True][:5]
 
 
-def test_autopruned_a_passage_lifts_only_its_best_run():
+def test_autopruned_runs_take_turns_a_passage_lifts_its_best_run_and_far_runs_follow():
     run = lambda rid, chunks: (0.0, 0, type("R", (), {"id": rid, "chunks": chunks})())  # noqa: E731
-    scored = [run("r1", ["c2"]), run("r2", ["c1"]), run("r3", ["c1"]), run("r4", ["c9"])]
-    fused = autopruned._fuse_dense(scored, ["c1", "c2"])
-    # c1's best run is r2 (first in fine order); r3 keeps its fine rank alone, r4's passage is not ranked
-    assert fused["r2"] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
-    assert fused["r1"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 2))
-    assert fused["r3"] == pytest.approx(1 / (RRF_K + 3))
-    assert fused["r4"] == pytest.approx(1 / (RRF_K + 4))
+    # fine order r1..r5 then a stored question run (no passage); vector search ranks c1, c2, c5
+    scored = [run("r1", ["c2"]), run("r2", ["c5"]), run("r3", ["c1"]), run("r4", ["c1"]), run("r5", ["c9"]),
+              run("q", [])]
+    fused = autopruned._fuse_dense(scored, ["c1", "c2", "c5"])
+    # turns: fine's r1, then dense's best passage c1 through its best run r3; fine's r2 (dense's c2
+    # and c5 are r1's and r2's, already taken); r4 shares c1 but only its fine turn lifts it; the
+    # question run keeps its turn; r5's passage is beyond the dense ranking: no turn at all
+    assert list(fused) == ["r1", "r3", "r2", "r4", "q"]
+    assert [fused[r] for r in fused] == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5])
+    assert "r5" not in fused
 
 
 # ------------------------------------------------------------------------------ grounding in the question

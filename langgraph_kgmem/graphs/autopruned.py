@@ -50,7 +50,7 @@ from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
                                              MAX_RELATION_CHARS, Channel, Codebook, phrase_triples)
-from langgraph_kgmem.ranking import best_first, fusion_depth, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import best_first, fusion_depth, interleave, reciprocal_rank_fusion
 
 METHOD = "autopruned"
 # The compact reader setting measured in the README (tokens against the answer): the passages of the 10
@@ -540,7 +540,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 if r.id in have:
                     continue
                 have.add(r.id)
-                rank = {"fused": round(fused[r.id], 8)} if fused else {}
+                rank = {"fused": round(fused.get(r.id, 0.0), 8)} if fused else {}
                 out.append({"run": r.id, "channel": r.channel, "score": round(s, 6), **rank})
                 if r.channel != "Q":
                     counted += 1
@@ -747,19 +747,25 @@ def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], 
 
 
 def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str]) -> dict[str, float]:
-    """Reciprocal-rank fusion of the fine run ranking with the dense passage ranking: run id →
-    fused score. A passage enters the dense list through its best run (the first in fine order
-    among the runs whose best-placed chunk it is), so the dense ranking lifts one run per passage
-    and a passage's other runs keep their fine rank alone."""
+    """The fine run ranking and the dense passage ranking taken in turns, the fine ranking's first
+    (:func:`~langgraph_kgmem.ranking.interleave`): run id → ``1 / place``. A passage enters the
+    dense list through its best run (the first in fine order among the runs whose best-placed
+    chunk it is), so the dense ranking lifts one run per passage and a passage's other runs keep
+    their fine turn alone. A fact run none of whose passages vector search ranks within ``dense``
+    (the fusion depth) takes no turn and is left out: it follows the fused runs, in fine order.
+    Runs without passages (stored questions and answers) keep their fine turn."""
     pos = {c: i for i, c in enumerate(dense)}
     reps: dict[str, tuple[int, str]] = {}       # passage → (its dense position, its best run)
+    own: list[str] = []                          # the fine ranking less the far fact runs
     for _, _, run in scored:
         placed = [pos[c] for c in run.chunks if c in pos]
         if placed:
             c = dense[min(placed)]
             reps.setdefault(c, (pos[c], run.id))
+        if placed or not run.chunks:
+            own.append(run.id)
     by_dense = [rid for _, rid in sorted(reps.values())]
-    return dict(reciprocal_rank_fusion([[run.id for _, _, run in scored], by_dense]))
+    return dict(interleave([own, by_dense]))
 
 
 def _unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
@@ -1118,10 +1124,12 @@ def create_autopruned_graph(
             ranking's), so ``fine_m`` decides how many passages compete. None (default): off.
         dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
             by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
-            ordered by reciprocal-rank fusion (:func:`~langgraph_kgmem.ranking.reciprocal_rank_fusion`,
-            k = 60) of the fine ranking with the dense passage ranking, a passage lifting its best
-            run; so the passages the selected runs come from are never far behind vector search.
-            Evidence ``score`` is then the fused score. No LLM call; one passage similarity per
+            ordered by taking turns (:func:`~langgraph_kgmem.ranking.interleave`) between the fine
+            ranking and the dense passage ranking (read to the fusion depth, 120 passages), a
+            passage bringing its best run; a fact run whose passages vector search ranks beyond
+            that depth takes no turn and follows. So the selected runs' passages hold vector
+            search's top passages and the fine stage's best near ones, never one far from the
+            question ahead of them. Evidence ``score`` is then ``1 / place`` in that order. No LLM call; one passage similarity per
             question and the seeded runs' fine scores. ``False``: the fine ranking alone (the paper).
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).

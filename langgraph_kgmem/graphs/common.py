@@ -174,13 +174,28 @@ def dense_passages(kg: "KnowledgeGraph", question: str, k: int) -> list[str]:
     return [ids[i] for i in best_first(scores, k).tolist()] if len(ids) else []
 
 
-def fuse_with_dense(kg: "KnowledgeGraph", question: str, ranked: Sequence[str], k: int) -> list[tuple[str, float]]:
-    """A method's own passage ranking (chunk ids, best first) and the dense ranking of every passage
-    taken in turns, the method's first (:func:`~langgraph_kgmem.ranking.interleave`); the top ``k``
-    as ``(chunk id, 1 / place)``."""
-    from langgraph_kgmem.ranking import interleave
+def fuse_with_dense(kg: "KnowledgeGraph", question: str, found: Sequence[str], k: int) -> list[tuple[str, float]]:
+    """A walk's passages (chunk ids in discovery order) fused with the dense ranking of every
+    passage; the top ``k`` as ``(chunk id, 1 / place)``.
 
-    return interleave([list(ranked), dense_passages(kg, question, k)], k)
+    A walk's order is where it went, not how relevant each passage is, so vector search's best
+    passage opens the evidence, as it would for a walk that had started there; then the walk's
+    finds and vector search's next passages take turns, the walk's first
+    (:func:`~langgraph_kgmem.ranking.interleave`). Places 1 and 2 are vector search's top two, and
+    the top ``2m + 1`` holds the walk's first ``m`` finds and vector search's top ``m + 1``. Only
+    the finds that vector search itself ranks within
+    :func:`~langgraph_kgmem.ranking.fusion_depth` (the depth fusion reads a ranking to) take
+    turns; the others, passages vector search places far from the question, follow the top ``k``
+    in the walk's order: every find stays in the evidence, and none far from the question
+    displaces a passage vector search ranks near the top."""
+    from langgraph_kgmem.ranking import fusion_depth, interleave
+
+    dense = dense_passages(kg, question, fusion_depth(k))
+    near = set(dense)
+    fused = interleave([dense[:1] + [c for c in found if c in near], dense], k)
+    taken = {c for c, _ in fused}
+    far = [c for c in dict.fromkeys(found) if c not in taken]
+    return fused + [(c, 1.0 / (len(fused) + i + 1)) for i, c in enumerate(far)]
 
 
 def format_evidence(evidence: Sequence[dict[str, Any]], max_chars: int = 1200) -> str:

@@ -462,14 +462,16 @@ def create_remindrag_graph(
             ``Command(resume="<node id>")`` or ``Command(resume={"direction": ..., "node_id": ...})``.
             An id that is not a candidate interrupts again with the reason. Needs a checkpointer.
         dense_fusion: ``True`` (default): the passages handed to the answer step (and returned as
-            ``evidence``) are the walk's passages in discovery order and the dense ranking of every
-            passage by cosine with the question taken in turns, the walk's first
-            (:func:`~langgraph_kgmem.ranking.interleave`), cut at ``max(top_passages, passages the
-            walk collected)``: the walk's finds keep their order, and the passages vector search
-            ranks highest sit beside them, filling the evidence when the walk stopped short. The
-            walk, its decisions and the edge memory are unchanged (memorize still marks the walk's
-            evidence). Costs no LLM call; the answer prompt holds up to ``top_passages`` passages
-            more. ``False``: the walk's passages alone, in discovery order (the paper).
+            ``evidence``) are the walk's passages fused with the dense ranking of every passage by
+            cosine with the question (:func:`~langgraph_kgmem.graphs.common.fuse_with_dense`), cut
+            at ``max(top_passages, passages the walk collected)``: vector search's best passage
+            first, then the walk's finds (in discovery order) and vector search's next passages in
+            turns, the walk's first. Places 1 and 2 are vector search's top two; the walk's finds
+            keep their order; vector search fills the evidence when the walk stopped short; a find
+            vector search ranks beyond the fusion depth (120 passages) takes no turn and follows.
+            The walk, its decisions and the edge memory are unchanged (memorize still marks the
+            walk's evidence). Costs no LLM call; the answer prompt holds up to ``top_passages``
+            passages more. ``False``: the walk's passages alone, in discovery order (the paper).
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
 
     Returns:
