@@ -213,17 +213,23 @@ def test_autopruned_fusion_ranks_runs_of_the_dense_top_passage(soup_kg):
 
 
 def test_autopruned_runs_take_turns_a_passage_lifts_its_best_run_and_far_runs_follow():
-    run = lambda rid, chunks: (0.0, 0, type("R", (), {"id": rid, "chunks": chunks})())  # noqa: E731
-    # fine order r1..r5 then a stored question run (no passage); vector search ranks c1, c2, c5
-    scored = [run("r1", ["c2"]), run("r2", ["c5"]), run("r3", ["c1"]), run("r4", ["c1"]), run("r5", ["c9"]),
-              run("q", [])]
-    fused = autopruned._fuse_dense(scored, ["c1", "c2", "c5"])
-    # turns: fine's r1, then dense's best passage c1 through its best run r3; fine's r2 (dense's c2
-    # and c5 are r1's and r2's, already taken); r4 shares c1 but only its fine turn lifts it; the
-    # question run keeps its turn; r5's passage is beyond the dense ranking: no turn at all
-    assert list(fused) == ["r1", "r3", "r2", "r4", "q"]
+    def run(rid, chunks, channel="F", links=()):
+        return 0.0, 0, type("R", (), {"id": rid, "chunks": chunks, "channel": channel, "links": list(links)})()
+
+    # fine order: a stored question (its answer a1 came from c7), r1..r5, another question whose
+    # answer came from a passage vector search does not rank (c9); vector search ranks c1, c2, c5, c7
+    answers = {"a1": ["c7"], "a2": ["c9"]}
+    scored = [run("q1", [], "Q", ["a1"]), run("r1", ["c2"]), run("r2", ["c5"]), run("r3", ["c1"]),
+              run("r4", ["c1"]), run("r5", ["c9"]), run("q2", [], "Q", ["a2"])]
+    passages_of = lambda r: r.chunks if r.channel != "Q" else [c for a in r.links for c in answers[a]]  # noqa: E731
+    fused = autopruned._fuse_dense(scored, ["c1", "c2", "c5", "c7"], passages_of)
+    # turns: fine's r1, then dense's best passage c1 through its best run r3; fine's r2; dense's
+    # c2 and c5 are r1's and r2's (taken), c7 brings the question q1 (a question takes no fine
+    # turn, so it waits for its answer's passage); r4 shares c1 but only its fine turn lifts it;
+    # r5 and q2 come from a passage beyond the dense ranking: no turn at all
+    assert list(fused) == ["r1", "r3", "r2", "q1", "r4"]
     assert [fused[r] for r in fused] == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5])
-    assert "r5" not in fused
+    assert "r5" not in fused and "q2" not in fused
 
 
 # ------------------------------------------------------------------------------ grounding in the question

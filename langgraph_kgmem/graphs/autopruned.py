@@ -526,7 +526,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             if opts["cover_weight"] > 0:
                 scored = _cover_order(book, kg, scored, rt.query_edges(book, state), opts["cover_weight"],
                                       2 * opts["fine_m"])
-            fused = _fuse_dense(scored, dense) if dense else {}
+            fused = _fuse_dense(scored, dense, lambda run: run.chunks if run.channel != "Q" else [
+                c for a in run.links if a in book.runs for c in book.runs[a].chunks]) if dense else {}
             if fused:
                 scored = sorted(scored, key=lambda x: -round(fused.get(x[2].id, 0.0), 12))  # stable: fine order on ties
             # the top fine_m fact and answer runs; a question run ranked among them is the key to its
@@ -746,24 +747,28 @@ def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], 
     return [scored[i] for i in order + left]
 
 
-def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str]) -> dict[str, float]:
+def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
+                passages_of: Any = lambda run: run.chunks) -> dict[str, float]:
     """The fine run ranking and the dense passage ranking taken in turns, the fine ranking's first
     (:func:`~langgraph_kgmem.ranking.interleave`): run id → ``1 / place``. A passage enters the
     dense list through its best run (the first in fine order among the runs whose best-placed
-    chunk it is), so the dense ranking lifts one run per passage and a passage's other runs keep
-    their fine turn alone. A fact run none of whose passages vector search ranks within ``dense``
-    (the fusion depth) takes no turn and is left out: it follows the fused runs, in fine order.
-    Runs without passages (stored questions and answers) keep their fine turn."""
+    passage it is), so the dense ranking lifts one run per passage and a passage's other runs keep
+    their fine turn alone. A run none of whose passages (``passages_of(run)``) vector search ranks
+    within ``dense`` (the fusion depth) takes no turn and is left out: it follows the fused runs,
+    in fine order. A stored question (channel ``Q``) takes no fine turn: its passages are those its
+    stored answers came from, and it competes on vector search's turns through them — questions
+    on one topic read alike, so a question's likeness to a stored one says little about whether
+    that one's answer serves it."""
     pos = {c: i for i, c in enumerate(dense)}
     reps: dict[str, tuple[int, str]] = {}       # passage → (its dense position, its best run)
-    own: list[str] = []                          # the fine ranking less the far fact runs
+    own: list[str] = []                          # the fine ranking less the far runs and the questions
     for _, _, run in scored:
-        placed = [pos[c] for c in run.chunks if c in pos]
+        placed = [pos[c] for c in passages_of(run) if c in pos]
         if placed:
             c = dense[min(placed)]
             reps.setdefault(c, (pos[c], run.id))
-        if placed or not run.chunks:
-            own.append(run.id)
+            if run.channel != "Q":
+                own.append(run.id)
     by_dense = [rid for _, rid in sorted(reps.values())]
     return dict(interleave([own, by_dense]))
 
@@ -1127,9 +1132,10 @@ def create_autopruned_graph(
             ordered by taking turns (:func:`~langgraph_kgmem.ranking.interleave`) between the fine
             ranking and the dense passage ranking (read to the fusion depth, 120 passages), a
             passage bringing its best run; a fact run whose passages vector search ranks beyond
-            that depth takes no turn and follows. So the selected runs' passages hold vector
-            search's top passages and the fine stage's best near ones, never one far from the
-            question ahead of them. Evidence ``score`` is then ``1 / place`` in that order. No LLM call; one passage similarity per
+            that depth takes no turn and follows, and a stored question competes only through the
+            passages its stored answers came from, on vector search's turns. So the selected runs'
+            passages hold vector search's top passages and the fine stage's best near ones, never
+            one far from the question ahead of them. Evidence ``score`` is then ``1 / place``. No LLM call; one passage similarity per
             question and the seeded runs' fine scores. ``False``: the fine ranking alone (the paper).
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).
