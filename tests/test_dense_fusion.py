@@ -223,11 +223,11 @@ def test_autopruned_runs_take_turns_a_passage_lifts_its_best_run_and_far_runs_fo
               run("r4", ["c1"]), run("r5", ["c9"]), run("q2", [], "Q", ["a2"])]
     passages_of = lambda r: r.chunks if r.channel != "Q" else [c for a in r.links for c in answers[a]]  # noqa: E731
     fused = autopruned._fuse_dense(scored, ["c1", "c2", "c5", "c7"], passages_of)
-    # turns: fine's r1, then dense's best passage c1 through its best run r3; fine's r2; dense's
-    # c2 and c5 are r1's and r2's (taken), c7 brings the question q1 (a question takes no fine
-    # turn, so it waits for its answer's passage); r4 shares c1 but only its fine turn lifts it;
-    # r5 and q2 come from a passage beyond the dense ranking: no turn at all
-    assert list(fused) == ["r1", "r3", "r2", "q1", "r4"]
+    # vector search's best passage c1 opens, through its best run r3; then turns: dense's next c2
+    # (its best run r1), fine's r2; dense's c5 is r2's (taken) and c7 brings the question q1 (a
+    # question takes no fine turn, so it waits for its answer's passage); r4 shares c1 but only
+    # its fine turn lifts it; r5 and q2 come from a passage beyond the dense ranking: no turn
+    assert list(fused) == ["r3", "r1", "r2", "q1", "r4"]
     assert [fused[r] for r in fused] == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5])
     assert "r5" not in fused and "q2" not in fused
 

@@ -749,11 +749,14 @@ def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], 
 
 def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
                 passages_of: Any = lambda run: run.chunks) -> dict[str, float]:
-    """The fine run ranking and the dense passage ranking taken in turns, the fine ranking's first
+    """The fine run ranking and the dense passage ranking taken in turns
     (:func:`~langgraph_kgmem.ranking.interleave`): run id → ``1 / place``. A passage enters the
     dense list through its best run (the first in fine order among the runs whose best-placed
     passage it is), so the dense ranking lifts one run per passage and a passage's other runs keep
-    their fine turn alone. A run none of whose passages (``passages_of(run)``) vector search ranks
+    their fine turn alone. The fine stage scores fact lines, blind to how near a passage is to the
+    question, so vector search's best passage opens the ranking (its best run first), then the
+    fine ranking's turn, then vector search's next, and so on: places 1 and 2 are the runs of
+    vector search's top two passages, as in ReMindRAG's evidence. A run none of whose passages (``passages_of(run)``) vector search ranks
     within ``dense`` (the fusion depth) takes no turn and is left out: it follows the fused runs,
     in fine order. A stored question (channel ``Q``) takes no fine turn: its passages are those its
     stored answers came from, and it competes on vector search's turns through them — questions
@@ -770,7 +773,7 @@ def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
             if run.channel != "Q":
                 own.append(run.id)
     by_dense = [rid for _, rid in sorted(reps.values())]
-    return dict(interleave([own, by_dense]))
+    return dict(interleave([by_dense[:1] + own, by_dense]))
 
 
 def _unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
@@ -1131,7 +1134,8 @@ def create_autopruned_graph(
             by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
             ordered by taking turns (:func:`~langgraph_kgmem.ranking.interleave`) between the fine
             ranking and the dense passage ranking (read to the fusion depth, 120 passages), a
-            passage bringing its best run; a fact run whose passages vector search ranks beyond
+            passage bringing its best run, after vector search's best passage (the fine stage is
+            blind to passage similarity); a fact run whose passages vector search ranks beyond
             that depth takes no turn and follows, and a stored question competes only through the
             passages its stored answers came from, on vector search's turns. So the selected runs'
             passages hold vector search's top passages and the fine stage's best near ones, never
