@@ -750,18 +750,19 @@ def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], 
 def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
                 passages_of: Any = lambda run: run.chunks) -> dict[str, float]:
     """The fine run ranking and the dense passage ranking taken in turns
-    (:func:`~langgraph_kgmem.ranking.interleave`): run id → ``1 / place``. A passage enters the
-    dense list through its best run (the first in fine order among the runs whose best-placed
-    passage it is), so the dense ranking lifts one run per passage and a passage's other runs keep
-    their fine turn alone. The fine stage scores fact lines, blind to how near a passage is to the
-    question, so vector search's best passage opens the ranking (its best run first), then the
-    fine ranking's turn, then vector search's next, and so on: places 1 and 2 are the runs of
-    vector search's top two passages, as in ReMindRAG's evidence. A run none of whose passages (``passages_of(run)``) vector search ranks
-    within ``dense`` (the fusion depth) takes no turn and is left out: it follows the fused runs,
-    in fine order. A stored question (channel ``Q``) takes no fine turn: its passages are those its
-    stored answers came from, and it competes on vector search's turns through them — questions
-    on one topic read alike, so a question's likeness to a stored one says little about whether
-    that one's answer serves it."""
+    (:func:`~langgraph_kgmem.ranking.interleave`): run id → ``1 / place``.
+
+    A passage enters the dense list through its best run (the first in fine order among the runs
+    whose best-placed passage it is), so the dense ranking lifts one run per passage and a
+    passage's other runs keep their fine turn alone. The fine stage scores fact lines, blind to
+    how near a passage is to the question, so vector search's best passage opens the ranking (its
+    best run), then the fine ranking's turn, then vector search's next, and so on: places 1 and 2
+    are the runs of vector search's top two passages, as in ReMindRAG's evidence. A run none of
+    whose passages (``passages_of(run)``) vector search ranks within ``dense`` (the fusion depth)
+    takes no turn and is left out: it follows the fused runs, in fine order. A stored question
+    (channel ``Q``) takes no fine turn: its passages are those its stored answers came from, and it
+    competes on vector search's turns through them — questions on one topic read alike, so a
+    question's likeness to a stored one says little about whether that one's answer serves it."""
     pos = {c: i for i, c in enumerate(dense)}
     reps: dict[str, tuple[int, str]] = {}       # passage → (its dense position, its best run)
     own: list[str] = []                          # the fine ranking less the far runs and the questions
@@ -1139,8 +1140,9 @@ def create_autopruned_graph(
             that depth takes no turn and follows, and a stored question competes only through the
             passages its stored answers came from, on vector search's turns. So the selected runs'
             passages hold vector search's top passages and the fine stage's best near ones, never
-            one far from the question ahead of them. Evidence ``score`` is then ``1 / place``. No LLM call; one passage similarity per
-            question and the seeded runs' fine scores. ``False``: the fine ranking alone (the paper).
+            one far from the question ahead of them. Evidence ``score`` is then ``1 / place``. No
+            LLM call; one passage similarity per question and the seeded runs' fine scores.
+            ``False``: the fine ranking alone (the paper).
         extraction: "llm" extracts question/answer triples with the model; "offline" uses the
             rule parser even with a model (one LLM call per question: the answer).
         phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
