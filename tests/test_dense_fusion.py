@@ -152,6 +152,53 @@ def test_fuse_with_dense_puts_a_find_far_from_the_question_after_the_fused_top()
         g.close()
 
 
+class _ScoredPassages:
+    """A stand-in KG for ``dense_passages``: fixed passage scores."""
+
+    def __init__(self, ids, scores):
+        self.ids, self.scores = ids, np.asarray(scores, dtype=float)
+
+    def similarity_scores(self, question, kinds):
+        return self.ids, self.scores
+
+
+def test_walk_fusion_opens_with_dense_top_two_and_keeps_every_find_for_any_walk():
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 200))
+        ids = [f"c{i}" for i in range(n)]
+        kg = _ScoredPassages(ids, rng.random(n))
+        dense = dense_passages(kg, "q", n)
+        walk = [ids[i] for i in rng.choice(n, size=int(rng.integers(0, min(n, 12) + 1)), replace=False)]
+        k = max(5, len(walk))
+        fused = [c for c, _ in fuse_with_dense(kg, "q", walk, k)]
+        assert fused[:2] == dense[:2]                         # R@2 is never below vector search's
+        assert len(fused) == len(set(fused)) and set(walk) <= set(fused)   # every find kept, once
+        near = [c for c in walk if c in dense[:fusion_depth(k)]]
+        for m in range(1, (k - 1) // 2 + 1):                  # the top 2m+1 <= k: dense's top m+1, the walk's first m
+            assert set(dense[:m + 1]) | set(near[:m]) <= set(fused[:2 * m + 1])
+
+
+def test_run_fusion_opens_with_the_runs_of_the_dense_top_two_for_any_runs():
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        pool = [f"c{i}" for i in range(int(rng.integers(2, 30)))]
+        runs = [(0.0, 0, type("R", (), {"id": f"r{j}", "channel": "F", "links": [],
+                                        "chunks": list(rng.choice(pool, size=int(rng.integers(1, 3))))})())
+                for j in range(int(rng.integers(1, 40)))]
+        dense = list(rng.permutation(pool))[:int(rng.integers(1, len(pool) + 1))]
+        fused = list(autopruned._fuse_dense(runs, dense))
+        pos = {c: i for i, c in enumerate(dense)}
+        best = {}   # passage → the first run (fine order) whose best-placed passage it is
+        for _, _, r in runs:
+            placed = [c for c in r.chunks if c in pos]
+            if placed:
+                best.setdefault(min(placed, key=pos.get), r.id)
+        assert set(fused) == {r.id for _, _, r in runs if any(c in pos for c in r.chunks)}   # far runs: no turn
+        top = [best[c] for c in dense if c in best][:2]
+        assert fused[:len(top)] == top                        # vector search's two best passages open it
+
+
 def test_catrag_fusion_keeps_the_passage_only_vector_search_finds(soup_kg):
     store = InMemoryStore()
     lonely = _lonely_chunk(soup_kg)
