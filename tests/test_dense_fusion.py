@@ -265,11 +265,11 @@ def test_autopruned_runs_take_turns_a_passage_lifts_its_best_run_and_far_runs_fo
 
     # fine order: a stored question (its answer a1 came from c7), r1..r5, another question whose
     # answer came from a passage vector search does not rank (c9); vector search ranks c1, c2, c5, c7
-    answers = {"a1": ["c7"], "a2": ["c9"]}
+    book = type("Book", (), {"runs": {"a1": run("a1", ["c7"], "A")[2], "a2": run("a2", ["c9"], "A")[2]}})()
     scored = [run("q1", [], "Q", ["a1"]), run("r1", ["c2"]), run("r2", ["c5"]), run("r3", ["c1"]),
-              run("r4", ["c1"]), run("r5", ["c9"]), run("q2", [], "Q", ["a2"])]
-    passages_of = lambda r: r.chunks if r.channel != "Q" else [c for a in r.links for c in answers[a]]  # noqa: E731
-    fused = autopruned._fuse_dense(scored, ["c1", "c2", "c5", "c7"], passages_of)
+              run("r4", ["c1"]), run("r5", ["c9"]), run("q2", [], "Q", ["a2", "a-gone"])]
+    assert autopruned._run_passages(book, scored[6][2]) == ["c9"]   # a question's passages: its answers'
+    fused = autopruned._fuse_dense(scored, ["c1", "c2", "c5", "c7"], lambda r: autopruned._run_passages(book, r))
     # vector search's best passage c1 opens, through its best run r3; then turns: dense's next c2
     # (its best run r1), fine's r2; dense's c5 is r2's (taken) and c7 brings the question q1 (a
     # question takes no fine turn, so it waits for its answer's passage); r4 shares c1 but only

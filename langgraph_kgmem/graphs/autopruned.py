@@ -526,8 +526,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             if opts["cover_weight"] > 0:
                 scored = _cover_order(book, kg, scored, rt.query_edges(book, state), opts["cover_weight"],
                                       2 * opts["fine_m"])
-            fused = _fuse_dense(scored, dense, lambda run: run.chunks if run.channel != "Q" else [
-                c for a in run.links if a in book.runs for c in book.runs[a].chunks]) if dense else {}
+            fused = _fuse_dense(scored, dense, lambda run: _run_passages(book, run)) if dense else {}
             if fused:
                 scored = sorted(scored, key=lambda x: -round(fused.get(x[2].id, 0.0), 12))  # stable: fine order on ties
             # the top fine_m fact and answer runs; a question run ranked among them is the key to its
@@ -747,8 +746,16 @@ def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], 
     return [scored[i] for i in order + left]
 
 
+def _run_passages(book: Codebook, run: Any) -> list[str]:
+    """The passages a run stands for: its own chunks; a stored question's (it has none) are those
+    its stored answers came from."""
+    if run.channel != "Q":
+        return list(run.chunks)
+    return [c for a in run.links if a in book.runs for c in book.runs[a].chunks]
+
+
 def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
-                passages_of: Any = lambda run: run.chunks) -> dict[str, float]:
+                passages_of: Callable[[Any], Sequence[str]] = lambda run: run.chunks) -> dict[str, float]:
     """The fine run ranking and the dense passage ranking taken in turns
     (:func:`~langgraph_kgmem.ranking.interleave`): run id → ``1 / place``.
 
