@@ -19,7 +19,7 @@ from langgraph_kgmem.graphs.autopruned import (
     default_selection_policy,
     encode_knowledge,
 )
-from langgraph_kgmem.memory.codebook import Codebook, phrase_triples, segment_runs
+from langgraph_kgmem.memory.codebook import LEGACY_PAGE, PAGE, Codebook, phrase_triples, segment_runs
 from langgraph_kgmem.testing import ScriptedChatModel
 
 STABLE_KEYS = ("answer", "evidence", "packed_prompt", "encoding", "selected_runs", "candidates", "coarse",
@@ -241,18 +241,19 @@ def test_codebook_persists_and_reloads_identically(kg, store):
     assert book.size()["question_runs"] == 1
     _same_book(book, Codebook.load(store, kg.name))
     # incremental saves write only what changed: a new question run touches no document list
-    class Recording:  # the store, with the keys each save writes
+    class Recording:  # the store, with the keys each save writes (in one batch: one transaction)
         def __init__(self):
-            self.keys = []
+            self.keys, self.batches = [], 0
 
-        def put(self, ns, key, value, **kw):
-            self.keys.append(key)
-            store.put(ns, key, value, **kw)
+        def batch(self, ops):
+            self.batches += 1
+            self.keys += [op.key for op in ops]
+            return store.batch(ops)
 
     rec = Recording()
     book.add_run("Q", book.indexify([("Warsaw", "capital of", "?")]), text="Capital?")
     book.save(rec)
-    assert "docs" not in rec.keys and any(k.startswith("runs:") for k in rec.keys)
+    assert "docs" not in rec.keys and any(k.startswith("runs:") for k in rec.keys) and rec.batches == 1
     _same_book(book, Codebook.load(store, kg.name))
     # a removed document changes the document lists: they are written, and reload the same
     kg.delete_document(next(iter(book.indexed_docs)))
@@ -261,6 +262,43 @@ def test_codebook_persists_and_reloads_identically(kg, store):
     book.save(rec)
     assert "docs" in rec.keys
     _same_book(book, Codebook.load(store, kg.name))
+
+
+def test_codebook_keeps_the_page_size_it_was_written_with():
+    """Codebooks saved before the page size was recorded (pages of LEGACY_PAGE rows, no "page" in
+    their meta) reload identically and keep writing pages of that size; new ones use PAGE."""
+    from langgraph_kgmem.memory import namespace
+
+    n = PAGE + PAGE // 2
+    assert n < LEGACY_PAGE
+    store, old = InMemoryStore(), Codebook("legacy")
+    old.page = LEGACY_PAGE
+    for i in range(n):
+        old.add_run("F", old.indexify([(f"entity {i}", "near", f"place {i}")]), chunks=[f"c{i}"])
+    old.save(store)
+    ns = namespace("legacy", "codebook")
+    meta = dict(store.get(ns, "meta").value)
+    del meta["page"]   # as an older version wrote it
+    store.put(ns, "meta", meta)
+    assert sorted(k for k in (it.key for it in store.search(ns, limit=100)) if k.startswith("E:")) == ["E:000000"]
+    book = Codebook.load(store, "legacy")
+    assert book.page == LEGACY_PAGE
+    _same_book(old, book)
+    book.add_run("Q", book.indexify([("entity 1", "near", "?")]), text="near?")
+    book.save(store)
+    assert sorted(k for k in (it.key for it in store.search(ns, limit=100)) if k.startswith(("E:", "runs:"))) == \
+        ["E:000000", "runs:000000"]
+    _same_book(book, Codebook.load(store, "legacy"))
+    # a new codebook pages by PAGE, and reloads the same
+    fresh, store2 = Codebook("fresh"), InMemoryStore()
+    for i in range(n):
+        fresh.add_run("F", fresh.indexify([(f"entity {i}", "near", f"place {i}")]), chunks=[f"c{i}"])
+    fresh.save(store2)
+    keys = [it.key for it in store2.search(namespace("fresh", "codebook"), limit=100)]
+    assert {"E:000000", "E:000001", "runs:000000", "runs:000001"} <= set(keys)
+    loaded = Codebook.load(store2, "fresh")
+    assert loaded.page == PAGE
+    _same_book(fresh, loaded)
 
 
 @pytest.mark.parametrize("encoding", ["words", "ids", "matrix"])

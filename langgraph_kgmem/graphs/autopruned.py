@@ -33,6 +33,7 @@ import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
@@ -297,15 +298,23 @@ def fine_scores(q: np.ndarray, runs: Sequence[np.ndarray], cfg: FineScoring) -> 
     something and it reaches ``tau_whole``. All parts are shares of the query lines, so a long
     off-topic run earns nothing for its length.
     """
-    n, nq = len(runs), q.shape[0]
+    lens = np.array([len(r) for r in runs], dtype=np.int64)
+    flat = np.concatenate([r for r in runs if len(r)]) if lens.sum() else np.zeros((0, q.shape[1]))
+    return stacked_fine_scores(q, flat, lens, cfg)
+
+
+def stacked_fine_scores(q: np.ndarray, flat: np.ndarray, lens: np.ndarray, cfg: FineScoring) -> np.ndarray:
+    """:func:`fine_scores` of runs whose line vectors come stacked: ``flat`` holds run after run,
+    ``lens[i]`` lines of run ``i`` (:meth:`Codebook.stacked_lines` gathers them in one step)."""
+    n, nq = len(lens), q.shape[0]
     if n == 0 or nq == 0:
         return np.zeros(n)
-    lens = np.array([len(r) for r in runs], dtype=np.int64)
     width = max(1, int(lens.max()))
     valid = np.arange(width)[None, :] < lens[:, None]                        # runs × width
     starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
     cols = np.where(valid, starts[:, None] + np.arange(width)[None, :], 0)
-    flat = np.concatenate([r for r in runs if len(r)]) if lens.sum() else np.zeros((1, q.shape[1]))
+    if not len(flat):
+        flat = np.zeros((1, q.shape[1]))
     sims = (q @ flat.T)[:, cols].transpose(1, 0, 2)                            # runs × nq × width
     mask = np.broadcast_to(valid[:, None, :], sims.shape)
     masked = np.where(mask, sims, -np.inf)
@@ -467,6 +476,11 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         check_question(state)
+        store = resolve_store(rt.store)
+        with rt.lock:   # the codebook in hand is the stored one (book() reloads a newer save and
+            rt.book()   # forgets the sync) and was synced with this KG version: no store lock to take
+            if rt._synced.get(id(store)) == kg.version:
+                return {"method": METHOD, "model": model_label(rt.resolved_model(runtime)), "usage": fresh_usage()}
         with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
             if rt._synced.get(id(store)) != kg.version:
                 emit_progress({"event": "codebook_sync", "status": "start"})
@@ -497,8 +511,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             hrt = [book.edge_hrt[book.resolve_edge(e)] for e in rt.query_edges(book, state)]
             q_ents = list(dict.fromkeys(book.resolve_entity(x) for h, _, t in hrt for x in (h, t)))
             q_rels = list(dict.fromkeys(r for _, r, _ in hrt))
-            ev, rv = book.entity_vectors(kg), book.relation_vectors(kg)
-            ent_sim = (ev @ ev[q_ents].T).max(axis=1)
+            rv = book.relation_vectors(kg)
+            ent_sim = book.entity_similarities(kg, q_ents).max(axis=0)
             rel_sim = (rv @ rv[q_rels].T).max(axis=1)
             score = (opts["w_ent"] * _segment_max(ent_sim[idx["ent"]], idx["ent_ptr"])
                      + opts["w_rel"] * _segment_max(rel_sim[idx["rel"]], idx["rel_ptr"]))
@@ -520,13 +534,13 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                     if rid not in have and rid in book.runs:
                         have.add(rid)
                         runs.append(book.runs[rid])
-            values = fine_scores(q, [book.line_vectors(kg, run.edges) for run in runs], cfg)
+            values = stacked_fine_scores(q, *book.stacked_lines(kg, runs), cfg)
             scored = sorted(((float(v), run.seq, run) for v, run in zip(values.tolist(), runs)),
                             key=lambda x: (-x[0], x[1]))
             if opts["cover_weight"] > 0:
                 scored = _cover_order(book, kg, scored, rt.query_edges(book, state), opts["cover_weight"],
                                       2 * opts["fine_m"])
-            fused = _fuse_dense(scored, dense, lambda run: _run_passages(book, run)) if dense else {}
+            fused = _fuse_dense(scored, dense, partial(_run_passages, book)) if dense else {}
             if fused:
                 scored = sorted(scored, key=lambda x: -round(fused.get(x[2].id, 0.0), 12))  # stable: fine order on ties
             # the top fine_m fact and answer runs; a question run ranked among them is the key to its
@@ -698,6 +712,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                             book.touch_run(run)
                             linked = True
             if new or linked:  # a question already stored with the same answer changes nothing
+                _record_size(book)
                 book.save(store)
             return {"memorized": new, "usage": usage, "codebook_size": book.size()}
 
@@ -705,14 +720,21 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
             report = book.consolidate(kg, alias_threshold=opts["alias_threshold"], entity_budget=opts["entity_budget"],
                                       layer2_min_cos=opts["layer2_min_cos"])
-            book.history.append({"revision": book.revision, **{k: v for k, v in book.size().items()
-                                                                if k in ("entities", "relations", "edges", "runs")}})
-            book.save(store)
+            if any(report[k] for k in ("aliases_layer1", "merged_layer2", "edges_dropped", "runs_dropped")):
+                _record_size(book)   # nothing merged or dropped: nothing to save (memorize saved its runs)
+                book.save(store)
             return {"consolidation": report, "codebook_size": book.size()}
 
     return {"sync_facts": sync_facts, "encode_question": encode_question, "retrieve_coarse": retrieve_coarse,
             "rerank_fine": rerank_fine, "select_runs": select_runs, "pack_prompt": pack_prompt,
             "answer": answer, "memorize": memorize, "consolidate": consolidate}
+
+
+def _record_size(book: Codebook) -> None:
+    """Append the codebook's size to its history (saved with it): the growth curve, one point per
+    save that changed it."""
+    book.history.append({"revision": book.revision + 1, **{k: v for k, v in book.size().items()
+                                                           if k in ("entities", "relations", "edges", "runs")}})
 
 
 def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], query_edges: Sequence[int],
@@ -746,11 +768,11 @@ def _cover_order(book: Codebook, kg: Any, scored: list[tuple[float, int, Any]], 
     return [scored[i] for i in order + left]
 
 
-def _run_passages(book: Codebook, run: Any) -> list[str]:
+def _run_passages(book: Codebook, run: Any) -> Sequence[str]:
     """The passages a run stands for: its own chunks; a stored question's (it has none) are those
     its stored answers came from."""
     if run.channel != "Q":
-        return list(run.chunks)
+        return run.chunks
     return [c for a in run.links if a in book.runs for c in book.runs[a].chunks]
 
 
@@ -770,14 +792,14 @@ def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
     (channel ``Q``) takes no fine turn: its passages are those its stored answers came from, and it
     competes on vector search's turns through them — questions on one topic read alike, so a
     question's likeness to a stored one says little about whether that one's answer serves it."""
-    pos = {c: i for i, c in enumerate(dense)}
+    at = {c: i for i, c in enumerate(dense)}.get
     reps: dict[str, tuple[int, str]] = {}       # passage → (its dense position, its best run)
     own: list[str] = []                          # the fine ranking less the far runs and the questions
     for _, _, run in scored:
-        placed = [pos[c] for c in passages_of(run) if c in pos]
+        placed = [p for p in map(at, passages_of(run)) if p is not None]
         if placed:
-            c = dense[min(placed)]
-            reps.setdefault(c, (pos[c], run.id))
+            p = min(placed)
+            reps.setdefault(dense[p], (p, run.id))
             if run.channel != "Q":
                 own.append(run.id)
     by_dense = [rid for _, rid in sorted(reps.values())]
@@ -1240,4 +1262,4 @@ def create_autopruned_graph(
 
 
 __all__ = ["create_autopruned_graph", "SENTENCES_PRESET", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
-           "cheapest_encoding", "fine_score", "fine_scores", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriple", "TextTriples"]
+           "cheapest_encoding", "fine_score", "fine_scores", "stacked_fine_scores", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriple", "TextTriples"]

@@ -30,7 +30,10 @@ that selects it, and the codebook outlives sessions, so one over-long symbol (a 
 :meth:`Codebook.add_edge` skips such a triple as it skips one with an empty subject or object.
 
 Store layout, namespace ``("kgmem", <kg name>, "codebook")``: ``meta``; pages of ``PAGE`` rows
-``E:000000``, ``R:…``, ``M:…``; run pages ``runs:000000``. Saving rewrites only dirty pages.
+``E:000000``, ``R:…``, ``M:…``; run pages ``runs:000000``. Saving rewrites only dirty pages, all
+of them and the meta record in one ``store.batch`` (one transaction on SQLite and PostgreSQL: a
+save is whole or absent). A codebook keeps the page size it was created with (``meta["page"]``;
+codebooks written before it was recorded used :data:`LEGACY_PAGE`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ if TYPE_CHECKING:
 
 Channel = Literal["F", "Q", "A"]
 CHANNELS: tuple[Channel, ...] = ("F", "Q", "A")
-PAGE = 1000
+PAGE = 200          # rows (or runs, by seq) per stored page: a question rewrites the pages its new rows land in
+SIM_ROWS_KEPT = 256  # entity similarity rows kept for the next consolidation (Codebook.entity_similarities)
+LEGACY_PAGE = 1000  # the page size of codebooks saved before the size was recorded in their meta
 FORMAT = 1
 ALIAS_THRESHOLD = 0.93
 # Layer 2 never merges two entities below this cosine (all-MiniLM-L6-v2). Chosen by judging sampled
@@ -237,6 +242,7 @@ class Codebook:
         self._dirty_all = False
         self._dirty_docs = False             # indexed_docs changed since the last save
         self._by_seq: dict[int, str] = {}    # run seq → run id (run pages are written by seq)
+        self.page = PAGE                     # rows per stored page (a loaded codebook keeps its own)
         # embedding tables (memory only)
         self._ent_vecs: np.ndarray | None = None
         self._rel_vecs: np.ndarray | None = None
@@ -247,6 +253,8 @@ class Codebook:
         self._index_new: list[str] = []         # runs added since the index was built
         self._index_dirty: set[str] = set()     # runs whose rows a consolidation changed since
         self._index_removed: set[str] = set()   # runs removed since
+        self._index_bufs: dict[str, np.ndarray] = {}   # the index arrays' buffers, with room to append
+        self._sim_rows: dict[int, np.ndarray] = {}     # unchecked entity → its cosines (entity_similarities)
         # lookups for consolidation, built on first use and kept up to date after
         self._merges = 0                        # bumped whenever a representative changes
         self._rep_cache: dict[str, tuple[int, np.ndarray]] = {}
@@ -274,14 +282,14 @@ class Codebook:
         if i is not None:
             if kg_id and not self.ent_kg[i]:
                 self.ent_kg[i] = kg_id
-                self._dirty["E"].add(i // PAGE)
+                self._dirty["E"].add(i // self.page)
             return self.resolve_entity(i)
         i = len(self.ent_text)
         self.ent_text.append(text)
         self.ent_kg.append(kg_id)
         self.ent_rep.append(i)
         self.ent_index[key] = i
-        self._dirty["E"].add(i // PAGE)
+        self._dirty["E"].add(i // self.page)
         return i
 
     def relation(self, text: str) -> int:
@@ -296,7 +304,7 @@ class Codebook:
             i = len(self.rel_text)
             self.rel_text.append(text)
             self.rel_index[key] = i
-            self._dirty["R"].add(i // PAGE)
+            self._dirty["R"].add(i // self.page)
         return i
 
     def resolve_entity(self, i: int) -> int:
@@ -322,7 +330,7 @@ class Codebook:
             e = self.resolve_edge(e)
             if kg_edge and not self.edge_kg[e]:
                 self.edge_kg[e] = kg_edge
-                self._dirty["M"].add(e // PAGE)
+                self._dirty["M"].add(e // self.page)
             return e
         e = len(self.edge_hrt)
         self.edge_hrt.append(key)
@@ -334,7 +342,7 @@ class Codebook:
                 self._edges_of.setdefault(x, []).append(e)
         self._line_valid.append(False)
         self._line_todo[e] = None
-        self._dirty["M"].add(e // PAGE)
+        self._dirty["M"].add(e // self.page)
         return e
 
     def indexify(self, triples: Iterable[Sequence[str]]) -> list[int]:
@@ -373,14 +381,14 @@ class Codebook:
 
     def touch_run(self, run: Run) -> None:
         """Mark a run's page for saving (its links or provenance changed, not its edges)."""
-        self._dirty["runs"].add(run.seq // PAGE)
+        self._dirty["runs"].add(run.seq // self.page)
 
     def remove_run(self, run_id: str) -> None:
         run = self.runs.pop(run_id, None)
         if run is not None:
             self._by_channel[run.channel].pop(run.id, None)
             self._by_seq.pop(run.seq, None)
-            self._dirty["runs"].add(run.seq // PAGE)
+            self._dirty["runs"].add(run.seq // self.page)
             self._index_removed.add(run_id)
             self.fact_runs_changed += run.channel == "F"
             if self._runs_with is not None:
@@ -530,6 +538,33 @@ class Codebook:
         self._ent_have = len(self.ent_text)
         return self._ent_vecs[: len(self.ent_text)]
 
+    def entity_similarities(self, kg: "KnowledgeGraph", ents: Sequence[int]) -> np.ndarray:
+        """Cosines of entities ``ents`` with every entity slot (``len(ents)`` × slots). The rows of
+        entities consolidation has not checked yet (a question's new ones) are kept until it does:
+        its layer 1 then tops them up with the slots added since instead of another pass over the
+        whole entity table (a pass reads every vector; few rows cost little more than one)."""
+        vecs = self.entity_vectors(kg)
+        sims = (vecs @ vecs[list(ents)].T).T
+        for e, row in zip(ents, sims):
+            if e >= self.checked_entities and len(self._sim_rows) < SIM_ROWS_KEPT:
+                self._sim_rows[e] = row
+        return sims
+
+    def _layer1_sims(self, vecs: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+        """``vecs[rows] @ vecs[:n].T``, from the rows :meth:`entity_similarities` kept where it can."""
+        kept = [self._sim_rows.get(int(r)) for r in rows]
+        todo = [i for i, k in enumerate(kept) if k is None or len(k) > n]
+        if len(todo) == len(rows):   # nothing kept (a document's entities): one product, no copy
+            return vecs[rows] @ vecs[:n].T
+        out = np.empty((len(rows), n), dtype=vecs.dtype)
+        if todo:
+            out[todo] = vecs[rows[todo]] @ vecs[:n].T
+        for i, k in enumerate(kept):
+            if k is not None and len(k) <= n:
+                out[i, : len(k)] = k
+                out[i, len(k):] = vecs[len(k):n] @ vecs[rows[i]]
+        return out
+
     def relation_vectors(self, kg: "KnowledgeGraph") -> np.ndarray:
         have = getattr(self, "_rel_have", 0)
         self._rel_vecs = self._fill(kg, self._rel_vecs, have, self.rel_text, None, "nodes")
@@ -553,6 +588,16 @@ class Codebook:
             return self._line_vecs[: len(self.edge_hrt)]
         return self._line_vecs[[self.resolve_edge(e) for e in edges]]
 
+    def stacked_lines(self, kg: "KnowledgeGraph", runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
+        """The line vectors of ``runs``' edges stacked run after run (one gather), and each run's
+        number of lines: :meth:`line_vectors` of every run, concatenated."""
+        lens = np.fromiter((len(r.edges) for r in runs), dtype=np.int64, count=len(runs))
+        if not lens.sum():
+            return np.zeros((0, 1), dtype=np.float32), lens
+        table = self.line_vectors(kg)
+        edges = np.fromiter((e for r in runs for e in r.edges), dtype=np.int64, count=int(lens.sum()))
+        return table[self._resolved_reps("edge")[edges]], lens
+
     def run_index(self, kg: "KnowledgeGraph") -> dict[str, Any]:
         """Flattened run → entities / relations / edges arrays for vectorised scoring (cached:
         runs added since are appended; after a consolidation only the rows of the runs it touched
@@ -566,13 +611,15 @@ class Codebook:
             if self._index_dirty or self._index_removed:
                 base = self._patch_rows(base)
             part = self._index_rows(*_raw_rows([self.runs[r] for r in self._index_new if r in self.runs]))
+            bufs = self._index_bufs
             for key in ("ent", "rel", "edg", "raw"):  # append the new runs' rows to the cached arrays
                 off = int(base[key + "_ptr"][-1])
-                part[key + "_ptr"] = np.concatenate([base[key + "_ptr"], part[key + "_ptr"][1:] + off])
-                part[key] = np.concatenate([base[key], part[key]])
+                part[key + "_ptr"] = _appended(bufs, key + "_ptr", base[key + "_ptr"], part[key + "_ptr"][1:] + off)
+                part[key] = _appended(bufs, key, base[key], part[key])
             part["pos"] = base["pos"]   # row of each run id
             part["pos"].update((r, k) for k, r in enumerate(part["ids"], start=len(base["ids"])))
-            part["ids"] = base["ids"] + part["ids"]
+            base["ids"].extend(part["ids"])
+            part["ids"] = base["ids"]
         self._index_new, self._index_dirty, self._index_removed = [], set(), set()
         self._index_cache = part
         return part
@@ -708,13 +755,14 @@ class Codebook:
         if len(new) and len(live) > 1:
             for off in range(0, len(new), block):
                 rows = new[off:off + block]
-                sims = vecs[rows] @ vecs[: len(is_live)].T   # all slots (no copy), dead ones skipped below
+                sims = self._layer1_sims(vecs, rows, len(is_live))   # all slots, dead ones skipped below
                 hit_r, hit_c = np.nonzero(sims >= alias_threshold)
                 for r, c in zip(hit_r.tolist(), hit_c.tolist()):
                     a = int(rows[r])
                     if a != c and is_live[c] and self._same_numbers(a, c):
                         union(a, c)
         self.checked_entities = len(self.ent_text)
+        self._sim_rows.clear()
         moved = {i: r for i in sorted(parent) if (r := find(i)) != i}   # entity → its representative
         merged1 = len(moved)
         left = 0
@@ -737,7 +785,7 @@ class Codebook:
         for i, r in moved.items():
             self.ent_rep[i] = r
             self._dead_entities += 1
-            self._dirty["E"].add(i // PAGE)
+            self._dirty["E"].add(i // self.page)
         self._merges += 1
         return {"aliases_layer1": merged1, "merged_layer2": merged2, **self._remap_edges(set(moved)),
                 "over_budget": left}
@@ -826,7 +874,7 @@ class Codebook:
                 edges_of.setdefault(x, []).append(e)
             self._line_valid[e] = False
             self._line_todo[e] = None
-            self._dirty["M"].add(e // PAGE)
+            self._dirty["M"].add(e // self.page)
             groups.setdefault(key, []).append(e)
         for m in moved:   # a merged entity is never named by a live edge again
             edges_of.pop(m, None)
@@ -843,7 +891,7 @@ class Codebook:
                 self.edge_rep[e] = keep
                 self._dead_edges += 1
                 self._line_todo.pop(e, None)
-                self._dirty["M"].add(e // PAGE)
+                self._dirty["M"].add(e // self.page)
                 if not self.edge_kg[keep] and self.edge_kg[e]:
                     self.edge_kg[keep] = self.edge_kg[e]
                 touched.add(e)
@@ -941,10 +989,14 @@ class Codebook:
         self._dirty_all = True
 
     def save(self, store: "BaseStore") -> int:
-        """Write dirty pages and the meta record; returns the number of items written."""
+        """Write dirty pages and the meta record in one ``store.batch``; returns the number of
+        items written."""
+        from langgraph.store.base import PutOp
+
         from langgraph_kgmem.memory import namespace
 
         ns = namespace(self.kg_name, "codebook")
+        page = self.page
         # rows are tuples of strings and ints: Python's cyclic GC stops tracking such tuples, so
         # pages rewritten on every question do not make it walk the whole codebook more often
         tables: dict[str, Callable[[int, int], list[Any]]] = {
@@ -954,32 +1006,30 @@ class Codebook:
                                zip(self.edge_hrt[a:b], self.edge_kg[a:b], self.edge_rep[a:b])],
         }
         sizes = {"E": len(self.ent_text), "R": len(self.rel_text), "M": len(self.edge_hrt)}
-        written = 0
+        ops: list[PutOp] = []
         for name, rows_of in tables.items():
-            pages = range((sizes[name] + PAGE - 1) // PAGE) if self._dirty_all else sorted(self._dirty[name])
-            for p in pages:
-                rows = rows_of(p * PAGE, min(sizes[name], (p + 1) * PAGE))
-                store.put(ns, f"{name}:{p:06d}", {"rows": rows}, index=False)
-                written += 1
-        run_pages = range(self.run_counter // PAGE + 1) if self._dirty_all else sorted(self._dirty["runs"])
-        for p in run_pages:  # a page holds the runs with seq in [p·PAGE, (p+1)·PAGE)
-            ids = (self._by_seq.get(seq) for seq in range(p * PAGE, (p + 1) * PAGE))
-            store.put(ns, f"runs:{p:06d}", {"runs": [self.runs[r].to_json() for r in ids if r]}, index=False)
-            written += 1
+            pages = range((sizes[name] + page - 1) // page) if self._dirty_all else sorted(self._dirty[name])
+            ops += [PutOp(ns, f"{name}:{p:06d}", {"rows": rows_of(p * page, min(sizes[name], (p + 1) * page))},
+                          index=False) for p in pages]
+        run_pages = range(self.run_counter // page + 1) if self._dirty_all else sorted(self._dirty["runs"])
+        for p in run_pages:  # a page holds the runs with seq in [p·page, (p+1)·page)
+            ids = (self._by_seq.get(seq) for seq in range(p * page, (p + 1) * page))
+            ops.append(PutOp(ns, f"runs:{p:06d}", {"runs": [self.runs[r].to_json() for r in ids if r]}, index=False))
         if self._dirty_docs or self._dirty_all:  # doc → run ids changes only when documents are indexed
-            store.put(ns, "docs", {"indexed_docs": self.indexed_docs}, index=False)
-            written += 1
-        self.revision += 1
-        store.put(ns, "meta", {
-            "format": FORMAT, "revision": self.revision, "run_counter": self.run_counter,
+            ops.append(PutOp(ns, "docs", {"indexed_docs": self.indexed_docs}, index=False))
+        revision = self.revision + 1
+        ops.append(PutOp(ns, "meta", {
+            "format": FORMAT, "revision": revision, "run_counter": self.run_counter, "page": page,
             "checked_entities": self.checked_entities, "sizes": sizes, "history": self.history[-200:],
             "fact_runs_unchecked": self._f_unchecked,
-        }, index=False)
+        }, index=False))
         # the revision alone, so that checking for a newer codebook does not parse the whole meta
-        store.put(ns, "revision", {"revision": self.revision}, index=False)
+        ops.append(PutOp(ns, "revision", {"revision": revision}, index=False))
+        store.batch(ops)
+        self.revision = revision
         self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
         self._dirty_all = self._dirty_docs = False
-        return written + 1
+        return len(ops) - 1
 
     @staticmethod
     def stored_revision(store: "BaseStore", kg_name: str) -> int | None:
@@ -1002,6 +1052,7 @@ class Codebook:
             return book
         if meta.get("format") != FORMAT:
             raise ValueError(f"codebook of KG {kg_name!r} has format {meta.get('format')!r}, expected {FORMAT}")
+        book.page = int(meta.get("page", LEGACY_PAGE))   # its pages keep the size they were written with
 
         def rows(prefix: str) -> list[Any]:
             out: list[Any] = []
@@ -1052,6 +1103,20 @@ def _check_symbol(kind: str, text: str, limit: int) -> None:
     if len(text) > limit:
         raise KgmemInputError(f"a codebook {kind} is at most {limit} characters, got {len(text)} "
                               f"({text[:60]!r}...): shorten it, or leave the triple out")
+
+
+def _appended(bufs: dict[str, np.ndarray], key: str, arr: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """``arr`` followed by ``extra``, written in place behind ``arr`` when ``arr`` heads the buffer
+    ``bufs[key]`` and it has room (a full or foreign buffer is replaced by one half as large again):
+    appending a few rows per question costs those rows, not a copy of the whole index. Earlier
+    views stay valid: only slots behind their ends are written."""
+    buf, n, m = bufs.get(key), len(arr), len(extra)
+    if buf is None or arr.base is not buf or n + m > len(buf):
+        buf = np.empty(max(n + m, n + n // 2 + 64), dtype=arr.dtype)
+        buf[:n] = arr
+        bufs[key] = buf
+    buf[n:n + m] = extra
+    return buf[:n + m]
 
 
 def _short_columns(kg: "KnowledgeGraph", mat: np.ndarray) -> np.ndarray:
