@@ -185,6 +185,62 @@ def _check_codebook_invariants(book, kg):
         assert set(index["ids"]) == {r.id for r in book.runs.values() if r.edges}
 
 
+def test_layer1_reuses_the_coarse_stage_cosines_with_the_same_merges():
+    """The cosines the coarse stage computes for a question's new entities
+    (``entity_similarities``) are kept and topped up by the next consolidation's layer 1 with the
+    entities added since: the merges equal those of a codebook that kept nothing."""
+    kg = KnowledgeGraph.in_memory(name="reuse")
+    names = [f"{a} {b}" for a, b in zip(["Ada", "Bo", "Cy", "Di", "Ed", "Fay"], ["Lund", "Moss", "Nash", "Orr", "Penn", "Quay"])]
+    books = [Codebook("reuse"), Codebook("reuse")]
+    for book in books:
+        book.indexify([(names[i], "knows", names[i + 1]) for i in range(5)])
+        book.consolidate(kg)
+    for rnd in range(3):
+        fresh_q = [(" ".join(reversed(names[rnd].split())), "met", f"Stranger {rnd}")]   # an alias, a new name
+        later = [(f"Stranger {rnd}", "wrote to", " ".join(reversed(names[rnd + 2].split())))]
+        for kept, book in zip((True, False), books):
+            q_ents = sorted({book.resolve_entity(x) for e in book.indexify(fresh_q) for x in book.edge_hrt[e][::2]})
+            if kept:   # the coarse stage's product; the rows of the unchecked entities stay
+                sims = book.entity_similarities(kg, q_ents)
+                assert sims.shape == (len(q_ents), len(book.ent_text)) and book._sim_rows
+            book.indexify(later)    # more entities arrive before consolidation (an answer's)
+            report = book.consolidate(kg)
+            assert not book._sim_rows
+        assert books[0].ent_rep == books[1].ent_rep and report["aliases_layer1"] > 0
+    assert books[0].edge_rep == books[1].edge_rep
+
+
+def test_stacked_lines_are_each_runs_lines_in_turn():
+    kg = KnowledgeGraph.in_memory(name="stack")
+    book = Codebook("stack")
+    runs = [book.add_run("F", book.indexify([(f"A{i}", "knows", f"B{j}") for j in range(i % 4 + 1)])) for i in range(7)]
+    runs.append(book.add_run("Q", []))
+    flat, lens = book.stacked_lines(kg, runs)
+    assert lens.tolist() == [len(r.edges) for r in runs]
+    assert np.array_equal(flat, np.concatenate([book.line_vectors(kg, r.edges) for r in runs if r.edges]))
+    q = book.line_vectors(kg, runs[2].edges)
+    cfg = FineScoring()
+    assert np.array_equal(autopruned.stacked_fine_scores(q, flat, lens, cfg),
+                          autopruned.fine_scores(q, [book.line_vectors(kg, r.edges) for r in runs], cfg))
+    assert book.stacked_lines(kg, [])[1].shape == (0,)
+
+
+def test_a_question_saves_the_codebook_once_and_a_repeated_one_not_at_all(kg, store):
+    """memorize saves what a question adds (one batch); consolidation saves only when it merged or
+    dropped something; asking a stored question again with the same answer writes nothing."""
+    app = _app(kg, store)
+    app.invoke({"question": "Where was Marie Curie born?"})
+    rev = Codebook.stored_revision(store, kg.name)
+    out = app.invoke({"question": "Which river flows into the Baltic Sea?"})
+    merged = any(out["consolidation"][k] for k in ("aliases_layer1", "merged_layer2", "edges_dropped", "runs_dropped"))
+    assert out["memorized"] and Codebook.stored_revision(store, kg.name) == rev + 1 + merged
+    rev = Codebook.stored_revision(store, kg.name)
+    again = app.invoke({"question": "Which river flows into the Baltic Sea?"})
+    assert again["memorized"] == [] and Codebook.stored_revision(store, kg.name) == rev
+    history = Codebook.load(store, kg.name).history
+    assert history[-1]["runs"] == Codebook.load(store, kg.name).size()["runs"]   # the growth curve's last point
+
+
 def _fresh_index(book, kg):
     book._index_cache, book._rep_cache, book._hrt_np = None, {}, None
     return book.run_index(kg)
@@ -193,8 +249,8 @@ def _fresh_index(book, kg):
 def test_repeated_consolidation_keeps_the_codebook_consistent():
     """Rounds of new facts (with word-order aliases, which the hashing embedding maps to one vector)
     and consolidation, with and without an entity budget: sizes never grow through consolidation,
-    edges stay unique, old keys resolve, and the run index (appended to between rounds) equals a
-    fresh build."""
+    edges stay unique, old keys resolve, and the run index (appended to after every run, patched by
+    every consolidation) equals a fresh build."""
     kg = KnowledgeGraph.in_memory(name="rounds")
     book = Codebook("rounds")
     rng = np.random.default_rng(3)
@@ -212,7 +268,7 @@ def test_repeated_consolidation_keeps_the_codebook_consistent():
             edges = book.indexify(trips)
             if edges:
                 book.add_run("F" if rng.random() < 0.7 else "Q", edges, chunks=[f"c{rnd}"])
-        book.run_index(kg)  # index built incrementally between rounds
+            book.run_index(kg)  # appended to after every run (in place, behind the last rows)
         before = book.size()
         # the floor off (-1): layer 2 must merge here, to exercise the remapping
         book.consolidate(kg, alias_threshold=0.93, entity_budget=8 if rnd >= 4 else None, layer2_min_cos=-1.0)
@@ -241,7 +297,7 @@ def test_codebook_persists_and_reloads_identically(kg, store):
     assert book.size()["question_runs"] == 1
     _same_book(book, Codebook.load(store, kg.name))
     # incremental saves write only what changed: a new question run touches no document list
-    class Recording:  # the store, with the keys each save writes (in one batch: one transaction)
+    class Recording:  # the store, with the keys each save writes (in one batch)
         def __init__(self):
             self.keys, self.batches = [], 0
 

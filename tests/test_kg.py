@@ -268,6 +268,34 @@ def test_vector_search_never_returns_deleted_or_filtered_rows_and_is_exact():
     assert "v60" not in [i for i, _ in idx.search("nodes", vecs[60], 300, kinds=("entity",))]
 
 
+def test_scores_follow_every_write_though_their_rows_are_cached():
+    """``scores`` (dense scores of every passage) keeps each kind filter's rows and ids until the
+    next write: an upsert, a kind change and a delete (with compaction) each show at once."""
+    from langgraph_kgmem.kg.vectors import NumpyVectorIndex
+
+    rng = np.random.default_rng(5)
+    vecs = rng.normal(size=(40, 8)).astype(np.float32)
+    idx = NumpyVectorIndex()
+    idx.upsert("nodes", [f"c{i}" for i in range(20)], vecs[:20], ["chunk" if i % 2 else "entity" for i in range(20)])
+
+    def check():
+        ids, scores = idx.scores("nodes", vecs[0], ("chunk",))
+        live = idx.matrix("nodes", kinds=("chunk",))
+        assert ids == list(live[0])
+        q = vecs[0] / np.linalg.norm(vecs[0])
+        assert np.allclose(scores, live[1] @ q, atol=1e-6)
+        return ids
+
+    assert check() == [f"c{i}" for i in range(1, 20, 2)]
+    assert check() is idx.scores("nodes", vecs[0], ("chunk",))[0]   # cached: the same list
+    idx.upsert("nodes", ["c20", "c21"], vecs[20:22], ["chunk", "entity"])
+    assert check()[-1] == "c20"
+    idx.upsert("nodes", ["c1"], vecs[[1]], ["entity"])     # a kind change
+    assert "c1" not in check()
+    idx.delete("nodes", [f"c{i}" for i in range(3, 15)])   # past a third dead: compaction
+    assert check() == ["c15", "c17", "c19", "c20"]
+
+
 def test_ingest_batches_embedding_calls_per_document(sample_docs):
     from langgraph_kgmem.testing import DeterministicEmbeddings
 

@@ -14,7 +14,7 @@ Spaces separate families of vectors: ``"nodes"`` (entities, chunks, anchors ...)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -34,7 +34,7 @@ class _Space:
         self._buf = np.zeros((0, dim or 0), dtype=np.float32)
         self._alive_buf = np.zeros(0, dtype=bool)
         self._kind_arr: np.ndarray | None = None
-        self._masks: dict[tuple[str, ...] | None, np.ndarray] = {}   # kind filter → row mask (until a write)
+        self._masks: dict[Any, Any] = {}  # kind filter → row mask, ("rows", filter) → rows and ids (until a write)
         self.version = 0                  # bumped by every upsert/delete
         self.dirty: set[str] = set()      # ids upserted since the last take_dirty (when tracked)
 
@@ -118,6 +118,16 @@ class _Space:
                 mask = self.alive & np.isin(self._kind_arr, list(key))
             self._masks[key] = mask
         return mask
+
+    def kind_rows(self, kinds: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
+        """Positions and ids of the live rows of these kinds, in row order; cached until the next
+        write like :meth:`kind_mask` (the ids list is shared: read it, never change it)."""
+        key = ("rows", None if kinds is None else tuple(sorted(set(kinds))))
+        hit = self._masks.get(key)
+        if hit is None:
+            rows = np.flatnonzero(self.kind_mask(kinds))
+            hit = self._masks[key] = (rows, [self.ids[i] for i in rows])
+        return hit
 
 
 def check_vectors(vectors: object, ids: Sequence[str], dim: int | None) -> np.ndarray:
@@ -286,10 +296,10 @@ class NumpyVectorIndex:
         s = self._space(space)
         if not len(s.ids):
             return [], np.zeros(0, dtype=np.float32)
-        rows = np.flatnonzero(s.kind_mask(kinds))
+        rows, ids = s.kind_rows(kinds)
         q = np.asarray(query, dtype=np.float32).ravel()
         q = q / (np.linalg.norm(q) or 1.0)
-        return [s.ids[i] for i in rows], (s.mat @ q)[rows]
+        return ids, (s.mat @ q)[rows]
 
     def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,
                       since: int = 0) -> tuple[list[tuple[str, str, float]], int]:

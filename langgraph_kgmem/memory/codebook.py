@@ -31,8 +31,9 @@ that selects it, and the codebook outlives sessions, so one over-long symbol (a 
 
 Store layout, namespace ``("kgmem", <kg name>, "codebook")``: ``meta``; pages of ``PAGE`` rows
 ``E:000000``, ``R:…``, ``M:…``; run pages ``runs:000000``. Saving rewrites only dirty pages, all
-of them and the meta record in one ``store.batch`` (one transaction on SQLite and PostgreSQL: a
-save is whole or absent). A codebook keeps the page size it was created with (``meta["page"]``;
+of them and the meta record in one ``store.batch``: LangGraph's ``SqliteStore`` runs a batch in
+one transaction and ``PostgresStore`` writes a batch's puts in one ``INSERT`` statement, so a save
+lands whole or not at all there (and costs one commit, not one per page). A codebook keeps the page size it was created with (``meta["page"]``;
 codebooks written before it was recorded used :data:`LEGACY_PAGE`).
 """
 
@@ -544,7 +545,7 @@ class Codebook:
         its layer 1 then tops them up with the slots added since instead of another pass over the
         whole entity table (a pass reads every vector; few rows cost little more than one)."""
         vecs = self.entity_vectors(kg)
-        sims = (vecs @ vecs[list(ents)].T).T
+        sims = vecs[list(ents)] @ vecs.T
         for e, row in zip(ents, sims):
             if e >= self.checked_entities and len(self._sim_rows) < SIM_ROWS_KEPT:
                 self._sim_rows[e] = row
