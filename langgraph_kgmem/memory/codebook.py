@@ -33,8 +33,9 @@ Store layout, namespace ``("kgmem", <kg name>, "codebook")``: ``meta``; pages of
 ``E:000000``, ``R:…``, ``M:…``; run pages ``runs:000000``. Saving rewrites only dirty pages, all
 of them and the meta record in one ``store.batch``: LangGraph's ``SqliteStore`` runs a batch in
 one transaction and ``PostgresStore`` writes a batch's puts in one ``INSERT`` statement, so a save
-lands whole or not at all there (and costs one commit, not one per page). A codebook keeps the page size it was created with (``meta["page"]``;
-codebooks written before it was recorded used :data:`LEGACY_PAGE`).
+lands whole or not at all there (and costs one commit, not one per page). A codebook keeps the
+page size it was created with (``meta["page"]``; codebooks saved before it was recorded used
+:data:`LEGACY_PAGE`).
 """
 
 from __future__ import annotations

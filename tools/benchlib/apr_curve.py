@@ -73,7 +73,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
 # sentence_budget with the question cosine alone (the default ranking): sb<budget>-m<M>-q
 SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b,
                                    "sentence_rankings": ("question",)}
-                 for b in (100, 120, 150, 200, 250, 300, 400, 500) for m in (5, 10, 20)})
+                 for b in (100, 120, 150, 200, 250, 300, 350, 400, 500, 600) for m in (5, 10, 20)})
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})
