@@ -94,3 +94,13 @@ def interleave(rankings: Sequence[Sequence[K]], k: int | None = None) -> list[tu
             else:
                 live.remove(li)
     return list(taken.items())
+
+
+def dense_led(own: Sequence[K], dense: Sequence[K], k: int | None = None) -> list[tuple[K, float]]:
+    """A method's own ranking fused with vector search's when the method's order is blind to how
+    near each item is to the question (a walk's discovery order, fine scores of fact lines):
+    vector search's best item takes ``own``'s first turn, then the two take turns, ``dense`` next
+    (:func:`interleave`). Places 1 and 2 are vector search's top two, and the top ``2m + 1`` holds
+    ``own``'s first ``m`` items and vector search's top ``m + 1``. Callers leave out of ``own``
+    what vector search ranks far from the question (beyond :func:`fusion_depth`)."""
+    return interleave([list(dense[:1]) + list(own), dense], k)

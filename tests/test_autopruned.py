@@ -225,9 +225,11 @@ def test_stacked_lines_are_each_runs_lines_in_turn():
     assert book.stacked_lines(kg, [])[1].shape == (0,)
 
 
-def test_a_question_saves_the_codebook_once_and_a_repeated_one_not_at_all(kg, store):
+def test_a_question_saves_the_codebook_once_and_a_repeated_one_not_at_all(kg):
     """memorize saves what a question adds (one batch); consolidation saves only when it merged or
-    dropped something; asking a stored question again with the same answer writes nothing."""
+    dropped something; asking a stored question again with the same answer writes nothing. On the
+    KG's own store (SQLite, and PostgreSQL in the integration run)."""
+    _, store = kg.persistence()
     app = _app(kg, store)
     app.invoke({"question": "Where was Marie Curie born?"})
     rev = Codebook.stored_revision(store, kg.name)
@@ -320,14 +322,15 @@ def test_codebook_persists_and_reloads_identically(kg, store):
     _same_book(book, Codebook.load(store, kg.name))
 
 
-def test_codebook_keeps_the_page_size_it_was_written_with():
+def test_codebook_keeps_the_page_size_it_was_written_with(kg):
     """Codebooks saved before the page size was recorded (pages of LEGACY_PAGE rows, no "page" in
-    their meta) reload identically and keep writing pages of that size; new ones use PAGE."""
+    their meta) reload identically and keep writing pages of that size; new ones use PAGE. On the
+    KG's own store (SQLite, and PostgreSQL in the integration run), where a save is one batch."""
     from langgraph_kgmem.memory import namespace
 
     n = PAGE + PAGE // 2
     assert n < LEGACY_PAGE
-    store, old = InMemoryStore(), Codebook("legacy")
+    (_, store), old = kg.persistence(), Codebook("legacy")
     old.page = LEGACY_PAGE
     for i in range(n):
         old.add_run("F", old.indexify([(f"entity {i}", "near", f"place {i}")]), chunks=[f"c{i}"])
@@ -346,7 +349,7 @@ def test_codebook_keeps_the_page_size_it_was_written_with():
         ["E:000000", "runs:000000"]
     _same_book(book, Codebook.load(store, "legacy"))
     # a new codebook pages by PAGE, and reloads the same
-    fresh, store2 = Codebook("fresh"), InMemoryStore()
+    fresh, store2 = Codebook("fresh"), store
     for i in range(n):
         fresh.add_run("F", fresh.indexify([(f"entity {i}", "near", f"place {i}")]), chunks=[f"c{i}"])
     fresh.save(store2)

@@ -15,7 +15,7 @@ from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
 from langgraph_kgmem.graphs.catrag import create_catrag_graph
 from langgraph_kgmem.graphs.common import content_words, dense_passages, fuse_with_dense, named_in
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
-from langgraph_kgmem.ranking import RRF_K, fusion_depth, interleave, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import RRF_K, dense_led, fusion_depth, interleave, reciprocal_rank_fusion
 
 # ------------------------------------------------------------------------------ the fusion itself
 
@@ -74,6 +74,13 @@ def test_interleave_takes_turns_best_untaken_first():
     assert interleave([["a", "b", "c"], ["b", "d"]], 2) == interleave([["a", "b", "c"], ["b", "d"]])[:2]
     assert interleave([["a", "a", "b"]]) == [("a", 1.0), ("b", 0.5)]                   # a repeat counts once
     assert interleave([]) == [] and interleave([[], []], 3) == [] and interleave([["a"]], 0) == []
+
+
+def test_dense_led_opens_with_vector_search_then_takes_turns_own_first():
+    # d1 opens (own's turn), d2 is dense's turn; then w1 / d3, and own's d2 is taken: w2
+    assert [d for d, _ in dense_led(["w1", "d2", "w2"], ["d1", "d2", "d3"])] == ["d1", "d2", "w1", "d3", "w2"]
+    assert [d for d, _ in dense_led(["w1", "w2"], ["d1", "d2"], 3)] == ["d1", "d2", "w1"]
+    assert dense_led([], []) == [] and [d for d, _ in dense_led(["w"], [])] == ["w"]
 
 
 def test_interleave_top_2m_holds_each_lists_top_m_whatever_the_other_says():

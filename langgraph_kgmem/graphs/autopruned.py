@@ -51,7 +51,7 @@ from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
                                              MAX_RELATION_CHARS, Channel, Codebook, phrase_triples)
-from langgraph_kgmem.ranking import best_first, fusion_depth, interleave, reciprocal_rank_fusion
+from langgraph_kgmem.ranking import best_first, dense_led, fusion_depth, reciprocal_rank_fusion
 
 METHOD = "autopruned"
 # The compact reader setting measured in the README (tokens against the answer): the passages of the 10
@@ -785,8 +785,8 @@ def _run_passages(book: Codebook, run: Any) -> Sequence[str]:
 
 def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
                 passages_of: Callable[[Any], Sequence[str]] = lambda run: run.chunks) -> dict[str, float]:
-    """The fine run ranking and the dense passage ranking taken in turns
-    (:func:`~langgraph_kgmem.ranking.interleave`): run id → ``1 / place``.
+    """The fine run ranking and the dense passage ranking taken in turns, opened by vector
+    search's best passage (:func:`~langgraph_kgmem.ranking.dense_led`): run id → ``1 / place``.
 
     A passage enters the dense list through its best run (the first in fine order among the runs
     whose best-placed passage it is), so the dense ranking lifts one run per passage and a
@@ -810,7 +810,7 @@ def _fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
             if run.channel != "Q":
                 own.append(run.id)
     by_dense = [rid for _, rid in sorted(reps.values())]
-    return dict(interleave([by_dense[:1] + own, by_dense]))
+    return dict(dense_led(own, by_dense))
 
 
 def _unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
@@ -1169,7 +1169,7 @@ def create_autopruned_graph(
             ranking's), so ``fine_m`` decides how many passages compete. None (default): off.
         dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
             by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
-            ordered by taking turns (:func:`~langgraph_kgmem.ranking.interleave`) between the fine
+            ordered by taking turns (:func:`~langgraph_kgmem.ranking.dense_led`) between the fine
             ranking and the dense passage ranking (read to the fusion depth, 120 passages), a
             passage bringing its best run, after vector search's best passage (the fine stage is
             blind to passage similarity); a fact run whose passages vector search ranks beyond

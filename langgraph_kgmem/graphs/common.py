@@ -180,19 +180,17 @@ def fuse_with_dense(kg: "KnowledgeGraph", question: str, found: Sequence[str], k
 
     A walk's order is where it went, not how relevant each passage is, so vector search's best
     passage opens the evidence, as it would for a walk that had started there; then the walk's
-    finds and vector search's next passages take turns, the walk's first
-    (:func:`~langgraph_kgmem.ranking.interleave`). Places 1 and 2 are vector search's top two, and
-    the top ``2m + 1`` holds the walk's first ``m`` finds and vector search's top ``m + 1``. Only
-    the finds that vector search itself ranks within
+    finds and vector search's next passages take turns (:func:`~langgraph_kgmem.ranking.dense_led`).
+    Only the finds that vector search itself ranks within
     :func:`~langgraph_kgmem.ranking.fusion_depth` (the depth fusion reads a ranking to) take
-    turns; the others, passages vector search places far from the question, follow the top ``k``
-    in the walk's order: every find stays in the evidence, and none far from the question
-    displaces a passage vector search ranks near the top."""
-    from langgraph_kgmem.ranking import fusion_depth, interleave
+    turns; the others, passages vector search places far from the question, and any find the top
+    ``k`` has no room for follow it in the walk's order: every find stays in the evidence, and
+    none far from the question displaces a passage vector search ranks near the top."""
+    from langgraph_kgmem.ranking import dense_led, fusion_depth
 
     dense = dense_passages(kg, question, fusion_depth(k))
     near = set(dense)
-    fused = interleave([dense[:1] + [c for c in found if c in near], dense], k)
+    fused = dense_led([c for c in found if c in near], dense, k)
     taken = {c for c, _ in fused}
     far = [c for c in dict.fromkeys(found) if c not in taken]
     return fused + [(c, 1.0 / (len(fused) + i + 1)) for i, c in enumerate(far)]
