@@ -486,17 +486,17 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         store = resolve_store(rt.store)
         with rt.lock:   # the codebook in hand is the stored one (book() reloads a newer save and
             rt.book()   # forgets the sync) and was synced with this KG version: no store lock to take
-            if rt._synced.get(id(store)) == kg.version:
-                return {"method": METHOD, "model": model_label(rt.resolved_model(runtime)), "usage": fresh_usage()}
-        with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
-            if rt._synced.get(id(store)) != kg.version:
-                emit_progress({"event": "codebook_sync", "status": "start"})
-                done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
-                if done["documents"]:
-                    book.save(store)
-                rt._synced[id(store)] = kg.version
-                emit_progress({"event": "codebook_sync", "status": "done", **done})
-            return {"method": METHOD, "model": model_label(rt.resolved_model(runtime)), "usage": fresh_usage()}
+            synced = rt._synced.get(id(store)) == kg.version
+        if not synced:
+            with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
+                if rt._synced.get(id(store)) != kg.version:
+                    emit_progress({"event": "codebook_sync", "status": "start"})
+                    done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
+                    if done["documents"]:
+                        book.save(store)
+                    rt._synced[id(store)] = kg.version
+                    emit_progress({"event": "codebook_sync", "status": "done", **done})
+        return {"method": METHOD, "model": model_label(rt.resolved_model(runtime)), "usage": fresh_usage()}
 
     def encode_question(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         question = state["question"].strip()
