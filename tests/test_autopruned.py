@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import math
 
 import numpy as np
 import pytest
@@ -858,3 +859,44 @@ def test_chunk_to_fact_run_map_survives_question_runs_and_follows_fact_runs():
     book.remove_run("F1")
     assert rt.chunk_runs(book) == {"c2": ["F4"]}
     assert autopruned._Runtime(None, "offline", None, {}).chunk_runs(Codebook("other")) == {}
+
+
+def test_term_overlap_weighs_the_question_words_by_their_rarity_among_the_candidates():
+    words = [{"curie", "physicist"}, {"curie", "sorbonne", "taught"}, {"vistula"}]
+    got = autopruned._term_overlap("Where did Curie teach at the Sorbonne?", words)
+    # question words: curie (in 2 of 3), teach (in none), sorbonne (in 1)
+    idf = {"curie": math.log(4 / 2.5), "teach": math.log(4 / 0.5), "sorbonne": math.log(4 / 1.5)}
+    total = sum(idf.values())
+    assert got.tolist() == pytest.approx([idf["curie"] / total, (idf["curie"] + idf["sorbonne"]) / total, 0.0])
+    assert autopruned._term_overlap("the of", words).tolist() == [0.0, 0.0, 0.0]   # no content word
+
+
+def test_relevance_ranking_terms_each_decide_and_dense_passages_join_the_candidates(monkeypatch):
+    """The "relevance" score = question cosine + weighed passage cosine, question-word overlap and
+    lead bonus: each term, weighed up alone, decides a one-sentence budget; with no weight the
+    ranking is the question cosine's. sentence_dense adds vector search's top passages."""
+    kg = _curie_kg("relevance")
+    question = {"question": "Where did Pierre Curie teach?"}
+    opts = {"show": "sentences", "fine_m": 10, "memorize": False, "sentence_budget": 12, "sentence_dense": 0}
+
+    def first_sentence(weights):
+        monkeypatch.setattr(autopruned, "RELEVANCE_WEIGHTS", weights)
+        out = _app(kg, InMemoryStore(), **opts).invoke(question)
+        return out["packed_prompt"].splitlines()[1]
+
+    by_q = _app(kg, InMemoryStore(), **{**opts, "sentence_rankings": ("question",)}).invoke(question)
+    assert first_sentence({"passage": 0.0, "terms": 0.0, "lead": 0.0}) == by_q["packed_prompt"].splitlines()[1]
+    assert first_sentence({"passage": 0.0, "terms": 0.0, "lead": 100.0}).endswith(
+        ("Marie Curie was a physicist.", "Pierre Curie was a French physicist.", "near Gdansk."))
+    assert "taught at the Sorbonne" in first_sentence({"passage": 0.0, "terms": 100.0, "lead": 0.0})
+    ids, cos = kg.similarity_scores(question["question"], ("chunk",))
+    best_title = kg.node(ids[int(np.argmax(cos))]).attrs["title"]
+    assert first_sentence({"passage": 100.0, "terms": 0.0, "lead": 0.0}).startswith(f"[{best_title}]")
+    monkeypatch.undo()
+    # fine_m=1: one run's passage; sentence_dense=3 lets vector search's top 3 passages compete too
+    wide = {"show": "sentences", "fine_m": 1, "memorize": False, "sentence_budget": 400}
+    alone = _app(kg, InMemoryStore(), sentence_dense=0, **wide).invoke(question)["packed_prompt"].splitlines()[1:]
+    joined = _app(kg, InMemoryStore(), sentence_dense=3, **wide).invoke(question)["packed_prompt"].splitlines()[1:]
+    assert len(alone) == 1 and len(joined) == 3
+    with pytest.raises(KgmemInputError, match="sentence_dense"):
+        _app(kg, InMemoryStore(), show="sentences", sentence_budget=100, sentence_dense=-1)

@@ -66,14 +66,20 @@ SETTINGS: dict[str, dict[str, Any]] = {
     # sentence_budget, the sentences ranked by question cosine fused with the shown edges' sentences
     # ("qe") or with passage order ("qp"); the question cosine alone is the sb<budget>-m<M>-q family below
     "sb200-m10-qp": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
-                     "sentence_rankings": ("question", "passages")},
+                     "sentence_rankings": ("question", "passages"), "sentence_dense": 0},
     "sb200-m10-qe": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
-                     "sentence_rankings": ("question", "edges")},
+                     "sentence_rankings": ("question", "edges"), "sentence_dense": 0},
 }
-# sentence_budget with the question cosine alone (the default ranking): sb<budget>-m<M>-q
+BUDGETS = (100, 120, 150, 200, 210, 250, 300, 350, 400, 500, 600)
+# sentence_budget with the question cosine alone, over the runs' passages (the default until the
+# "relevance" ranking): sb<budget>-m<M>-q
 SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b,
-                                   "sentence_rankings": ("question",)}
-                 for b in (100, 120, 150, 200, 250, 300, 350, 400, 500, 600) for m in (5, 10, 20)})
+                                   "sentence_rankings": ("question",), "sentence_dense": 0}
+                 for b in BUDGETS for m in (5, 10, 20)})
+# the default ranking ("relevance", vector search's top 5 passages among the candidates): sr<budget>-m<M>;
+# SENTENCES_PRESET is sr250-m20
+SETTINGS.update({f"sr{b}-m{m}": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b}
+                 for b in BUDGETS for m in (10, 20)})
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})

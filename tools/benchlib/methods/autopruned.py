@@ -1,7 +1,7 @@
 """Bench adapters ``autopruned`` (M = 20 runs, the paper's default), ``autopruned-m5`` (the 5
 best runs), ``autopruned-pruned`` (the 10 best runs, each pruned to its one edge closest to the
-question: ``edges_per_run=1``) and ``autopruned-sentences`` (``SENTENCES_PRESET``: the sentences
-of the 10 best runs' passages closest to the question, 200 tokens at most) for ``langgraph_kgmem.graphs.autopruned``, on the pooled corpus.
+question: ``edges_per_run=1``) and ``autopruned-sentences`` (``SENTENCES_PRESET``: the most relevant
+sentences of the 20 best runs' passages and vector search's top 5, 250 tokens at most) for ``langgraph_kgmem.graphs.autopruned``, on the pooled corpus.
 
 Setup indexes the whole KG into the codebook once (with ``phrase_facts="always"``: the offline
 extractor's relation edges miss most lower-case content words, so every chunk's phrase triples
@@ -87,7 +87,7 @@ ADAPTERS = [AutoPrunedAdapter("autopruned", fine_m=20),                 # M = 20
             AutoPrunedAdapter("autopruned-m5", fine_m=5),               # compact: 5 best runs
             # pruned: the 10 best runs, each cut to its one edge closest to the question
             AutoPrunedAdapter("autopruned-pruned", fine_m=10, edges_per_run=1),
-            # the compact reader preset: the sentences closest to the question, 200 tokens at most
+            # the compact reader preset: the most relevant sentences ("relevance" ranking), 250 tokens at most
             AutoPrunedAdapter("autopruned-sentences", in_default_run=False, **SENTENCES_PRESET),
             # the fine ranking alone (no dense seeding or fusion): the paper's run order
             AutoPrunedAdapter("autopruned-nofusion", fine_m=20, dense_fusion=False, in_default_run=False)]
