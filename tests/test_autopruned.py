@@ -871,7 +871,7 @@ def test_term_overlap_weighs_the_question_words_by_their_rarity_among_the_candid
     assert autopruned._term_overlap("the of", words).tolist() == [0.0, 0.0, 0.0]   # no content word
 
 
-def test_relevance_ranking_terms_each_decide_and_dense_passages_join_the_candidates(monkeypatch):
+def test_relevance_ranking_terms_each_decide_and_dense_passages_join_the_candidates():
     """The "relevance" score = question cosine + weighed passage cosine, question-word overlap and
     lead bonus: each term, weighed up alone, decides a one-sentence budget; with no weight the
     ranking is the question cosine's. sentence_dense adds vector search's top passages."""
@@ -879,24 +879,28 @@ def test_relevance_ranking_terms_each_decide_and_dense_passages_join_the_candida
     question = {"question": "Where did Pierre Curie teach?"}
     opts = {"show": "sentences", "fine_m": 10, "memorize": False, "sentence_budget": 12, "sentence_dense": 0}
 
-    def first_sentence(weights):
-        monkeypatch.setattr(autopruned, "RELEVANCE_WEIGHTS", weights)
-        out = _app(kg, InMemoryStore(), **opts).invoke(question)
+    def first_sentence(**weights):
+        out = _app(kg, InMemoryStore(), relevance_weights={"passage": 0.0, "terms": 0.0, "lead": 0.0, **weights},
+                   **opts).invoke(question)
         return out["packed_prompt"].splitlines()[1]
 
     by_q = _app(kg, InMemoryStore(), **{**opts, "sentence_rankings": ("question",)}).invoke(question)
-    assert first_sentence({"passage": 0.0, "terms": 0.0, "lead": 0.0}) == by_q["packed_prompt"].splitlines()[1]
-    assert first_sentence({"passage": 0.0, "terms": 0.0, "lead": 100.0}).endswith(
+    assert first_sentence() == by_q["packed_prompt"].splitlines()[1]
+    assert first_sentence(lead=100.0).endswith(
         ("Marie Curie was a physicist.", "Pierre Curie was a French physicist.", "near Gdansk."))
-    assert "taught at the Sorbonne" in first_sentence({"passage": 0.0, "terms": 100.0, "lead": 0.0})
+    assert "taught at the Sorbonne" in first_sentence(terms=100.0)
     ids, cos = kg.similarity_scores(question["question"], ("chunk",))
     best_title = kg.node(ids[int(np.argmax(cos))]).attrs["title"]
-    assert first_sentence({"passage": 100.0, "terms": 0.0, "lead": 0.0}).startswith(f"[{best_title}]")
-    monkeypatch.undo()
+    assert first_sentence(passage=100.0).startswith(f"[{best_title}]")
     # fine_m=1: one run's passage; sentence_dense=3 lets vector search's top 3 passages compete too
     wide = {"show": "sentences", "fine_m": 1, "memorize": False, "sentence_budget": 400}
-    alone = _app(kg, InMemoryStore(), sentence_dense=0, **wide).invoke(question)["packed_prompt"].splitlines()[1:]
-    joined = _app(kg, InMemoryStore(), sentence_dense=3, **wide).invoke(question)["packed_prompt"].splitlines()[1:]
-    assert len(alone) == 1 and len(joined) == 3
-    with pytest.raises(KgmemInputError, match="sentence_dense"):
-        _app(kg, InMemoryStore(), show="sentences", sentence_budget=100, sentence_dense=-1)
+    alone = _app(kg, InMemoryStore(), sentence_dense=0, **wide).invoke(question)
+    joined = _app(kg, InMemoryStore(), sentence_dense=3, **wide).invoke(question)
+    assert len(alone["packed_prompt"].splitlines()[1:]) == 1 and len(joined["packed_prompt"].splitlines()[1:]) == 3
+    # each passage is evidence with a run of its own (a passage vector search added: its first run)
+    facts = [e for e in joined["evidence"] if e["channel"] == "F"]
+    assert len(facts) == 3 and all(e["run"] for e in facts)
+    for bad in ({"sentence_dense": -1}, {"relevance_weights": {"title": 1.0}},
+                {"relevance_weights": {"lead": -1.0}}, {"relevance_weights": [("lead", 1.0)]}):
+        with pytest.raises(KgmemInputError, match=next(iter(bad))):
+            _app(kg, InMemoryStore(), show="sentences", sentence_budget=100, **bad)
