@@ -980,11 +980,11 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
     Candidates: every sentence of the passages the selected fact runs come from, then of vector
     search's top ``dense_k`` passages not among them. Each is ranked by reciprocal-rank fusion of
     up to four orders (``rankings``): ``"relevance"`` — the ``"question"`` cosine plus ``weights``
-    (default :data:`RELEVANCE_WEIGHTS`) × (its passage's cosine with the question, the IDF-weighted share of
-    the question's content words it holds, 1 for a document's first sentence); ``"question"`` —
-    cosine of the sentence, read with its passage title in front (so "She was born ..." is about
-    the title), with the question; ``"edges"`` — the sentences the runs' shown edges came from, in run order (what
-    the codebook matched); ``"passages"`` — passage order (best run first), sentences in text order
+    (default :data:`RELEVANCE_WEIGHTS`) × (its passage's cosine with the question, the IDF-weighted
+    share of the question's content words it holds, 1 for a document's first sentence);
+    ``"question"`` — cosine of the sentence, read with its passage title in front (so "She was born
+    ..." is about the title), with the question; ``"edges"`` — the sentences the runs' shown edges
+    came from, in run order (what the codebook matched); ``"passages"`` — passage order (best run first), sentences in text order
     (a passage's defining sentence comes first). With ``bridges``, a sentence taken that names
     another candidate passage's title brings that passage's best sentence right after it. The
     order is taken greedily: a sentence is added when it fits the budget (its tokens plus its passage title's, once), a repeated sentence
@@ -1231,8 +1231,8 @@ def create_autopruned_graph(
             taken greedily while they fit, duplicates dropped. ``sentence_dense`` (default 5):
             vector search's top passages not among the runs' join the candidates (0: the runs'
             passages only). ``relevance_weights``: any of the ``"passage"``, ``"terms"`` and
-            ``"lead"`` weights replaced (None: :data:`RELEVANCE_WEIGHTS`; 0 drops a term). :data:`SENTENCES_PRESET` is the
-            measured compact setting. ``sentence_bridges`` (default True): a sentence taken that
+            ``"lead"`` weights replaced (None: :data:`RELEVANCE_WEIGHTS`; 0 drops a term).
+            :data:`SENTENCES_PRESET` is the measured half-token setting. ``sentence_bridges`` (default True): a sentence taken that
             names another candidate passage's title (its subject) brings that passage's sentence
             closest to the question right after it — the second hop of a bridge question. The passages are the selected runs' (with ``dense_fusion``, the fused
             ranking's), so ``fine_m`` decides how many passages compete. None (default): off.
