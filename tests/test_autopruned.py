@@ -904,3 +904,26 @@ def test_relevance_ranking_terms_each_decide_and_dense_passages_join_the_candida
                 {"relevance_weights": {"lead": -1.0}}, {"relevance_weights": [("lead", 1.0)]}):
         with pytest.raises(KgmemInputError, match=next(iter(bad))):
             _app(kg, InMemoryStore(), show="sentences", sentence_budget=100, **bad)
+
+
+def test_sentence_ranking_reuses_the_fine_stages_passage_scores(monkeypatch):
+    """Vector search's passage scores are computed once per question and KG version: the fine
+    stage's fusion and the "relevance" sentence ranking read the same ones."""
+    kg = _curie_kg("once")
+    calls = []
+    real = kg.similarity_scores
+
+    def counted(query, kinds=None, space="nodes"):
+        if kinds is not None and tuple(kinds) == ("chunk",):
+            calls.append(query)
+        return real(query, kinds, space)
+
+    monkeypatch.setattr(kg, "similarity_scores", counted)
+    app = _app(kg, InMemoryStore(), show="sentences", sentence_budget=100, memorize=False)
+    app.invoke({"question": "Where did Pierre Curie teach?"})
+    assert calls == ["Where did Pierre Curie teach?"]
+    app.invoke({"question": "Where was Marie Curie born?"})
+    assert len(calls) == 2
+    kg.add_documents([{"title": "Sorbonne", "text": "The Sorbonne is in Paris."}], model="offline")
+    app.invoke({"question": "Where was Marie Curie born?"})   # the KG changed: scored again
+    assert len(calls) == 3

@@ -381,6 +381,19 @@ class _Runtime:
         self._sentence_words: dict[str, list[set[str]]] = {}
         self._sentences_at: int | None = None
         self._chunk_runs: tuple[Any, int, dict[str, list[str]]] | None = None
+        self._passage_scores: dict[tuple[str, int], tuple[list[str], np.ndarray]] = {}
+
+    def passage_scores(self, question: str) -> tuple[list[str], np.ndarray]:
+        """Vector search's cosine of every passage with ``question`` (``kg.similarity_scores``),
+        kept for the run's later nodes (the fine stage's fusion and the sentence ranking both read
+        them) until the KG changes; the last few questions only (concurrent runs)."""
+        key = (question, self.kg.version)
+        hit = self._passage_scores.get(key)
+        if hit is None:
+            if len(self._passage_scores) >= 8:
+                self._passage_scores.pop(next(iter(self._passage_scores)))
+            hit = self._passage_scores[key] = self.kg.similarity_scores(question, ("chunk",))
+        return hit
 
     def chunk_runs(self, book: Codebook) -> dict[str, list[str]]:
         """Chunk id → the ids of the fact runs indexed from it (rebuilt when a fact run was added,
@@ -543,7 +556,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                 return {"candidates": []}
             q = book.line_vectors(kg, rt.query_edges(book, state))
             runs = [book.runs[c["run"]] for c in state["coarse"]]
-            dense = dense_passages(kg, state["question"], fusion_depth(opts["fine_m"])) if opts["dense_fusion"] else []
+            dense = (dense_passages(kg, state["question"], fusion_depth(opts["fine_m"]),
+                                    rt.passage_scores(state["question"])) if opts["dense_fusion"] else [])
             if dense:  # dense seeding: the fact runs of the dense top-fine_m passages compete too
                 have = {r.id for r in runs}
                 by_chunk = rt.chunk_runs(book)
@@ -631,7 +645,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                                                    rt.sentence_vectors(), opts["sentence_budget"],
                                                    opts["sentence_rankings"], opts["sentence_bridges"],
                                                    opts["sentence_dense"], rt.sentence_words(),
-                                                   opts["relevance_weights"]))
+                                                   opts["relevance_weights"],
+                                                   partial(rt.passage_scores, state["question"])))
                 return made[key]
 
             def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
@@ -975,7 +990,9 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
                       cache: dict[str, list[tuple[int, str]]], vectors: dict[str, np.ndarray], budget: int,
                       rankings: Sequence[str] = ("relevance",), bridges: bool = True, dense_k: int = 0,
                       words: dict[str, list[set[str]]] | None = None,
-                      weights: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+                      weights: Mapping[str, float] | None = None,
+                      passage_scores: Callable[[], tuple[list[str], np.ndarray]] | None = None
+                      ) -> list[dict[str, Any]]:
     """The facts block filled sentence by sentence up to ``budget`` tokens (``sentence_budget``).
 
     Candidates: every sentence of the passages the selected fact runs come from, then of vector
@@ -1010,8 +1027,8 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
                 i = _edge_sentence(cache[cid], h, t)
                 if i is not None:
                     edge_order.append((cid, i))
-    if dense_k or "relevance" in rankings:   # vector search's passage scores (one product, cached rows)
-        ids, passage_cos = kg.similarity_scores(question, ("chunk",))
+    if dense_k or "relevance" in rankings:   # vector search's passage scores (the fine stage's, when given)
+        ids, passage_cos = (passage_scores or partial(kg.similarity_scores, question, ("chunk",)))()
         for j in (best_first(passage_cos, dense_k).tolist() if dense_k and len(ids) else []):
             cid = ids[j]
             if cid not in cache:

@@ -166,11 +166,13 @@ Question: {question}
 Answer:"""
 
 
-def dense_passages(kg: "KnowledgeGraph", question: str, k: int) -> list[str]:
-    """The ``k`` passages (chunk ids) whose vectors are closest to ``question``, best first."""
+def dense_passages(kg: "KnowledgeGraph", question: str, k: int,
+                   scored: tuple[list[str], Any] | None = None) -> list[str]:
+    """The ``k`` passages (chunk ids) whose vectors are closest to ``question``, best first
+    (``scored``: ``kg.similarity_scores(question, ("chunk",))`` when the caller has it already)."""
     from langgraph_kgmem.ranking import best_first
 
-    ids, scores = kg.similarity_scores(question, ("chunk",))
+    ids, scores = scored if scored is not None else kg.similarity_scores(question, ("chunk",))
     return [ids[i] for i in best_first(scores, k).tolist()] if len(ids) else []
 
 
