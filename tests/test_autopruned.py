@@ -806,6 +806,18 @@ def test_split_sentences_keeps_offsets_and_closing_quotes():
     assert all(text[a:].startswith(t) for a, t in parts)
 
 
+def test_split_sentences_does_not_cut_after_initials_or_list_markers():
+    """An initial ("K. A. Applegate") or a bare list marker ("2.") is not a sentence of its own: packed
+    alone it would spend a title line on a fragment and part the answer from its sentence."""
+    text = ("2. The Hork-Bajir Chronicles is written by K. A. Applegate.  It is the second book. "
+            "IV. E. Mavis Hetherington was born in 1926. She scored 2. Then she left.")
+    parts = autopruned.split_sentences(text)
+    assert [t for _, t in parts] == ["2. The Hork-Bajir Chronicles is written by K. A. Applegate.",
+                                     "It is the second book.", "IV. E. Mavis Hetherington was born in 1926.",
+                                     "She scored 2.", "Then she left."]
+    assert all(text[a:].startswith(t) for a, t in parts)
+
+
 def test_cover_order_gives_each_question_entity_its_run_first():
     """cover_weight > 0: after the best run on one entity, a run on the question's other entity comes
     before a second, slightly better scored run on the first (a comparison question needs both)."""

@@ -169,6 +169,8 @@ Be brief: a name, a number, a date or a short phrase. If they do not hold the an
 Question: {question}
 Answer:"""
 _SENTENCE = re.compile(r"[.!?][\"')\]]*(\s+)(?=[A-Z0-9\"'(\[])")
+_INITIAL = re.compile(r"(?:^|[\s(\[\"'])[A-Z]\.$")   # a piece ending in one capital and a period
+_MARKER = re.compile(r"(?:\d{1,3}|[ivxIVX]{1,5}|[a-z])\.")   # a piece that is only a list marker: "2.", "iv.", "b."
 
 
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
@@ -900,10 +902,14 @@ def _shown_edges(book: Codebook, kg: Any, selected: Mapping[str, list[str]], que
 
 
 def split_sentences(text: str) -> list[tuple[int, str]]:
-    """``(start offset, sentence)`` of a passage: cut after ``.!?`` before a capital, digit or quote."""
+    """``(start offset, sentence)`` of a passage: cut after ``.!?`` before a capital, digit or quote,
+    except after an initial ("written by K. A. Applegate") or a bare list marker ("2. This species")."""
     out, start = [], 0
     for m in _SENTENCE.finditer(text):
-        out.append((start, text[start:m.start(1)].strip()))
+        piece = text[start:m.start(1)]
+        if _INITIAL.search(piece) or _MARKER.fullmatch(piece.strip()):
+            continue   # not a sentence end: the piece runs on to the next cut
+        out.append((start, piece.strip()))
         start = m.end()
     out.append((start, text[start:].strip()))
     return [(a, t) for a, t in out if t]
