@@ -81,13 +81,15 @@ SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sen
 SETTINGS.update({f"sr{b}-m{m}": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b}
                  for b in BUDGETS for m in (10, 20)})
 # what each part of it adds (sr<budget>-m20 less one part): -no<term> drops a relevance_weights term,
-# -d0 the dense passages, -q the whole "relevance" ranking (question cosine alone, dense passages kept)
+# -d0 the dense passages, -q the whole "relevance" ranking (question cosine alone, dense passages kept);
+# -rq fuses the two rankings (reciprocal rank)
 for b in (210, 250):
     base = SETTINGS[f"sr{b}-m20"]
     SETTINGS.update({f"sr{b}-m20-no{term}": {**base, "relevance_weights": {term: 0.0}}
                      for term in ("passage", "terms", "lead")})
     SETTINGS[f"sr{b}-m20-d0"] = {**base, "sentence_dense": 0}
     SETTINGS[f"sr{b}-m20-q"] = {**base, "sentence_rankings": ("question",)}
+    SETTINGS[f"sr{b}-m20-rq"] = {**base, "sentence_rankings": ("relevance", "question")}
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})
