@@ -906,10 +906,11 @@ def split_sentences(text: str) -> list[tuple[int, str]]:
     except after an initial ("written by K. A. Applegate") or a bare list marker ("2. This species")."""
     out, start = [], 0
     for m in _SENTENCE.finditer(text):
-        piece = text[start:m.start(1)]
-        if _INITIAL.search(piece) or _MARKER.fullmatch(piece.strip()):
-            continue   # not a sentence end: the piece runs on to the next cut
-        out.append((start, piece.strip()))
+        end = m.start(1)   # not a sentence end after an initial or a marker: the piece runs on
+        if (_INITIAL.search(text[max(start, end - 3):end])
+                or end - start <= 8 and _MARKER.fullmatch(text[start:end].strip())):
+            continue
+        out.append((start, text[start:end].strip()))
         start = m.end()
     out.append((start, text[start:].strip()))
     return [(a, t) for a, t in out if t]
