@@ -916,6 +916,14 @@ def split_sentences(text: str) -> list[tuple[int, str]]:
     return [(a, t) for a, t in out if t]
 
 
+def _passage_sentences(kg: Any, cache: dict[str, list[tuple[int, str]]], cid: str) -> list[tuple[int, str]]:
+    """A passage's sentences (:func:`split_sentences`), split once and kept in ``cache``."""
+    if cid not in cache:
+        node = kg.node(cid)
+        cache[cid] = split_sentences(node.text) if node is not None else []
+    return cache[cid]
+
+
 def _edge_sentence(sentences: Sequence[tuple[int, str]], head: str, tail: str) -> int | None:
     """Index of the sentence an edge came from: the first holding both its symbols, else the first
     holding its subject, else its object (case-insensitive); None when neither occurs."""
@@ -936,10 +944,7 @@ def _fact_sentences(book: Codebook, kg: Any, selected_f: Sequence[str], shown: M
     for rid in selected_f:
         run = book.runs[rid]
         for cid in run.chunks[:1]:  # a fact run comes from one chunk (merged duplicates: the first)
-            if cid not in cache:
-                node = kg.node(cid)
-                cache[cid] = split_sentences(node.text) if node is not None else []
-            sents = cache[cid]
+            sents = _passage_sentences(kg, cache, cid)
             if not sents:
                 continue
             g = groups.setdefault(cid, {"chunk": cid, "title": (kg.node(cid).attrs.get("title") or ""),
@@ -1022,10 +1027,7 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
     for rid in selected_f:
         run = book.runs[rid]
         for cid in run.chunks[:1]:
-            if cid not in cache:
-                node = kg.node(cid)
-                cache[cid] = split_sentences(node.text) if node is not None else []
-            if not cache[cid]:
+            if not _passage_sentences(kg, cache, cid):
                 continue
             if cid not in chunks:
                 chunks.append(cid)
@@ -1036,12 +1038,8 @@ def _ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequen
                     edge_order.append((cid, i))
     if dense_k or "relevance" in rankings:   # vector search's passage scores (the fine stage's, when given)
         ids, passage_cos = (passage_scores or partial(kg.similarity_scores, question, ("chunk",)))()
-        for j in (best_first(passage_cos, dense_k).tolist() if dense_k and len(ids) else []):
-            cid = ids[j]
-            if cid not in cache:
-                node = kg.node(cid)
-                cache[cid] = split_sentences(node.text) if node is not None else []
-            if cache[cid] and cid not in chunks:
+        for cid in dense_passages(kg, question, dense_k, (ids, passage_cos)) if dense_k else ():
+            if _passage_sentences(kg, cache, cid) and cid not in chunks:
                 chunks.append(cid)
     if not chunks:
         return []
