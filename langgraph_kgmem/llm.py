@@ -35,6 +35,8 @@ from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError, KgmemModelError
+from langgraph_kgmem.model_endpoints import (ain_flight_slot, feature_refusal, in_flight_slot, innermost_model,
+                                             mark_refused, record_decision, structured_methods)
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -97,25 +99,9 @@ def is_offline(model: Any) -> bool:
 def model_label(model: Any) -> str:
     if is_offline(model):
         return "offline (no LLM: heuristic decisions, extractive answers)"
-    model = _innermost(model)
+    model = innermost_model(model)
     label = getattr(model, "model_name", None) or getattr(model, "model", None)
     return label if isinstance(label, str) and label else type(model).__name__
-
-
-def _innermost(model: Any) -> Any:
-    """The chat model under retry / fallback / binding wrappers (the first one, for fallbacks)."""
-    from langchain_core.runnables.fallbacks import RunnableWithFallbacks
-
-    for _ in range(16):
-        if isinstance(model, RetryingModel):
-            model = model.model
-        elif isinstance(model, RunnableWithFallbacks):
-            model = model.runnable
-        elif hasattr(model, "bound") and isinstance(model.bound, Runnable):
-            model = model.bound
-        else:
-            break
-    return model
 
 
 def through_wrappers(model: Any, make: Callable[[Any], Any]) -> Any:
@@ -223,7 +209,8 @@ def _retry_wait(policy: RetryPolicy | None, exc: Exception, attempt: int, interv
     """Seconds to wait before attempt ``attempt + 1`` after ``exc``; re-raises ``exc`` when the
     policy does not retry it (or its attempts are spent)."""
     attempts = policy.max_attempts if policy is not None else 1
-    if attempt >= attempts or not _is_model_failure(exc) or not _should_retry(policy, exc):  # type: ignore[arg-type]
+    if (attempt >= attempts or not _is_model_failure(exc) or feature_refusal(exc)
+            or not _should_retry(policy, exc)):  # type: ignore[arg-type]
         raise exc
     return min(interval, policy.max_interval) + (random.uniform(0, 1) if policy.jitter else 0.0)  # type: ignore[union-attr]
 
@@ -237,7 +224,8 @@ def _invoke_with_policy(runnable: Any, messages: list[BaseMessage], policy: Retr
         if box is not None:
             box[0] += 1
         try:
-            return runnable.invoke(messages)
+            with in_flight_slot(runnable):
+                return runnable.invoke(messages)
         except Exception as exc:  # noqa: BLE001 - re-raised unless the policy retries it
             wait = _retry_wait(policy, exc, attempt, interval)
         if interval > 0:
@@ -254,7 +242,8 @@ async def _ainvoke_with_policy(runnable: Any, messages: list[BaseMessage], polic
         if box is not None:
             box[0] += 1
         try:
-            return await runnable.ainvoke(messages)
+            async with ain_flight_slot(runnable):
+                return await runnable.ainvoke(messages)
         except Exception as exc:  # noqa: BLE001 - re-raised unless the policy retries it
             wait = _retry_wait(policy, exc, attempt, interval)
         if interval > 0:
@@ -340,6 +329,10 @@ def empty_usage() -> dict[str, Any]:
         "llm_seconds": 0.0,
         "max_prompt_tokens": 0,
         "offline_decisions": 0,
+        "model_decisions": 0,
+        "tokens_reported": 0,
+        "tokens_counted": 0,
+        "structured_output": {},
         "by_step": {},
         "fallbacks": [],
     }
@@ -355,8 +348,11 @@ def merge_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> di
     for part in (left, right):
         if not part:
             continue
-        for key in ("llm_calls", "prompt_tokens", "completion_tokens", "offline_decisions"):
+        for key in ("llm_calls", "prompt_tokens", "completion_tokens", "offline_decisions", "model_decisions",
+                    "tokens_reported", "tokens_counted"):
             out[key] += int(part.get(key, 0))
+        for method, n in part.get("structured_output", {}).items():
+            out["structured_output"][method] = out["structured_output"].get(method, 0) + int(n)
         out["llm_seconds"] += float(part.get("llm_seconds", 0.0))
         out["max_prompt_tokens"] = max(out["max_prompt_tokens"], int(part.get("max_prompt_tokens", 0)))
         out["fallbacks"] = out["fallbacks"] + list(part.get("fallbacks", []))
@@ -375,15 +371,46 @@ def fresh_usage(usage: dict[str, Any] | None = None) -> dict[str, Any]:
     return {**(usage or empty_usage()), "reset": True}
 
 
-def call_usage(step: str, prompt: int, completion: int, seconds: float, calls: int = 1) -> dict[str, Any]:
+def call_usage(step: str, prompt: int, completion: int, seconds: float, calls: int = 1,
+               reported: bool = False) -> dict[str, Any]:
     """The usage record of one LLM call made at ``step`` (merge records with :func:`merge_usage`);
-    ``calls > 1``: the same prompt sent that many times (attempts a retry policy repeated)."""
+    ``calls > 1``: the same prompt sent that many times (attempts a retry policy repeated);
+    ``reported``: the token figures are the server's own (``tokens_reported``), not counted here
+    with the o200k tokenizer (``tokens_counted``)."""
     u = empty_usage()
     u.update(llm_calls=calls, prompt_tokens=prompt * calls, completion_tokens=completion, llm_seconds=seconds,
              max_prompt_tokens=prompt)
+    u["tokens_reported" if reported else "tokens_counted"] = calls
     u["by_step"] = {step: {"llm_calls": calls, "prompt_tokens": prompt * calls, "completion_tokens": completion,
                            "llm_seconds": seconds}}
     return u
+
+
+def decision_usage(method: str | None = None) -> dict[str, Any]:
+    """The usage record of one decision put to a model (``model_decisions``; whether it fell back is
+    in ``fallbacks``), with the structured-output method that carried it, if any."""
+    u = empty_usage()
+    u["model_decisions"] = 1
+    if method:
+        u["structured_output"] = {method: 1}
+    return u
+
+
+#: Fallback kinds that mean the model did not make the decision (the heuristic did).
+DECISION_FALLBACK_KINDS = frozenset({"malformed", "invalid", "model_error", "no_tool_call", "invalid_tool_call"})
+
+
+def decision_summary(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """How many decisions a model was asked for, how many it made and how many fell back to the
+    heuristic, from a run's (or an ingest's) usage: ``{"asked", "made", "fell_back",
+    "fallback_share", "offline"}``."""
+    usage = usage or {}
+    asked = int(usage.get("model_decisions", 0))
+    fell = sum(1 for f in usage.get("fallbacks", []) if f.get("kind") in DECISION_FALLBACK_KINDS)
+    fell = min(fell, asked)
+    return {"asked": asked, "made": asked - fell, "fell_back": fell,
+            "fallback_share": round(fell / asked, 3) if asked else 0.0,
+            "offline": int(usage.get("offline_decisions", 0))}
 
 
 def offline_usage() -> dict[str, Any]:
@@ -477,15 +504,16 @@ def schema_instructions(schema: type[BaseModel]) -> str:
     )
 
 
-def _usage_of(raw: BaseMessage | None, messages: list[BaseMessage]) -> tuple[int, int]:
+def _usage_of(raw: BaseMessage | None, messages: list[BaseMessage]) -> tuple[int, int, bool]:
+    """(prompt tokens, completion tokens, whether the server reported them)."""
     meta = getattr(raw, "usage_metadata", None) if raw is not None else None
     if isinstance(meta, dict):
         p, c = meta.get("input_tokens"), meta.get("output_tokens", 0)
         if all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10**9 for x in (p, c)):
-            return p, c  # the provider's own count, when it is a plausible one
+            return p, c, True  # the provider's own count, when it is a plausible one
     prompt = count_message_tokens(messages)
     completion = count_tokens(message_text(raw)) if raw is not None else 0
-    return prompt, completion
+    return prompt, completion, False
 
 
 def _is_model_failure(exc: BaseException) -> bool:
@@ -576,40 +604,77 @@ async def _aperform_call(call: ModelCall) -> Any:
         _as_call_failure(exc)
 
 
-def _structured_steps(model: Any, schema: type[T], messages: list[BaseMessage]) -> Generator[ModelCall, Any, tuple[T | None, BaseMessage | None, str | None]]:
-    """One call (steps for :func:`drive`); returns (parsed, raw message, error text). Output the schema refuses, output
-    that is not JSON, JSON too deep to parse: all come back as an error text, never raised. A
-    call that raises raises :class:`_ModelCallFailed`; this module's own bugs propagate. A
-    model without structured output (or a plain runnable) is asked for JSON in the prompt."""
-    model, policy = _unwrap(model)
+def _structured_runnable(model: Any, schema: type[BaseModel], method: str) -> Any:
+    """The runnable that asks ``model`` for ``schema`` by ``method`` (see
+    :data:`~langgraph_kgmem.model_endpoints.STRUCTURED_METHODS`), or ``None`` when the model has
+    no such way (it then goes on to the next method)."""
     try:
-        runnable = through_wrappers(model, lambda m: m.with_structured_output(schema, include_raw=True))
+        if method == "default":
+            return through_wrappers(model, lambda m: m.with_structured_output(schema, include_raw=True))
+        if method == "function_calling":
+            return through_wrappers(model, lambda m: m.with_structured_output(schema, method="function_calling",
+                                                                              include_raw=True))
+        if method == "json_object_schema":
+            if not hasattr(innermost_model(model), "openai_api_base"):
+                return None   # a response_format is an OpenAI-API request field
+            fmt = {"type": "json_object", "schema": schema.model_json_schema()}
+            return through_wrappers(model, lambda m: m.bind(response_format=fmt))
     except (NotImplementedError, TypeError, ValueError, AttributeError):
-        runnable = None
-    if runnable is not None:
-        out = yield ModelCall(runnable, messages, policy)
-        if not isinstance(out, dict):
-            return None, None, f"structured output returned {type(out).__name__}, not a dict"
-        raw, parsed, err = out.get("raw"), out.get("parsed"), out.get("parsing_error")
-        raw = raw if isinstance(raw, BaseMessage) else None
-        if parsed is not None and not isinstance(parsed, schema):
-            try:
-                parsed = schema.model_validate(parsed)
-            except (ValidationError, ValueError, TypeError, RecursionError) as exc:
-                return None, raw, str(exc)
-        if parsed is None:
-            text = message_text(raw) if raw is not None else ""
-            # some providers answer in text even when asked for a tool call: parse it
-            try:
-                return schema.model_validate(parse_json_object(text)), raw, None
-            except (ValueError, ValidationError, RecursionError) as exc:
-                return None, raw, str(err or exc)
-        return parsed, raw, None
-    raw = yield ModelCall(model, messages + [HumanMessage(schema_instructions(schema))], policy)
-    try:
-        return schema.model_validate(parse_json_object(message_text(raw))), raw, None
-    except (ValueError, ValidationError, RecursionError) as exc:
-        return None, raw, str(exc)
+        return None
+    return model
+
+
+def _read_structured(out: Any, schema: type[T], method: str) -> tuple[T | None, BaseMessage | None, str | None]:
+    """(parsed, raw message, error text) of one structured call's output; never raises for what
+    the model sent."""
+    if method in ("json_object_schema", "prompt"):
+        raw = out if isinstance(out, BaseMessage) else None
+        try:
+            return schema.model_validate(parse_json_object(message_text(raw) if raw is not None else "")), raw, None
+        except (ValueError, ValidationError, RecursionError) as exc:
+            return None, raw, str(exc)
+    if not isinstance(out, dict):
+        return None, None, f"structured output returned {type(out).__name__}, not a dict"
+    raw, parsed, err = out.get("raw"), out.get("parsed"), out.get("parsing_error")
+    raw = raw if isinstance(raw, BaseMessage) else None
+    if parsed is not None and not isinstance(parsed, schema):
+        try:
+            parsed = schema.model_validate(parsed)
+        except (ValidationError, ValueError, TypeError, RecursionError) as exc:
+            return None, raw, str(exc)
+    if parsed is None:
+        text = message_text(raw) if raw is not None else ""
+        # some providers answer in text even when asked for a tool call: parse it
+        try:
+            return schema.model_validate(parse_json_object(text)), raw, None
+        except (ValueError, ValidationError, RecursionError) as exc:
+            return None, raw, str(err or exc)
+    return parsed, raw, None
+
+
+def _structured_steps(model: Any, schema: type[T], messages: list[BaseMessage]) -> Generator[ModelCall, Any, tuple[T | None, BaseMessage | None, str | None, str]]:
+    """One structured call (steps for :func:`drive`); returns (parsed, raw message, error text,
+    method used). Output the schema refuses, output that is not JSON, JSON too deep to parse: all
+    come back as an error text, never raised. The call asks in the first method the model's
+    endpoint has not refused; a refusal moves on to the next method at once (remembered for the
+    endpoint, never retried). Any other failed call raises :class:`_ModelCallFailed`; this
+    module's own bugs propagate."""
+    model, policy = _unwrap(model)
+    for method in structured_methods(model):
+        runnable = _structured_runnable(model, schema, method)
+        if runnable is None:
+            continue
+        msgs = messages if method in ("default", "function_calling") else messages + [
+            HumanMessage(schema_instructions(schema))]
+        try:
+            out = yield ModelCall(runnable, msgs, policy)
+        except _ModelCallFailed as exc:
+            if method != "prompt" and feature_refusal(exc.__cause__):
+                mark_refused(model, method, exc.__cause__)  # type: ignore[arg-type]
+                continue
+            raise
+        return (*_read_structured(out, schema, method), method)
+    raise AssertionError("unreachable: the prompt method is always tried")  # pragma: no cover
 
 
 def fallback_record(step: str, kind: str, error: str | None, raw: str | None = None) -> dict[str, Any]:
@@ -675,6 +740,7 @@ def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessag
     error: str | None = None
     kind = "malformed"
     raw_text: str | None = None
+    method: str | None = None
     for attempt in range(2):
         msgs = messages
         if error is not None and kind != "model_error":
@@ -690,15 +756,16 @@ def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessag
         raw: BaseMessage | None = None
         try:
             with _counting_attempts() as calls:
-                parsed, raw, error = yield from _structured_steps(model, schema, msgs)
+                parsed, raw, error, method = yield from _structured_steps(model, schema, msgs)
             kind = "malformed"
         except _ModelCallFailed as exc:
             parsed, error, kind = None, str(exc), "model_error"
         finally:
             current_decision.reset(token)
         seconds = time.perf_counter() - t0
-        prompt_toks, completion_toks = _usage_of(raw, msgs)
-        usage = merge_usage(usage, call_usage(step, prompt_toks, completion_toks, seconds, max(calls[0], 1)))
+        prompt_toks, completion_toks, reported = _usage_of(raw, msgs)
+        usage = merge_usage(usage, call_usage(step, prompt_toks, completion_toks, seconds, max(calls[0], 1),
+                                              reported))
         if kind == "model_error" and _unwrap(model)[1] is not None:
             break   # the retry policy has already spent its attempts on this error
         raw_text = message_text(raw) if raw is not None else None
@@ -707,8 +774,11 @@ def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessag
             if error is not None:
                 parsed, kind = None, "invalid"
         if parsed is not None:
-            return parsed, usage
+            record_decision(model, fell_back=False)
+            return parsed, merge_usage(usage, decision_usage(method))
     chosen = fallback or offline
+    record_decision(model, fell_back=True)
+    usage = merge_usage(usage, decision_usage(method))
     usage["fallbacks"] = [fallback_record(step, kind, error, raw_text)]
     return chosen(), usage
 
@@ -722,7 +792,7 @@ def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
     fallback, :class:`~langgraph_kgmem.errors.KgmemModelError` is raised."""
     if is_offline(model):
         raise KgmemDecisionError(f"step {step!r} needs a model; offline callers must answer extractively")
-    usage = empty_usage()
+    usage = decision_usage()
     for attempt in range(2):
         try:
             raw, call = invoke_counted(model, _as_messages(prompt), step=step, context=context, attempt=attempt)
@@ -730,11 +800,13 @@ def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
             usage = merge_usage(usage, exc.usage)
             if attempt == 0 and _unwrap(model)[1] is None:   # a retry policy has already retried
                 continue
+            record_decision(model, fell_back=True)
             if fallback is None:
                 raise
             usage["fallbacks"] = [fallback_record(step, "model_error", str(exc))]
             return fallback(), usage
         usage = merge_usage(usage, call)
+        record_decision(model, fell_back=False)
         return _clean_reply(message_text(raw), MAX_TEXT_CHARS).strip(), usage
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -764,8 +836,8 @@ def invoke_counted(model: Any, messages: list[BaseMessage], *, step: str, contex
     if not isinstance(raw, BaseMessage):
         raise KgmemModelError(f"the chat model returned {type(raw).__name__} at step {step!r}, not a message",
                               call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0))
-    p, c = _usage_of(raw, messages)
-    return raw, call_usage(step, p, c, time.perf_counter() - t0, max(calls[0], 1))
+    p, c, reported = _usage_of(raw, messages)
+    return raw, call_usage(step, p, c, time.perf_counter() - t0, max(calls[0], 1), reported)
 
 
 def run_concurrently(calls: Sequence[Callable[[], T]], max_workers: int) -> list[T]:

@@ -48,10 +48,11 @@ from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, KgmemMod
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText, RunContext,
                                            check_question, emit_progress, evidence_item, fence, method_model,
                                            normalize_answer, run_model)
-from langgraph_kgmem.llm import (RetryingModel, decide, empty_usage, fallback_record, fresh_usage, invoke_counted,
-                                 is_offline, merge_usage, message_text, model_label, offline_usage, render,
+from langgraph_kgmem.llm import (RetryingModel, decide, decision_usage, fallback_record, fresh_usage,
+                                 invoke_counted, is_offline, merge_usage, message_text, model_label, offline_usage, render,
                                  through_wrappers, with_retry_policy)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
+from langgraph_kgmem.model_endpoints import record_decision
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
@@ -611,7 +612,7 @@ def create_r3cycle_graph(
         context = {"question": state["question"], "attempt": state["attempt"], "budget": state["budget"],
                    "step_index": len(steps), "guidance": state.get("guidance", ""),
                    "steps": [{k: s[k] for k in ("tool", "args", "observation")} for s in steps], "tools": tool_names}
-        usage = empty_usage()
+        usage = decision_usage()
         msgs = messages
         raw: AIMessage | None = None
         problem = ""
@@ -649,6 +650,7 @@ def create_r3cycle_graph(
                                                   text)]
             pending = {"thought": "", "tool": FINISH, "args": {"answer": text.strip()[:MAX_ARG_CHARS] or NO_ANSWER},
                        "call_id": call_id}
+        record_decision(mdl, fell_back=raw is None or bool(problem))
         return {"pending": pending, "usage": usage}
 
     def act(state: R3State) -> dict[str, Any]:

