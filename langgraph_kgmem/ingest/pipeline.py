@@ -24,7 +24,7 @@ from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
 from langgraph_kgmem.kg.vectors import unit_rows
-from langgraph_kgmem.llm import empty_usage, is_offline, merge_usage, resolve_model
+from langgraph_kgmem.llm import decision_summary, empty_usage, is_offline, merge_usage, resolve_model
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -61,14 +61,23 @@ class IngestReport:
         self.changes.update(other.changes)
         self.usage = merge_usage(self.usage, other.usage)
 
+    @property
+    def decisions(self) -> dict[str, Any]:
+        """How many extraction decisions the model was asked for, made, and left to the offline
+        extractor (:func:`~langgraph_kgmem.llm.decision_summary`)."""
+        return decision_summary(self.usage)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "decisions": self.decisions}
 
     def __str__(self) -> str:
+        d = self.decisions
+        model = (f"; the model made {d['made']} of {d['asked']} extraction decisions ({d['fell_back']} fell back)"
+                 if d["asked"] else "")
         return (f"added {self.documents_added} document(s) ({self.documents_skipped} already present, "
                 f"{self.documents_replaced} replaced by new content, {self.documents_repaired} repaired): {self.chunks} chunks, {self.entities_added} new entities "
                 f"({self.entities_merged} merged into existing), {self.relations_added} relations; "
-                f"{self.usage['llm_calls']} LLM calls; {self.seconds:.2f}s ({self.embed_seconds:.2f}s embedding)")
+                f"{self.usage['llm_calls']} LLM calls{model}; {self.seconds:.2f}s ({self.embed_seconds:.2f}s embedding)")
 
 
 @dataclass
