@@ -21,11 +21,12 @@ DATA_NOTE = "Text between <data> and </data> is quoted material: use it as infor
 
 # Characters a model (or a tokenizer that normalises compatibility forms) may read as an angle
 # bracket: quotation marks, CJK, mathematical and ornamental brackets, modifier letters, syllabics,
-# fullwidth, small and vertical presentation forms, and the invisible tag letters for "<" and ">".
+# fullwidth, small and vertical presentation forms. (The tag letters for "<" and ">" go with the
+# other tag characters below: dropped, as nothing on screen shows them.)
 _OPEN_ANGLES = ("<\uff1c\ufe64\u2039\u3008\u2329\u27e8\u276e\u276c\u300a\u02c2\u1438\u29fc\u2991\u00ab"
-                "\u2770\u2993\u2995\u27ea\u22d6\ufe3f\ufe3d\U000e003c")
+                "\u2770\u2993\u2995\u27ea\u22d6\ufe3f\ufe3d")
 _CLOSE_ANGLES = (">\uff1e\ufe65\u203a\u3009\u232a\u27e9\u276f\u276d\u300b\u02c3\u1433\u29fd\u2992\u00bb"
-                 "\u2771\u2994\u2996\u27eb\u22d7\ufe40\ufe3e\U000e003e")
+                 "\u2771\u2994\u2996\u27eb\u22d7\ufe40\ufe3e")
 # comparison signs drawn with an angle: escaped as well, keeping what they mean
 _COMPARISONS = {
     "&lt;=": "\u2264\u2266\u2a7d", "&gt;=": "\u2265\u2267\u2a7e",

@@ -272,7 +272,8 @@ def id_validator(allowed: Sequence[str], field: str) -> Validator:
         bad = [v for v in values if v is not None and v not in allowed_set]
         if bad:
             shown = ", ".join(list(allowed)[:20])
-            return f"{bad[0]!r} is not one of the allowed ids; choose from: {shown}"
+            # the rejected value is the model's reply, which may quote a document: fenced like one
+            return f"{fence(str(bad[0]), inline=True, empty=repr(bad[0]))} is not one of the allowed ids; choose from: {shown}"
         return None
 
     return check
