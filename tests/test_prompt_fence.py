@@ -108,19 +108,20 @@ def check_fenced(calls, where: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def marked_kg():
-    """A KG built by LLM extraction over marked documents; the extraction calls are checked too."""
+def marked_extraction():
+    """A KG built by LLM extraction over marked documents, and the extraction model's calls."""
     from langgraph_kgmem import KnowledgeGraph
 
     extractor = ScriptedChatModel(responder=extraction_responder)
     kg = KnowledgeGraph.in_memory(name="marked")
     kg.add_documents(DOCS, model=extractor)
-    calls = [(c["request"].step, c["messages"]) for c in extractor.calls]
-    reached = check_fenced(calls, "extraction")
-    assert {s for s, n in reached.items() if n} >= EXTRACTION_STEPS, dict(reached)
-    assert any(MARK in n.text for n in kg.nodes("entity")), "no entity name carries the marker"
-    yield kg
+    yield kg, [(c["request"].step, c["messages"]) for c in extractor.calls]
     kg.close()
+
+
+@pytest.fixture(scope="module")
+def marked_kg(marked_extraction):
+    return marked_extraction[0]
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +141,11 @@ def marked_records(tmp_path_factory):
     kg.close()
 
 
-def test_extraction_prompts_fence_the_passage_and_the_entities(marked_kg):
-    """The fixture's checks: extraction's three prompts reached the marker, each time fenced."""
-    assert marked_kg is not None
+def test_extraction_prompts_fence_the_passage_and_the_entities(marked_extraction):
+    kg, calls = marked_extraction
+    reached = check_fenced(calls, "extraction")
+    assert {s for s, n in reached.items() if n} >= EXTRACTION_STEPS, dict(reached)
+    assert any(MARK in n.text for n in kg.nodes("entity")), "no entity name carries the marker"
 
 
 @pytest.mark.parametrize("method", list(METHODS))
