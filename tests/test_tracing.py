@@ -189,3 +189,88 @@ def test_langsmith_tracer_client_scrubs_inputs_and_outputs(monkeypatch):
     assert tracer.project_name == "kgmem-tests" and isinstance(tracer.client, FakeClient)
     assert made["hide_inputs"]({"query": "q", "vec": [0.25] * 384}) == {"query": "q", "vec": "<vector dim=384>"}
     assert made["hide_outputs"] is scrub
+
+
+# ------------------------------------------------------------------------------------ secrets never uploaded
+
+FAKE_KEY = "sk-proj-FAKEkey0123456789abcdefghijklmnopqrstuvwxyzABCD"
+GOOGLE_KEY = "AIzaSyFAKE0123456789abcdefghijklmnopqr"
+DB_PASSWORD = "p@ssWORD"   # "@" inside: a redaction that stops at the first "@" leaks "ssWORD"
+SECRETS = (FAKE_KEY, GOOGLE_KEY, "FAKEkey0123456789", "ssWORD", "ghp_FAKE0123456789abcdefghij", "xoxb-1111-FAKEslack")
+
+
+class AuthenticationError(Exception):
+    """What a provider client raises on a 401: the message echoes the key it was given."""
+
+    status_code = 401
+
+
+def leaky_provider(messages, request):
+    raise AuthenticationError(
+        f"Error code: 401 - {{'error': {{'message': 'Incorrect API key provided: {FAKE_KEY}. "
+        f"Retried https://generativelanguage.googleapis.com/v1/models?key={GOOGLE_KEY} and "
+        f"postgresql://admin:{DB_PASSWORD}@db:5432/kg with Authorization: Bearer ghp_FAKE0123456789abcdefghij "
+        f"(slack xoxb-1111-FAKEslack)', 'code': 'invalid_api_key'}}}}")
+
+
+@pytest.fixture
+def fake_langsmith(monkeypatch):
+    """A LangSmith API on 127.0.0.1 that keeps the body of every request the client sends."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if body:
+                bodies.append(body.decode("utf-8", "replace"))
+            payload = json.dumps({} if self.path.endswith("/info") else {"ok": True}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PATCH = do_PUT = _reply
+
+        def log_message(self, *args) -> None:  # quiet test output
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("LANGSMITH_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("LANGSMITH_API_KEY", "lsv2_pt_dummy")
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")   # for this test only: conftest switches it off
+    yield bodies
+    server.shutdown()
+    server.server_close()
+
+
+def test_langsmith_tracer_uploads_no_secret_from_errors_metadata_inputs_or_outputs(kg, store, fake_langsmith):
+    from langchain_core.runnables import RunnableLambda
+
+    from langgraph_kgmem.tracing import langsmith_tracer
+
+    method = pick("catrag", "remindrag", "autopruned", "r3cycle")
+    tracer = langsmith_tracer("kgmem-tests")
+    kg, question, _ = method_case(method, kg)
+    app = compile_method(method, kg, model=ScriptedChatModel(responder=leaky_provider), store=store)
+    config = traced_config(method, kg, model="offline", config={
+        "callbacks": [tracer], "metadata": {"database": f"postgresql://admin:{DB_PASSWORD}@db/kg"}})
+    out = app.invoke({"question": f"{question} (api_key={FAKE_KEY})"}, config=config)
+    assert out["usage"]["fallbacks"], "the provider error never reached the run"
+    with pytest.raises(AuthenticationError):   # a run that ends in the provider's error
+        RunnableLambda(lambda _: leaky_provider(None, None), name="call_provider").invoke(1, {"callbacks": [tracer]})
+    tracer.wait_for_futures()
+    tracer.client.flush()
+
+    sent = "\n".join(fake_langsmith)
+    assert "kgmem." in sent and '"error"' in sent, "the fake LangSmith endpoint received no runs"
+    for secret in SECRETS:
+        assert secret not in sent, f"{secret!r} was uploaded to LangSmith"
+    assert "<redacted>" in sent and "Incorrect API key provided: <redacted>" in sent
