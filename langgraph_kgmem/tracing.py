@@ -244,6 +244,8 @@ def langsmith_tracer(project_name: str | None = None, **client_kwargs: Any) -> A
         def update_run(self, run_id: Any, **kwargs: Any) -> None:
             return super().update_run(run_id, **_redacted_fields(kwargs))
 
+    # metadata also through the client's own hook: it reaches the metadata the client adds itself
+    # (LANGSMITH_*/LANGCHAIN_* environment values) after create_run has redacted the rest
     client_kwargs.setdefault("hide_metadata", redact)
     client = RedactingClient(hide_inputs=scrub, hide_outputs=scrub, **client_kwargs)
     return LangChainTracer(project_name=project_name, client=client)

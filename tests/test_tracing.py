@@ -274,3 +274,64 @@ def test_langsmith_tracer_uploads_no_secret_from_errors_metadata_inputs_or_outpu
     for secret in SECRETS:
         assert secret not in sent, f"{secret!r} was uploaded to LangSmith"
     assert "<redacted>" in sent and "Incorrect API key provided: <redacted>" in sent
+
+
+REDACTION_CASES = [
+    ("Incorrect API key provided: sk-proj-abcDEF1234567890abcdefghijklmnop.", "abcDEF1234567890"),
+    ("Incorrect API key provided: sk-proj-****************************************abcd.", "****abcd"),
+    ("GET https://maps.googleapis.com/api?key=AIzaSyA1234567890abcdefghijklmnopqrstuv&q=1", "SyA1234567890"),
+    ("GET https://example.com/api?key=plainvalue123&q=1", "plainvalue123"),
+    ("https://x.example/y?api_key=abc123def&token=zzz999&sig=qq11", "abc123def"),
+    ("https://x.example/y?api_key=abc123def&token=zzz999&sig=qq11", "zzz999"),
+    ("https://x.example/y?api_key=abc123def&token=zzz999&sig=qq11", "qq11"),
+    ("postgresql://admin:p@ssWORD@db:5432/x", "ssWORD"),
+    ("postgresql://admin:p@ss@WORD@db/x?sslmode=require", "WORD"),
+    ("redis://:s3cr@t@cache:6379", "t@cache"),
+    ("google AIzaSyA1234567890abcdefghijklmnopqrstuv in a log line", "SyA1234567890"),
+    ("Authorization: Bearer abcdefghijk.lmnop", "abcdefghijk"),
+    ('{"openai_api_key": "hunter22", "x-api-key": "abcd1234"}', "hunter22"),
+    ('{"openai_api_key": "hunter22", "x-api-key": "abcd1234"}', "abcd1234"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG and AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG and AKIAIOSFODNN7EXAMPLE", "IOSFODNN7"),
+    ("slack xoxb-1234567890-abcdefghij", "abcdefghij"),
+    ("github ghp_abcdefghijklmnopqrstuvwxyz123456", "abcdefghijklmnop"),
+    ("stripe sk_live_abcdefghijklmnop1234", "abcdefghijklmnop1234"),
+    ("google oauth ya29.a0AfH6SMBabcdefghijklmnop", "a0AfH6SMB"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N", "dozjgNryP4J3"),
+]
+
+
+@pytest.mark.parametrize("text, secret", REDACTION_CASES)
+def test_redact_secrets_covers_query_keys_at_passwords_bearer_and_key_prefixes(text, secret):
+    from langgraph_kgmem.tracing import REDACTED, redact_secrets
+
+    out = redact_secrets(text)
+    assert secret not in out and REDACTED in out, out
+
+
+def test_redact_secrets_leaves_ordinary_text_alone():
+    from langgraph_kgmem.tracing import redact_secrets
+
+    for text in ("The key: open the door. monkey=banana. The token count is 12.",
+                 "mailto:bob@example.com and http://user@host/path and https://example.com:8080/a",
+                 "Marie Curie (1867-1934) was born in Warsaw; x <= 5 and y = 2"):
+        assert redact_secrets(text) == text
+
+
+def test_stored_state_and_memory_keep_no_secret_from_a_provider_error(kg):
+    """What a failing provider said is kept in the run's state (fallback records, checkpointed) and
+    in the memory store: redacted there too, '@' passwords included."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    store, saver = InMemoryStore(), InMemorySaver()
+    for method in [m for m in ("catrag", "r3cycle", "autopruned", "remindrag") if m in METHODS]:
+        app = compile_method(method, kg, model=ScriptedChatModel(responder=leaky_provider), store=store,
+                             checkpointer=saver)
+        out = app.invoke({"question": "Where was Marie Curie born?"}, {"configurable": {"thread_id": method}})
+        assert out["usage"]["fallbacks"], method
+    kept = repr([c.checkpoint for c in saver.list(None)])
+    kept += repr([item.value for ns in store.list_namespaces() for item in store.search(ns, limit=1000)])
+    assert "<redacted>" in kept
+    for secret in SECRETS:
+        assert secret not in kept, f"{secret!r} was stored"
