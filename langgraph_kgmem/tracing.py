@@ -11,8 +11,10 @@ Everything here works through LangChain callbacks, so the same code feeds LangSm
 - :func:`traced_span`: a context manager that records a block (PPR, memory replay, retrieval) as a
   child run of whatever node is running, with scrubbed inputs/outputs; :func:`traced` does the same
   for a function (``KnowledgeGraph.ppr``/``nearest``/``nearest_facts`` carry it: spans ``kg.*``).
-- :func:`scrub`: replaces embedding vectors and other large payloads by short placeholders;
-  :func:`langsmith_tracer` is a LangSmith tracer whose client applies it to every run.
+- :func:`scrub`: replaces embedding vectors and other large payloads by short placeholders and
+  redacts secrets; :func:`redact` only redacts; :func:`langsmith_tracer` is a LangSmith tracer whose
+  client scrubs every run's inputs and outputs and redacts everything else it uploads (errors,
+  metadata, events).
 """
 
 from __future__ import annotations
@@ -156,11 +158,12 @@ def redact(value: Any, _depth: int = 0) -> Any:
     if _depth > 20:   # deeper than any run payload: not walked, so not kept either
         return f"<{type(value).__name__}>"
     if isinstance(value, Mapping):
-        return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and value[k] not in (None, "")
+        return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and not (v is None or (isinstance(v, str) and not v))
                 else redact(v, _depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact(v, _depth + 1) for v in value) if isinstance(value, list) else \
-            tuple(redact(v, _depth + 1) for v in value)
+    if isinstance(value, list):
+        return [redact(v, _depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact(v, _depth + 1) for v in value)
     return value
 
 
