@@ -57,6 +57,9 @@ METHOD_STEPS = {
     "r3cycle": {"reason", "verify", "reflect"},
     "graphcot": {"reason"},
 }
+# the methods whose memory keeps text (summaries, codebook, trajectories): the marker must be
+# among what they stored, so the later runs' prompts were checked with marked memories to replay
+MEMORY_WITH_TEXT = {"catrag", "autopruned", "r3cycle", "graphcot"}
 
 
 def outside_fences(text: str) -> str:
@@ -163,6 +166,9 @@ def test_every_prompt_of_every_method_fences_document_text(method, marked_kg, ma
     reached = check_fenced(model._seen, method)
     missing = METHOD_STEPS[method] - {s for s, n in reached.items() if n}
     assert not missing, f"{method}: the marker never reached steps {sorted(missing)}; reached {dict(reached)}"
+    if method in MEMORY_WITH_TEXT:
+        stored = [item.value for ns in store.list_namespaces() for item in store.search(ns, limit=1000)]
+        assert MARK in repr(stored), f"{method}: no stored memory carries the marker"
 
 
 # ------------------------------------------------------------------------------------ look-alikes
