@@ -11,8 +11,10 @@ Everything here works through LangChain callbacks, so the same code feeds LangSm
 - :func:`traced_span`: a context manager that records a block (PPR, memory replay, retrieval) as a
   child run of whatever node is running, with scrubbed inputs/outputs; :func:`traced` does the same
   for a function (``KnowledgeGraph.ppr``/``nearest``/``nearest_facts`` carry it: spans ``kg.*``).
-- :func:`scrub`: replaces embedding vectors and other large payloads by short placeholders;
-  :func:`langsmith_tracer` is a LangSmith tracer whose client applies it to every run.
+- :func:`scrub`: replaces embedding vectors and other large payloads by short placeholders and
+  redacts secrets; :func:`redact` only redacts; :func:`langsmith_tracer` is a LangSmith tracer whose
+  client scrubs every run's inputs and outputs and redacts everything else it uploads (errors,
+  metadata, events).
 """
 
 from __future__ import annotations
@@ -107,25 +109,62 @@ REDACTED = "<redacted>"
 _SECRET_KEY = re.compile(r"(api[_-]?key|apikey|authorization|auth[_-]?token|access[_-]?token|refresh[_-]?token|"
                          r"secret|password|passwd|pwd|credential|cookie|session[_-]?id|private[_-]?key)$|^token$",
                          re.IGNORECASE)
+# a secret's name in "name=value" / "name: value" / '"name": "value"' (query strings, env lines,
+# headers, JSON): the word may carry prefixes (openai_api_key, x-api-key, aws_secret_access_key);
+# the bare words key, sig and auth only count before "=", where prose does not put them
+_SECRET_NAME = (r"(?:[a-z0-9]{1,40}[_\-.]){0,4}(?:api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|secret|"
+                r"password|passwd|pwd|token|authorization|credentials?|signature)")
+_SECRET_VALUE = r"(\"[^\"]*\"|'[^']*'|[^\s,;&'\"<>]+)"
 # secrets inside free text: provider keys, bearer/basic credentials, key=value pairs, URI passwords
 _SECRET_TEXT = [
-    (re.compile(r"\b(sk|pk|rk)-(proj-|live-|test-|ant-)?[A-Za-z0-9_\-]{16,}"), REDACTED),
+    # provider keys by their prefixes (OpenAI, Anthropic, Stripe, LangSmith, GitHub, GitLab, Hugging
+    # Face, Groq, xAI, npm, PyPI, Slack, Google, AWS); "*" because providers echo keys half-masked
+    (re.compile(r"\b(sk|pk|rk)-(proj-|svcacct-|admin-|live-|test-|ant-(api\d\d-)?)?[A-Za-z0-9_\-*]{16,}"), REDACTED),
+    (re.compile(r"\b(sk|pk|rk)_(live|test)_[A-Za-z0-9]{16,}"), REDACTED),
     (re.compile(r"\b(lsv2|ls)_(pt|sk)_[A-Za-z0-9_]{16,}"), REDACTED),
-    (re.compile(r"\b(ghp|gho|ghu|ghs|github_pat|xox[abpr]|hf)_[A-Za-z0-9_]{16,}"), REDACTED),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
+    (re.compile(r"\b(ghp|gho|ghu|ghs|ghr|github_pat|hf|gsk|npm)_[A-Za-z0-9_]{16,}"), REDACTED),
+    (re.compile(r"\b(glpat|xai)-[A-Za-z0-9_\-]{16,}"), REDACTED),
+    (re.compile(r"\bpypi-[A-Za-z0-9_\-]{16,}"), REDACTED),
+    (re.compile(r"\bxox[a-z]-[A-Za-z0-9\-]{10,}"), REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), REDACTED),
+    (re.compile(r"\bya29\.[0-9A-Za-z_\-]{16,}"), REDACTED),
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), REDACTED),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), REDACTED),   # JWT
     (re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE), r"\1 " + REDACTED),
-    (re.compile(r"(?i)\b(api[_-]?key|apikey|password|passwd|pwd|secret|token|access[_-]?token|authorization)"
-                r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&'\"]+)"), r"\1\2" + REDACTED),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s]+):([^@/\s]+)@"), r"\1:" + REDACTED + "@"),
+    (re.compile(r"(?i)(?<![a-z0-9])(" + _SECRET_NAME + r")([\"']?\s*[=:]\s*)" + _SECRET_VALUE), r"\1\2" + REDACTED),
+    (re.compile(r"(?i)(?<![a-z0-9_\-.])((?:[a-z0-9]{1,40}[_\-.]){0,4}(?:key|sig|auth))(\s*=\s*)" + _SECRET_VALUE),
+     r"\1\2" + REDACTED),
+    # a URI password may itself hold "@": the userinfo ends at the LAST "@" before the host (a
+    # password is not longer than 256 characters, which also bounds the regex's work)
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^:/@\s\"'<>]*):([^\s\"'<>]{0,256})@(?=[^@\s\"'<>/?#]*(?:[/?#\s\"'<>,;)\]}]|$))"),
+     r"\1:" + REDACTED + "@"),
 ]
 
 
 def redact_secrets(text: str) -> str:
-    """``text`` with API keys, bearer tokens, ``password=...`` pairs and URI passwords replaced by
-    ``<redacted>`` (for traces and the raw model output kept in fallback records)."""
+    """``text`` with API keys, bearer tokens, ``password=...``/``key=...`` pairs and URI passwords
+    replaced by ``<redacted>`` (for traces, errors and the raw model output kept in fallback records)."""
     for pattern, repl in _SECRET_TEXT:
         text = pattern.sub(repl, text)
     return text
+
+
+def redact(value: Any, _depth: int = 0) -> Any:
+    """``value`` with every secret redacted and nothing else changed (no cutting, no placeholders):
+    strings through :func:`redact_secrets`, values under secret-named keys replaced, containers
+    walked. For what a trace must keep whole: a run's error, metadata, events, serialized model."""
+    if isinstance(value, str):
+        return redact_secrets(value)
+    if _depth > 20:   # deeper than any run payload: not walked, so not kept either
+        return f"<{type(value).__name__}>"
+    if isinstance(value, Mapping):
+        return {k: REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and not (v is None or (isinstance(v, str) and not v))
+                else redact(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, _depth + 1) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact(v, _depth + 1) for v in value)
+    return value
 
 
 def scrub(value: Any, _depth: int = 0) -> Any:
@@ -174,17 +213,44 @@ def scrub(value: Any, _depth: int = 0) -> Any:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
+# the run fields besides inputs/outputs that a LangSmith client uploads and that can quote a secret:
+# the error (a provider's 401 echoes the key), metadata and runtime in ``extra``, streamed events,
+# the serialized model, tags and the run's name
+_RUN_TEXT_FIELDS = ("error", "extra", "events", "serialized", "tags", "name")
+
+
+def _redacted_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: redact(v) if k in _RUN_TEXT_FIELDS and v is not None else v for k, v in fields.items()}
+
+
 def langsmith_tracer(project_name: str | None = None, **client_kwargs: Any) -> Any:
-    """A LangSmith tracer whose client scrubs every run's inputs and outputs (:func:`scrub`).
+    """A LangSmith tracer whose client redacts secrets from everything it uploads: inputs and
+    outputs are scrubbed (:func:`scrub`: secrets, vectors, oversized values), and every other
+    field a run carries (its error, metadata, events, serialized model, tags) goes through
+    :func:`redact` on the way to ``create_run``/``update_run``.
 
     Needs ``LANGSMITH_API_KEY``; like any LangSmith client it talks to the LangSmith API in the
     background (server info, run uploads), so do not use it offline. Use it as a callback
-    (``config={"callbacks": [langsmith_tracer("kgmem-dev")]}``) instead of ``LANGSMITH_TRACING=true``.
+    (``config={"callbacks": [langsmith_tracer("kgmem-dev")]}``) instead of ``LANGSMITH_TRACING=true``:
+    the tracer that variable switches on uploads errors and metadata as they are.
     """
     from langchain_core.tracers import LangChainTracer
     from langsmith import Client
 
-    client = Client(hide_inputs=scrub, hide_outputs=scrub, **client_kwargs)
+    class RedactingClient(Client):
+        """A client that redacts a run's error and other text fields before they are queued."""
+
+        def create_run(self, name: str, inputs: dict[str, Any], run_type: Any, **kwargs: Any) -> None:
+            fields = _redacted_fields({"name": name, **kwargs})
+            return super().create_run(fields.pop("name"), inputs, run_type, **fields)
+
+        def update_run(self, run_id: Any, **kwargs: Any) -> None:
+            return super().update_run(run_id, **_redacted_fields(kwargs))
+
+    # metadata also through the client's own hook: it reaches the metadata the client adds itself
+    # (LANGSMITH_*/LANGCHAIN_* environment values) after create_run has redacted the rest
+    client_kwargs.setdefault("hide_metadata", redact)
+    client = RedactingClient(hide_inputs=scrub, hide_outputs=scrub, **client_kwargs)
     return LangChainTracer(project_name=project_name, client=client)
 
 
@@ -312,4 +378,4 @@ def traced(name: str, **metadata: Any) -> Callable[[F], F]:
 
 
 __all__ = ["run_name", "run_tags", "run_metadata", "usage_counters", "traced_config", "with_tracing",
-           "traced_span", "traced", "Span", "scrub", "langsmith_tracer"]
+           "traced_span", "traced", "Span", "scrub", "redact", "redact_secrets", "langsmith_tracer"]

@@ -189,3 +189,149 @@ def test_langsmith_tracer_client_scrubs_inputs_and_outputs(monkeypatch):
     assert tracer.project_name == "kgmem-tests" and isinstance(tracer.client, FakeClient)
     assert made["hide_inputs"]({"query": "q", "vec": [0.25] * 384}) == {"query": "q", "vec": "<vector dim=384>"}
     assert made["hide_outputs"] is scrub
+
+
+# ------------------------------------------------------------------------------------ secrets never uploaded
+
+FAKE_KEY = "sk-proj-FAKEkey0123456789abcdefghijklmnopqrstuvwxyzABCD"
+GOOGLE_KEY = "AIzaSyFAKE0123456789abcdefghijklmnopqr"
+DB_PASSWORD = "p@ssWORD"   # "@" inside: a redaction that stops at the first "@" leaks "ssWORD"
+SECRETS = (FAKE_KEY, GOOGLE_KEY, "FAKEkey0123456789", "ssWORD", "ghp_FAKE0123456789abcdefghij", "xoxb-1111-FAKEslack")
+
+
+class AuthenticationError(Exception):
+    """What a provider client raises on a 401: the message echoes the key it was given."""
+
+    status_code = 401
+
+
+def leaky_provider(messages, request):
+    raise AuthenticationError(
+        f"Error code: 401 - {{'error': {{'message': 'Incorrect API key provided: {FAKE_KEY}. "
+        f"Retried https://generativelanguage.googleapis.com/v1/models?key={GOOGLE_KEY} and "
+        f"postgresql://admin:{DB_PASSWORD}@db:5432/kg with Authorization: Bearer ghp_FAKE0123456789abcdefghij "
+        f"(slack xoxb-1111-FAKEslack)', 'code': 'invalid_api_key'}}}}")
+
+
+@pytest.fixture
+def fake_langsmith(monkeypatch):
+    """A LangSmith API on 127.0.0.1 that keeps the body of every request the client sends."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if body:
+                bodies.append(body.decode("utf-8", "replace"))
+            payload = json.dumps({} if self.path.endswith("/info") else {"ok": True}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PATCH = do_PUT = _reply
+
+        def log_message(self, *args) -> None:  # quiet test output
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("LANGSMITH_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("LANGSMITH_API_KEY", "lsv2_pt_dummy")
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")   # for this test only: conftest switches it off
+    yield bodies
+    server.shutdown()
+    server.server_close()
+
+
+def test_langsmith_tracer_uploads_no_secret_from_errors_metadata_inputs_or_outputs(kg, store, fake_langsmith):
+    from langchain_core.runnables import RunnableLambda
+
+    from langgraph_kgmem.tracing import langsmith_tracer
+
+    method = pick("catrag", "remindrag", "autopruned", "r3cycle")
+    tracer = langsmith_tracer("kgmem-tests")
+    kg, question, _ = method_case(method, kg)
+    app = compile_method(method, kg, model=ScriptedChatModel(responder=leaky_provider), store=store)
+    config = traced_config(method, kg, model="offline", config={
+        "callbacks": [tracer], "metadata": {"database": f"postgresql://admin:{DB_PASSWORD}@db/kg"}})
+    out = app.invoke({"question": f"{question} (api_key={FAKE_KEY})"}, config=config)
+    assert out["usage"]["fallbacks"], "the provider error never reached the run"
+    with pytest.raises(AuthenticationError):   # a run that ends in the provider's error
+        RunnableLambda(lambda _: leaky_provider(None, None), name="call_provider").invoke(1, {"callbacks": [tracer]})
+    tracer.wait_for_futures()
+    tracer.client.flush()
+
+    sent = "\n".join(fake_langsmith)
+    assert "kgmem." in sent and '"error"' in sent, "the fake LangSmith endpoint received no runs"
+    for secret in SECRETS:
+        assert secret not in sent, f"{secret!r} was uploaded to LangSmith"
+    assert "<redacted>" in sent and "Incorrect API key provided: <redacted>" in sent
+
+
+REDACTION_CASES = [
+    ("Incorrect API key provided: sk-proj-abcDEF1234567890abcdefghijklmnop.", "abcDEF1234567890"),
+    ("Incorrect API key provided: sk-proj-****************************************abcd.", "****abcd"),
+    ("GET https://maps.googleapis.com/api?key=AIzaSyA1234567890abcdefghijklmnopqrstuv&q=1", "SyA1234567890"),
+    ("GET https://example.com/api?key=plainvalue123&q=1", "plainvalue123"),
+    ("https://x.example/y?api_key=abc123def&token=zzz999&sig=qq11", "abc123def"),
+    ("https://x.example/y?api_key=abc123def&token=zzz999&sig=qq11", "zzz999"),
+    ("https://x.example/y?api_key=abc123def&token=zzz999&sig=qq11", "qq11"),
+    ("postgresql://admin:p@ssWORD@db:5432/x", "ssWORD"),
+    ("postgresql://admin:p@ss@WORD@db/x?sslmode=require", "WORD"),
+    ("redis://:s3cr@t@cache:6379", "t@cache"),
+    ("google AIzaSyA1234567890abcdefghijklmnopqrstuv in a log line", "SyA1234567890"),
+    ("Authorization: Bearer abcdefghijk.lmnop", "abcdefghijk"),
+    ('{"openai_api_key": "hunter22", "x-api-key": "abcd1234"}', "hunter22"),
+    ('{"openai_api_key": "hunter22", "x-api-key": "abcd1234"}', "abcd1234"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG and AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG and AKIAIOSFODNN7EXAMPLE", "IOSFODNN7"),
+    ("slack xoxb-1234567890-abcdefghij", "abcdefghij"),
+    ("github ghp_abcdefghijklmnopqrstuvwxyz123456", "abcdefghijklmnop"),
+    ("stripe sk_live_abcdefghijklmnop1234", "abcdefghijklmnop1234"),
+    ("google oauth ya29.a0AfH6SMBabcdefghijklmnop", "a0AfH6SMB"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N", "dozjgNryP4J3"),
+]
+
+
+@pytest.mark.parametrize("text, secret", REDACTION_CASES)
+def test_redact_secrets_covers_query_keys_at_passwords_bearer_and_key_prefixes(text, secret):
+    from langgraph_kgmem.tracing import REDACTED, redact_secrets
+
+    out = redact_secrets(text)
+    assert secret not in out and REDACTED in out, out
+
+
+def test_redact_secrets_leaves_ordinary_text_alone():
+    from langgraph_kgmem.tracing import redact_secrets
+
+    for text in ("The key: open the door. monkey=banana. The token count is 12.",
+                 "mailto:bob@example.com and http://user@host/path and https://example.com:8080/a",
+                 "Marie Curie (1867-1934) was born in Warsaw; x <= 5 and y = 2"):
+        assert redact_secrets(text) == text
+
+
+def test_stored_state_and_memory_keep_no_secret_from_a_provider_error(kg):
+    """What a failing provider said is kept in the run's state (fallback records, checkpointed) and
+    in the memory store: redacted there too, '@' passwords included."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    store, saver = InMemoryStore(), InMemorySaver()
+    for method in [m for m in ("catrag", "r3cycle", "autopruned", "remindrag") if m in METHODS]:
+        app = compile_method(method, kg, model=ScriptedChatModel(responder=leaky_provider), store=store,
+                             checkpointer=saver)
+        out = app.invoke({"question": "Where was Marie Curie born?"}, {"configurable": {"thread_id": method}})
+        assert out["usage"]["fallbacks"], method
+    kept = repr([c.checkpoint for c in saver.list(None)])
+    kept += repr([item.value for ns in store.list_namespaces() for item in store.search(ns, limit=1000)])
+    assert "<redacted>" in kept
+    for secret in SECRETS:
+        assert secret not in kept, f"{secret!r} was stored"

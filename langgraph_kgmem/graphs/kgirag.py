@@ -421,7 +421,9 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
 
         def validate(p: TemporalPlan) -> str | None:
             if idx.location_of(p.location) is None and len(idx.locations) > 1:
-                return f"location {p.location!r} is not one of: {', '.join(sorted(idx.locations))}"
+                # the record locations are the data's own words: fenced in the retry's feedback too
+                return (f"location {fence(p.location, inline=True, empty=repr(p.location))} is not one of: "
+                        f"{fence(', '.join(sorted(idx.locations)), inline=True)}")
             problem = plan_problem(idx, p.departure_time, p.trip_hours, p.horizon_hours)
             if problem:
                 return problem

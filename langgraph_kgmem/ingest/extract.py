@@ -22,7 +22,8 @@ from pydantic import BaseModel, Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.kg.types import Triple
-from langgraph_kgmem.llm import adecide, adrive, decide, drive, merge_usage
+from langgraph_kgmem.llm import adecide, adrive, decide, drive, merge_usage, render
+from langgraph_kgmem.prompt_fence import DATA_NOTE, fence
 
 
 @dataclass
@@ -161,19 +162,25 @@ class ChunkTitle(BaseModel):
     title: str = Field(description="the title")
 
 
+# The passage and the entity names are the document's own words: they enter the prompts only
+# fenced, so an instruction written in a document cannot decide which facts are stored.
 ENTITY_PROMPT = """Find the named entities in this passage.
+""" + DATA_NOTE + """
 
 Passage:
 {text}"""
 
 TRIPLE_PROMPT = """List the facts this passage states as [subject, relation, object] triples.
-Subjects and objects should be taken from these entities: {entities}
+""" + DATA_NOTE + """
+Subjects and objects should be taken from these entities, one per line:
+{entities}
 Resolve pronouns to the entity they refer to. Keep relations short and specific.
 
 Passage:
 {text}"""
 
 TITLE_PROMPT = """Give this passage a short, specific title (at most 12 words).
+""" + DATA_NOTE + """
 
 Passage:
 {text}"""
@@ -211,12 +218,12 @@ class LLMExtractor:
                 offline.append(self._offline.extract(text, title))
             return offline[0]
 
-        ents, u1 = yield dict(schema=ExtractedEntities, prompt=ENTITY_PROMPT.format(text=text), step="extract_entities",
+        ents, u1 = yield dict(schema=ExtractedEntities, prompt=render(ENTITY_PROMPT, text=fence(text)), step="extract_entities",
                               offline=lambda: ExtractedEntities(entities=off().entities), context={"text": text})
         names = list(dict.fromkeys(e.strip() for e in ents.entities if e.strip()))
         if title and title not in names:
             names.insert(0, title)
-        trip, u2 = yield dict(schema=ExtractedTriples, prompt=TRIPLE_PROMPT.format(entities=", ".join(names), text=text),
+        trip, u2 = yield dict(schema=ExtractedTriples, prompt=render(TRIPLE_PROMPT, entities=fence(names), text=fence(text)),
                               step="extract_triples",
                               offline=lambda: ExtractedTriples(triples=[
                                   ExtractedTriple(subject=t.subject, relation=t.relation, object=t.object)
@@ -228,7 +235,7 @@ class LLMExtractor:
         if title:
             head = title
         else:
-            ttl, u3 = yield dict(schema=ChunkTitle, prompt=TITLE_PROMPT.format(text=text), step="extract_title",
+            ttl, u3 = yield dict(schema=ChunkTitle, prompt=render(TITLE_PROMPT, text=fence(text)), step="extract_title",
                                  offline=lambda: ChunkTitle(title=off().title), context={"text": text})
             head = ttl.title.strip() or off().title
             usage = merge_usage(usage, u3)
