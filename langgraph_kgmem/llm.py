@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError, KgmemModelError
 from langgraph_kgmem.model_endpoints import (ain_flight_slot, feature_refusal, in_flight_slot, innermost_model,
                                              mark_refused, record_decision, structured_methods)
+from langgraph_kgmem.prompt_fence import fence
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -747,7 +748,8 @@ def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessag
             msgs = messages + [
                 AIMessage(_clean_reply(raw_text or "", 2_000)),
                 HumanMessage(
-                    f"Your previous answer was not usable: {_clean_reply(error, 1_000)}\n"
+                    # the error can quote the reply, which can quote a document: data, not instructions
+                    f"Your previous answer was not usable: {fence(_clean_reply(error, 1_000), inline=True)}\n"
                     + schema_instructions(schema)
                 ),
             ]
