@@ -89,3 +89,32 @@ def check_unicode(text: str, what: str) -> None:
         raise KgmemInputError(
             f"{what} is not valid Unicode (a lone surrogate {text[exc.start]!r} at character {exc.start}): "
             "decode the source with errors='replace', or fix the text") from None
+
+
+def describe_error(exc: BaseException, limit: int = 300, *, typed: bool = True) -> str:
+    """``"TypeName: message"`` (``typed=False``: the message alone) for any exception, its message
+    cut to ``limit`` characters, never raising.
+
+    Exceptions come from providers, tools and callbacks the package does not control; their
+    ``__str__`` or ``__repr__`` may raise, return a non-string, or carry lone surrogates. Describing
+    one must not replace the package's own error (or its recorded fallback) with a new crash."""
+    try:
+        name = type(exc).__name__
+    except Exception:  # noqa: BLE001 - a hostile metaclass
+        name = "Exception"
+    text = None
+    for describe in (str, repr):
+        try:
+            text = describe(exc)
+        except Exception:  # noqa: BLE001 - see the docstring
+            continue
+        if isinstance(text, str):
+            break
+        text = None
+    if text is None:
+        text = "<the error's text could not be read>"
+    # str's own slicing: a str subclass's overridden methods could raise too
+    text = str.__getitem__(text, slice(0, limit)).encode("utf-8", "replace").decode("utf-8")
+    if not typed:
+        return text
+    return f"{name}: {text}" if text else name

@@ -40,7 +40,7 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 
 from langgraph.types import RetryPolicy  # noqa: E402
 
-from langgraph_kgmem.errors import KgmemError  # noqa: E402
+from langgraph_kgmem.errors import KgmemError, describe_error  # noqa: E402
 from langgraph_kgmem.llm import transient_model_error  # noqa: E402
 from langgraph_kgmem.testing import INJECTION, HostileChatModel  # noqa: E402
 
@@ -158,7 +158,7 @@ class Fuzzer:
             outcome = "crash"
             tb = traceback.format_exception(exc)
             report.crashes.append({"seed": i, "method": method, "question": question[:80],
-                                   "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                                   "error": describe_error(exc),
                                    "where": "".join(tb[-3:])[-800:]})
             if show:
                 traceback.print_exc()

@@ -44,7 +44,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, KgmemModelError, check_int
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, KgmemModelError, check_int, describe_error
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText, RunContext,
                                            check_question, emit_progress, evidence_item, fence, method_model,
                                            normalize_answer, run_model)
@@ -672,7 +672,8 @@ def create_r3cycle_graph(
                 if isinstance(exc, ValidationError):
                     first = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())[:300]
                 else:
-                    first = str(exc).strip().splitlines()[0][:300]
+                    # a tool's error text is foreign (a GraphEnv subclass): read it safely, and an empty one still says something
+                    first = (describe_error(exc, 300, typed=False).strip().splitlines() or [type(exc).__name__])[0]
                 observation = (f"Error: {tool} could not run with arguments {args}: {first}. "
                                "Check the argument names and values and try again.")
             else:
