@@ -91,6 +91,36 @@ def check_unicode(text: str, what: str) -> None:
             "decode the source with errors='replace', or fix the text") from None
 
 
+def check_storable(text: str, what: str) -> None:
+    """Raise :class:`KgmemInputError` unless ``text`` can be stored the same way by every backend:
+    PostgreSQL refuses NUL in text (SQLite would keep it) and neither can encode a lone surrogate.
+    The message names ``what`` (the document, id or tenant) and the character's position."""
+    if not isinstance(text, str):
+        raise KgmemInputError(f"{what} must be text, got {type(text).__name__}")
+    check_unicode(text, what)
+    at = text.find("\x00")
+    if at >= 0:
+        raise KgmemInputError(f"{what} contains a NUL character at character {at}: NUL cannot be stored "
+                              "(PostgreSQL refuses it); remove it, or check whether the input is binary")
+
+
+def check_storable_values(value: object, what: str) -> None:
+    """:func:`check_storable` on every string inside JSON-like ``value`` (dict keys too): metadata
+    is stored as JSON, and PostgreSQL's JSON refuses an escaped NUL or lone surrogate."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            check_storable(item, f"{what}: the value {item[:40]!r}")
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                if isinstance(k, str):
+                    check_storable(k, f"{what}: the key {k[:40]!r}")
+                stack.append(v)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+
+
 def describe_error(exc: BaseException, limit: int = 300, *, typed: bool = True) -> str:
     """``"TypeName: message"`` (``typed=False``: the message alone) for any exception, its message
     cut to ``limit`` characters, never raising.
