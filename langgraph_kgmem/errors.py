@@ -13,6 +13,12 @@ class ConfigurationError(KgmemError):
     """A model, embedding or store is needed but not configured (the message names the variables)."""
 
 
+class MissingRequirementError(ConfigurationError):
+    """A method was built or started without something it cannot run without (a store for its
+    memory, a model with tool calling, time-stamped records): raised before any model call, with
+    the method's name, what is missing and what to do."""
+
+
 class KgmemInputError(KgmemError, ValueError):
     """Bad user input (empty/binary file, non-UTF-8 text, oversize document, unknown id ...)."""
 

@@ -97,12 +97,12 @@ def is_offline(model: Any) -> bool:
 def model_label(model: Any) -> str:
     if is_offline(model):
         return "offline (no LLM: heuristic decisions, extractive answers)"
-    model = _innermost(model)
+    model = innermost_model(model)
     label = getattr(model, "model_name", None) or getattr(model, "model", None)
     return label if isinstance(label, str) and label else type(model).__name__
 
 
-def _innermost(model: Any) -> Any:
+def innermost_model(model: Any) -> Any:
     """The chat model under retry / fallback / binding wrappers (the first one, for fallbacks)."""
     from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
