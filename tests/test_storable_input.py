@@ -98,6 +98,8 @@ def test_a_bad_tenant_is_refused_before_the_store_is_touched(kg2, bad):
         EdgeMemory(store, kg2.name, 8, ("ok", value))
     with pytest.raises(KgmemInputError, match="memory scope label"):
         memory_scope(("{user_id}",), {"configurable": {"user_id": value}})
+    with pytest.raises(KgmemInputError, match="memory scope label"):
+        kg2.reset_memory(scope=[value])
     assert kg2.memory() == []
 
 

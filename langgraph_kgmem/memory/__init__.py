@@ -228,6 +228,8 @@ def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
                  scope: Sequence[str] | None = None) -> int:
     """Delete a KG's memory (one ``kind``, one ``scope``, or all of it); returns items deleted.
     The KG itself is untouched."""
+    if scope is not None:   # a tenant no namespace can hold: say so rather than delete nothing
+        scope = tuple(check_scope_label(x) for x in scope)
     deleted = 0
     for ns in memory_namespaces(store, kg_name, kind):
         if scope is not None and tuple(ns[2:-1]) != tuple(scope):
