@@ -317,7 +317,8 @@ class HostileChatModel(BaseChatModel):
     replies accordingly; ``"plausible"`` replies are well-formed and pick ids from the decision
     context, so runs get past their first decision. Tool-calling requests (``bind_tools``) get tool
     calls: plausible ones, or bad ones (unknown tools, missing, wrongly typed, nested or huge
-    arguments, several calls at once). ``"raise"`` raises a provider-like error. Structured-output
+    arguments, several calls at once). ``"raise"`` raises a provider-like error (some of them
+:class:`UnprintableError`, whose text cannot be read). Structured-output
     requests are answered in text, so the caller's own JSON parsing is what gets exercised.
 
     The reply depends only on ``seed``, the decision step, the attempt and the prompt text, so a

@@ -4,7 +4,8 @@ Each run picks a method (round robin over the registry: ReMindRAG, CatRAG, Hippo
 AutoPrunedRetriever, KG-IRAG, R3-Cycle, Graph-CoT) and a question, and answers it with
 :class:`langgraph_kgmem.testing.HostileChatModel` seeded with the run number: random text,
 truncated/wrongly typed/deeply nested JSON, invented ids, empty and 50k-character replies,
-NaN/huge numbers, injected instructions, bad tool calls and raised provider errors, mixed with
+NaN/huge numbers, injected instructions, bad tool calls and raised provider errors (some whose
+``__str__``/``__repr__`` raise), mixed with
 plausible replies. The KGs use the hashing embedding; each method keeps its store (edge
 memories, codebook, summaries) for ``--store-runs`` runs, so a reply memorised by one run is read
 by the next ones (memory poisoning), then starts afresh.
