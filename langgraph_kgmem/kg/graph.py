@@ -663,6 +663,7 @@ class KnowledgeGraph:
 
     def add_node(self, kind: str, text: str, *, id: str | None = None, attrs: dict[str, Any] | None = None,
                  source: str | None = None, embed: bool = True) -> str:
+        check_storable(text, f"the text of node {id or text[:40]!r}")   # before it is hashed into an id
         nid = id or (entity_id(text) if kind == "entity" else node_id(kind, text))
         self.add_nodes([Node(nid, kind, text, attrs or {})], source=source, embed=embed)
         return nid
