@@ -124,4 +124,6 @@ def test_the_low_level_writes_refuse_bad_ids_and_text(kg2, bad):
     a, b = sorted(n.id for n in kg2.nodes("entity"))[:2]
     with pytest.raises(KgmemInputError, match=f"text of edge .*{where}"):
         kg2.add_edges([Edge("rel-x", a, b, "relation", value)])
+    with pytest.raises(KgmemInputError, match=f"text of edge .*{where}"):
+        kg2.add_edge(a, b, "relation", text=value)
     assert state(kg2) == before

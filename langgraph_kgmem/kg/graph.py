@@ -708,6 +708,7 @@ class KnowledgeGraph:
 
     def add_edge(self, src: str, dst: str, kind: str, *, text: str = "", weight: float = 1.0,
                  attrs: dict[str, Any] | None = None, source: str | None = None) -> str:
+        check_storable(text, f"the text of edge {src!r} -> {dst!r}")   # before it is hashed into an id
         e = Edge(edge_id(src, dst, kind, text), src, dst, kind, text, weight, attrs or {})
         self.add_edges([e], source=source)
         return e.id
