@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
+from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, describe_error
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("KGMEM_CACHE_DIR", Path.home() / ".cache" / "langgraph_kgmem"))
 
@@ -219,7 +219,7 @@ def get_embeddings(spec: Embeddings | str | None = None, *, cache: bool = True) 
         base = init_embeddings(spec)
     except Exception as exc:
         raise ConfigurationError(
-            f"Could not create embeddings from KGMEM_EMBEDDINGS={spec!r}: {exc}. "
+            f"Could not create embeddings from KGMEM_EMBEDDINGS={spec!r}: {describe_error(exc)}. "
             "Use 'local' (offline all-MiniLM-L6-v2), 'fast' (static short texts + all-MiniLM-L6-v2), 'hash' (tests) or a provider string "
             "such as 'openai:text-embedding-3-small' with its API key set."
         ) from exc

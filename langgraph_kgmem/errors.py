@@ -13,6 +13,12 @@ class ConfigurationError(KgmemError):
     """A model, embedding or store is needed but not configured (the message names the variables)."""
 
 
+class MissingRequirementError(ConfigurationError):
+    """A method was built or started without something it cannot run without (a store for its
+    memory, a model with tool calling, time-stamped records): raised before any model call, with
+    the method's name, what is missing and what to do."""
+
+
 class KgmemInputError(KgmemError, ValueError):
     """Bad user input (empty/binary file, non-UTF-8 text, oversize document, unknown id ...)."""
 
@@ -89,3 +95,62 @@ def check_unicode(text: str, what: str) -> None:
         raise KgmemInputError(
             f"{what} is not valid Unicode (a lone surrogate {text[exc.start]!r} at character {exc.start}): "
             "decode the source with errors='replace', or fix the text") from None
+
+
+def check_storable(text: str, what: str) -> None:
+    """Raise :class:`KgmemInputError` unless ``text`` can be stored the same way by every backend:
+    PostgreSQL refuses NUL in text (SQLite would keep it) and neither can encode a lone surrogate.
+    The message names ``what`` (the document, id or tenant) and the character's position."""
+    if not isinstance(text, str):
+        raise KgmemInputError(f"{what} must be text, got {type(text).__name__}")
+    check_unicode(text, what)
+    at = text.find("\x00")
+    if at >= 0:
+        raise KgmemInputError(f"{what} contains a NUL character at character {at}: NUL cannot be stored "
+                              "(PostgreSQL refuses it); remove it, or check whether the input is binary")
+
+
+def check_storable_values(value: object, what: str) -> None:
+    """:func:`check_storable` on every string inside JSON-like ``value`` (dict keys too): metadata
+    is stored as JSON, and PostgreSQL's JSON refuses an escaped NUL or lone surrogate."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            check_storable(item, f"{what}: the value {item[:40]!r}")
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                if isinstance(k, str):
+                    check_storable(k, f"{what}: the key {k[:40]!r}")
+                stack.append(v)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+
+
+def describe_error(exc: BaseException, limit: int = 300, *, typed: bool = True) -> str:
+    """``"TypeName: message"`` (``typed=False``: the message alone) for any exception, its message
+    cut to ``limit`` characters, never raising.
+
+    Exceptions come from providers, tools and callbacks the package does not control; their
+    ``__str__`` or ``__repr__`` may raise, return a non-string, or carry lone surrogates. Describing
+    one must not replace the package's own error (or its recorded fallback) with a new crash."""
+    try:
+        name = type(exc).__name__
+    except Exception:  # noqa: BLE001 - a hostile metaclass
+        name = "Exception"
+    text = None
+    for describe in (str, repr):
+        try:
+            text = describe(exc)
+        except Exception:  # noqa: BLE001 - see the docstring
+            continue
+        if isinstance(text, str):
+            break
+        text = None
+    if text is None:
+        text = "<the error's text could not be read>"
+    # str's own slicing: a str subclass's overridden methods could raise too
+    text = str.__getitem__(text, slice(0, limit)).encode("utf-8", "replace").decode("utf-8")
+    if not typed:
+        return text
+    return f"{name}: {text}" if text else name

@@ -34,7 +34,7 @@ from langchain_core.runnables import Runnable
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
-from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError, KgmemModelError
+from langgraph_kgmem.errors import ConfigurationError, KgmemDecisionError, KgmemModelError, describe_error
 from langgraph_kgmem.model_endpoints import (ain_flight_slot, feature_refusal, in_flight_slot, innermost_model,
                                              mark_refused, record_decision, structured_methods)
 from langgraph_kgmem.prompt_fence import fence
@@ -88,7 +88,7 @@ def resolve_model(model: ModelLike, *, required: bool = True) -> Runnable | Lite
         return _RESOLVED[model]
     except Exception as exc:
         raise ConfigurationError(
-            f"Could not create chat model {model!r}: {exc}. Set KGMEM_MODEL to a provider string "
+            f"Could not create chat model {model!r}: {describe_error(exc)}. Set KGMEM_MODEL to a provider string "
             "such as 'openai:gpt-4o-mini' and the provider's key (OPENAI_API_KEY), or use 'offline'."
         ) from exc
 
@@ -540,7 +540,7 @@ def _as_call_failure(exc: Exception) -> NoReturn:
     then fallen back from), anything else (interrupts, this module's bugs) as it is."""
     if not _is_model_failure(exc):
         raise exc
-    raise _ModelCallFailed(f"model call failed: {type(exc).__name__}: {_clean_reply(str(exc), 300)}") from exc
+    raise _ModelCallFailed(f"model call failed: {describe_error(exc)}") from exc
 
 
 @dataclass
@@ -633,7 +633,7 @@ def _read_structured(out: Any, schema: type[T], method: str) -> tuple[T | None, 
         try:
             return schema.model_validate(parse_json_object(message_text(raw) if raw is not None else "")), raw, None
         except (ValueError, ValidationError, RecursionError) as exc:
-            return None, raw, str(exc)
+            return None, raw, describe_error(exc, 2000, typed=False)
     if not isinstance(out, dict):
         return None, None, f"structured output returned {type(out).__name__}, not a dict"
     raw, parsed, err = out.get("raw"), out.get("parsed"), out.get("parsing_error")
@@ -642,14 +642,14 @@ def _read_structured(out: Any, schema: type[T], method: str) -> tuple[T | None, 
         try:
             parsed = schema.model_validate(parsed)
         except (ValidationError, ValueError, TypeError, RecursionError) as exc:
-            return None, raw, str(exc)
+            return None, raw, describe_error(exc, 2000, typed=False)
     if parsed is None:
         text = message_text(raw) if raw is not None else ""
         # some providers answer in text even when asked for a tool call: parse it
         try:
             return schema.model_validate(parse_json_object(text)), raw, None
         except (ValueError, ValidationError, RecursionError) as exc:
-            return None, raw, str(err or exc)
+            return None, raw, str(err) if isinstance(err, str) else describe_error(err or exc, 2000, typed=False)
     return parsed, raw, None
 
 
@@ -829,8 +829,7 @@ def invoke_counted(model: Any, messages: list[BaseMessage], *, step: str, contex
         except Exception as exc:  # noqa: BLE001 - filtered: only the model's own failures become KgmemModelError
             if not _is_model_failure(exc):
                 raise
-            raise KgmemModelError(f"the chat model failed at step {step!r}: {type(exc).__name__}: "
-                                  f"{_clean_reply(str(exc), 300)}",
+            raise KgmemModelError(f"the chat model failed at step {step!r}: {describe_error(exc)}",
                                   call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0,
                                              max(calls[0], 1))) from exc
         finally:

@@ -29,7 +29,7 @@ from typing import Any, AsyncIterator, Iterator
 
 from langchain_core.runnables import Runnable
 
-from langgraph_kgmem.errors import ConfigurationError
+from langgraph_kgmem.errors import ConfigurationError, describe_error
 
 logger = logging.getLogger("langgraph_kgmem.llm")
 
@@ -87,16 +87,6 @@ def endpoint_key(model: Any) -> str:
     return f"{type(inner).__name__}|{base_url(inner) or ''}|{name if isinstance(name, str) else ''}"
 
 
-def safe_text(exc: BaseException, limit: int = 300) -> str:
-    """``str(exc)`` cut to ``limit`` characters; a provider exception whose ``__str__`` raises gives
-    its class name instead of a second exception."""
-    try:
-        text = str(exc)
-    except Exception:  # noqa: BLE001 - a foreign exception's __str__ is untrusted code
-        text = f"<{type(exc).__name__} whose message could not be read>"
-    return text[:limit].encode("utf-8", "replace").decode("utf-8")
-
-
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     if status is None:
@@ -110,7 +100,7 @@ def feature_refusal(exc: BaseException | None) -> bool:
     message names the feature."""
     if exc is None or _status(exc) not in _REFUSAL_STATUS:
         return False
-    return bool(_REFUSAL_TEXT.search(safe_text(exc, 2000)))
+    return bool(_REFUSAL_TEXT.search(describe_error(exc, 2000, typed=False)))
 
 
 def configure_model(model: Any, *, structured_output: str | None = None, max_in_flight: int | None = None) -> None:
@@ -163,7 +153,7 @@ def mark_refused(model: Any, method: str, exc: BaseException) -> None:
             return
         seen.add(method)
     logger.warning("model endpoint %s refused structured output %r (%s); its decisions use the next method",
-                   key, method, safe_text(exc, 200))
+                   key, method, describe_error(exc, 200))
 
 
 def refused_methods(model: Any) -> set[str]:

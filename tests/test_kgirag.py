@@ -14,7 +14,7 @@ import pytest
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.graphs import kgirag
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, MissingRequirementError
 from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, clean_answer, create_kgirag_graph, create_singlepass_graph, hop_count,
                                            scan_records)
 from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, normalize_records, slot_of, parse_time,
@@ -319,12 +319,12 @@ def test_model_can_be_swapped_per_run_and_compiles_with_persistence(rkg):
     assert out["answer"] == "yes" and out["usage"]["llm_calls"] == 3
 
 
-def test_unparseable_question_and_empty_kg_answer_no_answer(rkg):
+def test_unparseable_question_answers_no_answer_and_a_kg_without_records_is_refused(rkg):
     out = create_kgirag_graph(rkg, model="offline").compile().invoke({"question": "Will it be sunny?"})
     assert out["answer"] == NO_ANSWER and out["iterations"] == 0
-    empty = KnowledgeGraph.in_memory()
-    out = create_kgirag_graph(empty, model="offline").compile().invoke({"question": HAND_QUESTIONS[0][0]})
-    assert out["answer"] == NO_ANSWER
+    empty = KnowledgeGraph.in_memory()   # not a silent "no answer": the run says what is missing
+    with pytest.raises(MissingRequirementError, match="holds none: add them first with kg.add_records"):
+        create_kgirag_graph(empty, model="offline").compile().invoke({"question": HAND_QUESTIONS[0][0]})
 
 
 def test_options_are_validated_at_build_time(rkg):

@@ -4,7 +4,8 @@ Each run picks a method (round robin over the registry: ReMindRAG, CatRAG, Hippo
 AutoPrunedRetriever, KG-IRAG, R3-Cycle, Graph-CoT) and a question, and answers it with
 :class:`langgraph_kgmem.testing.HostileChatModel` seeded with the run number: random text,
 truncated/wrongly typed/deeply nested JSON, invented ids, empty and 50k-character replies,
-NaN/huge numbers, injected instructions, bad tool calls and raised provider errors, mixed with
+NaN/huge numbers, injected instructions, bad tool calls and raised provider errors (some whose
+``__str__``/``__repr__`` raise), mixed with
 plausible replies. The KGs use the hashing embedding; each method keeps its store (edge
 memories, codebook, summaries) for ``--store-runs`` runs, so a reply memorised by one run is read
 by the next ones (memory poisoning), then starts afresh.
@@ -40,7 +41,7 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 
 from langgraph.types import RetryPolicy  # noqa: E402
 
-from langgraph_kgmem.errors import KgmemError  # noqa: E402
+from langgraph_kgmem.errors import KgmemError, describe_error  # noqa: E402
 from langgraph_kgmem.llm import transient_model_error  # noqa: E402
 from langgraph_kgmem.testing import INJECTION, HostileChatModel  # noqa: E402
 
@@ -158,7 +159,7 @@ class Fuzzer:
             outcome = "crash"
             tb = traceback.format_exception(exc)
             report.crashes.append({"seed": i, "method": method, "question": question[:80],
-                                   "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                                   "error": describe_error(exc),
                                    "where": "".join(tb[-3:])[-800:]})
             if show:
                 traceback.print_exc()

@@ -45,7 +45,8 @@ from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, content_words,
-                                           dense_passages, emit_progress, extractive_answer, fence, method_model, run_model)
+                                           dense_passages, emit_progress, extractive_answer, fence, method_model, require,
+                                           run_model)
 from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label
 from langgraph_kgmem.memory import resolve_store
@@ -508,7 +509,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         check_question(state)
-        store = resolve_store(rt.store)
+        store = require("AutoPrunedRetriever", runtime=runtime, store=rt.store, needs_store=True)
         with rt.lock:   # the codebook in hand is the stored one (book() reloads a newer save and
             rt.book()   # forgets the sync) and was synced with this KG version: no store lock to take
             synced = rt._synced.get(id(store)) == kg.version

@@ -54,7 +54,7 @@ from pydantic import BaseModel, Field
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelName, RunContext,
                                            answer_question, check_question, content_words, emit_progress, evidence_item,
-                                           fence, method_model, named_in, run_model)
+                                           fence, method_model, named_in, require, run_model)
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.ppr import GraphSnapshot, PprMethod
 from langgraph_kgmem.kg.types import entity_id
@@ -437,8 +437,12 @@ def create_catrag_graph(
     # ---------------------------------------------------------------- nodes
     def retrieve_facts(state: CatragState, runtime: Runtime[CatragContext]) -> dict[str, Any]:
         t0 = time.perf_counter()
+        question = check_question(state)
+        # dynamic weighting caches the LLM's neighbour summaries in the store (offline runs write none)
+        require("CatRAG" if method == "catrag" else "HippoRAG 2", runtime=runtime, store=store,
+                needs_store=dynamic_weighting and not is_offline(run_model(runtime, default_model)))
         out = []
-        for e, score in kg.nearest_facts(check_question(state), top_facts):
+        for e, score in kg.nearest_facts(question, top_facts):
             out.append({"id": e.id, "text": kg.fact_text(e), "score": round(float(score), 6), "src": e.src,
                         "dst": e.dst, "chunks": list(e.attrs.get("chunks", []))})
         return {"candidates": out, "method": method, "fallback": None, "anchors": [], "overrides": [],

@@ -17,7 +17,8 @@ from pydantic import Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.llm import generate, is_offline, merge_usage, resolve_model, with_retry_policy
+from langgraph_kgmem.llm import (generate, innermost_model, is_offline, merge_usage, model_label, resolve_model,
+                                 with_retry_policy)
 # document text enters prompts only through fence(): one module below ingest/ holds it, so extraction
 # and the methods quote text with the same code (re-exported here, where the methods import it)
 from langgraph_kgmem.prompt_fence import DATA_CLOSE, DATA_NOTE, DATA_OPEN, data_text, fence  # noqa: F401
@@ -88,6 +89,73 @@ def run_model(runtime: Any, default: Any, retry_policy: Any = None) -> Any:
     if chosen is None:
         return default
     return with_retry_policy(resolve_model(chosen), retry_policy or getattr(default, "policy", None))
+
+
+# ------------------------------------------------------------------------- requirements (fail fast)
+# A method that lacks its store, a tool-calling model or records must say so before it pays for a
+# single model call, not in its last node. Each method calls require() in its first node, before
+# any model call (the store may come with compile(), the model with the run's context, the records
+# after the build), and in its factory for what the build already knows (the factory's model).
+
+
+def require(method: str, *, runtime: Any = None, model: Any = None, store: Any = None, kg: Any = None,
+            needs_store: bool = False, tool_calling: bool = False, records: bool = False,
+            memory_scope: Sequence[str] | None = None) -> Any:
+    """Raise :class:`~langgraph_kgmem.errors.MissingRequirementError` naming ``method``, what is
+    missing and what to do, unless ``method`` has what it needs:
+
+    - ``needs_store``: a LangGraph store (``store``, else the running graph's: ``runtime.store`` or
+      ``get_store()``). Only checked with ``runtime`` or inside a run (at build time the store may
+      still come with ``compile(store=...)``); returns the store found (``None`` when unchecked).
+    - ``tool_calling``: ``model`` (unless offline or ``None``) binds tools (``bind_tools``).
+    - ``records``: ``kg`` holds time-stamped records (``kg.add_records(...)``).
+    - ``memory_scope``: the run's config fills the factory's memory scope with valid tenant labels
+      (a :class:`~langgraph_kgmem.errors.KgmemInputError` otherwise, see ``memory.memory_scope``).
+    """
+    from langgraph_kgmem.errors import MissingRequirementError
+
+    found = store
+    if needs_store and found is None:
+        found, in_run = getattr(runtime, "store", None), runtime is not None
+        if found is None:
+            from langgraph.config import get_store
+
+            try:
+                found, in_run = get_store(), True
+            except RuntimeError:   # outside a run: the store may still come with compile()
+                pass
+        if found is None and in_run:
+            raise MissingRequirementError(
+                f"{method} keeps cross-session memory in a LangGraph store, and this run has none: "
+                "compile the graph with store=... (e.g. `checkpointer, store = kg.persistence()`) "
+                "or pass store= to the factory.")
+    if memory_scope:
+        from langgraph_kgmem.memory import memory_scope as fill_scope
+
+        fill_scope(memory_scope)
+    if tool_calling and model is not None and not is_offline(model) and not supports_tool_calling(model):
+        raise MissingRequirementError(
+            f"{method} needs a chat model with tool calling (bind_tools); {model_label(model)} has none. "
+            "Use a model that calls tools, or model='offline'.")
+    if records:
+        from langgraph_kgmem.ingest.records import temporal_index
+
+        if kg is None or not len(temporal_index(kg).slots):
+            raise MissingRequirementError(
+                f"{method} reasons over time-stamped records, and KG {getattr(kg, 'name', None)!r} holds none: "
+                "add them first with kg.add_records(csv_or_rows, event_rule=..., event_name=...), "
+                "or pick a method for documents (e.g. catrag).")
+    return found
+
+
+def supports_tool_calling(model: Any) -> bool:
+    """Whether ``model`` (under retry/fallback/binding wrappers) offers its own ``bind_tools``:
+    LangChain's base chat model only raises ``NotImplementedError`` there."""
+    from langchain_core.language_models import BaseChatModel
+
+    inner = innermost_model(model)
+    bind = getattr(type(inner), "bind_tools", None)
+    return callable(bind) and bind is not BaseChatModel.bind_tools
 
 
 def check_question(state: Any) -> str:

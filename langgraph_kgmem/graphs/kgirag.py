@@ -43,7 +43,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
 from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, emit_progress,
-                                           evidence_item, fence, method_model, run_model)
+                                           evidence_item, fence, method_model, require, run_model)
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
@@ -400,9 +400,10 @@ def _evidence(kg: "KnowledgeGraph", edge_ids: Sequence[str]) -> list[dict[str, A
 def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | None, k0: int | None):
     def plan_query(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
         mdl = run_model(runtime, default_model)
+        question = check_question(state)
+        require("KG-IRAG", kg=kg, records=True)   # a KG without records would only ever answer "no answer"
         idx = temporal_index(kg)
         rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
-        question = check_question(state)
         try:
             guess = offline_plan(question, idx)
         except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question

@@ -44,10 +44,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, KgmemModelError, check_int
+from langgraph_kgmem.errors import (KgmemInputError, KgmemModelError, MissingRequirementError, check_int,
+                                    describe_error)
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText, RunContext,
                                            check_question, emit_progress, evidence_item, fence, method_model,
-                                           normalize_answer, run_model)
+                                           normalize_answer, require, run_model)
 from langgraph_kgmem.llm import (RetryingModel, decide, decision_usage, fallback_record, fresh_usage,
                                  invoke_counted, is_offline, merge_usage, message_text, model_label, offline_usage, render,
                                  through_wrappers, with_retry_policy)
@@ -580,20 +581,25 @@ def create_r3cycle_graph(
             try:
                 tools_bound = through_wrappers(inner, lambda m: m.bind_tools([*graph_tools.values(), finish_tool]))
             except (NotImplementedError, AttributeError) as exc:
-                raise ConfigurationError(f"R3-Cycle needs a chat model with tool calling (bind_tools); "
-                                         f"{type(inner).__name__} has none. Use another model or 'offline'.") from exc
+                raise MissingRequirementError(f"{label} needs a chat model with tool calling (bind_tools); "
+                                              f"{type(inner).__name__} has none. Use another model or 'offline'.") from exc
             if len(bound_models) >= 8:   # models swapped per run: keep a few
                 bound_models.pop(next(iter(bound_models)))
             bound_models[id(inner)] = (inner, tools_bound)
         return with_retry_policy(bound_models[id(inner)][1], policy) if policy else bound_models[id(inner)][1]
 
+    label = "R3-Cycle" if reflection else "Graph-CoT"
+    require(label, model=default_model, tool_calling=True)   # the factory's model: refused when the graph is built
     if not is_offline(default_model):
-        bind(default_model)   # a model without tool calling is refused when the graph is built
+        bind(default_model)
     tool_names = [*graph_tools, FINISH]
 
     # -------------------------------------------------------------------- nodes
     def start_run(state: R3State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         check_question(state)
+        # the run's model and store, before its first call: trajectories are written after each step
+        require(label, runtime=runtime, model=run_model(runtime, default_model), store=store, needs_store=True,
+                tool_calling=True, memory_scope=memory_scope)
         return {"run_id": uuid.uuid4().hex[:12], "attempt": 0, "budget": max_steps, "steps": [], "path": [],
                 "visited": [], "pending": None, "final": None, "guidance": "", "verdict": None, "retry": False,
                 "attempts": [], "reflections": [], "method": method, "model": model_label(run_model(runtime, default_model)),
@@ -674,7 +680,8 @@ def create_r3cycle_graph(
                 if isinstance(exc, ValidationError):
                     first = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())[:300]
                 else:
-                    first = str(exc).strip().splitlines()[0][:300]
+                    # a tool's error text is foreign (a GraphEnv subclass): read it safely, and an empty one still says something
+                    first = (describe_error(exc, 300, typed=False).strip().splitlines() or [type(exc).__name__])[0]
                 observation = (f"Error: {tool} could not run with arguments {args}: {first}. "
                                "Check the argument names and values and try again.")
             else:

@@ -19,7 +19,7 @@ METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {
 
 def get_factory(name: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     """The factory and its preset options for method ``name``."""
-    from langgraph_kgmem.errors import KgmemInputError
+    from langgraph_kgmem.errors import KgmemInputError, describe_error
 
     if name not in METHODS:
         raise KgmemInputError(f"unknown method {name!r}; choose one of: {', '.join(METHODS)}")
@@ -27,4 +27,4 @@ def get_factory(name: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     try:
         return getattr(import_module(module), attr), dict(preset)
     except (ImportError, AttributeError) as exc:
-        raise KgmemInputError(f"method {name!r} is not available in this installation: {exc}") from exc
+        raise KgmemInputError(f"method {name!r} is not available in this installation: {describe_error(exc)}") from exc

@@ -37,7 +37,7 @@ from langgraph_kgmem.errors import check_int, check_number
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelId, ModelName,
                                            RunContext, answer_question, check_question, content_words, data_text,
                                            emit_progress, evidence_item, fence, fuse_with_dense, id_validator, named_in,
-                                           method_model, run_model)
+                                           method_model, require, run_model)
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
 from langgraph_kgmem.memory import memory_scope as scope_of
@@ -519,6 +519,7 @@ def create_remindrag_graph(
     def retrieve_seeds(state: ReMindState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         llm = run_model(runtime, default_llm)
         question = check_question(state)
+        require("ReMindRAG", runtime=runtime, store=store, needs_store=True, memory_scope=memory_scope)
         usage: dict[str, Any] = {}
         queries = [question]
         if decompose:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from langgraph_kgmem.errors import KgmemInputError, check_int, check_unicode
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_storable, check_storable_values
 from langgraph_kgmem.fast_embeddings import short_block, short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
@@ -132,10 +132,11 @@ def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceD
         did = getattr(doc, "id", None) or meta.pop("id", None)
     else:
         raise KgmemInputError(f"cannot ingest a {type(doc).__name__}: pass str, Path, Document or dict")
-    if "\x00" in text:
-        raise KgmemInputError(f"document {title or text[:30]!r} contains NUL characters: is it binary?")
-    check_unicode(text, f"document {title or did or text[:30]!r}")
-    check_unicode(title, f"the title of document {did or text[:30]!r}")
+    # text, title and id are stored as given: what one backend would refuse (NUL), none accepts
+    check_storable(text, f"document {title or did or text[:30]!r}")
+    check_storable(title, f"the title of document {did or text[:30]!r}")
+    if did:
+        check_storable(str(did), f"the id of document {title or text[:30]!r}")
     if not text.strip():
         raise KgmemInputError(f"document {title or did or '(untitled)'!r} is empty: nothing to ingest")
     if len(text) > max_chars:
@@ -149,6 +150,7 @@ def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceD
 
 def _check_meta(meta: dict[str, Any], name: str) -> None:
     """Metadata is stored as JSON: refuse what JSON cannot hold before anything is written."""
+    check_storable_values(meta, f"the metadata of document {name!r}")
     try:
         json.dumps(meta, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -417,10 +419,10 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     if not trips and text is None:
         raise KgmemInputError("add_triples needs at least one triple or a text")
     for t in trips:
-        check_unicode(t.text(), f"triple {t.text()[:60]!r}")
+        check_storable(t.text(), f"triple {t.text()[:60]!r}")
     for what, value in (("text", text), ("title", title), ("source", source)):
         if value is not None:
-            check_unicode(value, f"add_triples {what}")
+            check_storable(value, f"add_triples {what}")
     meta = dict(meta or {})
     _check_meta(meta, source or "add_triples")
     doc_id = source or document_id(text if text is not None else repr([t.text() for t in trips]), title or "")

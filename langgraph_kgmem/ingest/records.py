@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, check_storable, check_storable_values
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE
 from langgraph_kgmem.kg.types import Edge, Node, content_hash, edge_id, node_id
 
@@ -411,6 +411,13 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
                                          dropna=dropna)
     if not obs:
         raise KgmemInputError("add_records got no usable records (empty input, or every rule column empty)")
+    # names are stored as given: refused before anything is written, the same on every backend
+    for what, value in (("source", source), ("title", title), ("event_name", event_name)):
+        if value is not None:
+            check_storable(value, f"add_records {what}")
+    for name in {o.location for o in obs}:
+        check_storable(name, f"the location {name[:40]!r} of a record")
+    check_storable_values(sorted({k for o in obs for k in o.values}), "a record's column names")
     doc_id = source or "doc-" + content_hash(
         "records", event_name, description,
         *(f"{o.slot}|{o.location}|{sorted(o.values.items())}|{o.abnormal}" for o in obs))

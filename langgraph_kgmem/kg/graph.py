@@ -27,7 +27,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
-from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
+from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError, check_storable
 from langgraph_kgmem.fast_embeddings import (block_cosines, embed_short_texts, has_short_space, short_similarity,
                                              short_threshold)
 from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, detect_vector_backend,
@@ -632,6 +632,8 @@ class KnowledgeGraph:
         for n in nodes:
             if n.kind not in NODE_KINDS:
                 raise KgmemInputError(f"unknown node kind {n.kind!r}; allowed: {', '.join(NODE_KINDS)}")
+            check_storable(n.id, f"node id {n.id!r}")
+            check_storable(n.text, f"the text of node {n.id!r}")
             old = self._nodes.get(n.id)
             kind = kinds.setdefault(n.id, old.kind if old is not None else n.kind)
             if kind != n.kind:
@@ -661,6 +663,7 @@ class KnowledgeGraph:
 
     def add_node(self, kind: str, text: str, *, id: str | None = None, attrs: dict[str, Any] | None = None,
                  source: str | None = None, embed: bool = True) -> str:
+        check_storable(text, f"the text of node {id or text[:40]!r}")   # before it is hashed into an id
         nid = id or (entity_id(text) if kind == "entity" else node_id(kind, text))
         self.add_nodes([Node(nid, kind, text, attrs or {})], source=source, embed=embed)
         return nid
@@ -670,6 +673,8 @@ class KnowledgeGraph:
         for e in edges:
             if e.kind not in EDGE_KINDS:
                 raise KgmemInputError(f"unknown edge kind {e.kind!r}; allowed: {', '.join(EDGE_KINDS)}")
+            check_storable(e.id, f"edge id {e.id!r}")
+            check_storable(e.text, f"the text of edge {e.id!r}")
             if e.src not in self._nodes or e.dst not in self._nodes:
                 missing = e.src if e.src not in self._nodes else e.dst
                 raise KgmemInputError(f"edge {e.id} refers to unknown node {missing!r}: add the node first")
@@ -703,6 +708,7 @@ class KnowledgeGraph:
 
     def add_edge(self, src: str, dst: str, kind: str, *, text: str = "", weight: float = 1.0,
                  attrs: dict[str, Any] | None = None, source: str | None = None) -> str:
+        check_storable(text, f"the text of edge {src!r} -> {dst!r}")   # before it is hashed into an id
         e = Edge(edge_id(src, dst, kind, text), src, dst, kind, text, weight, attrs or {})
         self.add_edges([e], source=source)
         return e.id
@@ -771,6 +777,7 @@ class KnowledgeGraph:
 
     def delete_document(self, doc_id: str) -> dict[str, int]:
         """Remove a document and everything only it contributed (nodes, edges, vectors)."""
+        check_storable(doc_id, f"document id {doc_id!r}")   # no backend could hold it: refused alike on each
         if self._store.document(doc_id) is None:
             known = [d["id"] for d in self._store.documents()][:5]
             raise KgmemInputError(f"no document {doc_id!r} in KG {self.name!r}; known ids start with {known}")

@@ -29,7 +29,24 @@ KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "ref
 
 
 def namespace(kg_name: str, kind: str, scope: Sequence[str] = ()) -> tuple[str, ...]:
-    return (ROOT, check_kg_name(kg_name), *scope, kind)
+    return (ROOT, check_kg_name(kg_name), *(check_scope_label(x) for x in scope), kind)
+
+
+_CONTROL = frozenset(chr(c) for c in [*range(0x20), 0x7F])
+
+
+def check_scope_label(text: object, origin: object = None) -> str:
+    """A tenant label of a memory namespace: 1-128 characters, no dot (LangGraph's namespace
+    separator), no control character or lone surrogate (no store can keep them the same way:
+    PostgreSQL refuses NUL, UTF-8 cannot encode a surrogate). Refused as
+    :class:`KgmemInputError` before any store is touched."""
+    bad = not isinstance(text, str) or not text or "." in text or len(text) > 128 or \
+        any(c in _CONTROL or "\ud800" <= c <= "\udfff" for c in text)
+    if bad:
+        where = f" (from {origin!r})" if origin is not None else ""
+        raise KgmemInputError(f"memory scope label {text!r}{where} must be 1-128 characters without dots, control "
+                              "characters or lone surrogates: give each tenant (user_id ...) a plain id")
+    return text
 
 
 def memory_scope(template: Sequence[str] | None, config: Mapping[str, Any] | None = None) -> tuple[str, ...]:
@@ -54,9 +71,7 @@ def memory_scope(template: Sequence[str] | None, config: Mapping[str, Any] | Non
             raise KgmemInputError(
                 f"memory_scope {tuple(template)!r} needs {exc} in the run's config: invoke with "
                 f"config={{'configurable': {{{str(exc)}: ...}}}}") from exc
-        if not text or "." in text or len(text) > 128:
-            raise KgmemInputError(f"memory scope label {text!r} (from {label!r}) must be 1-128 characters without dots")
-        out.append(text)
+        out.append(check_scope_label(text, label))
     return tuple(out)
 
 
@@ -213,6 +228,8 @@ def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
                  scope: Sequence[str] | None = None) -> int:
     """Delete a KG's memory (one ``kind``, one ``scope``, or all of it); returns items deleted.
     The KG itself is untouched."""
+    if scope is not None:   # a tenant no namespace can hold: say so rather than delete nothing
+        scope = tuple(check_scope_label(x) for x in scope)
     deleted = 0
     for ns in memory_namespaces(store, kg_name, kind):
         if scope is not None and tuple(ns[2:-1]) != tuple(scope):
@@ -224,5 +241,5 @@ def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
     return deleted
 
 
-__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "list_memory", "memory_namespaces", "memory_scope", "namespace",
+__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "list_memory", "memory_namespaces", "memory_scope", "namespace",
            "reset_memory", "resolve_store"]
