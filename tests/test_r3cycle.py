@@ -239,12 +239,50 @@ def test_verifier_forms_callables_and_a_verifier_agent(books):
         _run(kg, model, "q?", verifier=lambda q, a, e: "maybe")
 
 
-def test_prose_reply_is_taken_as_finish_with_a_recorded_fallback(books):
+def test_a_model_that_answers_in_prose_is_asked_for_its_actions_as_json(books):
+    """Prose twice where a tool call is needed (llama-cpp-python's default chat handler never calls
+    tools): the endpoint is remembered as one that does not call tools and every action, this one
+    included, is asked as a ToolStep decision through structured output."""
+    from langgraph_kgmem.graphs.r3cycle import TOOL_CALLS, ToolStep
+    from langgraph_kgmem.model_endpoints import PROSE_STEPS_BEFORE_JSON, refused_methods
+
+    kg, _ = books
+
+    def responder(messages, request):
+        if request.schema is ToolStep:
+            return {"thought": "I know it", "tool": "Finish", "args": {"answer": "42"}}
+        return "The answer is 42."
+
+    model = ScriptedChatModel(responder=responder)
+    for _ in range(PROSE_STEPS_BEFORE_JSON):
+        assert TOOL_CALLS not in refused_methods(model)
+        out, _, _, _ = _run(kg, model, "q?", reflection=False)
+        assert out["answer"] == "42" and not out["usage"]["fallbacks"]
+        assert out["usage"]["llm_calls"] == 3 and out["usage"]["structured_output"]
+    assert TOOL_CALLS in refused_methods(model)
+    out, _, _, _ = _run(kg, model, "q?", reflection=False)      # known now: JSON at once
+    assert out["answer"] == "42" and out["usage"]["llm_calls"] == 1
+
+
+def test_an_endpoint_that_has_called_tools_keeps_being_offered_them(books):
+    from langgraph_kgmem.graphs.r3cycle import TOOL_CALLS
+    from langgraph_kgmem.model_endpoints import PROSE_STEPS_BEFORE_JSON, note_tool_reply, refused_methods
+
+    kg, _ = books
+    model = ScriptedChatModel(responder=lambda m, r: "The answer is 42.")
+    note_tool_reply(model, called=True)
+    for _ in range(PROSE_STEPS_BEFORE_JSON + 1):
+        _run(kg, model, "q?", reflection=False)
+    assert TOOL_CALLS not in refused_methods(model)
+
+
+def test_a_model_that_gives_no_usable_action_leaves_the_step_to_the_offline_agent(books):
     kg, _ = books
     model = ScriptedChatModel(responder=lambda m, r: "The answer is 42.")
     out, _, _, _ = _run(kg, model, "q?", reflection=False)
-    assert out["answer"] == "The answer is 42."
-    assert out["usage"]["llm_calls"] == 2 and out["usage"]["fallbacks"][0]["step"] == "reason"
+    reasons = [f for f in out["usage"]["fallbacks"] if f["step"] == "reason"]
+    assert reasons and reasons[0]["kind"] == "malformed"      # recorded, and the offline agent acted
+    assert out["usage"]["offline_decisions"] == 0 and isinstance(out["answer"], str)
 
 
 def test_options_are_validated(books):

@@ -49,11 +49,11 @@ from langgraph_kgmem.errors import (KgmemInputError, KgmemModelError, MissingReq
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText, RunContext,
                                            check_question, emit_progress, evidence_item, fence, method_model,
                                            normalize_answer, require, run_model)
-from langgraph_kgmem.llm import (RetryingModel, decide, decision_usage, fallback_record, fresh_usage,
+from langgraph_kgmem.llm import (RetryingModel, decide, decision_usage, empty_usage, fallback_record, fresh_usage,
                                  invoke_counted, is_offline, merge_usage, message_text, model_label, offline_usage, render,
                                  through_wrappers, with_retry_policy)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
-from langgraph_kgmem.model_endpoints import record_decision
+from langgraph_kgmem.model_endpoints import mark_refused, note_tool_reply, record_decision, refused_methods
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------------------------ constants
 
 FINISH = "Finish"
+TOOL_CALLS = "tool_calls"     # the endpoint record of a model that answers in prose where a tool call is needed
 GRAPH_TOOLS = ("RetrieveNode", "NodeFeature", "NeighbourCheck", "NodeDegree")
 HALT_GROWTH = 1.5            # budget multiplier after a halted attempt
 NO_ANSWER = "no answer"
@@ -139,6 +140,16 @@ class Reflection(BaseModel):
     retry: bool = Field(default=True, description="true if a new attempt following the advice is likely to succeed")
 
 
+class ToolStep(BaseModel):
+    """The agent's next action, for a model that answers in prose where a tool call is needed:
+    one of the listed tools, by name, with its arguments."""
+
+    thought: str = Field(default="", max_length=MAX_THOUGHT_CHARS, description="one sentence: why this action")
+    tool: str = Field(max_length=64, description="the tool to call: exactly one of the listed tool names")
+    args: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict, description="the tool's arguments by name, e.g. {\"keyword\": \"Marie Curie\"}")
+
+
 class FinishArgs(BaseModel):
     answer: str = Field(max_length=MAX_ARG_CHARS,
                         description="the final short answer: a name, a number, a date or a short phrase")
@@ -177,6 +188,9 @@ An earlier attempt at this question failed. A review of it (the attempt itself i
 {guidance}"""
 
 REASON_ONE_CALL = "Call exactly one tool now (one of: {tools}). Use Finish(answer) if you know the answer."
+REASON_AS_JSON = """Choose the next action as JSON instead of a tool call. The tools and their arguments:
+{menu}
+Use Finish with the answer when you know it."""
 
 VERIFY_PROMPT = """Check a proposed answer against the evidence an agent gathered from a knowledge graph.
 """ + DATA_NOTE + """
@@ -593,6 +607,8 @@ def create_r3cycle_graph(
     if not is_offline(default_model):
         bind(default_model)
     tool_names = [*graph_tools, FINISH]
+    tool_menu = "\n".join(f"- {t.name}({', '.join(t.args)}): {t.description.splitlines()[0] if t.description else ''}"
+                          for t in [*graph_tools.values(), finish_tool])
 
     # -------------------------------------------------------------------- nodes
     def start_run(state: R3State, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -618,7 +634,9 @@ def create_r3cycle_graph(
         context = {"question": state["question"], "attempt": state["attempt"], "budget": state["budget"],
                    "step_index": len(steps), "guidance": state.get("guidance", ""),
                    "steps": [{k: s[k] for k in ("tool", "args", "observation")} for s in steps], "tools": tool_names}
-        usage = decision_usage()
+        if TOOL_CALLS in refused_methods(mdl):   # this endpoint answers in prose: ask for JSON at once
+            return as_json(mdl, state, messages, context, call_id, empty_usage())
+        usage = empty_usage()
         msgs = messages
         raw: AIMessage | None = None
         problem = ""
@@ -626,7 +644,7 @@ def create_r3cycle_graph(
             try:
                 raw, call = invoke_counted(bind(mdl), msgs, step="reason", context=context, attempt=attempt)
             except KgmemModelError as exc:  # a provider error: ask again, then end the attempt (below)
-                usage, raw, problem = merge_usage(usage, exc.usage), None, str(exc)
+                usage, raw, problem = merge_usage(usage, exc.usage), None, describe_error(exc)
                 continue
             usage = merge_usage(usage, call)
             problem = _tool_call_problem(raw.tool_calls[0]) if raw.tool_calls else "no tool call"
@@ -635,6 +653,16 @@ def create_r3cycle_graph(
             hint = render(REASON_ONE_CALL, tools=", ".join(tool_names))
             msgs = messages + [AIMessage(message_text(raw)[:MAX_THOUGHT_CHARS]),
                                HumanMessage(hint if problem == "no tool call" else f"{problem}. {hint}")]
+        if raw is not None and not raw.tool_calls:
+            # prose twice where a tool call is needed: this step's action is asked as JSON through
+            # structured output; an endpoint that never calls tools (llama-cpp-python's default chat
+            # handler) is asked that way at once from then on
+            if note_tool_reply(mdl, called=False):
+                mark_refused(mdl, TOOL_CALLS, KgmemModelError("the model answers in prose where a tool call is needed"))
+            return as_json(mdl, state, messages, context, call_id, usage)
+        if raw is not None:
+            note_tool_reply(mdl, called=True)
+        usage = merge_usage(usage, decision_usage())
         if raw is None:   # the model failed twice: the attempt ends without an answer (recorded)
             usage["fallbacks"] = [fallback_record("reason", "model_error", problem)]
             pending = {"thought": "", "tool": FINISH, "args": {"answer": NO_ANSWER}, "call_id": call_id}
@@ -647,17 +675,30 @@ def create_r3cycle_graph(
                                                       message_text(raw))]
             pending = {"thought": text.strip()[:MAX_THOUGHT_CHARS], "tool": call["name"], "args": dict(call["args"]),
                        "call_id": str(call.get("id") or call_id)[:64]}
-        elif raw.tool_calls:   # unusable arguments twice: the attempt ends without an answer (recorded)
+        else:   # unusable arguments twice: the attempt ends without an answer (recorded)
             usage["fallbacks"] = [fallback_record("reason", "invalid_tool_call", problem, message_text(raw))]
             pending = {"thought": "", "tool": FINISH, "args": {"answer": NO_ANSWER}, "call_id": call_id}
-        else:   # answered in prose twice: take the prose as the answer (recorded fallback)
-            text = message_text(raw)
-            usage["fallbacks"] = [fallback_record("reason", "no_tool_call", "no tool call; prose taken as Finish",
-                                                  text)]
-            pending = {"thought": "", "tool": FINISH, "args": {"answer": text.strip()[:MAX_ARG_CHARS] or NO_ANSWER},
-                       "call_id": call_id}
         record_decision(mdl, fell_back=raw is None or bool(problem))
         return {"pending": pending, "usage": usage}
+
+    def as_json(mdl: Any, state: R3State, messages: list[BaseMessage], context: dict[str, Any], call_id: str,
+                usage: dict[str, Any]) -> dict[str, Any]:
+        """The next action asked as a :class:`ToolStep` decision (a model that does not call tools);
+        after a retry, the offline agent's action stands in (recorded as a fallback)."""
+        def validate(step: ToolStep) -> str | None:
+            if step.tool not in tool_names:
+                return f"tool must be one of {', '.join(tool_names)}, not {step.tool!r}"
+            return _tool_call_problem({"name": step.tool, "args": step.args}) or None
+
+        def offline() -> ToolStep:
+            thought, tool, args = offline_action(env, state["question"], state.get("steps", []),
+                                                 state.get("path", []), state.get("guidance", ""))
+            return ToolStep(thought=thought[:MAX_THOUGHT_CHARS], tool=tool, args=args)
+
+        step, u = decide(mdl, ToolStep, messages + [HumanMessage(render(REASON_AS_JSON, menu=tool_menu))],
+                         step="reason", offline=offline, validate=validate, context=context)
+        pending = {"thought": step.thought.strip(), "tool": step.tool, "args": dict(step.args), "call_id": call_id}
+        return {"pending": pending, "usage": merge_usage(usage, u)}
 
     def act(state: R3State) -> dict[str, Any]:
         call = dict(state["pending"] or {})
