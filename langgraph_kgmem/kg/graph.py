@@ -36,6 +36,7 @@ from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, 
                                    choose_method, degree_order, extend_snapshot, ppr_scores)
 from langgraph_kgmem.kg.backend import GraphBackend, VectorBackend
 from langgraph_kgmem.kg.postgres import is_postgres_uri
+from langgraph_kgmem.kg.serde import strict_serializer
 from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex, check_vectors
@@ -1203,13 +1204,14 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
-        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, storage_error
+        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, database_label, storage_error
 
         pool = AsyncConnectionPool(uri, min_size=1, max_size=8, open=False,
                                    kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         try:
             await pool.open(wait=True, timeout=15)
-            saver, store = AsyncPostgresSaver(pool), AsyncPostgresStore(pool)
+            saver = AsyncPostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            store = AsyncPostgresStore(pool)
             # one migrator at a time, polled (see open_persistence)
             async with await AsyncConnection.connect(uri, autocommit=True) as conn:
                 while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
@@ -1240,7 +1242,11 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    async with AsyncSqliteSaver.from_conn_string(db) as saver, AsyncSqliteStore.from_conn_string(db) as store:
+    import aiosqlite
+
+    # the saver built on its own connection: from_conn_string takes no serializer
+    async with aiosqlite.connect(db) as conn, AsyncSqliteStore.from_conn_string(db) as store:
+        saver = AsyncSqliteSaver(conn, serde=strict_serializer(db))
         with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
             await saver.setup()
             await store.setup()
@@ -1265,14 +1271,15 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
-        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, storage_error
+        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, database_label, storage_error
 
         # a pool, so threads (app.batch) and the KG's own connections never share one connection
         pool = ConnectionPool(uri, min_size=1, max_size=8, open=False,
                               kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         try:
             pool.open(wait=True, timeout=15)
-            saver, store = PostgresSaver(pool), PostgresStore(pool)
+            saver = PostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            store = PostgresStore(pool)
             # one migrator at a time; a session lock, not a transaction: the saver's migrations
             # create indexes CONCURRENTLY, which wait for every open transaction
             # waiting is polled: a session blocked in pg_advisory_lock holds a snapshot, which such
@@ -1302,7 +1309,7 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
     from langgraph.store.sqlite import SqliteStore
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
+    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
     store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
     with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
         saver.setup()
