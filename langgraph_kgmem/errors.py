@@ -32,6 +32,11 @@ class UnsafeStoredDataError(StorageError):
     database and the offending type; nothing in it was imported or called, nothing was changed)."""
 
 
+class KgmemRecoveryWarning(UserWarning):
+    """Opening a KG recovered from a crash and dropped something on the way (the message says what
+    and how much; the KG also records it, e.g. ``kg.vector_index.journal_dropped_bytes``)."""
+
+
 class KgmemDecisionError(KgmemError):
     """An LLM decision stayed malformed after its retry and the caller asked for no fallback."""
 

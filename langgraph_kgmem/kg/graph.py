@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable, Iterator, Literal, Mapping, Sequence
@@ -30,14 +31,15 @@ from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.fast_embeddings import (block_cosines, embed_short_texts, has_short_space, short_similarity,
                                              short_threshold)
-from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, detect_vector_backend,
+from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, check_kg_entries, detect_vector_backend,
                                      load_npz_vectors, private_dir, private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, PprMethod, PprResult, build_snapshot,
                                    choose_method, degree_order, extend_snapshot, ppr_scores)
 from langgraph_kgmem.kg.backend import GraphBackend, VectorBackend
 from langgraph_kgmem.kg.postgres import is_postgres_uri
 from langgraph_kgmem.kg.serde import strict_serializer
-from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
+from langgraph_kgmem.kg.sqlite_store import (DERIVED_SOURCE, MEMORY_TABLES, SqliteGraphStore, check_sqlite_file,
+                                             sqlite_open_error)
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex, check_vectors
 from langgraph_kgmem.memory.locks import sqlite_setup_lock
@@ -136,6 +138,8 @@ class KnowledgeGraph:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise NotAKnowledgeGraphError(f"{root} is a file, not a KG directory: pass a directory path")
+        if root.is_dir():
+            check_kg_entries(root)   # before the lock file, SQLite or Chroma open (and follow) anything there
         db = root / DB_FILE
         if not db.exists():
             if not create:
@@ -1241,15 +1245,22 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-    db = str(private_file(Path(path) / MEMORY_DB_FILE))
     import aiosqlite
 
+    db = str(private_file(Path(path) / MEMORY_DB_FILE))
+    # checked on a plain connection first: a foreign or corrupt file is refused before setup
+    # creates anything in it
+    with closing(sqlite3.connect(db)) as probe:
+        check_sqlite_file(probe, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
     # the saver built on its own connection: from_conn_string takes no serializer
     async with aiosqlite.connect(db) as conn, AsyncSqliteStore.from_conn_string(db) as store:
         saver = AsyncSqliteSaver(conn, serde=strict_serializer(db))
-        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-            await saver.setup()
-            await store.setup()
+        try:
+            with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+                await saver.setup()
+                await store.setup()
+        except sqlite3.DatabaseError as exc:
+            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
         yield saver, store
 
 
@@ -1303,15 +1314,21 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
         from langgraph.store.memory import InMemoryStore
 
         return InMemorySaver(), InMemoryStore()
-    import sqlite3
-
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
     saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
     store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
-    with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-        saver.setup()
-        store.setup()
+    try:
+        check_sqlite_file(saver.conn, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
+        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+            saver.setup()
+            store.setup()
+    except BaseException as exc:
+        saver.conn.close()
+        store.conn.close()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
+        raise
     return saver, store
