@@ -359,3 +359,77 @@ def test_secrets_are_redacted_in_traces():
     assert out["headers"]["X-Other"] == "fine" and out["tokens"] == 12
     assert "postgresql://bob:<redacted>@db:5432/x" in out["text"]
     assert redact_secrets("nothing secret here: 42 tokens") == "nothing secret here: 42 tokens"
+
+
+# ------------------------------------------------------------------ symbolic links in a KG directory
+
+
+def _kg_with_vectors(root, backend="memory"):
+    with KnowledgeGraph.open(root, embeddings="hash", vector_backend=backend) as g:
+        g.add_triples([("Oslo", "capital of", "Norway")], source="a")
+
+
+@pytest.mark.parametrize("name", ["vectors.journal", "vectors.npz", "kg.sqlite", "memory.sqlite", ".lock"])
+def test_a_file_linked_out_of_the_kg_directory_is_refused_at_open(tmp_path, name):
+    root, outside = tmp_path / "kg", tmp_path / "outside"
+    _kg_with_vectors(root)
+    outside.write_bytes((root / name).read_bytes() if (root / name).exists() else b"")
+    (root / name).unlink(missing_ok=True)
+    (root / name).symlink_to(outside)
+    before = outside.read_bytes()
+    with pytest.raises(NotAKnowledgeGraphError, match=rf"{name} is a symbolic link \(to '{outside}'\).*does not "
+                                                      r"follow links inside a KG directory.*Replace the link"):
+        KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+    assert outside.read_bytes() == before
+
+
+def test_a_lock_file_linked_to_itself_is_a_clear_error(tmp_path):
+    root = tmp_path / "kg"
+    _kg_with_vectors(root)
+    (root / ".lock").unlink(missing_ok=True)
+    (root / ".lock").symlink_to(".lock")   # a loop: FileLock's open raised ELOOP
+    with pytest.raises(NotAKnowledgeGraphError, match=r"\.lock is a symbolic link"):
+        KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+
+
+def test_a_chroma_folder_linked_elsewhere_is_refused(tmp_path):
+    root = tmp_path / "kg"
+    _kg_with_vectors(root, "chroma")
+    (root / "chroma").rename(tmp_path / "elsewhere")
+    (root / "chroma").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(NotAKnowledgeGraphError, match=r"chroma is a symbolic link"):
+        KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma")
+
+
+def test_a_special_file_in_the_kg_directory_is_refused(tmp_path):
+    root = tmp_path / "kg"
+    _kg_with_vectors(root)
+    os.mkfifo(root / "vectors.journal")   # opening it would block forever
+    with pytest.raises(NotAKnowledgeGraphError, match=r"vectors\.journal is not a regular file"):
+        KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+
+
+def test_a_journal_link_planted_while_the_kg_is_open_is_not_followed(tmp_path):
+    """The package opens its own files without following links, so a link planted after the open
+    check is refused at the write, and the file it points to stays as it was."""
+    root, outside = tmp_path / "kg", tmp_path / "outside"
+    outside.write_bytes(b"not yours")
+    g = KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+    (root / "vectors.journal").symlink_to(outside)
+    with pytest.raises(NotAKnowledgeGraphError, match=r"vectors\.journal is a symbolic link"):
+        g.add_triples([("Oslo", "capital of", "Norway")], source="a")
+    assert outside.read_bytes() == b"not yours"
+    (root / "vectors.journal").unlink()
+    g.close()
+
+
+def test_a_memory_database_link_planted_while_the_kg_is_open_is_refused(tmp_path):
+    root, outside = tmp_path / "kg", tmp_path / "outside.sqlite"
+    outside.write_bytes(b"")
+    g = KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory")
+    (root / "memory.sqlite").symlink_to(outside)
+    with pytest.raises(NotAKnowledgeGraphError, match=r"memory\.sqlite is a symbolic link"):
+        g.persistence()
+    assert outside.read_bytes() == b""
+    (root / "memory.sqlite").unlink()
+    g.close()

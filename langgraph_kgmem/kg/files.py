@@ -136,8 +136,11 @@ def open_in_kg(path: Path, mode: str) -> IO[bytes]:
     Raises:
         NotAKnowledgeGraphError: ``path`` is a symbolic link (see :func:`check_not_link`).
     """
+    check_not_link(path)
     try:
-        fd = os.open(path, _FLAGS[mode] | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+        # no-follow closes the gap between that check and this open; non-blocking, so a FIFO put
+        # there meanwhile is refused below instead of hanging the open (no effect on regular files)
+        fd = os.open(path, _FLAGS[mode] | _NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
     except OSError as exc:
         if exc.errno == errno.ELOOP or os.path.islink(path):
             check_not_link(path)
