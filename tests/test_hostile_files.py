@@ -369,7 +369,8 @@ def _kg_with_vectors(root, backend="memory"):
         g.add_triples([("Oslo", "capital of", "Norway")], source="a")
 
 
-@pytest.mark.parametrize("name", ["vectors.journal", "vectors.npz", "kg.sqlite", "memory.sqlite", ".lock"])
+@pytest.mark.parametrize("name", ["vectors.journal", "vectors.npz", "kg.sqlite", "kg.sqlite-wal", "memory.sqlite", ".lock",
+                                  "memory.sqlite.lock-03"])
 def test_a_file_linked_out_of_the_kg_directory_is_refused_at_open(tmp_path, name):
     root, outside = tmp_path / "kg", tmp_path / "outside"
     _kg_with_vectors(root)

@@ -45,6 +45,7 @@ KG_FILES = (".lock", *(db + suffix for db in ("kg.sqlite", "memory.sqlite") for 
                                                                                            "-journal")),
             "memory.sqlite.lock-setup", VECTORS_FILE, VECTORS_FILE + ".tmp", JOURNAL_FILE, CHROMA_JOURNAL_FILE)
 KG_DIRS = ("chroma",)
+KG_FILE_PREFIXES = ("kg.sqlite", "memory.sqlite", "vectors.", "chroma")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 JOURNAL_COMPACT_BYTES = 8 << 20
 
@@ -121,6 +122,10 @@ def check_kg_entries(root: Path) -> None:
     (:func:`check_not_link` on each name the package or its libraries open there)."""
     for name in KG_FILES:
         check_not_link(root / name)
+    # and the ones named at run time: memory's lock stripes (memory.sqlite.lock-NN) and the like
+    for entry in os.scandir(root):
+        if entry.name.startswith(KG_FILE_PREFIXES) and entry.name not in KG_DIRS:
+            check_not_link(root / entry.name)
     for name in KG_DIRS:
         check_not_link(root / name, directory=True)
     check_not_link(root / "chroma" / "chroma.sqlite3")
