@@ -183,7 +183,8 @@ def test_a_garbage_memory_database_is_a_clear_error_sync_and_async(tmp_path):
 
 
 @pytest.mark.parametrize("file, ddl, match", [
-    ("kg.sqlite", "CREATE TABLE nodes(x)", r"kg\.sqlite is not a langgraph_kgmem KG database \(its table 'nodes' lacks"),
+    ("kg.sqlite", "CREATE TABLE nodes(x)",
+     r"kg\.sqlite is not a langgraph_kgmem KG database \(its table 'nodes' lacks"),
     ("kg.sqlite", "CREATE TABLE invoices(x)", r"has a table 'invoices'"),
     ("memory.sqlite", "CREATE TABLE checkpoints(x)", r"memory\.sqlite is not a langgraph_kgmem memory database "
                                                      r"\(its table 'checkpoints' lacks"),
@@ -369,8 +370,8 @@ def _kg_with_vectors(root, backend="memory"):
         g.add_triples([("Oslo", "capital of", "Norway")], source="a")
 
 
-@pytest.mark.parametrize("name", ["vectors.journal", "vectors.npz", "kg.sqlite", "kg.sqlite-wal", "memory.sqlite", ".lock",
-                                  "memory.sqlite.lock-03"])
+@pytest.mark.parametrize("name", ["vectors.journal", "vectors.npz", "kg.sqlite", "kg.sqlite-wal", "memory.sqlite",
+                                  ".lock", "memory.sqlite.lock-03"])
 def test_a_file_linked_out_of_the_kg_directory_is_refused_at_open(tmp_path, name):
     root, outside = tmp_path / "kg", tmp_path / "outside"
     _kg_with_vectors(root)

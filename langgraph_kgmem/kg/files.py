@@ -1,4 +1,4 @@
-"""Files of an embedded KG directory: private permissions and the memory backend's vector files.
+"""Files of an embedded KG directory: private permissions, no links, and the memory backend's vector files.
 
 A KG directory holds documents and memories a user may not want other local accounts to read, so
 it is created 0700 and every file the package writes there 0600 (SQLite's -wal/-shm files take
@@ -12,6 +12,15 @@ Vector persistence of the memory backend: ``vectors.npz`` holds every vector as 
 just before it commits (cost proportional to what the transaction added). Deletions are not
 journaled: vectors whose node or edge is gone are dropped at open. The journal is folded into the
 npz at close and when it outgrows both the npz and :data:`JOURNAL_COMPACT_BYTES`.
+
+Nothing there is followed out of the directory: the package opens its own files with
+``O_NOFOLLOW``, and before SQLite, Chroma or the lock file open theirs, :func:`check_kg_entries`
+refuses a symbolic link or special file among them. Arrays are read by :func:`read_npy`, which
+checks the size a header claims against the bytes really there before allocating.
+
+A journal whose last record a crash cut short (the append is not fsynced) is replayed up to that
+record, which is dropped with a :class:`~langgraph_kgmem.errors.KgmemRecoveryWarning`; bytes that
+are not a record at all are an error, not the journal's end.
 
 The Chroma backend journals the same way (``chroma.journal``): each transaction's vectors are
 appended there before it commits, and go to Chroma in one upsert per space once

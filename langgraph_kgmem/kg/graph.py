@@ -126,9 +126,15 @@ class KnowledgeGraph:
 
         Raises:
             NotAKnowledgeGraphError: ``path`` is a file, a non-empty directory that is not a KG, or
-                missing with ``create=False``; or another process holds the directory.
+                missing with ``create=False``; or another process holds the directory; or one of its
+                files is unreadable, foreign, a symbolic link or a special file (nothing stored is
+                changed, no link is followed).
             KgmemInputError: a bad name, or a name that differs from the stored one.
             StorageError / ConfigurationError: the database is unreachable or lacks pgvector.
+
+        Warns:
+            KgmemRecoveryWarning: the vector journal ended in a record a crash cut short; it was
+                dropped (``kg.vector_index.journal_dropped_bytes`` says how many bytes).
         """
         if is_postgres_uri(path):
             return cls._open_postgres(str(path), name=name, embeddings=embeddings, create=create,
@@ -283,7 +289,9 @@ class KnowledgeGraph:
 
         SQLite file ``memory.sqlite`` in the KG directory (SqliteSaver + SqliteStore); for an
         in-memory KG, InMemorySaver + InMemoryStore. ``KGMEM_POSTGRES_URI`` switches to
-        PostgresSaver + PostgresStore (needs ``langgraph-checkpoint-postgres``).
+        PostgresSaver + PostgresStore (needs ``langgraph-checkpoint-postgres``). The checkpointers
+        load only the types the methods store (:mod:`langgraph_kgmem.kg.serde`): a checkpoint naming
+        anything else raises :class:`~langgraph_kgmem.errors.UnsafeStoredDataError` and runs nothing.
         """
         if self._persistence is None:
             self._persistence = open_persistence(self.path, uri=self.uri)
