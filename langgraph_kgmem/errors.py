@@ -32,6 +32,17 @@ class StorageError(KgmemError):
     (the message says where and what to check; the failed transaction wrote nothing)."""
 
 
+class UnsafeStoredDataError(StorageError):
+    """Stored data holds something the package refuses to load because loading it would run or
+    follow it: a checkpoint naming a type outside the allow-list, a pickle (the message names the
+    database and the offending type; nothing in it was imported or called, nothing was changed)."""
+
+
+class KgmemRecoveryWarning(UserWarning):
+    """Opening a KG recovered from a crash and dropped something on the way (the message says what
+    and how much; the KG also records it, e.g. ``kg.vector_index.journal_dropped_bytes``)."""
+
+
 class KgmemDecisionError(KgmemError):
     """An LLM decision stayed malformed after its retry and the caller asked for no fallback."""
 

@@ -18,12 +18,19 @@ Environment:
   ``configurable.model`` (an assistant's setting in Studio) overrides it.
 - ``KGMEM_EMBEDDINGS``: the embedding the KG was built with (``local`` default, ``hash``...).
 - ``KGMEM_VECTOR_BACKEND``: ``chroma`` or ``memory``; default: whichever the directory holds.
+
+Checkpoints: the server's checkpointer deserialises what its database holds; LangGraph's default
+rebuilds any type a stored payload names (a planted checkpoint runs code). ``langgraph.json`` sets
+``LANGGRAPH_STRICT_MSGPACK=true``, which limits the server to LangGraph's safe types and the
+graphs' state types (the methods' states hold JSON values only); a served graph logs a warning
+when the server runs without it (set it in the server's environment before it starts).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import os
 import threading
 from functools import lru_cache
@@ -42,6 +49,9 @@ ENV_MODEL = "KGMEM_MODEL"
 ENV_EMBEDDINGS = "KGMEM_EMBEDDINGS"
 ENV_VECTOR_BACKEND = "KGMEM_VECTOR_BACKEND"
 
+STRICT_CHECKPOINTS_ENV = "LANGGRAPH_STRICT_MSGPACK"
+
+logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _opened: list[Any] = []  # KGs opened by this process, closed by close_served() or at exit
 
@@ -96,10 +106,23 @@ def served_model(spec: str | None = None) -> Any:
     return resolve_model(spec or model_spec())
 
 
+def strict_checkpoints() -> bool:
+    """Whether the server's checkpointer loads only allow-listed types (``LANGGRAPH_STRICT_MSGPACK``)."""
+    return os.environ.get(STRICT_CHECKPOINTS_ENV, "").lower() in ("1", "true", "yes")
+
+
 @lru_cache(maxsize=None)
 def _compiled(method: str, kg_key: int, spec: str) -> Any:
     from langgraph_kgmem.graphs.registry import get_factory
     from langgraph_kgmem.tracing import with_tracing
+
+    if not strict_checkpoints():
+        # the server, not this package, builds the checkpointer: say how to make it strict
+        logger.warning(
+            "%s is not set: the server's checkpointer will rebuild any type a stored checkpoint names, so "
+            "whoever can write its database can run code in this server. Set %s=true in the server's "
+            "environment before it starts (langgraph.json's \"env\" does this for `langgraph dev` and "
+            "`langgraph build`)", STRICT_CHECKPOINTS_ENV, STRICT_CHECKPOINTS_ENV)
 
     factory, preset = get_factory(method)
     kg = served_kg()

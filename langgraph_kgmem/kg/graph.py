@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable, Iterator, Literal, Mapping, Sequence
@@ -30,13 +31,15 @@ from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError, check_storable
 from langgraph_kgmem.fast_embeddings import (block_cosines, embed_short_texts, has_short_space, short_similarity,
                                              short_threshold)
-from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, detect_vector_backend,
+from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, check_kg_entries, detect_vector_backend,
                                      load_npz_vectors, private_dir, private_file, restrict_tree, save_npz_vectors)
 from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, PprMethod, PprResult, build_snapshot,
                                    choose_method, degree_order, extend_snapshot, ppr_scores)
 from langgraph_kgmem.kg.backend import GraphBackend, VectorBackend
 from langgraph_kgmem.kg.postgres import is_postgres_uri
-from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE, SqliteGraphStore
+from langgraph_kgmem.kg.serde import strict_serializer
+from langgraph_kgmem.kg.sqlite_store import (DERIVED_SOURCE, MEMORY_TABLES, SqliteGraphStore, check_sqlite_file,
+                                             sqlite_open_error)
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex, check_vectors
 from langgraph_kgmem.memory.locks import sqlite_setup_lock
@@ -123,9 +126,15 @@ class KnowledgeGraph:
 
         Raises:
             NotAKnowledgeGraphError: ``path`` is a file, a non-empty directory that is not a KG, or
-                missing with ``create=False``; or another process holds the directory.
+                missing with ``create=False``; or another process holds the directory; or one of its
+                files is unreadable, foreign, a symbolic link or a special file (nothing stored is
+                changed, no link is followed).
             KgmemInputError: a bad name, or a name that differs from the stored one.
             StorageError / ConfigurationError: the database is unreachable or lacks pgvector.
+
+        Warns:
+            KgmemRecoveryWarning: the vector journal ended in a record a crash cut short; it was
+                dropped (``kg.vector_index.journal_dropped_bytes`` says how many bytes).
         """
         if is_postgres_uri(path):
             return cls._open_postgres(str(path), name=name, embeddings=embeddings, create=create,
@@ -135,6 +144,8 @@ class KnowledgeGraph:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise NotAKnowledgeGraphError(f"{root} is a file, not a KG directory: pass a directory path")
+        if root.is_dir():
+            check_kg_entries(root)   # before the lock file, SQLite or Chroma open (and follow) anything there
         db = root / DB_FILE
         if not db.exists():
             if not create:
@@ -278,7 +289,9 @@ class KnowledgeGraph:
 
         SQLite file ``memory.sqlite`` in the KG directory (SqliteSaver + SqliteStore); for an
         in-memory KG, InMemorySaver + InMemoryStore. ``KGMEM_POSTGRES_URI`` switches to
-        PostgresSaver + PostgresStore (needs ``langgraph-checkpoint-postgres``).
+        PostgresSaver + PostgresStore (needs ``langgraph-checkpoint-postgres``). The checkpointers
+        load only the types the methods store (:mod:`langgraph_kgmem.kg.serde`): a checkpoint naming
+        anything else raises :class:`~langgraph_kgmem.errors.UnsafeStoredDataError` and runs nothing.
         """
         if self._persistence is None:
             self._persistence = open_persistence(self.path, uri=self.uri)
@@ -1210,13 +1223,14 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
-        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, storage_error
+        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, database_label, storage_error
 
         pool = AsyncConnectionPool(uri, min_size=1, max_size=8, open=False,
                                    kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         try:
             await pool.open(wait=True, timeout=15)
-            saver, store = AsyncPostgresSaver(pool), AsyncPostgresStore(pool)
+            saver = AsyncPostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            store = AsyncPostgresStore(pool)
             # one migrator at a time, polled (see open_persistence)
             async with await AsyncConnection.connect(uri, autocommit=True) as conn:
                 while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
@@ -1246,11 +1260,22 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
+    import aiosqlite
+
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    async with AsyncSqliteSaver.from_conn_string(db) as saver, AsyncSqliteStore.from_conn_string(db) as store:
-        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-            await saver.setup()
-            await store.setup()
+    # checked on a plain connection first: a foreign or corrupt file is refused before setup
+    # creates anything in it
+    with closing(sqlite3.connect(db)) as probe:
+        check_sqlite_file(probe, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
+    # the saver built on its own connection: from_conn_string takes no serializer
+    async with aiosqlite.connect(db) as conn, AsyncSqliteStore.from_conn_string(db) as store:
+        saver = AsyncSqliteSaver(conn, serde=strict_serializer(db))
+        try:
+            with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+                await saver.setup()
+                await store.setup()
+        except sqlite3.DatabaseError as exc:
+            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
         yield saver, store
 
 
@@ -1272,14 +1297,15 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
-        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, storage_error
+        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, database_label, storage_error
 
         # a pool, so threads (app.batch) and the KG's own connections never share one connection
         pool = ConnectionPool(uri, min_size=1, max_size=8, open=False,
                               kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         try:
             pool.open(wait=True, timeout=15)
-            saver, store = PostgresSaver(pool), PostgresStore(pool)
+            saver = PostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            store = PostgresStore(pool)
             # one migrator at a time; a session lock, not a transaction: the saver's migrations
             # create indexes CONCURRENTLY, which wait for every open transaction
             # waiting is polled: a session blocked in pg_advisory_lock holds a snapshot, which such
@@ -1303,15 +1329,21 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
         from langgraph.store.memory import InMemoryStore
 
         return InMemorySaver(), InMemoryStore()
-    import sqlite3
-
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False))
+    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
     store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
-    with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-        saver.setup()
-        store.setup()
+    try:
+        check_sqlite_file(saver.conn, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
+        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+            saver.setup()
+            store.setup()
+    except BaseException as exc:
+        saver.conn.close()
+        store.conn.close()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
+        raise
     return saver, store

@@ -126,6 +126,11 @@ def _where(uri: str) -> str:
     return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', '')} as {d.get('user', '')!r}"
 
 
+def database_label(uri: str) -> str:
+    """``uri`` for messages: host, port, database and user, never the password."""
+    return f"PostgreSQL at {_where(uri)}"
+
+
 def storage_error(exc: BaseException, uri: str, doing: str) -> StorageError:
     """A clear error for a database that is unreachable, refuses us, or went away."""
     from langgraph_kgmem.tracing import redact_secrets

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from langgraph_kgmem.errors import NotAKnowledgeGraphError, StorageError
 from langgraph_kgmem.kg.types import Edge, Node
 
 SCHEMA = """
@@ -31,6 +32,66 @@ CREATE TABLE IF NOT EXISTS documents(id TEXT PRIMARY KEY, title TEXT NOT NULL DE
 CREATE TABLE IF NOT EXISTS aliases(alias TEXT PRIMARY KEY, node_id TEXT NOT NULL, similarity REAL NOT NULL);
 """
 
+# what LangGraph's SqliteSaver and SqliteStore keep in a KG's memory.sqlite: the columns the
+# package reads, per table (other tables of theirs are allowed, anything else makes it foreign)
+MEMORY_TABLES = {
+    "checkpoints": {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type", "checkpoint",
+                    "metadata"},
+    "writes": {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type", "value"},
+    "store": {"prefix", "key", "value"},
+    "store_migrations": set(), "store_vectors": set(), "vector_migrations": set(),
+}
+_SQLITE_NOTADB, _SQLITE_CORRUPT = 26, 11
+
+
+def _kg_tables() -> dict[str, set[str]]:
+    with sqlite3.connect(":memory:") as conn:
+        conn.executescript(SCHEMA)
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {n: {r[1] for r in conn.execute(f"PRAGMA table_info({n})")} for n in names}
+
+
+def check_sqlite_file(conn: sqlite3.Connection, path: str, tables: dict[str, set[str]], what: str) -> None:
+    """Refuse a database that is not one the package wrote, before anything is created in it: a
+    file SQLite cannot read, a table that is not one of ``tables``, or one of them without the
+    columns listed. An empty database is fine (it is new).
+
+    Raises:
+        NotAKnowledgeGraphError: naming the file, what is wrong, and what to do; nothing was written.
+        StorageError: SQLite could not read it for another reason (locked, out of disk...).
+    """
+    try:
+        found = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                 if not r[0].startswith("sqlite_")]
+        for name in found:
+            if name not in tables:
+                raise _Foreign(f"it has a table {name!r}, which {what} never holds")
+            have = {r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')}
+            if missing := tables[name] - have:
+                raise _Foreign(f"its table {name!r} lacks the columns {', '.join(sorted(missing))}")
+    except _Foreign as exc:
+        raise NotAKnowledgeGraphError(
+            f"{path} is not {what} ({exc}); nothing was written to it. Move it away and restore the KG "
+            "directory from a backup, or open another directory") from None
+    except sqlite3.DatabaseError as exc:
+        raise sqlite_open_error(exc, path, what) from exc
+
+
+def sqlite_open_error(exc: sqlite3.DatabaseError, path: str, what: str) -> Exception:
+    """The package error for SQLite failing to open or read ``path``."""
+    if getattr(exc, "sqlite_errorcode", None) in (_SQLITE_NOTADB, _SQLITE_CORRUPT) \
+            or "not a database" in str(exc) or "malformed" in str(exc):
+        return NotAKnowledgeGraphError(
+            f"{path} is not {what}: SQLite cannot read it ({exc}); nothing was written to it. Restore the KG "
+            "directory from a backup, or move the file away and rebuild the KG")
+    return StorageError(f"SQLite could not open {path} ({exc}): check the disk, its permissions and that no "
+                        "other program holds it, then retry")
+
+
+class _Foreign(Exception):
+    pass
+
+
 # sources that are not documents: derived edges (synonyms) live as long as both endpoints do
 DERIVED_SOURCE = "__derived__"
 
@@ -45,9 +106,18 @@ class SqliteGraphStore:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(SCHEMA)
+        try:
+            # a foreign or corrupt file is refused before the schema below creates anything in it
+            check_sqlite_file(self.conn, self.path, _kg_tables(), "a langgraph_kgmem KG database")
+            self.conn.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise sqlite_open_error(exc, self.path, "a langgraph_kgmem KG database") from exc
+        except BaseException:
+            self.conn.close()
+            raise
         self._depth = 0
 
     @contextmanager

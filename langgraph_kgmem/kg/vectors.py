@@ -13,12 +13,13 @@ Spaces separate families of vectors: ``"nodes"`` (entities, chunks, anchors ...)
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.files import append_vector_journal, replay_journal, write_journal
 from langgraph_kgmem.ranking import best_first
 
@@ -201,6 +202,7 @@ class NumpyVectorIndex:
         self._spaces: dict[str, _Space] = {}
         self.track_dirty = False   # record upserted ids for take_dirty (incremental saving)
         self._files: Path | None = None   # KG directory whose vectors.journal each commit appends to
+        self.journal_dropped_bytes = 0    # a crash's cut-short journal record dropped at open (replay_journal)
 
     def _space(self, space: str) -> _Space:
         return self._spaces.setdefault(space, _Space())
@@ -355,19 +357,27 @@ class ChromaVectorIndex(NumpyVectorIndex):
         import chromadb
         from chromadb.config import Settings
 
-        self._client = chromadb.PersistentClient(
-            path=str(path), settings=Settings(anonymized_telemetry=False, allow_reset=False)
-        )
+        from chromadb.errors import ChromaError
+
         self._prefix = collection_prefix
         self._collections: dict[str, object] = {}
         self._journal = journal
         self._pending: dict[str, list[_Part]] = {}     # this transaction's upserts
         self._committed: dict[str, list[_Part]] = {}   # journaled, not yet in Chroma
         self._committed_rows = 0
-        for col in self._client.list_collections():
-            name = col if isinstance(col, str) else col.name
-            if name.startswith(self._prefix + "_"):
-                self._load(name[len(self._prefix) + 1:])
+        try:
+            self._client = chromadb.PersistentClient(
+                path=str(path), settings=Settings(anonymized_telemetry=False, allow_reset=False)
+            )
+            for col in self._client.list_collections():
+                name = col if isinstance(col, str) else col.name
+                if name.startswith(self._prefix + "_"):
+                    self._load(name[len(self._prefix) + 1:])
+        except (ChromaError, sqlite3.DatabaseError, OSError, KgmemInputError) as exc:
+            raise NotAKnowledgeGraphError(
+                f"{path} is not a readable Chroma vector folder ({type(exc).__name__}: {exc}); nothing was "
+                "written to it. Restore the KG directory from a backup, or build the KG again from its documents"
+            ) from exc
         if journal is not None and journal.exists():   # a crash came before these reached Chroma
             replay_journal(journal, self)
             self.flush()
