@@ -605,6 +605,32 @@ async def _aperform_call(call: ModelCall) -> Any:
         _as_call_failure(exc)
 
 
+# JSON-schema keywords a server may compile into a decoding grammar that grows with the bound
+# (llama.cpp expands a 1,000-character maxLength into nested rules, refuses the grammar, and its
+# Python server then dies mid-request); the pydantic schema still enforces them on the reply
+_GRAMMAR_HEAVY = frozenset({"maxLength", "minLength", "maxItems", "minItems", "pattern", "maxProperties",
+                            "minProperties", "uniqueItems", "multipleOf"})
+
+
+@lru_cache(maxsize=256)
+def _wire_schema_json(schema: type[BaseModel]) -> str:
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in _GRAMMAR_HEAVY}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return json.dumps(strip(schema.model_json_schema()))
+
+
+def wire_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema a decision sends to the server: the pydantic schema without the length,
+    count and pattern bounds that grammar-constrained decoders expand into huge grammars. The
+    reply is still validated against the full pydantic schema (a value over a bound is malformed)."""
+    return json.loads(_wire_schema_json(schema))
+
+
 def _structured_runnable(model: Any, schema: type[BaseModel], method: str) -> Any:
     """The runnable that asks ``model`` for ``schema`` by ``method`` (see
     :data:`~langgraph_kgmem.model_endpoints.STRUCTURED_METHODS`), or ``None`` when the model has
@@ -613,12 +639,13 @@ def _structured_runnable(model: Any, schema: type[BaseModel], method: str) -> An
         if method == "default":
             return through_wrappers(model, lambda m: m.with_structured_output(schema, include_raw=True))
         if method == "function_calling":
-            return through_wrappers(model, lambda m: m.with_structured_output(schema, method="function_calling",
+            wire = wire_schema(schema)
+            return through_wrappers(model, lambda m: m.with_structured_output(wire, method="function_calling",
                                                                               include_raw=True))
         if method == "json_object_schema":
             if not hasattr(innermost_model(model), "openai_api_base"):
                 return None   # a response_format is an OpenAI-API request field
-            fmt = {"type": "json_object", "schema": schema.model_json_schema()}
+            fmt = {"type": "json_object", "schema": wire_schema(schema)}
             return through_wrappers(model, lambda m: m.bind(response_format=fmt))
     except (NotImplementedError, TypeError, ValueError, AttributeError):
         return None

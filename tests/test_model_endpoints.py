@@ -217,3 +217,23 @@ def test_feature_refusal_reads_status_and_message_and_survives_a_broken_exceptio
     assert not ep.feature_refusal(Timeout("response_format timed out"))
     assert not ep.feature_refusal(Broken())
     assert ep.describe_error(Broken()) == "Broken: Broken()"   # its repr, since its str raises
+
+
+def test_the_schema_sent_has_no_grammar_heavy_bounds_but_the_reply_is_still_held_to_them():
+    """A grammar-constrained server expands a long maxLength into nested rules (llama.cpp refuses
+    the grammar and its Python server dies mid-request): bounds stay on our side of the wire."""
+
+    class Short(BaseModel):
+        """A short city name."""
+
+        city: str = Field(max_length=5, description="the city")
+
+    long_reply = FakeOpenAI(reply_args={"city": "Warszawa-Praga"})
+    try:
+        model = long_reply.model()
+        d, usage = decide(model, Short, "Which city?", step="pick", offline=lambda: Short(city="off"))
+        tool = next(r for r in long_reply.requests if r.get("tools"))["tools"][0]["function"]
+        assert "maxLength" not in json.dumps(tool["parameters"])
+        assert d.city == "off" and usage["fallbacks"][0]["kind"] == "malformed"   # the bound still holds
+    finally:
+        long_reply.close()
