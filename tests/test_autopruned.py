@@ -406,9 +406,12 @@ def test_follow_up_question_reuses_stored_question_and_answer_runs(kg, store):
     book = Codebook.load(store, kg.name)
     answer_run = book.runs[a_runs[0]]
     assert answer_run.chunks and all(kg.node(c) is not None for c in answer_run.chunks)
-    assert answer_run.links == q_runs and answer_run.by.startswith("offline")
+    assert answer_run.links[0] == q_runs[0] and answer_run.by.startswith("offline")
+    # the follow-up's question run is its own, linked to the answer it got (the same answer run
+    # when it found the same answer in the same passages)
     follow_q = [r for r in follow["memorized"] if r.startswith("Q")]
     assert follow_q and follow_q != q_runs and book.runs[follow_q[0]].text == "In which city was Marie Curie born?"
+    assert [book.runs[a].text for a in book.runs[follow_q[0]].links] == [follow["answer"]]
 
 
 def test_selection_policy_is_pluggable_and_validated(kg, store):

@@ -769,8 +769,9 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             replayed = rt.replay(book, state["question"], decider) if opts["replay"] else None
         if replayed is not None:   # the same question, answered by this decider, still grounded: no LLM call
             return {"answer": replayed["answer"], "answer_by": decider, "replayed_answer": replayed}
-        # the passages' facts only: a stored answer belongs to the question it answered
-        facts = [e for e in evidence if e.get("channel", "F") == "F"]
+        # the KG's facts only: a stored answer belongs to the question it answered (a line of an
+        # answer run that is a KG relation edge is that fact, as a fact run would show it)
+        facts = [e for e in evidence if e.get("channel", "F") == "F" or kg.edge(e["id"]) is not None]
         if is_offline(model):
             return {"answer": extractive_answer(kg, state["question"], facts) if facts else "no answer",
                     "answer_by": decider, "replayed_answer": None}
