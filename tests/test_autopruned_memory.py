@@ -11,7 +11,7 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.autopruned import KNOWN_NOTE, answer_prompt, create_autopruned_graph
 from langgraph_kgmem.llm import model_label
 from langgraph_kgmem.memory.codebook import Codebook, answer_terms, cite_passages, grounded_in, question_key
-from langgraph_kgmem.testing import ScriptedChatModel
+from langgraph_kgmem.testing import ProviderError, ScriptedChatModel, failing_then
 
 Q = "Where was Marie Curie born?"
 
@@ -87,15 +87,27 @@ def test_a_near_miss_question_is_answered_anew_never_with_the_stored_answer(kg, 
         "Where was Marie Curie not born?"]
 
 
-@pytest.mark.parametrize("other", ["Who married Marie Curie?", "Which river flows into the Baltic Sea?"])
+def test_a_question_with_the_same_triples_but_other_words_keeps_its_own_answers(kg, store):
+    """ "When ..." and "Where ..." parse to the same triples: the answer of one must never be
+    stored under, or replayed for, the other."""
+    where = _app(kg, store, model=_model("Warsaw"), extraction="offline").invoke({"question": Q})
+    when = _app(kg, store, model=_model("physicist"), extraction="offline").invoke(
+        {"question": "When was Marie Curie born?"})
+    assert when["query_edges"] == where["query_edges"] and when["answer_memory"] == "stored"
+    again = _app(kg, store, model=_model("Paris"), extraction="offline").invoke({"question": Q})
+    assert again["answer"] == "Warsaw" and again["replayed_answer"]["question"] == Q
+
+
+@pytest.mark.parametrize("other", ["Who married Marie Curie?", "Which river flows into the Baltic Sea?",
+                                   "In which city was Marie Curie born?"])
 def test_another_question_is_answered_from_the_facts_not_with_an_earlier_answer(kg, other):
     """An earlier question's stored answer used to be the offline reader's whole pool, so every
-    later question near it got that answer. A question's answer is now the one it gets on a fresh store."""
+    later question near it got that answer. A question's answer is now the one it gets on a fresh
+    store, also when a fact it needs is shown as a line of the stored answer run."""
     fresh = _app(kg, InMemoryStore()).invoke({"question": other})
     app = _app(kg, InMemoryStore())
     first = app.invoke({"question": Q})
     after = app.invoke({"question": other})
-    assert first["answer"] != fresh["answer"]                 # so a borrowed answer would show
     assert after["answer"] == fresh["answer"] and after["replayed_answer"] is None
     assert first["memorized"][-1] in after["reused"]         # the stored answer still took part in retrieval
 
@@ -150,6 +162,15 @@ def test_a_grounded_model_answer_is_replayed_to_the_same_decider_only(kg, store)
     # the offline reader did not give that answer: it answers for itself
     offline = _app(kg, store).invoke({"question": Q})
     assert offline["replayed_answer"] is None and offline["answer_memory"] == "stored"
+
+
+def test_the_extractive_fallback_of_a_failing_model_is_not_replayed_as_the_models_answer(kg, store):
+    broken = ScriptedChatModel(responder=failing_then([ProviderError("503")] * 2, "Warsaw"))
+    first = _app(kg, store, model=broken, extraction="offline").invoke({"question": Q})
+    assert first["usage"]["fallbacks"] and first["answer_by"] == "extractive fallback (scripted)"
+    model = _model("Warsaw")
+    out = _app(kg, store, model=model, extraction="offline").invoke({"question": Q})
+    assert out["replayed_answer"] is None and len(_answer_calls(model)) == 1
 
 
 def test_a_stored_answer_whose_passage_left_the_kg_is_neither_replayed_nor_shown(make_kg):

@@ -81,3 +81,20 @@ def test_autopruned_questions_and_answers_stay_with_their_tenant(kg):
     assert Codebook.stored_revision(store, kg.name, ("alice",)) is not None
     with pytest.raises(KgmemInputError, match="user_id"):
         app.invoke({"question": q})
+
+
+def test_one_autopruned_app_never_hands_one_tenant_anothers_codebook(kg):
+    """Two tenants whose codebooks reach the same revision: the app's in-process copy is per tenant."""
+    from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+    from langgraph_kgmem.testing import ScriptedChatModel
+
+    def says(text):
+        return {"model": ScriptedChatModel(responder=lambda messages, request: text)}
+
+    app = create_autopruned_graph(kg, model="offline", extraction="offline",
+                                  memory_scope=("{user_id}",)).compile(store=InMemoryStore())
+    q = "Where was Marie Curie born?"
+    assert app.invoke({"question": q}, user("alice"), context=says("Warsaw"))["answer_memory"] == "stored"
+    assert app.invoke({"question": q}, user("bob"), context=says("physicist"))["answer_memory"] == "stored"
+    assert app.invoke({"question": q}, user("alice"), context=says("Paris"))["answer"] == "Warsaw"
+    assert app.invoke({"question": q}, user("bob"), context=says("Paris"))["answer"] == "physicist"
