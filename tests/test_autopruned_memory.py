@@ -212,3 +212,12 @@ def test_an_answer_run_stored_without_the_grounding_rule_is_never_served(kg, sto
 def test_memory_scope_is_validated(kg):
     with pytest.raises(KgmemInputError, match="memory_scope must be a tuple"):
         create_autopruned_graph(kg, model="offline", memory_scope="{user_id}")
+
+
+def test_the_codebook_docstring_examples_run():
+    import doctest
+
+    from langgraph_kgmem.memory import codebook
+
+    result = doctest.testmod(codebook, raise_on_error=False, verbose=False)
+    assert result.attempted >= 3 and result.failed == 0

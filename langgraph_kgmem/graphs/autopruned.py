@@ -27,15 +27,15 @@ Nodes (in order):
     memorize          store the question's edge sequence as a Q run and, when every content word of
                       the answer is in the passages it cites, the answer's as an A run (its text,
                       cited passages and decider kept with it); an ungrounded answer is not stored
+    consolidate       layer-1 alias grouping (cosine ≥ 0.93, union-find), layer-2 k-means medoids
+                      over an entity budget, only above a similarity floor (the budget is a
+                      ceiling, never forced); edges remapped, duplicates dropped, runs stay valid
 
 Answer memory is right or silent: see :mod:`langgraph_kgmem.memory.codebook` for the equivalence
 rule (the same question) and the grounding rule, verbatim. Stored answers are also retrieval atoms
 (the "known answers" channel): one is shown only while it is still grounded, labelled as an earlier
 question's answer. With ``memory_scope`` each tenant has a codebook of its own in the store (its
 questions, answers and its index of the KG's facts); without it every caller of the graph shares one.
-    consolidate       layer-1 alias grouping (cosine ≥ 0.93, union-find), layer-2 k-means medoids
-                      over an entity budget, only above a similarity floor (the budget is a
-                      ceiling, never forced); edges remapped, duplicates dropped, runs stay valid
 """
 
 from __future__ import annotations
