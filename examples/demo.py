@@ -74,7 +74,7 @@ def text_methods(kg: KnowledgeGraph, model) -> dict:
                 show(out, f"{attempt}, {time.perf_counter() - t0:.2f}s")
                 if method == "remindrag" and not first_run:
                     first_run = out
-                for key in ("replayed", "reused", "memory_updates", "reflections"):
+                for key in ("replayed", "replayed_answer", "reused", "answer_memory", "memory_updates", "reflections"):
                     if out.get(key):
                         print(f"    {key}: {str(out[key])[:200]}")
     return first_run

@@ -396,17 +396,22 @@ def test_follow_up_question_reuses_stored_question_and_answer_runs(kg, store):
     q_runs = [r for r in first["memorized"] if r.startswith("Q")]
     a_runs = [r for r in first["memorized"] if r.startswith("A")]
     assert q_runs and a_runs
-    # a new session (fresh graph object) over the same store
+    # a new session (fresh graph object) over the same store: the stored runs are retrieval atoms
     follow = _app(kg, store).invoke({"question": "In which city was Marie Curie born?"})
     assert set(q_runs) <= set(follow["reused"]) and set(a_runs) <= set(follow["reused"])
     assert follow["selected_runs"]["A"] and decode_knowledge(follow["packed_prompt"])["A"]
-    # the stored answer run knows where its facts came from
+    # ... but a rephrased question is another question: nothing is replayed as its answer
+    assert follow["replayed_answer"] is None and follow["answer_memory"] != "replayed"
+    # the stored answer run knows where its facts came from, who gave it and to which question
     book = Codebook.load(store, kg.name)
     answer_run = book.runs[a_runs[0]]
-    assert answer_run.chunks and answer_run.links[0] == q_runs[0]
-    # the follow-up gave the same answer: its question was linked to the stored answer run, no copy made
-    assert not [r for r in follow["memorized"] if r.startswith("A")]
-    assert answer_run.links == q_runs + [r for r in follow["memorized"] if r.startswith("Q")]
+    assert answer_run.chunks and all(kg.node(c) is not None for c in answer_run.chunks)
+    assert answer_run.links[0] == q_runs[0] and answer_run.by.startswith("offline")
+    # the follow-up's question run is its own, linked to the answer it got (the same answer run
+    # when it found the same answer in the same passages)
+    follow_q = [r for r in follow["memorized"] if r.startswith("Q")]
+    assert follow_q and follow_q != q_runs and book.runs[follow_q[0]].text == "In which city was Marie Curie born?"
+    assert [book.runs[a].text for a in book.runs[follow_q[0]].links] == [follow["answer"]]
 
 
 def test_selection_policy_is_pluggable_and_validated(kg, store):

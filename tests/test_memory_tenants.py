@@ -51,3 +51,50 @@ def test_r3cycle_trajectories_are_scoped(kg):
     out = app.invoke({"question": "Where was Marie Curie born?"}, user("carol"))
     assert load_run(store, kg.name, out["run_id"], ("carol",))["trajectories"]
     assert not load_run(store, kg.name, out["run_id"])["trajectories"]
+
+
+def test_autopruned_questions_and_answers_stay_with_their_tenant(kg):
+    """Each tenant has a codebook of its own: no question, answer or run of one reaches another."""
+    from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+    from langgraph_kgmem.memory.codebook import Codebook
+
+    store = InMemoryStore()
+    app = create_autopruned_graph(kg, model="offline", memory_scope=("{user_id}",)).compile(store=store)
+    q = "Where was Marie Curie born?"
+    alice = app.invoke({"question": q}, user("alice"))
+    assert alice["answer_memory"] == "stored"
+    # unscoped, a related question of another user would retrieve alice's question and answer runs
+    bob = app.invoke({"question": "Who married Marie Curie?"}, user("bob"))
+    assert bob["reused"] == [] and bob["selected_runs"]["A"] == []
+    bob_same = app.invoke({"question": q}, user("bob"))
+    assert bob_same["replayed_answer"] is None and bob_same["answer_memory"] == "stored"
+    again = app.invoke({"question": q}, user("alice"))
+    assert again["replayed_answer"]["question_run"] in alice["memorized"]
+    books = {u: Codebook.load(store, kg.name, (u,)) for u in ("alice", "bob")}
+    assert {r.text for r in books["alice"].runs_of("Q")} == {q}
+    assert {r.text for r in books["bob"].runs_of("Q")} == {q, "Who married Marie Curie?"}
+    # nothing outside a tenant's namespace (listed first: InMemoryStore lists a namespace once read)
+    assert {tuple(ns["scope"]) for ns in list_memory(store, kg.name, "codebook")} == {("alice",), ("bob",)}
+    assert Codebook.stored_revision(store, kg.name) is None
+    assert reset_memory(store, kg.name, "codebook", scope=("bob",)) > 0
+    assert Codebook.stored_revision(store, kg.name, ("bob",)) is None
+    assert Codebook.stored_revision(store, kg.name, ("alice",)) is not None
+    with pytest.raises(KgmemInputError, match="user_id"):
+        app.invoke({"question": q})
+
+
+def test_one_autopruned_app_never_hands_one_tenant_anothers_codebook(kg):
+    """Two tenants whose codebooks reach the same revision: the app's in-process copy is per tenant."""
+    from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+    from langgraph_kgmem.testing import ScriptedChatModel
+
+    def says(text):
+        return {"model": ScriptedChatModel(responder=lambda messages, request: text)}
+
+    app = create_autopruned_graph(kg, model="offline", extraction="offline",
+                                  memory_scope=("{user_id}",)).compile(store=InMemoryStore())
+    q = "Where was Marie Curie born?"
+    assert app.invoke({"question": q}, user("alice"), context=says("Warsaw"))["answer_memory"] == "stored"
+    assert app.invoke({"question": q}, user("bob"), context=says("physicist"))["answer_memory"] == "stored"
+    assert app.invoke({"question": q}, user("alice"), context=says("Paris"))["answer"] == "Warsaw"
+    assert app.invoke({"question": q}, user("bob"), context=says("Paris"))["answer"] == "physicist"

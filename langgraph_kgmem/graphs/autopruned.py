@@ -20,11 +20,22 @@ Nodes (in order):
     pack_prompt       optional pruning of each fact run to its edges closest to the question
                       (``edges_per_run``); the cheapest of word triples, id triples, edge matrix +
                       edge-id lists (``count_tokens``)
-    answer            the LLM over the packed codebook (offline: extractive over the selected triples)
-    memorize          store the question's and the answer's edge sequences as Q and A runs
+    answer            the same question asked before (``question_key``) of the same decider, with a
+                      stored answer still grounded in the passages it cites: that answer, replayed
+                      with its provenance (``replayed_answer``); otherwise the LLM over the packed
+                      codebook (offline: extractive over the fact evidence, never a stored answer)
+    memorize          store the question's edge sequence as a Q run and, when every content word of
+                      the answer is in the passages it cites, the answer's as an A run (its text,
+                      cited passages and decider kept with it); an ungrounded answer is not stored
     consolidate       layer-1 alias grouping (cosine ≥ 0.93, union-find), layer-2 k-means medoids
                       over an entity budget, only above a similarity floor (the budget is a
                       ceiling, never forced); edges remapped, duplicates dropped, runs stay valid
+
+Answer memory is right or silent: see :mod:`langgraph_kgmem.memory.codebook` for the equivalence
+rule (the same question) and the grounding rule, verbatim. Stored answers are also retrieval atoms
+(the "known answers" channel): one is shown only while it is still grounded, labelled as an earlier
+question's answer. With ``memory_scope`` each tenant has a codebook of its own in the store (its
+questions, answers and its index of the KG's facts); without it every caller of the graph shares one.
 """
 
 from __future__ import annotations
@@ -49,10 +60,12 @@ from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, Run
                                            run_model)
 from langgraph_kgmem.ingest.extract import OfflineExtractor
 from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_offline, model_label
+from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
-                                             MAX_RELATION_CHARS, Channel, Codebook, phrase_triples)
+                                             MAX_RELATION_CHARS, Channel, Codebook, Run, cite_passages,
+                                             grounded_in, phrase_triples)
 from langgraph_kgmem.ranking import best_first, dense_led, fusion_depth, reciprocal_rank_fusion
 
 METHOD = "autopruned"
@@ -106,7 +119,10 @@ class AutoPrunedState(BaseState, total=False):
     selection: dict[str, str]               # channel → all / unique / none
     selected_runs: dict[str, list[str]]     # channel → run ids, best first
     shown_edges: dict[str, list[int]]       # run id → its edges in the prompt (all, or pruned: edges_per_run)
-    reused: list[str]                       # stored Q/A runs put into the prompt
+    reused: list[str]                       # stored Q/A runs put into the prompt (retrieval atoms)
+    replayed_answer: dict[str, Any] | None  # the stored answer given as this answer, with its provenance
+    answer_by: str                          # the decider that produced ``answer``
+    answer_memory: str                      # replayed / stored / not grounded / unanswered / off
     packed_prompt: str
     encoding: str
     encoding_tokens: dict[str, int]
@@ -143,7 +159,7 @@ TRIPLES_PROMPT = """Turn this {kind} into a few [subject, relation, object] trip
 
 ANSWER_PROMPT = """Answer the question from the knowledge below, written as a compact codebook ({legend}).
 Be brief: a name, a number, a date or a short phrase. If the knowledge does not hold the answer,
-say "no answer".
+say "no answer".{known_note}
 """ + DATA_NOTE + """
 
 {knowledge}
@@ -159,6 +175,10 @@ LEGENDS = {
     "sentences": "[facts]: each line is a passage title in brackets and sentences of that passage; "
                  "other sections: subject | relation | object",
 }
+
+KNOWN_NOTE = """
+The [known answers] section holds answers to earlier, different questions: facts to use where they
+apply, not this question's answer."""
 
 # sentences and nothing else (no stored answers or questions shown): no codebook legend to explain
 SENTENCES_PROMPT = """Answer the question from the passage sentences below (each line: [passage title] sentences).
@@ -180,7 +200,9 @@ def answer_prompt(question: str, packed: str, encoding: str) -> str:
     if encoding == "sentences" and lines[:1] == [f"[{CHANNEL_SECTION['F']}]"] and not any(
             _HEADER.match(x) for x in lines[1:]):
         return SENTENCES_PROMPT.format(knowledge=fence(lines[1:]), question=question)
-    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]),
+    # a stored answer came from another question: the model is told so, never handed it as this one's
+    note = KNOWN_NOTE if any(x.startswith(f"[{CHANNEL_SECTION['A']}]") for x in lines) else ""
+    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]), known_note=note,
                                 knowledge=fence(packed.splitlines(), empty="(nothing known)"), question=question)
 
 
@@ -366,16 +388,18 @@ def stacked_fine_scores(q: np.ndarray, flat: np.ndarray, lens: np.ndarray, cfg: 
 
 
 class _Runtime:
-    """What the nodes share: the KG, options, and the codebook cached per store (reloaded when
-    another writer saved a newer revision)."""
+    """What the nodes share: the KG, options, and the codebook cached per store and tenant scope
+    (reloaded when another writer saved a newer revision)."""
 
     def __init__(self, kg: Any, model: Any, store: Any, opts: dict[str, Any]) -> None:
         self.kg = kg
         self.model = model
         self.store = store
         self.opts = opts
-        self._books: dict[int, tuple[Any, Codebook]] = {}
-        self._synced: dict[int, int] = {}
+        self._books: dict[tuple[int, tuple[str, ...]], tuple[Any, Codebook]] = {}
+        self._synced: dict[tuple[int, tuple[str, ...]], int] = {}
+        self._servable: dict[tuple[Any, ...], bool] = {}
+        self._servable_at: int | None = None
         # concurrent runs of one compiled app (ainvoke, batch) share the cached codebook: every
         # read-modify of it holds this lock; LLM calls are made outside it
         self.lock = threading.RLock()
@@ -433,36 +457,71 @@ class _Runtime:
     def resolved_model(self, runtime: Runtime[AutoPrunedContext] | None = None) -> Any:
         return run_model(runtime, self.model)
 
-    def book(self, *, check: bool = True) -> tuple[Any, Codebook]:
-        """The codebook of the store: reloaded when another writer saved a newer revision. With
-        ``check=False`` the one this process holds, without asking the store (a query per call):
-        for the nodes between ``sync_facts``, which asked at the start of the run, and the writing
-        nodes, which ask again under the store's lock."""
+    def scope(self) -> tuple[str, ...]:
+        """The running graph's tenant scope (``memory_scope`` filled from its config; () without)."""
+        return scope_of(self.opts["memory_scope"])
+
+    def book(self, scope: tuple[str, ...] = (), *, check: bool = True) -> tuple[Any, Codebook]:
+        """The codebook of the store for tenant ``scope``: reloaded when another writer saved a
+        newer revision. With ``check=False`` the one this process holds, without asking the store
+        (a query per call): for the nodes between ``sync_facts``, which asked at the start of the
+        run, and the writing nodes, which ask again under the store's lock."""
         store = resolve_store(self.store)
-        hit = self._books.get(id(store))
+        key = (id(store), scope)
+        hit = self._books.get(key)
         if not check and hit is not None and hit[0] is store:
             return hit
-        stored = Codebook.stored_revision(store, self.kg.name)
+        stored = Codebook.stored_revision(store, self.kg.name, scope)
         if hit is None or hit[0] is not store or hit[1].revision != (stored or 0):
             # under the store's lock: a save by another process is never read half-written
-            with memory_lock(store, self.lock_key):
-                hit = (store, Codebook.load(store, self.kg.name))
-            self._books[id(store)] = hit
-            self._synced.pop(id(store), None)
+            with memory_lock(store, self.lock_key(scope)):
+                hit = (store, Codebook.load(store, self.kg.name, scope))
+            self._books[key] = hit
+            self._synced.pop(key, None)
         return hit
 
-    @property
-    def lock_key(self) -> str:
-        return "codebook:" + self.kg.name
+    def lock_key(self, scope: tuple[str, ...] = ()) -> str:
+        return "codebook:" + "/".join((self.kg.name, *scope))
 
     @contextmanager
-    def writing(self) -> Iterator[tuple[Any, Codebook]]:
+    def writing(self, scope: tuple[str, ...] = ()) -> Iterator[tuple[Any, Codebook]]:
         """The codebook to change and save, held across threads and processes: read after the
         lock is taken (so another process's newer save is loaded first), saved before it is
         released, so no writer overwrites runs it never saw."""
         store = resolve_store(self.store)
-        with self.lock, memory_lock(store, self.lock_key):
-            yield self.book()
+        with self.lock, memory_lock(store, self.lock_key(scope)):
+            yield self.book(scope)
+
+    def servable(self, book: Codebook, run: Run) -> bool:
+        """Whether a stored answer run may be served (replayed, or shown as a known answer): it
+        was stored under the grounding rule (it names its decider) and each passage it cites is
+        still in the KG and together they still hold every content word of it
+        (:func:`~langgraph_kgmem.memory.codebook.grounded_in`). Kept until the KG changes."""
+        if run.channel != "A" or not run.by:
+            return False
+        if self._servable_at != self.kg.version:
+            self._servable, self._servable_at = {}, self.kg.version
+        key = (run.text, tuple(run.chunks))   # the verdict depends on these and the KG alone
+        ok = self._servable.get(key)
+        if ok is None:
+            def text_of(cid: str) -> str | None:
+                node = self.kg.node(cid)
+                return node.text if node is not None else None
+
+            ok = self._servable[key] = grounded_in(run.text, run.chunks, text_of)
+        return ok
+
+    def replay(self, book: Codebook, question: str, decider: str) -> dict[str, Any] | None:
+        """The stored answer to replay for ``question``: one given to the same question
+        (:func:`~langgraph_kgmem.memory.codebook.question_key`) by the same decider and still
+        servable, the newest first; with its provenance. None: memory stays silent."""
+        for q in reversed(book.question_runs(question)):
+            for aid in reversed(q.links):
+                run = book.runs.get(aid)
+                if run is not None and run.by == decider and self.servable(book, run):
+                    return {"answer": run.text, "answer_run": run.id, "question_run": q.id, "question": q.text,
+                            "evidence": list(run.chunks), "decider": run.by}
+        return None
 
     @staticmethod
     def query_edges(book: Codebook, state: Mapping[str, Any]) -> list[int]:
@@ -510,17 +569,18 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         check_question(state)
         store = require("AutoPrunedRetriever", runtime=runtime, store=rt.store, needs_store=True)
-        with rt.lock:   # the codebook in hand is the stored one (book() reloads a newer save and
-            rt.book()   # forgets the sync) and was synced with this KG version: no store lock to take
-            synced = rt._synced.get(id(store)) == kg.version
+        scope = rt.scope()     # a run without the tenant value it needs fails here, before any work
+        with rt.lock:          # the codebook in hand is the stored one (book() reloads a newer save and
+            rt.book(scope)     # forgets the sync) and was synced with this KG version: no store lock to take
+            synced = rt._synced.get((id(store), scope)) == kg.version
         if not synced:
-            with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
-                if rt._synced.get(id(store)) != kg.version:
+            with rt.writing(scope) as (store, book):  # concurrent runs (threads, processes) share the codebook
+                if rt._synced.get((id(store), scope)) != kg.version:
                     emit_progress({"event": "codebook_sync", "status": "start"})
                     done = book.sync_facts(kg, phrase_facts=opts["phrase_facts"], segment_opts=seg)
                     if done["documents"]:
                         book.save(store)
-                    rt._synced[id(store)] = kg.version
+                    rt._synced[(id(store), scope)] = kg.version
                     emit_progress({"event": "codebook_sync", "status": "done", **done})
         return {"method": METHOD, "model": model_label(rt.resolved_model(runtime)), "usage": fresh_usage()}
 
@@ -528,7 +588,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
         question = state["question"].strip()
         triples, usage = rt.extract(question, "question", rt.resolved_model(runtime))  # the LLM: outside the lock
         with rt.lock:
-            _, book = rt.book(check=False)
+            _, book = rt.book(rt.scope(), check=False)
             # triples whose symbols the codebook refuses are skipped: the phrase node stands in
             edges = (book.indexify(triples) or book.indexify(rt.phrase_nodes(question))
                      or book.indexify([["?", "is", "?"]]))  # nothing readable at all: the bare unknown
@@ -537,7 +597,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def retrieve_coarse(state: AutoPrunedState) -> dict[str, Any]:
         with rt.lock:  # concurrent runs of one app share the codebook
-            _, book = rt.book(check=False)
+            _, book = rt.book(rt.scope(), check=False)
             idx = book.run_index(kg)
             if not idx["ids"]:
                 return {"coarse": []}
@@ -554,7 +614,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def rerank_fine(state: AutoPrunedState) -> dict[str, Any]:
         with rt.lock:  # concurrent runs of one app share the codebook
-            _, book = rt.book(check=False)
+            _, book = rt.book(rt.scope(), check=False)
             if not state.get("coarse"):
                 return {"candidates": []}
             q = book.line_vectors(kg, rt.query_edges(book, state))
@@ -585,8 +645,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             for s, _, r in scored:
                 if counted >= opts["fine_m"]:
                     break
-                if r.id in have:
-                    continue
+                if r.id in have or (r.channel == "A" and not rt.servable(book, r)):
+                    continue   # a stored answer no longer (or never) grounded is not shown
                 have.add(r.id)
                 rank = {"fused": round(fused.get(r.id, 0.0), 8)} if fused else {}
                 out.append({"run": r.id, "channel": r.channel, "score": round(s, 6), **rank})
@@ -594,7 +654,8 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
                     counted += 1
                     continue
                 for a in r.links:
-                    if counted < opts["fine_m"] and a in book.runs and a not in have:
+                    if (counted < opts["fine_m"] and a in book.runs and a not in have
+                            and rt.servable(book, book.runs[a])):
                         have.add(a)
                         out.append({"run": a, "channel": "A", "score": round(s, 6), "via": r.id, **rank})
                         counted += 1
@@ -602,7 +663,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def select_runs(state: AutoPrunedState) -> dict[str, Any]:
         with rt.lock:  # concurrent runs of one app share the codebook
-            _, book = rt.book(check=False)
+            _, book = rt.book(rt.scope(), check=False)
             cands = state.get("candidates", [])
             by_channel = {c: [x for x in cands if x["channel"] == c] for c in CHANNELS}
             features = {"question_tokens": count_tokens(state["question"]), "query_lines": len(state["query_edges"]),
@@ -628,7 +689,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def pack_prompt(state: AutoPrunedState) -> dict[str, Any]:
         with rt.lock:  # concurrent runs of one app share the codebook
-            _, book = rt.book(check=False)
+            _, book = rt.book(rt.scope(), check=False)
             selected = {c: list(v) for c, v in state.get("selected_runs", {}).items()}
             # runs are ordered (evidence) and dropped (budget) by their fused rank score when fused
             scores = {x["run"]: x.get("fused", x["score"]) for x in state.get("candidates", [])}
@@ -702,46 +763,66 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
 
     def answer(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         model = rt.resolved_model(runtime)
+        decider = model_label(model)
         evidence = state.get("evidence", [])
-        if is_offline(model):  # extractive: over the reused answers as they were given, else the shown triples
-            with rt.lock:
-                _, book = rt.book(check=False)
-                known = [{"text": book.runs[r].text} for r in state.get("selected_runs", {}).get("A", [])
-                         if r in book.runs and book.runs[r].text]
-            pool = known or list(evidence)
-            return {"answer": extractive_answer(kg, state["question"], pool) if pool else "no answer"}
+        with rt.lock:
+            _, book = rt.book(rt.scope(), check=False)
+            replayed = rt.replay(book, state["question"], decider) if opts["replay"] else None
+        if replayed is not None:   # the same question, answered by this decider, still grounded: no LLM call
+            return {"answer": replayed["answer"], "answer_by": decider, "replayed_answer": replayed}
+        # the KG's facts only: a stored answer belongs to the question it answered (a line of an
+        # answer run that is a KG relation edge is that fact, as a fact run would show it)
+        facts = [e for e in evidence if e.get("channel", "F") == "F" or kg.edge(e["id"]) is not None]
+        if is_offline(model):
+            return {"answer": extractive_answer(kg, state["question"], facts) if facts else "no answer",
+                    "answer_by": decider, "replayed_answer": None}
         prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"))
         text, usage = generate(model, prompt, step="answer", context={
             "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
             "evidence_texts": [e["text"] for e in evidence], "run_ids": state.get("selected_runs", {}),
             "encoding": state.get("encoding")},
-            fallback=lambda: extractive_answer(kg, state["question"], evidence) if evidence else "no answer")
-        return {"answer": text, "usage": usage}
+            fallback=lambda: extractive_answer(kg, state["question"], facts) if facts else "no answer")
+        # an answer the model did not give is not the model's: it never replays as one
+        by = f"extractive fallback ({decider})" if usage.get("fallbacks") else decider
+        return {"answer": text, "usage": usage, "answer_by": by, "replayed_answer": None}
 
     def memorize(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         ans = (state.get("answer") or "").strip()
+        if state.get("replayed_answer"):   # nothing new: the answer is the stored one
+            with rt.lock:
+                _, book = rt.book(rt.scope(), check=False)
+                return {"memorized": [], "answer_memory": "replayed", "codebook_size": book.size()}
         answered = bool(ans) and not NO_ANSWER.match(ans)
+        # the grounding rule: every content word of the answer in the passages it cites
+        cited = cite_passages(ans, _evidence_passages(kg, state.get("evidence", []))) if answered else None
+        grounded = cited is not None
+        status = ("off" if not opts["memorize"] else "stored" if grounded
+                  else "not grounded" if answered else "unanswered")
+        # the question is a retrieval atom whatever its answer; only a grounded answer is kept
         wanted = opts["memorize"] and (answered or opts["memorize_unanswered"])
         # the LLM extraction runs outside the lock; the codebook updates below hold it
-        trips, usage = rt.extract(ans, "answer", rt.resolved_model(runtime)) if wanted and answered else ([], {})
+        trips, usage = rt.extract(ans, "answer", rt.resolved_model(runtime)) if wanted and grounded else ([], {})
+        by = state.get("answer_by") or model_label(rt.resolved_model(runtime))
         new: list[str] = []
         linked = False
-        with rt.writing() as (store, book):
+        a_edges: list[int] = []
+        with rt.writing(rt.scope()) as (store, book):
             if wanted:
-                # one run per question and per answer: they are reused whole, by id
+                # one run per question (question_key) and per answer: they are reused whole, by id
                 q_edges = [book.resolve_edge(e) for e in rt.query_edges(book, state)]
-                q_runs = [r for r in book.runs_of("Q") if r.edges == q_edges]
+                q_runs = book.question_runs(state["question"])[-1:]
                 if not q_runs and q_edges:
                     q_runs = [book.add_run("Q", q_edges, text=state["question"])]
                     new.append(q_runs[0].id)
-                if answered:
+                if grounded:
                     if not trips:  # a short answer ("Warsaw") completes the question's triples
                         trips = [[*book.triple(e)[:2], ans] for e in q_edges[:2]]
                     a_edges = book.indexify(trips)  # empty when the codebook refused every symbol
-                if answered and a_edges:
-                    chunks = _supporting_chunks(book, kg, a_edges, state.get("evidence", []), cfg.tau_cov)
-                    same = [r for r in book.runs_of("A") if r.edges == a_edges]
-                    run = same[0] if same else book.add_run("A", a_edges, chunks=chunks, text=ans)
+                if grounded and a_edges:
+                    # one answer run per answer, grounds and decider: its provenance is what it says
+                    same = [r for r in book.runs_of("A")
+                            if r.edges == a_edges and r.text == ans and r.by == by and r.chunks == cited]
+                    run = same[0] if same else book.add_run("A", a_edges, chunks=cited, text=ans, by=by)
                     if not same:
                         new.append(run.id)
                     for q in q_runs:
@@ -754,10 +835,10 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
             if new or linked:  # a question already stored with the same answer changes nothing
                 _record_size(book)
                 book.save(store)
-            return {"memorized": new, "usage": usage, "codebook_size": book.size()}
+            return {"memorized": new, "usage": usage, "codebook_size": book.size(), "answer_memory": status}
 
     def consolidate(state: AutoPrunedState) -> dict[str, Any]:
-        with rt.writing() as (store, book):  # concurrent runs (threads, processes) share the codebook
+        with rt.writing(rt.scope()) as (store, book):  # concurrent runs (threads, processes) share the codebook
             report = book.consolidate(kg, alias_threshold=opts["alias_threshold"], entity_budget=opts["entity_budget"],
                                       layer2_min_cos=opts["layer2_min_cos"])
             if any(report[k] for k in ("aliases_layer1", "merged_layer2", "edges_dropped", "runs_dropped")):
@@ -869,18 +950,15 @@ def _reused(book: Codebook, selected: Mapping[str, list[str]], candidates: list[
     return list(dict.fromkeys(keys + list(selected.get("Q", [])) + list(selected.get("A", []))))
 
 
-def _supporting_chunks(book: Codebook, kg: Any, a_edges: list[int], evidence: list[dict[str, Any]],
-                       tau: float) -> list[str]:
-    """Provenance of an answer run: chunks of the evidence triples close to an answer line
-    (cosine ≥ ``tau``); the best evidence run's chunks when none is."""
-    if not evidence or not a_edges:
-        return []
-    lines = [e["text"] for e in evidence]
-    ev = book._embed(kg, lines)
-    av = book.line_vectors(kg, a_edges)
-    close = (ev @ av.T).max(axis=1) >= tau
-    picked = [e for e, ok in zip(evidence, close.tolist()) if ok] or [evidence[0]]
-    return list(dict.fromkeys(c for e in picked for c in e.get("chunks", [])))
+def _evidence_passages(kg: Any, evidence: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(chunk id, text)`` of the KG passages the evidence came from, in evidence order: what an
+    answer may cite (a passage no longer in the KG grounds nothing)."""
+    out: list[tuple[str, str]] = []
+    for cid in dict.fromkeys(c for e in evidence for c in e.get("chunks", [])):
+        node = kg.node(cid)
+        if node is not None and node.text:
+            out.append((cid, node.text))
+    return out
 
 
 def _shown_edges(book: Codebook, kg: Any, selected: Mapping[str, list[str]], query_edges: Sequence[int],
@@ -1155,10 +1233,11 @@ def _evidence(book: Codebook, kg: Any, selected: Mapping[str, list[str]], scores
 def sync_codebook(kg: Any, store: Any, *, tau_run: float = 0.7,
                   phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
                   alias_threshold: float = ALIAS_THRESHOLD, entity_budget: int | None = None,
-                  layer2_min_cos: float = LAYER2_FLOOR) -> dict[str, int]:
-    """Index every KG document not yet in the codebook and consolidate, outside a graph run (e.g.
-    right after ingestion, so the first question does not pay for it). Returns the codebook size."""
-    book = Codebook.load(store, kg.name)
+                  layer2_min_cos: float = LAYER2_FLOOR, scope: Sequence[str] = ()) -> dict[str, int]:
+    """Index every KG document not yet in the codebook (of tenant ``scope``: the labels a graph's
+    ``memory_scope`` fills in) and consolidate, outside a graph run (e.g. right after ingestion,
+    so the first question does not pay for it). Returns the codebook size."""
+    book = Codebook.load(store, kg.name, tuple(scope))
     book.sync_facts(kg, phrase_facts=phrase_facts, segment_opts={"tau": tau_run})
     book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget, layer2_min_cos=layer2_min_cos)
     book.save(store)
@@ -1203,6 +1282,8 @@ def create_autopruned_graph(
     phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
     memorize: bool = True,
     memorize_unanswered: bool = False,
+    replay: bool = True,
+    memory_scope: Sequence[str] | None = None,
     consolidate: bool = True,
     alias_threshold: float = ALIAS_THRESHOLD,
     entity_budget: int | None = None,
@@ -1277,7 +1358,18 @@ def create_autopruned_graph(
         phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
             phrase parser; "always" adds phrase triples to every chunk's facts (better recall over
             lower-case prose that an entity extractor misses, more tokens); "never".
-        memorize / memorize_unanswered: store Q/A runs (not for "no answer" unless asked).
+        memorize / memorize_unanswered: store Q/A runs (not for "no answer" unless asked). An
+            answer run is stored only when the answer is grounded (every content word of it in the
+            passages it cites); for an ungrounded one the question run alone is stored.
+        replay: give a stored answer again, without an LLM call, to the same question
+            (:func:`~langgraph_kgmem.memory.codebook.question_key`: equal after NFKC, casefolding
+            and punctuation/spacing normalisation) asked of the same decider, while each passage
+            it cites is still in the KG and holds its words; ``replayed_answer`` then names the
+            answer run, the question run, the cited passages and the decider. False: always answer anew.
+        memory_scope: tenant labels of the codebook's store namespace, filled per run from
+            ``config["configurable"]`` (``("{user_id}",)``: each user a codebook of their own, so
+            no question, answer or run of one user reaches another; the KG's facts are indexed
+            into each, once). None (default): every caller of this graph shares one codebook.
         consolidate / alias_threshold / entity_budget / layer2_min_cos: see
             :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`. ``entity_budget`` is a
             ceiling, not a target: layer 2 merges only pairs at cosine ≥ ``layer2_min_cos`` (the
@@ -1287,7 +1379,8 @@ def create_autopruned_graph(
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``,
         ``packed_prompt``, ``encoding``, ``prompt_tokens_packed``, ``selected_runs``, ``reused``,
-        ``codebook_size`` and more (see :class:`AutoPrunedState`).
+        ``replayed_answer``, ``answer_by``, ``answer_memory``, ``codebook_size`` and more (see
+        :class:`AutoPrunedState`).
 
     Raises:
         KgmemInputError: an option is out of range (the message names it).
@@ -1343,6 +1436,9 @@ def create_autopruned_graph(
         raise KgmemInputError(
             f"selection_policy must be a function (channel, candidates, features) -> 'all'|'unique'|'none', "
             f"got {type(selection_policy).__name__}")
+    if memory_scope is not None and (isinstance(memory_scope, str)
+                                     or not all(isinstance(x, str) for x in memory_scope)):
+        raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {memory_scope!r}")
     if fine is not None and not isinstance(fine, FineScoring):
         raise KgmemInputError(f"fine must be a FineScoring, got {type(fine).__name__}")
     opts = {"selection_policy": selection_policy or default_selection_policy, "coarse_k": coarse_k,
@@ -1352,7 +1448,8 @@ def create_autopruned_graph(
             "sentence_budget": sentence_budget, "sentence_rankings": tuple(sentence_rankings),
             "sentence_bridges": bool(sentence_bridges), "sentence_dense": sentence_dense,
             "relevance_weights": weights, "extraction": extraction, "phrase_facts": phrase_facts,
-            "memorize": memorize, "memorize_unanswered": memorize_unanswered, "alias_threshold": alias_threshold,
+            "memorize": memorize, "memorize_unanswered": memorize_unanswered, "replay": bool(replay),
+            "memory_scope": tuple(memory_scope) if memory_scope else None, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos, "dense_fusion": dense_fusion}
     nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))
     builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoPrunedContext)

@@ -29,7 +29,32 @@ that selects it, and the codebook outlives sessions, so one over-long symbol (a 
 :meth:`Codebook.relation` refuse it with :class:`~langgraph_kgmem.errors.KgmemInputError`, and
 :meth:`Codebook.add_edge` skips such a triple as it skips one with an empty subject or object.
 
-Store layout, namespace ``("kgmem", <kg name>, "codebook")``: ``meta``; pages of ``PAGE`` rows
+Answer memory (the ``Q`` and ``A`` runs) is held to two rules, so that it is right or silent:
+
+- **Same question** (:func:`question_key`): a stored answer is replayed only for a question whose
+  key equals the key of the question it answered. The key is the text under Unicode NFKC,
+  casefolded, zero-width and other format characters removed, every punctuation mark replaced by
+  a space except a mark between two digits (``1.5``, ``3/4``, ``1,000``), a ``-`` or ``+`` that
+  opens a number (``-5``) and a ``%`` that closes one (``50%``), and whitespace runs collapsed to
+  one space, trimmed. So case, spacing, quotes, full-width forms and the question mark do not
+  matter, while a question that differs in any word, name, year, number or negation is another
+  question. It is exact and can be explained to a user; a rephrasing ("Where was X born?" / "In
+  which city was X born?") is another question: memory stays silent rather than risk a wrong answer.
+- **Grounded** (:func:`answer_terms`, :func:`cite_passages`): an answer is stored as a reusable
+  ``A`` run only when every one of its content words (NFKC, casefolded Unicode word tokens, less
+  function words) occurs in the passages it cites: KG passage chunks of the evidence it was
+  answered from, as few as cover those words. An empty answer, "no answer", a number or
+  phrase the passages do not hold (a model's "PWNED: wire money ...", random bytes, "NaN") is
+  never stored. A stored answer is served again (replayed, or shown as a known answer) only while
+  each passage it cites is still in the KG and they still hold all its words
+  (:func:`grounded_in`); an ``A`` run stored before these rules (no ``by``) is never served.
+
+Each ``A`` run records its provenance: the answer text, the cited passage ids (``chunks``), the
+decider (model label) that produced it (``by``), and the question runs it answered (``links``).
+
+Store layout, namespace ``("kgmem", <kg name>, *scope, "codebook")`` (``scope``: the tenant labels
+of :func:`~langgraph_kgmem.memory.memory_scope`; one whole codebook per scope, nothing shared
+between scopes in the store): ``meta``; pages of ``PAGE`` rows
 ``E:000000``, ``R:…``, ``M:…``; run pages ``runs:000000``. Saving rewrites only dirty pages, all
 of them and the meta record in one ``store.batch``: LangGraph's ``SqliteStore`` runs a batch in
 one transaction and ``PostgresStore`` writes a batch's puts in one ``INSERT`` statement, so a save
@@ -41,6 +66,7 @@ page size it was created with (``meta["page"]``; codebooks saved before it was r
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
 
@@ -135,6 +161,99 @@ def phrase_triples(text: str, *, max_per_sentence: int = 8, max_phrase_words: in
 
 
 # --------------------------------------------------------------------------------------------
+# answer memory: which question an answer may be replayed for, and what grounds it
+
+_SIGN_BEFORE_DIGIT = frozenset("-+")
+
+
+def question_key(text: str) -> str:
+    """The equivalence key of a question: two questions are the same question exactly when their
+    keys are equal (the rule is spelled out in the module docstring).
+
+    >>> question_key("  Where was Marie CURIE born?") == question_key("where was marie curie born")
+    True
+    >>> question_key("Founded in 1898?") == question_key("Founded in 1899?")
+    False
+    >>> question_key("A 1.5 m telescope?") == question_key("A 15 m telescope?")
+    False
+    """
+    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", str(text)).casefold())
+    out: list[str] = []
+    n = len(s)
+    for i, ch in enumerate(s):
+        cat = unicodedata.category(ch)
+        if cat == "Cf":          # zero-width and other invisible format characters
+            continue
+        if cat.startswith("P"):
+            before = s[i - 1] if i else ""
+            after = s[i + 1] if i + 1 < n else ""
+            numeric = ((before.isdigit() and after.isdigit())
+                       or (ch in _SIGN_BEFORE_DIGIT and after.isdigit() and not before.isalnum())
+                       or (ch == "%" and before.isdigit()))
+            out.append(ch if numeric else " ")
+        elif cat.startswith("C") or ch.isspace():
+            out.append(" ")
+        else:
+            out.append(ch)
+    return " ".join("".join(out).split())
+
+
+_TERM = re.compile(r"\w+")
+# function words an answer may add around what it names ("It was in Warsaw."); words that change
+# what an answer says (negations, numbers, quantifiers, "before"/"after") are never among them
+_ANSWER_FILLER = frozenset("""
+a an the and or of in on at by for from to into with as is are was were be been being am has have had do
+does did it its it's this that these those there here their they them he him his she her hers we us our
+you your i me my who whom whose which what when where why how s
+""".split())
+
+
+def _terms(text: str) -> set[str]:
+    return set(_TERM.findall(unicodedata.normalize("NFKC", str(text)).casefold()))
+
+
+def answer_terms(answer: str) -> set[str]:
+    """The content words of an answer that its evidence must hold: NFKC-casefolded Unicode word
+    tokens, less function words. Empty for an empty answer or one of function words only."""
+    return {w for w in _terms(answer) if w not in _ANSWER_FILLER}
+
+
+def cite_passages(answer: str, passages: Sequence[tuple[str, str]]) -> list[str] | None:
+    """The passages (``(id, text)``, in evidence order) that ground ``answer``: a smallest-first
+    cover of its :func:`answer_terms` (greedily the passage holding the most words not yet held;
+    ties: the earlier one), when together they hold every one of them; ``None`` when the answer
+    is not grounded (no content word, or a word no passage holds)."""
+    want = answer_terms(answer)
+    if not want:
+        return None
+    holds = [(pid, want & _terms(text)) for pid, text in passages]
+    cited: list[str] = []
+    held: set[str] = set()
+    while held != want:
+        best = max(holds, key=lambda x: len(x[1] - held), default=None)
+        if best is None or not best[1] - held:
+            return None
+        cited.append(best[0])
+        held |= best[1]
+    return cited
+
+
+def grounded_in(answer: str, cited: Sequence[str], text_of: Callable[[str], str | None]) -> bool:
+    """Whether a stored answer still stands on the passages it cites: each one still exists
+    (``text_of(id)`` is not None) and together they hold every content word of the answer."""
+    want = answer_terms(answer)
+    if not want or not cited:
+        return False
+    held: set[str] = set()
+    for pid in cited:
+        text = text_of(pid)
+        if text is None:
+            return False
+        held |= want & _terms(text)
+    return held == want
+
+
+# --------------------------------------------------------------------------------------------
 # run segmentation
 
 
@@ -205,24 +324,30 @@ class Run:
     links: list[str] = field(default_factory=list)      # Q → its A runs, A → its Q runs
     doc: str = ""                                       # source document (F)
     seq: int = 0                                        # creation number (page key)
+    by: str = ""                                        # the decider that gave the answer (A)
 
     def to_json(self) -> dict[str, Any]:
         # tuples (JSON arrays in a database): a dict of strings, ints and such tuples is one the
         # cyclic GC stops tracking (see Codebook.save)
-        return {"id": self.id, "channel": self.channel, "edges": tuple(self.edges), "chunks": tuple(self.chunks),
-                "text": self.text, "links": tuple(self.links), "doc": self.doc, "seq": self.seq}
+        out = {"id": self.id, "channel": self.channel, "edges": tuple(self.edges), "chunks": tuple(self.chunks),
+               "text": self.text, "links": tuple(self.links), "doc": self.doc, "seq": self.seq}
+        if self.by:   # answer runs only: fact pages stay as they were
+            out["by"] = self.by
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Run":
         return cls(d["id"], d["channel"], [int(x) for x in d["edges"]], list(d.get("chunks", [])),
-                   d.get("text", ""), list(d.get("links", [])), d.get("doc", ""), int(d.get("seq", 0)))
+                   d.get("text", ""), list(d.get("links", [])), d.get("doc", ""), int(d.get("seq", 0)),
+                   d.get("by", ""))
 
 
 class Codebook:
     """E, R, M, runs (F/Q/A) and their embedding tables. See the module docstring."""
 
-    def __init__(self, kg_name: str) -> None:
+    def __init__(self, kg_name: str, scope: Sequence[str] = ()) -> None:
         self.kg_name = kg_name
+        self.scope = tuple(scope)            # tenant labels of its store namespace (module docstring)
         self.ent_text: list[str] = []
         self.ent_kg: list[str] = []          # KG entity id when the symbol came from the KG
         self.ent_rep: list[int] = []         # representative after consolidation (itself when live)
@@ -271,6 +396,7 @@ class Codebook:
         self._layer2_left_at: int | None = None
         self.last_layer2: list[tuple[int, int, float]] = []   # (entity, representative, cosine) of the last layer-2 pass
         self._by_channel: dict[str, dict[str, None]] = {c: {} for c in CHANNELS}  # ordered run-id sets
+        self._questions: dict[str, list[str]] | None = None   # question_key → Q run ids, built on first use
 
     # ------------------------------------------------------------------ symbols
     def entity(self, text: str, kg_id: str = "") -> int:
@@ -365,10 +491,12 @@ class Codebook:
 
     # ------------------------------------------------------------------ runs
     def add_run(self, channel: Channel, edges: Sequence[int], *, chunks: Sequence[str] = (), text: str = "",
-                doc: str = "") -> Run:
+                doc: str = "", by: str = "") -> Run:
         self.run_counter += 1
         run = Run(f"{channel}{self.run_counter}", channel, list(edges), list(chunks), text, [], doc,
-                  self.run_counter)
+                  self.run_counter, by)
+        if channel == "Q" and self._questions is not None:
+            self._questions.setdefault(question_key(text), []).append(run.id)
         self.runs[run.id] = run
         self._by_channel[channel][run.id] = None
         self._by_seq[run.seq] = run.id
@@ -388,6 +516,8 @@ class Codebook:
     def remove_run(self, run_id: str) -> None:
         run = self.runs.pop(run_id, None)
         if run is not None:
+            if run.channel == "Q":
+                self._questions = None
             self._by_channel[run.channel].pop(run.id, None)
             self._by_seq.pop(run.seq, None)
             self._dirty["runs"].add(run.seq // self.page)
@@ -399,6 +529,14 @@ class Codebook:
 
     def runs_of(self, channel: Channel) -> list[Run]:
         return [self.runs[r] for r in self._by_channel[channel]]
+
+    def question_runs(self, question: str) -> list[Run]:
+        """The stored question runs of the same question (:func:`question_key`), oldest first."""
+        if self._questions is None:
+            self._questions = {}
+            for run in self.runs_of("Q"):
+                self._questions.setdefault(question_key(run.text), []).append(run.id)
+        return [self.runs[r] for r in self._questions.get(question_key(question), []) if r in self.runs]
 
     def segment(self, kg: "KnowledgeGraph", edges: Sequence[int], **opts: Any) -> list[list[int]]:
         """Split an edge sequence into runs (see :func:`segment_runs`)."""
@@ -997,7 +1135,7 @@ class Codebook:
 
         from langgraph_kgmem.memory import namespace
 
-        ns = namespace(self.kg_name, "codebook")
+        ns = namespace(self.kg_name, "codebook", self.scope)
         page = self.page
         # rows are tuples of strings and ints: Python's cyclic GC stops tracking such tuples, so
         # pages rewritten on every question do not make it walk the whole codebook more often
@@ -1034,20 +1172,20 @@ class Codebook:
         return len(ops) - 1
 
     @staticmethod
-    def stored_revision(store: "BaseStore", kg_name: str) -> int | None:
+    def stored_revision(store: "BaseStore", kg_name: str, scope: Sequence[str] = ()) -> int | None:
         from langgraph_kgmem.memory import namespace
 
-        ns = namespace(kg_name, "codebook")
+        ns = namespace(kg_name, "codebook", scope)
         item = store.get(ns, "revision") or store.get(ns, "meta")  # "meta" alone: written by an older version
         return int(item.value["revision"]) if item else None
 
     @classmethod
-    def load(cls, store: "BaseStore", kg_name: str) -> "Codebook":
-        """The codebook stored for ``kg_name`` (an empty one when there is none)."""
+    def load(cls, store: "BaseStore", kg_name: str, scope: Sequence[str] = ()) -> "Codebook":
+        """The codebook stored for ``kg_name`` in tenant ``scope`` (an empty one when there is none)."""
         from langgraph_kgmem.memory import _list_all, namespace
 
-        book = cls(kg_name)
-        ns = namespace(kg_name, "codebook")
+        book = cls(kg_name, scope)
+        ns = namespace(kg_name, "codebook", scope)
         items = {it.key: it.value for it in _list_all(store, ns)}
         meta = items.get("meta")
         if meta is None:
@@ -1174,4 +1312,4 @@ def _kmeans_medoids(x: np.ndarray, k: int, iters: int, block: int) -> tuple[np.n
 
 
 __all__ = ["Codebook", "Run", "Channel", "CHANNELS", "ALIAS_THRESHOLD", "LAYER2_FLOOR", "MAX_ENTITY_CHARS", "MAX_RELATION_CHARS", "clean_symbol",
-           "phrase_triples", "segment_runs"]
+           "phrase_triples", "segment_runs", "question_key", "answer_terms", "cite_passages", "grounded_in"]
