@@ -166,3 +166,24 @@ def test_sqlite_finds_the_next_document_number_by_index(tmp_path):
     finally:
         store.close()
     assert "documents_seq" in plan
+
+
+def test_bulk_ingests_refresh_planner_statistics_as_the_kg_grows_by_a_quarter(make_kg, monkeypatch):
+    """ANALYZE reads the whole KG: run after every bulk ingest, it made each document cost more as
+    the KG grew. It runs after the first bulk ingest, then once the KG has grown by a quarter."""
+    from langgraph_kgmem.kg import graph
+
+    monkeypatch.setattr(graph, "ANALYZE_AFTER_DOCUMENTS", 4)
+    kg = make_kg("analyze")
+    calls = []
+    monkeypatch.setattr(kg.graph_store, "analyze", lambda: calls.append(kg.graph_store.document_count()))
+    docs = [{"id": f"d{i}", "text": f"Person {i} Quillon joined the Harbor Guild."} for i in range(60)]
+    kg.add_documents(docs[:40], model="offline", progress=False)
+    assert calls == [40]
+    kg.add_documents(docs[40:45], model="offline", progress=False)   # 5 more: under a quarter of 40
+    kg.add_documents(docs[45:49], model="offline", progress=False)   # 9 since: still under 10
+    assert calls == [40]
+    kg.add_documents(docs[49:51], model="offline", progress=False)   # 11 since the refresh
+    assert calls == [40, 51]
+    kg.add_documents(docs[51:60], model="offline", progress=False)   # 9: under a quarter of 51
+    assert calls == [40, 51]

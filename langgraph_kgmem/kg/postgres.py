@@ -823,10 +823,9 @@ class PgVectorIndex:
         return [(best[i][1], best[i][2]) if i in best else (None, -1.0) for i in range(1, len(queries) + 1)]
 
     def _resolution_rows(self, space: str, kinds: Sequence[str] | None) -> tuple[list[str], np.ndarray] | None:
-        """The vectors ``best`` compares against (entity resolution during ingest), kept in this
-        process and topped up by ``seq``: ingest compares every new name with every entity, which
-        as a server-side exact scan per document grew with the KG (7 ms a document at 3k
-        entities). Rows deleted or rolled back since are noticed by a count and the copy is
+        """The vectors ``best`` searches (entity resolution during ingest), kept in this process
+        and topped up by ``seq``, with a :class:`HyperplaneIndex` over them: a server-side exact
+        scan per document grew with the KG (7 ms a document at 3k entities). Rows deleted or rolled back since are noticed by a count and the copy is
         rebuilt. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
         (HNSW by then) answers instead (None)."""
         key = (space, tuple(kinds) if kinds is not None else None)
