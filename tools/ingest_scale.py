@@ -73,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vectors", choices=["memory", "chroma"], default="memory",
                     help="embedded vector backend (default memory: numpy, saved next to the SQLite file)")
     ap.add_argument("--merge-threshold", type=float, default=0.85)
+    ap.add_argument("--reference", type=int, default=0,
+                    help="after each batch, also ingest this many new documents into an empty in-memory KG "
+                         "and print the batch's rate relative to that yardstick's, taken moments apart: on a "
+                         "shared machine the load changes during a long run, the yardstick's work does not")
     ap.add_argument("--profile", default=None,
                     help="write cProfiles of the first and the last batch to PROFILE.first and PROFILE.last "
                          "(what grows with the KG is what differs)")
@@ -89,12 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     kg = KnowledgeGraph.open(target, name="scale", embeddings=args.embeddings, **kw)
     rates: list[float] = []
     cpu_rates: list[float] = []
+    relative: list[float] = []   # batch rate / yardstick rate
     merged = 0
     print(f"ingest_scale: {args.docs} documents, batches of {args.batch}, embeddings {args.embeddings}, "
           f"backend {kg._vector_backend}", flush=True)
     # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
     print(f"{'docs':>8} {'entities':>9} {'merged':>7} {'seconds':>8} {'docs/s':>8} {'vs first':>8} "
-          f"{'cpu s':>8} {'docs/cpu s':>10} {'vs first':>8}", flush=True)
+          f"{'cpu s':>8} {'docs/cpu s':>10} {'vs first':>8}" + (f" {'yardstick':>9} {'vs first':>8}" if args.reference else ""),
+          flush=True)
     starts = list(range(0, args.docs, args.batch))
     try:
         for start in starts:
@@ -115,15 +121,28 @@ def main(argv: list[str] | None = None) -> int:
             rates.append(len(docs) / seconds)
             cpu_rates.append(len(docs) / cpu)
             merged += report.entities_merged
+            extra = ""
+            if args.reference:
+                ref = KnowledgeGraph.in_memory(name="yardstick", embeddings=args.embeddings)
+                try:   # documents of their own, past the run's, so nothing is shared with the big KG
+                    yard = [document(args.docs + i) for i in range(args.reference)]
+                    t1 = time.perf_counter()
+                    ref.add_documents(yard, model="offline", merge_threshold=args.merge_threshold, progress=False)
+                    ref_rate = args.reference / (time.perf_counter() - t1)
+                finally:
+                    ref.close()
+                relative.append(rates[-1] / ref_rate)
+                extra = f" {ref_rate:>9.1f} {relative[-1] / relative[0]:>8.2f}"
             print(f"{start + len(docs):>8} {len(kg.vector_ids(('entity',))):>9} {merged:>7} {seconds:>8.2f} "
                   f"{rates[-1]:>8.1f} {rates[-1] / rates[0]:>8.2f} {cpu:>8.2f} {cpu_rates[-1]:>10.1f} "
-                  f"{cpu_rates[-1] / cpu_rates[0]:>8.2f}", flush=True)
+                  f"{cpu_rates[-1] / cpu_rates[0]:>8.2f}{extra}", flush=True)
     finally:
         kg.close()
         if tmp is not None:
             tmp.cleanup()
     print(f"last/first: {rates[-1] / rates[0]:.2f} ({rates[0]:.1f} -> {rates[-1]:.1f} documents/s); "
-          f"per CPU second {cpu_rates[-1] / cpu_rates[0]:.2f} ({cpu_rates[0]:.1f} -> {cpu_rates[-1]:.1f})")
+          f"per CPU second {cpu_rates[-1] / cpu_rates[0]:.2f} ({cpu_rates[0]:.1f} -> {cpu_rates[-1]:.1f})"
+          + (f"; against the yardstick {relative[-1] / relative[0]:.2f}" if relative else ""))
     return 0
 
 
