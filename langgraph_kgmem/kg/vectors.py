@@ -6,6 +6,9 @@ all implementing :class:`~langgraph_kgmem.kg.backend.VectorBackend`.
 - :class:`ChromaVectorIndex`: vectors persisted in a Chroma ``PersistentClient``; we always pass
   explicit vectors (Chroma's default embedding function would download a model) and keep a numpy
   mirror for fast, deterministic search and bulk reads.
+- :class:`HyperplaneIndex`: the closest-row search behind ``best`` (entity resolution), by
+  locality-sensitive hashing, so a new name costs the same in a large KG as in a small one; the
+  PostgreSQL backend uses it on its in-process copy of the entity vectors too.
 
 Spaces separate families of vectors: ``"nodes"`` (entities, chunks, anchors ...) and ``"facts"``
 (relation edges rendered as text).
