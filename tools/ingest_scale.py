@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -64,6 +65,38 @@ def document(i: int) -> dict[str, str]:
     return {"id": f"doc-{i}", "text": f"{person(i)} {verb} the {org} in {year}."}
 
 
+def grown_vs_fresh(kg, args: argparse.Namespace, target: str, kw: dict) -> list[float]:
+    """``args.pairs`` times: a batch of new documents into the grown KG, then one into a new empty
+    KG of the same backend, back to back (the load of the moment weighs on both); their rates'
+    ratios. What the first batch of the run measured, without the minutes of drift in between."""
+    from langgraph_kgmem import KnowledgeGraph
+
+    ratios = []
+    nxt = args.docs
+    print(f"{'pair':>4} {'grown docs/s':>13} {'fresh docs/s':>13} {'grown/fresh':>12}", flush=True)
+    for p in range(args.pairs):
+        rates = []
+        for fresh in (False, True):
+            docs = [document(i) for i in range(nxt, nxt + args.batch)]
+            nxt += args.batch
+            with tempfile.TemporaryDirectory() as tmp:
+                if fresh:
+                    where = target if target.startswith("postgres") else str(Path(tmp) / "kg")
+                    g = KnowledgeGraph.open(where, name=f"fresh{p}", embeddings=args.embeddings, **kw)
+                else:
+                    g = kg
+                try:
+                    t0 = time.perf_counter()
+                    g.add_documents(docs, model="offline", merge_threshold=args.merge_threshold, progress=False)
+                    rates.append(len(docs) / (time.perf_counter() - t0))
+                finally:
+                    if fresh:
+                        g.close()
+        ratios.append(rates[0] / rates[1])
+        print(f"{p + 1:>4} {rates[0]:>13.1f} {rates[1]:>13.1f} {ratios[-1]:>12.2f}", flush=True)
+    return ratios
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=100_000, help="documents in all (default 100000)")
@@ -77,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="after each batch, also ingest this many new documents into an empty in-memory KG "
                          "and print the batch's rate relative to that yardstick's, taken moments apart: on a "
                          "shared machine the load changes during a long run, the yardstick's work does not")
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="after the run, this many pairs of batches, one more into the grown KG and one into a "
+                         "new empty KG of the same backend, back to back; their median ratio is the growth "
+                         "figure least moved by other processes' load (default 3)")
     ap.add_argument("--profile", default=None,
                     help="write cProfiles of the first and the last batch to PROFILE.first and PROFILE.last "
                          "(what grows with the KG is what differs)")
@@ -136,10 +173,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{start + len(docs):>8} {len(kg.vector_ids(('entity',))):>9} {merged:>7} {seconds:>8.2f} "
                   f"{rates[-1]:>8.1f} {rates[-1] / rates[0]:>8.2f} {cpu:>8.2f} {cpu_rates[-1]:>10.1f} "
                   f"{cpu_rates[-1] / cpu_rates[0]:>8.2f}{extra}", flush=True)
+        pair_ratios = [] if not starts else grown_vs_fresh(kg, args, target, kw)
     finally:
         kg.close()
         if tmp is not None:
             tmp.cleanup()
+    if pair_ratios:
+        print(f"grown/fresh (median of {len(pair_ratios)} pairs): {statistics.median(pair_ratios):.2f}")
     print(f"last/first: {rates[-1] / rates[0]:.2f} ({rates[0]:.1f} -> {rates[-1]:.1f} documents/s); "
           f"per CPU second {cpu_rates[-1] / cpu_rates[0]:.2f} ({cpu_rates[0]:.1f} -> {cpu_rates[-1]:.1f})"
           + (f"; against the yardstick {relative[-1] / relative[0]:.2f}" if relative else ""))
