@@ -825,8 +825,8 @@ class PgVectorIndex:
     def _resolution_rows(self, space: str, kinds: Sequence[str] | None) -> tuple[list[str], np.ndarray] | None:
         """The vectors ``best`` searches (entity resolution during ingest), kept in this process
         and topped up by ``seq``, with a :class:`HyperplaneIndex` over them: a server-side exact
-        scan per document grew with the KG (7 ms a document at 3k entities). Rows deleted or rolled back since are noticed by a count and the copy is
-        rebuilt. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
+        scan per document grew with the KG (7 ms a document at 3k entities). Rows deleted or
+        rolled back since are noticed by a count and the copy (and its index) is rebuilt. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
         (HNSW by then) answers instead (None)."""
         key = (space, tuple(kinds) if kinds is not None else None)
         ids, seqs, buf = self._resolution.get(key) or ([], [], np.zeros((0, self.dim or 0), dtype=np.float32))
