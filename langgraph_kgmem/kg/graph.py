@@ -93,6 +93,8 @@ class KnowledgeGraph:
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
+        # documents ingested since the planner statistics were last refreshed, and the KG's documents then
+        self._unanalyzed, self._analyzed_docs = 0, 0
         # memory backend on disk: vectors.npz + a journal of the vectors each transaction adds
         self._npz_root = path if path is not None and isinstance(vectors, NumpyVectorIndex) \
             and not isinstance(vectors, ChromaVectorIndex) else None
@@ -333,9 +335,23 @@ class KnowledgeGraph:
         from langgraph_kgmem.ingest.pipeline import aadd_documents
 
         report = await aadd_documents(self, list(docs), model=model, **options)
-        if getattr(report, "documents_added", 0) >= ANALYZE_AFTER_DOCUMENTS:
+        if self._analyze_due(report):
             await asyncio.to_thread(self._store.analyze)
         return report
+
+    def _analyze_due(self, report: Any) -> bool:
+        """Whether an ingest leaves the planner statistics stale enough to refresh them: at least
+        :data:`ANALYZE_AFTER_DOCUMENTS` documents since the last refresh, and a quarter of the
+        documents the KG had then. ANALYZE reads the whole KG, so refreshing after every bulk
+        ingest made each document cost more as the KG grew; refreshing as it grows by a fixed
+        fraction keeps that cost per document flat, and statistics describe proportions, which a
+        quarter more of the same documents hardly moves."""
+        self._unanalyzed += getattr(report, "documents_added", 0)
+        if self._unanalyzed < max(ANALYZE_AFTER_DOCUMENTS, self._analyzed_docs // 4):
+            return False
+        self._analyzed_docs = self._store.document_count()   # an ANALYZE reads them all anyway
+        self._unanalyzed = 0
+        return True
 
     # ------------------------------------------------------------------ in-memory index
     def _index_node(self, n: Node) -> None:
@@ -741,7 +757,7 @@ class KnowledgeGraph:
         from langgraph_kgmem.ingest.pipeline import add_documents
 
         report = add_documents(self, docs, model=model, **options)
-        if getattr(report, "documents_added", 0) >= ANALYZE_AFTER_DOCUMENTS:
+        if self._analyze_due(report):
             self._store.analyze()   # planner statistics for the bulk just loaded
         return report
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
-from langgraph_kgmem.kg.vectors import check_vectors, pairs_above, unit_rows
+from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 
 LOCK_CLASS = 0x6B676D   # advisory-lock namespace ("kgm"); the second key is the KG id
 SCHEMA_LOCK = (LOCK_CLASS, 0)
@@ -62,6 +62,7 @@ CREATE INDEX IF NOT EXISTS kgmem_edge_sources_doc ON kgmem_edge_sources(kg, doc_
 CREATE TABLE IF NOT EXISTS kgmem_documents(kg BIGINT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
     status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
     seq BIGINT NOT NULL DEFAULT 0, PRIMARY KEY(kg, id));
+CREATE INDEX IF NOT EXISTS kgmem_documents_seq ON kgmem_documents(kg, seq);
 CREATE TABLE IF NOT EXISTS kgmem_aliases(kg BIGINT NOT NULL, alias TEXT NOT NULL, node_id TEXT NOT NULL,
     similarity DOUBLE PRECISION NOT NULL, PRIMARY KEY(kg, alias));
 CREATE INDEX IF NOT EXISTS kgmem_aliases_node ON kgmem_aliases(kg, node_id);
@@ -647,6 +648,9 @@ class PgVectorIndex:
         self._hnsw: set[str] | None = None   # spaces whose HNSW index exists (looked up once)
         self._rows_seen: dict[str, int] = {}  # rows per space at the last count (+ those written since)
         self._resolution: dict[tuple, tuple[list[str], list[int], np.ndarray]] = {}   # see _resolution_rows
+        self._resolution_starts: dict[tuple, int] = {}   # times each copy started over (its index goes too)
+        # (space, kinds, columns) -> candidate index over a copy's rows: (index, rows in it, copy's start)
+        self._resolution_index: dict[tuple, tuple[HyperplaneIndex, int, int]] = {}
 
     def _ensure_table(self, dim: int) -> None:
         if self.dim is not None:
@@ -792,14 +796,22 @@ class PgVectorIndex:
         if not len(queries) or not self._exists():
             return [(None, -1.0)] * len(queries)
         cached = self._resolution_rows(space, kinds)
-        if cached is not None:   # exact, in process: ties go to the earlier row, as below
+        if cached is not None:   # in process, by the embedded index's search: ties go to the earlier row, as below
             ids, mat = cached
             if not ids:
                 return [(None, -1.0)] * len(queries)
             cols = columns if columns is not None else slice(None)
-            sims = unit_rows(queries)[:, cols] @ mat[:, cols].T
-            top = np.argmax(sims, axis=1)
-            return [(ids[j], float(sims[i, j])) for i, j in enumerate(top)]
+            key = (space, tuple(kinds) if kinds is not None else None,
+                   None if columns is None else (columns.start, columns.stop, columns.step))
+            start = self._resolution_starts.get(key[:2], 0)
+            index, seen, made = self._resolution_index.get(key) or (None, 0, -1)
+            if index is None or made != start or seen > len(ids):
+                index, seen = HyperplaneIndex(mat[:0, cols].shape[1]), 0
+            if seen < len(ids):
+                index.add(np.arange(seen, len(ids)), mat[seen:, cols])
+            self._resolution_index[key] = (index, len(ids), start)
+            rows, top = index.best(unit_rows(queries)[:, cols])
+            return [(ids[r], float(c)) if r >= 0 else (None, -1.0) for r, c in zip(rows.tolist(), top.tolist())]
         kind_filter = " AND b.kind = ANY(%s)" if kinds is not None else ""
         params: list[Any] = [[self._unit(q) for q in queries], space] + ([list(kinds)] if kinds is not None else [])
         # one statement for all queries; a few candidates each, re-ranked exactly (ties: earlier row)
@@ -816,11 +828,10 @@ class PgVectorIndex:
         return [(best[i][1], best[i][2]) if i in best else (None, -1.0) for i in range(1, len(queries) + 1)]
 
     def _resolution_rows(self, space: str, kinds: Sequence[str] | None) -> tuple[list[str], np.ndarray] | None:
-        """The vectors ``best`` compares against (entity resolution during ingest), kept in this
-        process and topped up by ``seq``: ingest compares every new name with every entity, which
-        as a server-side exact scan per document grew with the KG (7 ms a document at 3k
-        entities). Rows deleted or rolled back since are noticed by a count and the copy is
-        rebuilt. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
+        """The vectors ``best`` searches (entity resolution during ingest), kept in this process
+        and topped up by ``seq``, with a :class:`HyperplaneIndex` over them: a server-side exact
+        scan per document grew with the KG (7 ms a document at 3k entities). Rows deleted or
+        rolled back since are noticed by a count and the copy (and its index) is rebuilt. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
         (HNSW by then) answers instead (None)."""
         key = (space, tuple(kinds) if kinds is not None else None)
         ids, seqs, buf = self._resolution.get(key) or ([], [], np.zeros((0, self.dim or 0), dtype=np.float32))
@@ -834,11 +845,13 @@ class PgVectorIndex:
                                 (*params, top)).fetchone()[0]
             if kept != len(ids):   # rows went (deleted, rolled back) or came in below our mark: start over
                 ids, seqs, top = [], [], 0
+                self._resolution_starts[key] = self._resolution_starts.get(key, 0) + 1
             new = conn.cursor(binary=True).execute(f"SELECT id, seq, v FROM {self.table} WHERE {where} AND seq > %s "
                                                    "ORDER BY seq", (*params, top)).fetchall()
         n = len(ids)
         if n + len(new) > RESOLUTION_CACHE_ROWS:
             self._resolution.pop(key, None)
+            self._resolution_starts[key] = self._resolution_starts.get(key, 0) + 1
             return None
         if new:
             if n + len(new) > len(buf):   # grown by doubling: topping up costs what was added

@@ -29,6 +29,7 @@ CREATE INDEX IF NOT EXISTS edge_sources_doc ON edge_sources(doc_id);
 CREATE TABLE IF NOT EXISTS documents(id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '',
     status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
     seq INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS documents_seq ON documents(seq);
 CREATE TABLE IF NOT EXISTS aliases(alias TEXT PRIMARY KEY, node_id TEXT NOT NULL, similarity REAL NOT NULL);
 """
 

@@ -6,6 +6,9 @@ all implementing :class:`~langgraph_kgmem.kg.backend.VectorBackend`.
 - :class:`ChromaVectorIndex`: vectors persisted in a Chroma ``PersistentClient``; we always pass
   explicit vectors (Chroma's default embedding function would download a model) and keep a numpy
   mirror for fast, deterministic search and bulk reads.
+- :class:`HyperplaneIndex`: the closest-row search behind ``best`` (entity resolution), by
+  locality-sensitive hashing, so a new name costs the same in a large KG as in a small one; the
+  PostgreSQL backend uses it on its in-process copy of the entity vectors too.
 
 Spaces separate families of vectors: ``"nodes"`` (entities, chunks, anchors ...) and ``"facts"``
 (relation edges rendered as text).
@@ -38,6 +41,8 @@ class _Space:
         self._masks: dict[Any, Any] = {}  # kind filter → row mask, ("rows", filter) → rows and ids (until a write)
         self.version = 0                  # bumped by every upsert/delete
         self.dirty: set[str] = set()      # ids upserted since the last take_dirty (when tracked)
+        # (kinds, columns) -> candidate index over those rows, and the rows it has looked at
+        self._candidate_indexes: dict[Any, tuple[HyperplaneIndex, int]] = {}
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
                normalized: bool = False) -> None:
@@ -57,6 +62,7 @@ class _Space:
             if r is not None:
                 self._buf[r] = vectors[i]
                 self.kinds[r] = kind
+                self._candidate_indexes.clear()   # a row changed in place: its keys may be wrong now
             else:
                 pending[nid] = len(new_rows)
                 new_rows.append((nid, kind))
@@ -102,6 +108,7 @@ class _Space:
             self.ids = [self.ids[i] for i in keep]
             self.kinds = [self.kinds[i] for i in keep]
             self.row = {nid: i for i, nid in enumerate(self.ids)}
+            self._candidate_indexes.clear()   # positions changed
         self.version += 1
         self._kind_arr = None
         self._masks.clear()
@@ -119,6 +126,26 @@ class _Space:
                 mask = self.alive & np.isin(self._kind_arr, list(key))
             self._masks[key] = mask
         return mask
+
+    def candidate_index(self, kinds: Sequence[str] | None, columns: slice | None) -> HyperplaneIndex:
+        """The candidate index over the rows of these kinds (in these columns), brought up to date:
+        rows appended since the last call are added (deleted ones stay in it; searches mask them
+        by :attr:`alive`). Rebuilt only after a row changed in place or a compaction."""
+        key = (None if kinds is None else tuple(sorted(set(kinds))),
+               None if columns is None else (columns.start, columns.stop, columns.step))
+        index, seen = self._candidate_indexes.get(key) or (None, 0)
+        cols = columns if columns is not None else slice(None)
+        if index is None:
+            index = HyperplaneIndex(self.mat[:0, cols].shape[1])
+        n = len(self.ids)
+        if seen < n:
+            wanted = None if key[0] is None else set(key[0])
+            rows = np.asarray([r for r in range(seen, n) if self._alive_buf[r]
+                               and (wanted is None or self.kinds[r] in wanted)], dtype=np.int64)
+            if len(rows):
+                index.add(rows, self.mat[rows][:, cols])
+        self._candidate_indexes[key] = (index, n)
+        return index
 
     def kind_rows(self, kinds: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
         """Positions and ids of the live rows of these kinds, in row order; cached until the next
@@ -179,6 +206,149 @@ def pairs_above(ids: Sequence[str], mat: np.ndarray, threshold: float, max_per_n
                 cand = cand[np.argsort(-row[cand], kind="stable")[:max_per_node]]
             pairs.extend((ids[i], ids[j], float(row[j])) for j in sorted(cand.tolist()))
     return pairs
+
+
+LSH_TABLES = 20     # independent hash tables: a pair one misses, another finds
+LSH_BITS = 18       # hyperplanes per table: about N / 2**18 unrelated rows share a query's bucket
+LSH_DOUBT = 6       # a query probes every bucket its 6 least certain sides lead to (64 per table)
+LSH_SEED = 20240611  # fixed: the same rows give the same tables in every process
+TAIL_ROWS = 2048    # newest rows, compared exactly, before they are filed into the tables
+
+
+class HyperplaneIndex:
+    """Top-1 cosine search whose cost per query grows far slower than the rows: entity resolution
+    asks, for every new name, for the closest existing name, and comparing it with all of them
+    made ingest slower with every document the KG held.
+
+    Locality-sensitive hashing with random hyperplanes: a row's key in a table is the side of
+    each of the table's :data:`LSH_BITS` hyperplanes it lies on. A query is compared exactly with
+    the rows of :data:`LSH_TABLES` tables' buckets it probes, and with the newest rows (at most
+    :data:`TAIL_ROWS`, not yet filed). In each table it probes its own bucket and every bucket
+    reached by flipping any of its :data:`LSH_DOUBT` sides closest to a hyperplane (where a near
+    row most likely lies on the other side). The hyperplanes are Gaussian, so the chance that a
+    row at a given cosine is compared depends on that cosine alone, whatever the vectors look
+    like: by simulation, about 2 in 10,000 at cosine 0.85 and fewer than 1 in 100,000 at 0.9 are
+    missed (tests/test_candidate_search.py measures it). So the best match above a merge
+    threshold is a full scan's but for that chance; a poor best match (cosine 0.5) may be missed,
+    which merging ignores anyway. Ties go to the lowest position, like a full scan's first maximum.
+
+    Rows are appended with ascending positions (the caller's numbering); the sorted keys of each
+    table grow by merging in :data:`TAIL_ROWS` rows at a time."""
+
+    def __init__(self, dim: int) -> None:
+        rng = np.random.default_rng(LSH_SEED)
+        self.planes = rng.standard_normal((dim, LSH_TABLES * LSH_BITS)).astype(np.float32)
+        self.weights = np.left_shift(np.int64(1), np.arange(LSH_BITS, dtype=np.int64))
+        # row s: which of the LSH_DOUBT least certain sides probe s flips (subset s, as bits)
+        self.subsets = ((np.arange(1 << LSH_DOUBT)[:, None] >> np.arange(LSH_DOUBT)) & 1).astype(np.int64)
+        self.dim = dim
+        self.n = 0        # rows held
+        self.filed = 0    # rows [0, filed) are in the tables, the rest in the tail
+        self.rows = np.zeros(0, dtype=np.int64)                  # index -> caller's position
+        self.vecs = np.zeros((0, dim), dtype=np.float32)
+        self.keys = np.zeros((LSH_TABLES, 0), dtype=np.int64)    # per table, sorted
+        self.order = np.zeros((LSH_TABLES, 0), dtype=np.int64)   # index of each sorted key's row
+
+    def _project(self, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(n, tables, bits) projections on the hyperplanes, and (n, tables) keys: bit k of a
+        table's key is the side of its k-th hyperplane."""
+        proj = (vecs @ self.planes).reshape(len(vecs), LSH_TABLES, LSH_BITS)
+        return proj, (proj > 0).astype(np.int64) @ self.weights
+
+    def add(self, rows: np.ndarray, vecs: np.ndarray) -> None:
+        """Append rows (positions above every one added so far) with their unit vectors."""
+        rows = np.asarray(rows, dtype=np.int64)
+        vecs = np.asarray(vecs, dtype=np.float32)
+        need = self.n + len(rows)
+        if need > len(self.rows):   # doubling: appends cost what they add
+            cap = max(need, 2 * len(self.rows), 256)
+            grown_rows = np.zeros(cap, dtype=np.int64)
+            grown_rows[:self.n] = self.rows[:self.n]
+            grown = np.zeros((cap, self.dim), dtype=np.float32)
+            grown[:self.n] = self.vecs[:self.n]
+            self.rows, self.vecs = grown_rows, grown
+        self.rows[self.n:need] = rows
+        self.vecs[self.n:need] = vecs
+        self.n = need
+        if self.n - self.filed >= TAIL_ROWS:
+            self._file()
+
+    def _file(self) -> None:
+        """The tail into every table: its keys sorted, then merged in after equal keys (rows keep
+        ascending order within a bucket)."""
+        new = np.arange(self.filed, self.n, dtype=np.int64)
+        keys = self._project(self.vecs[self.filed:self.n])[1].T
+        merged_keys, merged_order = [], []
+        for t in range(LSH_TABLES):
+            by_key = np.argsort(keys[t], kind="stable")
+            at = np.searchsorted(self.keys[t], keys[t][by_key], side="right")
+            merged_keys.append(np.insert(self.keys[t], at, keys[t][by_key]))
+            merged_order.append(np.insert(self.order[t], at, new[by_key]))
+        self.keys, self.order = np.stack(merged_keys), np.stack(merged_order)
+        self.filed = self.n
+
+    def candidates(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query, row index) pairs that share a probed bucket in some table, each pair once,
+        sorted by query then row."""
+        if not self.filed:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        proj, qkeys = self._project(queries)
+        doubt = np.argsort(np.abs(proj), axis=2, kind="stable")[:, :, :LSH_DOUBT]   # (m, tables, doubt)
+        flips = np.left_shift(np.int64(1), doubt) @ self.subsets.T                   # (m, tables, probes)
+        per_query = flips.shape[2]
+        found = []
+        for t in range(LSH_TABLES):
+            probes = (qkeys[:, t, None] ^ flips[:, t, :]).ravel()
+            by_key = np.argsort(probes)   # sorted needles: each search starts where the last ended
+            lo = np.empty_like(probes)
+            count = np.empty_like(probes)
+            lo[by_key] = np.searchsorted(self.keys[t], probes[by_key], side="left")
+            count[by_key] = np.searchsorted(self.keys[t], probes[by_key], side="right")
+            count -= lo
+            hit = np.flatnonzero(count)
+            if not len(hit):
+                continue
+            lo, count = lo[hit], count[hit]
+            # every entry of each [lo, lo + count) range, as one index array
+            starts = np.repeat(lo - np.concatenate(([0], np.cumsum(count)[:-1])), count)
+            entries = self.order[t][starts + np.arange(int(count.sum()))]
+            found.append(np.repeat(hit // per_query, count) * self.n + entries)
+        if not found:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        pairs = np.sort(np.concatenate(found))
+        pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+        return pairs // self.n, pairs % self.n
+
+    def best(self, queries: np.ndarray, alive: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per query row (unit), the position of its most similar row found and the cosine;
+        position -1 (cosine -inf) when no row is found. ``alive``: a mask over positions; rows
+        outside it (deleted) never match."""
+        queries = np.asarray(queries, dtype=np.float32)
+        m = len(queries)
+        top_rows = np.full(m, -1, dtype=np.int64)
+        top = np.full(m, -np.inf, dtype=np.float32)
+        if not m or not self.n:
+            return top_rows, top
+        if self.filed < self.n:   # the tail, exactly
+            sims = queries @ self.vecs[self.filed:self.n].T
+            if alive is not None:
+                sims[:, ~alive[self.rows[self.filed:self.n]]] = -np.inf
+            j = np.argmax(sims, axis=1)
+            top[:] = sims[np.arange(m), j]
+            top_rows[:] = self.rows[self.filed + j]
+        qs, idx = self.candidates(queries)
+        if len(qs):
+            bounds = np.flatnonzero(np.diff(qs)) + 1
+            for q, ii in zip(qs[np.r_[0, bounds]].tolist(), np.split(idx, bounds)):
+                sims = self.vecs[ii] @ queries[q]
+                if alive is not None:
+                    sims[~alive[self.rows[ii]]] = -np.inf
+                j = int(np.argmax(sims))   # rows ascend: the first maximum is the lowest position
+                # a filed row's position is below every tail row's: on a tie it wins
+                if sims[j] >= top[q] and sims[j] > -np.inf:
+                    top[q], top_rows[q] = sims[j], self.rows[ii[j]]
+        top_rows[top == -np.inf] = -1
+        return top_rows, top
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -277,20 +447,18 @@ class NumpyVectorIndex:
 
     def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None,
              columns: slice | None = None) -> list[tuple[str | None, float]]:
-        """Top-1 (id, cosine) per row of ``queries`` (unit rows) in one matrix product over the
-        rows of these kinds; ties go to the earliest row, like :meth:`search`. ``(None, -1.0)``
-        when nothing matches. ``columns``: compare only these columns (rows and queries that are
-        zero elsewhere, such as the fast embedding's short texts: the same cosines, less work)."""
+        """Top-1 (id, cosine) per row of ``queries`` (unit rows) among the rows of these kinds, by a
+        :class:`HyperplaneIndex` kept up to date with the space (a full scan per query would grow with
+        the KG); ties go to the earliest row, like :meth:`search`. ``(None, -1.0)`` when nothing
+        matches. ``columns``: compare only these columns (rows and queries that are zero
+        elsewhere, such as the fast embedding's short texts: the same cosines, less work)."""
         s = self._space(space)
         queries = np.asarray(queries, dtype=np.float32)
-        mask = s.kind_mask(kinds) if len(s.ids) else np.zeros(0, dtype=bool)
-        if not len(queries) or not mask.any():
+        if not len(queries) or not len(s.ids):
             return [(None, -1.0)] * len(queries)
         cols = columns if columns is not None else slice(None)
-        scores = queries[:, cols] @ s.mat[:, cols].T   # a strided view: no copy of the matrix
-        scores[:, ~mask] = -np.inf
-        top = np.argmax(scores, axis=1)   # first maximum: the earliest row wins ties
-        return [(s.ids[j], float(scores[i, j])) for i, j in enumerate(top)]
+        rows, top = s.candidate_index(kinds, columns).best(queries[:, cols], s.alive)
+        return [(s.ids[r], float(c)) if r >= 0 else (None, -1.0) for r, c in zip(rows.tolist(), top.tolist())]
 
     def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None
                ) -> tuple[list[str], np.ndarray]:

@@ -1,0 +1,190 @@
+#!/usr/bin/env python
+"""Ingest throughput as the KG grows: one-sentence documents, each naming a new person.
+
+    python tools/ingest_scale.py --docs 100000 --batch 2000 --embeddings hash
+    python tools/ingest_scale.py --docs 20000 --kg postgresql://...   # the server backend
+    python tools/ingest_scale.py --docs 10000 --profile ingest.prof     # cProfile of the whole run
+
+Every document is one sentence ("Kalo Venrith joined the Harbor Guild in 1987.") whose person is
+new to the KG, next to an organisation and a year drawn from small fixed sets, so each one adds
+an entity the resolver must compare with all the KG's names, and also meets names it knows.
+Documents go to ``kg.add_documents(model="offline")`` ``--batch`` at a time into one KG;
+each batch's documents per second are printed as it ends, and the ratio of the last batch to the
+first at the end (1.0: ingest cost does not grow with the KG). A benchmark, not a test: figures
+depend on the machine and its load, so compare ratios taken within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_ONSET = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kl", "st", "th", "vr"]
+_VOWEL = ["a", "e", "i", "o", "u", "ai", "ei", "ou"]
+_CODA = ["", "n", "r", "s", "l", "x", "th", "m"]
+_ORGS = ["Harbor Guild", "Northern Rail Company", "Saint Brennan Hospital", "Coastal Survey Office",
+         "Meridian Press", "Valley Water Board", "Granite Mining Trust", "Royal Botanic Society"]
+_VERBS = ["joined", "left", "founded a branch of", "worked for", "advised", "wrote about"]
+
+
+def _word(n: int) -> str:
+    """A pronounceable word for ``n`` (two syllables, a bijection on 0..(20*8*8)^2-1)."""
+    parts = []
+    for _ in range(2):
+        n, c = divmod(n, len(_CODA))
+        n, v = divmod(n, len(_VOWEL))
+        n, o = divmod(n, len(_ONSET))
+        parts.append(_ONSET[o] + _VOWEL[v] + _CODA[c])
+    return "".join(parts).capitalize()
+
+
+def person(i: int) -> str:
+    """The ``i``-th document's new name: distinct for every ``i`` (first and last word together)."""
+    # a stride coprime with the word count scatters consecutive documents across the alphabet
+    span = (len(_ONSET) * len(_VOWEL) * len(_CODA)) ** 2
+    k = (i * 7919) % (span * span)
+    return f"{_word(k % span)} {_word(k // span)}"
+
+
+def document(i: int) -> dict[str, str]:
+    org, verb, year = _ORGS[i % len(_ORGS)], _VERBS[i % len(_VERBS)], 1900 + (i * 37) % 120
+    return {"id": f"doc-{i}", "text": f"{person(i)} {verb} the {org} in {year}."}
+
+
+def grown_vs_fresh(kg, args: argparse.Namespace, target: str, kw: dict) -> list[float]:
+    """``args.pairs`` times: a batch of new documents into the grown KG, then one into a new empty
+    KG of the same backend, back to back (the load of the moment weighs on both); their rates'
+    ratios. What the first batch of the run measured, without the minutes of drift in between."""
+    from langgraph_kgmem import KnowledgeGraph
+
+    ratios = []
+    nxt = args.docs
+    print(f"{'pair':>4} {'grown docs/s':>13} {'fresh docs/s':>13} {'grown/fresh':>12}", flush=True)
+    for p in range(args.pairs):
+        rates = []
+        for fresh in (False, True):
+            docs = [document(i) for i in range(nxt, nxt + args.batch)]
+            nxt += args.batch
+            with tempfile.TemporaryDirectory() as tmp:
+                if fresh:
+                    where = target if target.startswith("postgres") else str(Path(tmp) / "kg")
+                    g = KnowledgeGraph.open(where, name=f"fresh{p}", embeddings=args.embeddings, **kw)
+                else:
+                    g = kg
+                try:
+                    t0 = time.perf_counter()
+                    g.add_documents(docs, model="offline", merge_threshold=args.merge_threshold, progress=False)
+                    rates.append(len(docs) / (time.perf_counter() - t0))
+                finally:
+                    if fresh:
+                        g.close()
+        ratios.append(rates[0] / rates[1])
+        print(f"{p + 1:>4} {rates[0]:>13.1f} {rates[1]:>13.1f} {ratios[-1]:>12.2f}", flush=True)
+    return ratios
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=100_000, help="documents in all (default 100000)")
+    ap.add_argument("--batch", type=int, default=2000, help="documents per add_documents call and per figure")
+    ap.add_argument("--embeddings", default="hash", help="hash (default), fast, local, or any embeddings spec")
+    ap.add_argument("--kg", default=None, help="a KG directory or postgresql:// URI (default: a temporary directory)")
+    ap.add_argument("--vectors", choices=["memory", "chroma"], default="memory",
+                    help="embedded vector backend (default memory: numpy, saved next to the SQLite file)")
+    ap.add_argument("--merge-threshold", type=float, default=0.85)
+    ap.add_argument("--reference", type=int, default=0,
+                    help="after each batch, also ingest this many new documents into an empty in-memory KG "
+                         "and print the batch's rate relative to that yardstick's, taken moments apart: on a "
+                         "shared machine the load changes during a long run, the yardstick's work does not")
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="after the run, this many pairs of batches, one more into the grown KG and one into a "
+                         "new empty KG of the same backend, back to back; their median ratio is the growth "
+                         "figure least moved by other processes' load (default 3)")
+    ap.add_argument("--profile", default=None,
+                    help="write cProfiles of the first and the last batch to PROFILE.first and PROFILE.last "
+                         "(what grows with the KG is what differs)")
+    args = ap.parse_args(argv)
+
+    from langgraph_kgmem import KnowledgeGraph
+
+    tmp = None
+    target = args.kg
+    if target is None:
+        tmp = tempfile.TemporaryDirectory()
+        target = str(Path(tmp.name) / "kg")
+    kw = {} if target.startswith("postgres") else {"vector_backend": args.vectors}
+    kg = KnowledgeGraph.open(target, name="scale", embeddings=args.embeddings, **kw)
+    rates: list[float] = []
+    cpu_rates: list[float] = []
+    relative: list[float] = []   # batch rate / yardstick rate
+    merged = 0
+    print(f"ingest_scale: {args.docs} documents, batches of {args.batch}, embeddings {args.embeddings}, "
+          f"backend {kg._vector_backend}", flush=True)
+    # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
+    print(f"{'docs':>8} {'entities':>9} {'merged':>7} {'seconds':>8} {'docs/s':>8} {'vs first':>8} "
+          f"{'cpu s':>8} {'docs/cpu s':>10} {'vs first':>8}" + (f" {'yardstick':>9} {'vs first':>8}" if args.reference else ""),
+          flush=True)
+    starts = list(range(0, args.docs, args.batch))
+    try:
+        for start in starts:
+            docs = [document(i) for i in range(start, min(start + args.batch, args.docs))]
+            prof = None
+            if args.profile and start in (starts[0], starts[-1]):
+                import cProfile
+
+                prof = cProfile.Profile()
+            t0, c0 = time.perf_counter(), time.process_time()
+            if prof is not None:
+                prof.enable()
+            report = kg.add_documents(docs, model="offline", merge_threshold=args.merge_threshold, progress=False)
+            if prof is not None:
+                prof.disable()
+                prof.dump_stats(f"{args.profile}.{'first' if start == starts[0] else 'last'}")
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+            rates.append(len(docs) / seconds)
+            cpu_rates.append(len(docs) / cpu)
+            merged += report.entities_merged
+            extra = ""
+            if args.reference:
+                ref = KnowledgeGraph.in_memory(name="yardstick", embeddings=args.embeddings)
+                try:   # documents of their own, past the run's, so nothing is shared with the big KG
+                    yard = [document(args.docs + i) for i in range(args.reference)]
+                    t1 = time.perf_counter()
+                    ref.add_documents(yard, model="offline", merge_threshold=args.merge_threshold, progress=False)
+                    ref_rate = args.reference / (time.perf_counter() - t1)
+                finally:
+                    ref.close()
+                relative.append(rates[-1] / ref_rate)
+                extra = f" {ref_rate:>9.1f} {relative[-1] / relative[0]:>8.2f}"
+            print(f"{start + len(docs):>8} {len(kg.vector_ids(('entity',))):>9} {merged:>7} {seconds:>8.2f} "
+                  f"{rates[-1]:>8.1f} {rates[-1] / rates[0]:>8.2f} {cpu:>8.2f} {cpu_rates[-1]:>10.1f} "
+                  f"{cpu_rates[-1] / cpu_rates[0]:>8.2f}{extra}", flush=True)
+        pair_ratios = [] if not starts else grown_vs_fresh(kg, args, target, kw)
+    finally:
+        kg.close()
+        if tmp is not None:
+            tmp.cleanup()
+    if pair_ratios:
+        print(f"grown/fresh (median of {len(pair_ratios)} pairs): {statistics.median(pair_ratios):.2f}")
+    print(f"last/first: {rates[-1] / rates[0]:.2f} ({rates[0]:.1f} -> {rates[-1]:.1f} documents/s); "
+          f"per CPU second {cpu_rates[-1] / cpu_rates[0]:.2f} ({cpu_rates[0]:.1f} -> {cpu_rates[-1]:.1f})"
+          + (f"; against the yardstick {relative[-1] / relative[0]:.2f}" if relative else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
