@@ -167,8 +167,8 @@ def test_the_highlight_is_exactly_the_runs_path(exported_run):
     assert highlighted == on_path
     hl_edges = [e for e in data["edges"] if e["hl"]]
     assert hl_edges and all(e["src"] in on_path and e["dst"] in on_path for e in hl_edges)
-    unplain = page_data(plain)
-    assert not any(n["hl"] for n in unplain["nodes"]) and not any(e["hl"] for e in unplain["edges"])
+    without_run = page_data(plain)
+    assert not any(n["hl"] for n in without_run["nodes"]) and not any(e["hl"] for e in without_run["edges"])
 
 
 def test_page_renders_every_node_in_chromium(run_page, tmp_path):
