@@ -63,7 +63,7 @@ def test_app_batch_applies_every_remindrag_edge_update(kg, monkeypatch):
 
 
 WORKER = """
-    import json, sys, time
+    import json, os, sys, time
     from pathlib import Path
     from langgraph_kgmem import KnowledgeGraph
     sys.path.insert(0, sys.argv[5])
@@ -83,7 +83,7 @@ WORKER = """
         _, store = open_persistence(Path(store_file))
     app = compile_method(method, kg, store=store)
     _pause_after_reads(store, read_pause)
-    (meet / f"ready-{time.monotonic_ns()}").touch()   # a barrier: every process starts at once
+    (meet / f"ready-{os.getpid()}").touch()   # a barrier: every process starts at once
     deadline = time.monotonic() + 120
     while len(list(meet.glob("ready-*"))) < processes and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -95,13 +95,14 @@ WORKER = """
 """
 
 
-def _run_workers(target: str, method: str, per_process: list[list[str]], store_file: str = "") -> list[dict]:
+def _run_workers(target: str, method: str, per_process: list[list[str]], store_file: str = "",
+                 read_pause: float = READ_PAUSE) -> list[dict]:
     import tempfile
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with tempfile.TemporaryDirectory(prefix="kgmem-meet-") as meet:
         procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(WORKER), target, method, json.dumps(qs),
-                                   store_file, str(ROOT / "tests"), meet, str(len(per_process)), str(READ_PAUSE)],
+                                   store_file, str(ROOT / "tests"), meet, str(len(per_process)), str(read_pause)],
                                   env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for qs in per_process]
         outs = []
@@ -137,7 +138,9 @@ def test_three_processes_store_every_autopruned_question_run_on_postgres(new_dat
     with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
         kg.add_documents(SAMPLE_DOCS, model="offline")
     qs = _questions(30)
-    _run_workers(uri, "autopruned", [qs[0::3], qs[1::3], qs[2::3]])
+    # a codebook save follows its read by a whole run's work, so writers drift apart: a longer pause
+    # keeps three of them overlapping on every server-side lock path
+    _run_workers(uri, "autopruned", [qs[0::3], qs[1::3], qs[2::3]], read_pause=0.3)
     with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
         _, store = kg.persistence()
         book = Codebook.load(store, "shared")
