@@ -105,16 +105,27 @@ def page_data(page: Path) -> dict:
     return json.loads(match.group(1))
 
 
+def path_nodes(kg, run: dict) -> set[str]:
+    """The nodes of the path that answered: its evidence, each hop's nodes and its edge's ends."""
+    ids = {ev["id"] for ev in run["evidence"]}
+    for hop in run.get("path", []):
+        ids.update(hop[k] for k in ("from", "to") if hop.get(k))
+        if hop.get("edge"):
+            edge = kg.edge(hop["edge"])
+            ids.update((edge.src, edge.dst))
+    return {i for i in ids if kg.node(i) is not None}
+
+
 @pytest.fixture(scope="module")
-def run_page(tmp_path_factory):
-    """A KG on disk, one offline method run, and the view exported by `kgmem export --html --run`."""
+def exported_run(tmp_path_factory):
+    """A KG on disk, one offline method run, and the view exported by `kgmem export --html --run`:
+    (page with the run, page without it, node count, the run's path nodes, every node id)."""
     from langgraph_kgmem import KnowledgeGraph
     from langgraph_kgmem.cli import main
 
     from conftest import SAMPLE_DOCS
     from method_cases import compile_method
 
-    chromium()  # skip before any work when there is no browser
     tmp_path = tmp_path_factory.mktemp("view")
     sample_docs = [dict(d) for d in SAMPLE_DOCS]
     kg_dir = tmp_path / "kg"
@@ -124,6 +135,8 @@ def run_page(tmp_path_factory):
         # a path to highlight, and edge memory in the KG's own store to draw
         run = compile_method("remindrag", kg, store=kg.persistence()[1]).invoke({"question": QUESTION})
         nodes = kg.node_count()
+        on_path = path_nodes(kg, run)
+        every = {n.id for n in kg.nodes()}
     finally:
         kg.close()
     run_file = tmp_path / "run.json"
@@ -134,22 +147,43 @@ def run_page(tmp_path_factory):
                  "--html", str(page), "--run", str(run_file)]) == 0
     plain = tmp_path / "plain.html"
     assert main(["export", "--kg", str(kg_dir), "--name", "view", "--embeddings", "hash", "--html", str(plain)]) == 0
-    return page, plain, nodes
+    return page, plain, nodes, on_path, every
+
+
+@pytest.fixture(scope="module")
+def run_page(exported_run):
+    """The exported pages, for the browser tests (skipped before any work when there is no browser)."""
+    chromium()
+    return exported_run
+
+
+def test_the_highlight_is_exactly_the_runs_path(exported_run):
+    """Highlighted: the nodes of the path that answered, and nothing else; edges only between them."""
+    page, plain, _, on_path, every = exported_run
+    data = page_data(page)
+    assert len(data["nodes"]) == len(every)   # nothing cut: every node's flag is in the page
+    highlighted = {n["id"] for n in data["nodes"] if n["hl"]}
+    assert on_path and on_path < every        # a path that leaves nodes out, so the check can fail
+    assert highlighted == on_path
+    hl_edges = [e for e in data["edges"] if e["hl"]]
+    assert hl_edges and all(e["src"] in on_path and e["dst"] in on_path for e in hl_edges)
+    without_run = page_data(plain)
+    assert not any(n["hl"] for n in without_run["nodes"]) and not any(e["hl"] for e in without_run["edges"])
 
 
 def test_page_renders_every_node_in_chromium(run_page, tmp_path):
-    page, _, nodes = run_page
+    page, _, nodes, on_path, _ = run_page
     proc = run_chromium(["--dump-dom"], tmp_path, page.as_uri())
     dom = proc.stdout.decode()
     assert f'data-rendered="{nodes}"' in dom, proc.stderr.decode(errors="replace")[-1500:]
     circles = re.findall(r"<circle\b[^>]*>", dom)
     assert len(circles) == nodes
-    assert sum('class="node hl"' in c for c in circles) >= 1  # the run's nodes are marked
+    assert sum('class="node hl"' in c for c in circles) == len(on_path)  # the run's nodes, and only they, are marked
     assert len(re.findall(r"<line\b", dom)) == len(page_data(page)["edges"])
 
 
 def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_path):
-    page, plain, _ = run_page
+    page, plain, *_ = run_page
     img = screenshot(page, tmp_path)
     shutil.copy(tmp_path / f"{page.stem}.png", page.with_name("last_screenshot.png"))  # for a human look
     assert img.shape == (WINDOW[1], WINDOW[0], 3)

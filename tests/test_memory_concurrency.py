@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ QUESTIONS = ["Where was Marie Curie born?", "Which river flows into the Baltic S
              "What is the capital of Poland?", "What did Marie Curie discover?", "Where is Warsaw?",
              "Which prize did Marie Curie win?", "Where did Pierre Curie marry?", "What is the longest river in Poland?",
              "Who was a French physicist?"]
+READ_PAUSE = 0.05   # seconds each memory read waits before it returns (inside the lock, where there is one)
 
 
 def _questions(n: int) -> list[str]:
@@ -31,8 +33,27 @@ def _questions(n: int) -> list[str]:
     return [QUESTIONS[i % len(QUESTIONS)] + ("" if i < len(QUESTIONS) else f" (variant {i})") for i in range(n)]
 
 
-def test_app_batch_applies_every_remindrag_edge_update(kg):
+def _pause_after_reads(store, seconds: float, setattr=setattr) -> None:
+    """Make every read through ``store``'s class wait ``seconds`` before it returns (a store may
+    refuse instance attributes): a memory update reads, then writes, so the pause holds each
+    writer's read open while the others read too, unless the memory lock keeps them apart."""
+    from langgraph.store.base import GetOp
+
+    batch = type(store).batch
+
+    def batch_then_wait(self, ops):
+        ops = list(ops)
+        out = batch(self, ops)
+        if any(isinstance(op, GetOp) for op in ops):
+            time.sleep(seconds)
+        return out
+
+    setattr(type(store), "batch", batch_then_wait)
+
+
+def test_app_batch_applies_every_remindrag_edge_update(kg, monkeypatch):
     _, store = kg.persistence()
+    _pause_after_reads(store, READ_PAUSE, monkeypatch.setattr)
     app = compile_method("remindrag", kg, store=store)
     qs = _questions(8) * 6
     outs = app.batch([{"question": q} for q in qs], {"max_concurrency": 8})
@@ -42,12 +63,15 @@ def test_app_batch_applies_every_remindrag_edge_update(kg):
 
 
 WORKER = """
-    import json, sys
+    import json, os, sys, time
+    from pathlib import Path
     from langgraph_kgmem import KnowledgeGraph
     sys.path.insert(0, sys.argv[5])
     from method_cases import compile_method
+    from test_memory_concurrency import _pause_after_reads
     from tests.conftest import SAMPLE_DOCS
     target, method, questions, store_file = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+    meet, processes, read_pause = Path(sys.argv[6]), int(sys.argv[7]), float(sys.argv[8])
     if target.startswith("postgresql://"):
         kg = KnowledgeGraph.open(target, name="shared", embeddings="hash")
         _, store = kg.persistence()
@@ -58,6 +82,11 @@ WORKER = """
         kg.add_documents(SAMPLE_DOCS, model="offline")
         _, store = open_persistence(Path(store_file))
     app = compile_method(method, kg, store=store)
+    _pause_after_reads(store, read_pause)
+    (meet / f"ready-{os.getpid()}").touch()   # a barrier: every process starts at once
+    deadline = time.monotonic() + 120
+    while len(list(meet.glob("ready-*"))) < processes and time.monotonic() < deadline:
+        time.sleep(0.01)
     written = 0
     for q in questions:
         out = app.invoke({"question": q})
@@ -66,16 +95,21 @@ WORKER = """
 """
 
 
-def _run_workers(target: str, method: str, per_process: list[list[str]], store_file: str = "") -> list[dict]:
+def _run_workers(target: str, method: str, per_process: list[list[str]], store_file: str = "",
+                 read_pause: float = READ_PAUSE) -> list[dict]:
+    import tempfile
+
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(WORKER), target, method, json.dumps(qs),
-                               store_file, str(ROOT / "tests")], env=env, cwd=str(ROOT),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for qs in per_process]
-    outs = []
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err[-3000:]   # no crash in any process
-        outs.append(json.loads(out.strip().splitlines()[-1]))
+    with tempfile.TemporaryDirectory(prefix="kgmem-meet-") as meet:
+        procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(WORKER), target, method, json.dumps(qs),
+                                   store_file, str(ROOT / "tests"), meet, str(len(per_process)), str(read_pause)],
+                                  env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for qs in per_process]
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err[-3000:]   # no crash in any process
+            outs.append(json.loads(out.strip().splitlines()[-1]))
     return outs
 
 
@@ -104,7 +138,9 @@ def test_three_processes_store_every_autopruned_question_run_on_postgres(new_dat
     with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
         kg.add_documents(SAMPLE_DOCS, model="offline")
     qs = _questions(30)
-    _run_workers(uri, "autopruned", [qs[0::3], qs[1::3], qs[2::3]])
+    # a codebook save follows its read by a whole run's work, so writers drift apart: a longer pause
+    # keeps three of them overlapping on every server-side lock path
+    _run_workers(uri, "autopruned", [qs[0::3], qs[1::3], qs[2::3]], read_pause=0.3)
     with KnowledgeGraph.open(uri, name="shared", embeddings="hash") as kg:
         _, store = kg.persistence()
         book = Codebook.load(store, "shared")
@@ -170,20 +206,21 @@ def test_eight_processes_memorising_into_one_postgres_kg_lose_no_update(new_data
 
 def test_memory_lock_is_reentrant_and_serialises_threads():
     import threading
-    import time
 
     from langgraph.store.memory import InMemoryStore
 
     from langgraph_kgmem.memory.locks import memory_lock
 
     store, inside, peak = InMemoryStore(), [0], [0]
+    together = threading.Barrier(6)
 
     def work():
+        together.wait()   # all six ask for the lock at once
         with memory_lock(store, "k"):
             with memory_lock(store, "k"):   # re-entry by the holder does not deadlock
                 inside[0] += 1
                 peak[0] = max(peak[0], inside[0])
-                time.sleep(0.01)
+                time.sleep(0.05)
                 inside[0] -= 1
 
     threads = [threading.Thread(target=work) for _ in range(6)]

@@ -135,6 +135,55 @@ def test_four_processes_ingesting_at_once_build_the_serial_kg(new_database):
         assert all(d["status"] == "done" for d in kg.documents())
 
 
+SPELLINGS = ["Acme Corporation", "Acme-Corporation", "Acme, Corporation", "Acme / Corporation"]   # one entity
+RACER = """
+    import sys, time
+    from pathlib import Path
+    from langgraph_kgmem import KnowledgeGraph
+    uri, worker, meet, window = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4])
+    spellings = sys.argv[5:]
+    with KnowledgeGraph.open(uri, name="race", embeddings="hash") as kg:
+        sync = kg._sync_in_transaction
+
+        def sync_then_wait(conn):
+            # the write's view of the KG is taken here; holding it open puts every writer that is not
+            # serialised inside the same window, before any of them committed
+            sync(conn)
+            time.sleep(window)
+
+        kg._sync_in_transaction = sync_then_wait
+        (meet / f"ready-{worker}").touch()        # a barrier: all processes write at once
+        deadline = time.monotonic() + 120
+        while len(list(meet.glob("ready-*"))) < len(spellings) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        kg.add_triples([(spellings[worker], "makes", f"Product {worker}")], source=f"doc-{worker}")
+"""
+
+
+def test_writers_racing_on_one_new_entity_merge_it_as_serial_writers_do(new_database, tmp_path):
+    """The per-KG write lock is what makes entity resolution see the other writers' entities: each
+    process adds a spelling of one new company at the same moment, with merging on; serialised, the
+    first creates the entity and the others merge into it. Without the lock every writer would
+    resolve against the KG as it was before any of them (each sync holds its view open a while, so
+    the writers overlap every time) and create an entity of its own."""
+    uri = new_database()
+    KnowledgeGraph.open(uri, name="race", embeddings="hash").close()   # schema and KG row made once
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(RACER), uri, str(w), str(tmp_path), "1.5",
+                               *SPELLINGS], env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(len(SPELLINGS))]
+    for p in procs:
+        _, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-3000:]
+    with KnowledgeGraph.open(uri, name="race", embeddings="hash") as kg:
+        companies = [n for n in kg.nodes("entity") if n.text in SPELLINGS]
+        assert len(companies) == 1, f"one company, not {[n.text for n in companies]}"
+        aliases = kg.graph_store.aliases(companies[0].id)
+        assert len(aliases) == len(SPELLINGS) - 1            # every other spelling merged into it
+        products = {n.id for n in kg.nodes("entity") if n.text.startswith("Product ")}
+        assert len(products) == len(SPELLINGS)
+        assert {e.src for e in kg.edges() if e.dst in products} == {companies[0].id}   # all made by the one company
+
+
 def test_tenants_are_invisible_to_each_other_and_drop_removes_only_one(new_database):
     uri = new_database()
     a = KnowledgeGraph.open(uri, name="tenant-a", embeddings="hash")

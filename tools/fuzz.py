@@ -78,6 +78,7 @@ class Report:
     outcomes: Counter = field(default_factory=Counter)
     crashes: list[dict[str, Any]] = field(default_factory=list)
     documented: Counter = field(default_factory=Counter)
+    documented_runs: list[dict[str, Any]] = field(default_factory=list)   # which runs raised, and where
     fallbacks: Counter = field(default_factory=Counter)
     fallback_steps: Counter = field(default_factory=Counter)
     hostile_kinds: Counter = field(default_factory=Counter)
@@ -89,6 +90,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         return {"runs": self.runs, "outcomes": dict(self.outcomes), "crashes": self.crashes[:50],
                 "crash_count": len(self.crashes), "documented_errors": dict(self.documented),
+                "documented_runs": self.documented_runs[:50],
                 "fallbacks_by_kind": dict(self.fallbacks), "fallbacks_by_step": dict(self.fallback_steps),
                 "hostile_replies": dict(self.hostile_kinds), "runs_by_method": dict(self.by_method),
                 "max_run_seconds": round(self.max_seconds, 3), "slowest_run": self.slowest,
@@ -151,6 +153,7 @@ class Fuzzer:
         except KgmemError as exc:
             outcome = "documented"
             report.documented[type(exc).__name__] += 1
+            report.documented_runs.append({"seed": i, "method": method, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
             if show:
                 traceback.print_exc()
         except BaseException as exc:  # noqa: BLE001 - this is what the fuzzer is looking for
