@@ -179,8 +179,12 @@ class LocalModelServer:
 
         from langgraph_kgmem.model_endpoints import configure_model
 
+        # langchain-openai sends max_tokens as max_completion_tokens, which llama-cpp-python's server
+        # ignores: a reply (a grammar-constrained one included) would then run to the context window
+        extra_body = {**kwargs.pop("extra_body", {}), "max_tokens": max_tokens}
         model = ChatOpenAI(model=self.model_name, base_url=self.base_url, api_key="sk-local-no-key-needed",
-                           temperature=temperature, max_tokens=max_tokens, timeout=timeout, max_retries=0, **kwargs)
+                           temperature=temperature, max_tokens=max_tokens, timeout=timeout, max_retries=0,
+                           extra_body=extra_body, **kwargs)
         configure_model(self.base_url, max_in_flight=max_in_flight)
         return model
 
