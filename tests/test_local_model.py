@@ -96,3 +96,18 @@ def test_every_method_answers_two_questions_with_the_real_model(method, real_mod
         _usage_is_real(out["usage"])
         for fallback in out["usage"]["fallbacks"]:   # recorded, typed and redacted, never raised
             assert set(fallback) >= {"step", "kind", "error"}
+
+
+def test_the_readme_local_model_example_runs(local_llm):
+    """The README's local-model example, verbatim: its own server, extraction and CatRAG with the model."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(# local model:.*?)```", readme, re.S)
+    assert block, "README has no '# local model' example block"
+    namespace: dict = {}
+    exec(compile(block.group(1), "README-local-model", "exec"), namespace)  # noqa: S102 - our own README
+    assert namespace["report"].documents_added == 1
+    assert isinstance(namespace["out"]["answer"], str) and namespace["out"]["answer"]
+    assert namespace["summary"]["asked"] > 0
