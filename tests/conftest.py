@@ -115,6 +115,18 @@ def local_llm():
         yield server
 
 
+@pytest.fixture(scope="module")
+def text_kg():
+    """The sample KG on the embedded backend, built once per test module (for tests whose subject
+    does not depend on the storage: models' errors, requirements, a real model's decisions)."""
+    from langgraph_kgmem import KnowledgeGraph
+
+    g = KnowledgeGraph.in_memory(name="test")
+    g.add_documents(SAMPLE_DOCS, model="offline")
+    yield g
+    g.close()
+
+
 @pytest.fixture
 def store():
     from langgraph.store.memory import InMemoryStore

@@ -264,19 +264,6 @@ def test_a_provider_error_whose_text_raises_is_a_recorded_fallback(repr_raises):
         invoke_counted(model, [], step="raw")
 
 
-@pytest.fixture(scope="module")
-def text_kg():
-    """The sample KG on the embedded backend (a model's errors do not depend on the storage)."""
-    from conftest import SAMPLE_DOCS
-
-    from langgraph_kgmem import KnowledgeGraph
-
-    g = KnowledgeGraph.in_memory(name="test")
-    g.add_documents(SAMPLE_DOCS, model="offline")
-    yield g
-    g.close()
-
-
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_survives_a_provider_error_whose_text_raises(method, text_kg):
     """Every call raises an error whose __str__ (and __repr__) raise: each method ends in a

@@ -25,16 +25,6 @@ def real_model(local_llm):
     return local_llm.chat_model(max_tokens=160, timeout=240)
 
 
-@pytest.fixture(scope="module")
-def text_kg():
-    from conftest import SAMPLE_DOCS
-    from langgraph_kgmem import KnowledgeGraph
-
-    g = KnowledgeGraph.in_memory(name="real-model", embeddings="hash")
-    g.add_documents(SAMPLE_DOCS, model="offline")
-    return g
-
-
 def _usage_is_real(usage):
     assert usage["llm_calls"] > 0, usage
     assert usage["model_decisions"] > 0, usage

@@ -30,18 +30,6 @@ def recording(cls=ScriptedChatModel):
     return cls(responder=lambda messages, request: "no answer")
 
 
-@pytest.fixture(scope="module")
-def text_kg():
-    from conftest import SAMPLE_DOCS
-
-    from langgraph_kgmem import KnowledgeGraph
-
-    g = KnowledgeGraph.in_memory(name="test")
-    g.add_documents(SAMPLE_DOCS, model="offline")
-    yield g
-    g.close()
-
-
 def build(method, kg, **options):
     factory, preset = get_factory(method)
     return factory(kg, **{**preset, **FIRST_CALL_EARLY.get(method, {}), **options})
