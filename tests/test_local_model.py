@@ -16,13 +16,14 @@ from langgraph_kgmem import model_endpoints as ep
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 # small caps: the smoke proves the loop with a real model, the benchmark measures it
-SMOKE_OPTIONS = {"remindrag": {"max_hops": 2}, "r3cycle": {"max_steps": 3, "max_cycles": 1}}
+SMOKE_OPTIONS = {"remindrag": {"max_hops": 2}, "r3cycle": {"max_steps": 3, "max_cycles": 1},
+                 "catrag": {"n_seed": 2, "k_edge": 5}}
 
 
 @pytest.fixture(scope="module")
 def real_model(local_llm):
     ep.reset_endpoints()
-    return local_llm.chat_model(max_tokens=160, timeout=240)
+    return local_llm.chat_model(max_tokens=128, timeout=240)
 
 
 def _usage_is_real(usage):
