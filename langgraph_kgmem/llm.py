@@ -12,6 +12,10 @@ decision's pydantic schema refuses (lengths, ranges, NaN) count as malformed out
 the fallback). A model call that raises is retried once, then the decision falls back too; each
 fallback is recorded in ``usage["fallbacks"]`` with its ``kind``. Free text (:func:`generate`) is
 cut to :data:`MAX_TEXT_CHARS`. Token counting works on any text (:func:`count_tokens`).
+
+How a decision asks a given server for JSON (and how many calls may be in flight to it) is the
+business of :mod:`langgraph_kgmem.model_endpoints`: a method the server refuses is detected once
+and never retried.
 """
 
 from __future__ import annotations
