@@ -402,7 +402,7 @@ def decision_usage(method: str | None = None) -> dict[str, Any]:
 
 
 #: Fallback kinds that mean the model did not make the decision (the heuristic did).
-DECISION_FALLBACK_KINDS = frozenset({"malformed", "invalid", "model_error", "no_tool_call", "invalid_tool_call"})
+DECISION_FALLBACK_KINDS = frozenset({"malformed", "invalid", "model_error", "invalid_tool_call"})
 
 
 def decision_summary(usage: dict[str, Any] | None) -> dict[str, Any]:
@@ -610,8 +610,8 @@ async def _aperform_call(call: ModelCall) -> Any:
 
 
 # JSON-schema keywords a server may compile into a decoding grammar that grows with the bound
-# (llama.cpp expands a 1,000-character maxLength into nested rules, refuses the grammar, and its
-# Python server then dies mid-request); the pydantic schema still enforces them on the reply
+# (llama.cpp expands a long maxLength into nested rules, can refuse the grammar, and its Python
+# server may then die mid-request); the pydantic schema still enforces them on the reply
 _GRAMMAR_HEAVY = frozenset({"maxLength", "minLength", "maxItems", "minItems", "pattern", "maxProperties",
                             "minProperties", "uniqueItems", "multipleOf"})
 

@@ -92,6 +92,19 @@ def kg(make_kg):
     return g
 
 
+def run_readme_example(marker: str) -> dict:
+    """Execute the README's Python block that starts with the comment ``# <marker>``, verbatim;
+    returns its namespace (the names the example defines)."""
+    import re
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(rf"```python\n(# {re.escape(marker)}[^\n]*\n.*?)```", readme, re.S)
+    assert block, f"README has no '# {marker}' example block"
+    namespace: dict = {}
+    exec(compile(block.group(1), f"README-{marker}", "exec"), namespace)  # noqa: S102 - our own README
+    return namespace
+
+
 @pytest.fixture(autouse=True)
 def _fresh_model_endpoints():
     """What each test learns about a model's endpoint (refused structured-output methods, in-flight

@@ -119,14 +119,9 @@ def persistent_kg(request, tmp_path):
 
 def test_the_readme_async_example_runs_on_the_kgs_own_persistence(persistent_kg):
     """The README's async example, verbatim, on AsyncSqliteSaver/Store or the async Postgres pair."""
-    import re
-    from pathlib import Path
+    from conftest import run_readme_example
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```python\n(# async[^\n]*\n.*?)```", readme, re.S)
-    assert block, "README has no '# async' example block"
-    namespace: dict = {}
-    exec(compile(block.group(1), "README-async", "exec"), namespace)  # noqa: S102 - our own README
+    namespace = run_readme_example("async")
     out, state = asyncio.run(namespace["main"](persistent_kg))
     assert "Lovelace" in out["answer"] or out["evidence"]
     assert state.values["question"] == "Who worked with Ada Lovelace?"   # the thread was checkpointed

@@ -374,3 +374,21 @@ def test_apr_curve_measures_dense_k_and_apr_settings_side_by_side():
     assert all(0.0 <= r["answer_in_prompt"] <= 1.0 and 0.0 <= r["gold_coverage"] <= 1.0 for r in rows.values())
     assert rows["sb100-m10-q"]["prompt_tokens"] < rows["dense-5"]["prompt_tokens"]
     kg.close()
+
+
+def test_a_row_says_how_many_decisions_the_model_made_and_why_the_rest_fell_back():
+    from langgraph_kgmem.llm import call_usage, decision_usage, fallback_record, merge_usage
+
+    made = merge_usage(decision_usage("function_calling"), call_usage("x", 10, 2, 0.1, reported=True))
+    fell = merge_usage(decision_usage("prompt"), call_usage("x", 10, 2, 0.1))
+    fell["fallbacks"] = [fallback_record("x", "malformed", "not JSON")]
+    outcomes = [metrics.QuestionOutcome("q1", ["a"], ["a"], "x", "x", made, 1, 0.5),
+                metrics.QuestionOutcome("q2", ["a"], ["a"], "x", "x", fell, 1, 0.7)]
+    row = metrics.aggregate(outcomes, method="m", decider="local-llm", dataset="d", pass_no=1)
+    assert (row["model_decisions"], row["decisions_fell_back"], row["fallback_share"]) == (2, 1, 0.5)
+    assert row["fallbacks_by_kind"] == {"malformed": 1}
+    assert row["structured_output"] == {"function_calling": 1, "prompt": 1}
+    assert row["tokens_source"] == "server 1 calls, counted 1"
+    offline = metrics.aggregate([metrics.QuestionOutcome("q1", ["a"], ["a"], "x", "x", {}, 1, 0.5)],
+                                method="m", decider="offline", dataset="d", pass_no=1)
+    assert "model_decisions" not in offline     # no model, no decision figures

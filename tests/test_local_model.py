@@ -91,14 +91,9 @@ def test_every_method_answers_two_questions_with_the_real_model(method, real_mod
 
 def test_the_readme_local_model_example_runs(local_llm):
     """The README's local-model example, verbatim: its own server, extraction and CatRAG with the model."""
-    import re
-    from pathlib import Path
+    from conftest import run_readme_example
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```python\n(# local model:.*?)```", readme, re.S)
-    assert block, "README has no '# local model' example block"
-    namespace: dict = {}
-    exec(compile(block.group(1), "README-local-model", "exec"), namespace)  # noqa: S102 - our own README
+    namespace = run_readme_example("local model:")
     assert namespace["report"].documents_added == 1
     assert isinstance(namespace["out"]["answer"], str) and namespace["out"]["answer"]
     assert namespace["summary"]["asked"] > 0

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from benchlib.api import normalize_answer
-from langgraph_kgmem.llm import DECISION_FALLBACK_KINDS
+from langgraph_kgmem.llm import decision_summary, merge_usage
 
 ROW_KEYS = ("method", "decider", "dataset", "pass", "questions", "errors", "recall@2", "recall@5", "fcr", "em", "f1",
             "llm_calls_per_query", "prompt_tokens_per_query", "completion_tokens_per_query",
@@ -121,22 +121,16 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
                              for o in graded]),
         "titles_per_query": _mean([float(len(set(o.retrieved_titles))) for o in graded]),
     }
-    asked = sum(int(o.usage.get("model_decisions", 0) or 0) for o in ok)
-    if asked:   # a model decided: how often it did, how often the heuristics stood in, and why
-        kinds: dict[str, int] = {}
-        for o in ok:
-            for f in o.usage.get("fallbacks", []) or []:
-                kinds[str(f.get("kind"))] = kinds.get(str(f.get("kind")), 0) + 1
-        fell = sum(n for k, n in kinds.items() if k in DECISION_FALLBACK_KINDS)
-        reported = sum(int(o.usage.get("tokens_reported", 0) or 0) for o in ok)
-        counted = sum(int(o.usage.get("tokens_counted", 0) or 0) for o in ok)
-        methods: dict[str, int] = {}
-        for o in ok:
-            for m, n in (o.usage.get("structured_output") or {}).items():
-                methods[m] = methods.get(m, 0) + int(n)
-        row.update({"model_decisions": asked, "decisions_fell_back": fell,
-                    "fallback_share": round(fell / asked, 3), "fallbacks_by_kind": dict(sorted(kinds.items())),
-                    "structured_output": dict(sorted(methods.items())),
+    total = None
+    for o in ok:
+        total = merge_usage(total, o.usage)
+    decided = decision_summary(total)
+    if decided["asked"]:   # a model decided: how often it did, how often the heuristics stood in, and why
+        kinds = Counter(str(f.get("kind")) for f in total["fallbacks"])
+        reported, counted = total["tokens_reported"], total["tokens_counted"]
+        row.update({"model_decisions": decided["asked"], "decisions_fell_back": decided["fell_back"],
+                    "fallback_share": decided["fallback_share"], "fallbacks_by_kind": dict(sorted(kinds.items())),
+                    "structured_output": dict(sorted(total["structured_output"].items())),
                     "tokens_source": "server" if reported and not counted else "counted" if counted and not reported
                     else f"server {reported} calls, counted {counted}",
                     "seconds_per_query": _mean([o.wall_seconds for o in ok])})
