@@ -84,17 +84,35 @@ def as_documents(passages: Sequence[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def build_corpus(passages: Sequence[dict[str, str]], embeddings: Any, *, backend: str = DEFAULT_BACKEND,
-                 cache_dir: Path | None = None, log: Any = None) -> BuiltCorpus:
-    """The pristine KG for ``passages`` (offline extractor), from the cache or built now."""
+                 cache_dir: Path | None = None, log: Any = None, extractor: Any = "offline",
+                 extractor_label: str = "offline") -> BuiltCorpus:
+    """The pristine KG for ``passages``, from the cache or built now: extracted offline, or by
+    ``extractor`` (a chat model, a zero-argument callable giving one, or "offline").
+    ``extractor_label`` names it in the cache key, so KGs from different extractors never mix."""
     docs = as_documents(passages)
 
-    def fill(kg: KnowledgeGraph) -> None:
-        if log and len(docs) > 50:
-            log(f"building KG for {len(docs)} passages (offline extractor, {embeddings_id(embeddings)}) ...")
-        kg.add_documents(docs, model="offline", progress=False)
+    def fill(kg: KnowledgeGraph) -> dict[str, Any]:
+        model = extractor() if callable(extractor) and not hasattr(extractor, "invoke") else extractor
+        if log and (len(docs) > 50 or model != "offline"):
+            log(f"building KG for {len(docs)} passages ({extractor_label} extractor, {embeddings_id(embeddings)}) ...")
+        report = kg.add_documents(docs, model=model, progress=False)
+        return extraction_figures(report)
 
-    return build_cached(corpus_key(passages, embeddings, backend), fill, embeddings, backend=backend,
-                        cache_dir=cache_dir, passages=len(docs))
+    key = corpus_key(passages, embeddings, backend)
+    if extractor_label != "offline":
+        key = hashlib.sha256(f"{key}|{extractor_label}".encode()).hexdigest()[:20]
+    return build_cached(key, fill, embeddings, backend=backend, cache_dir=cache_dir, passages=len(docs))
+
+
+def extraction_figures(report: Any) -> dict[str, Any]:
+    """What building a KG cost the extractor: calls and tokens (per chunk) and its decisions."""
+    usage, chunks = report.usage, max(report.chunks, 1)
+    return {"chunks": report.chunks, "llm_calls": usage.get("llm_calls", 0),
+            "prompt_tokens": usage.get("prompt_tokens", 0), "completion_tokens": usage.get("completion_tokens", 0),
+            "calls_per_chunk": round(usage.get("llm_calls", 0) / chunks, 2),
+            "tokens_per_chunk": round((usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)) / chunks, 1),
+            "decisions": report.decisions, "entities_added": report.entities_added,
+            "relations_added": report.relations_added, "seconds": round(report.seconds, 1)}
 
 
 def build_cached(key: str, fill: Any, embeddings: Any, *, backend: str = DEFAULT_BACKEND,
@@ -136,13 +154,15 @@ def _build(root: Path, final: Path, key: str, fill: Any, embeddings: Any, backen
     kg = KnowledgeGraph.open(tmp / "kg", name=KG_NAME, embeddings=embeddings, vector_backend=backend)
     try:
         e0 = kg.embed_seconds
-        fill(kg)
+        extraction = fill(kg)
         embed_s = kg.embed_seconds - e0
         stats = kg.stats()
     finally:
         kg.close()
     seconds = time.perf_counter() - t0
     stats = {k: stats[k] for k in ("documents", "nodes", "edges", "nodes_by_kind", "edges_by_kind")}
+    if isinstance(extraction, dict):
+        stats["extraction"] = extraction
     (tmp / "kg" / ".lock").unlink(missing_ok=True)
     meta = {"passages": passages, "build_seconds": round(seconds, 3), "embed_seconds": round(embed_s, 3),
             "stats": stats, "backend": backend, "embeddings": embeddings_id(embeddings)}

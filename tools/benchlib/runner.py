@@ -136,7 +136,11 @@ def plan_methods(args: argparse.Namespace, adapters: list[Any], emb: Any) -> lis
             if mode == "pooled":
                 if built_pooled is None:
                     passages = pooled_passages(args.dataset, qa_questions)
-                    b = corpora.build_corpus(passages, emb, backend=args.backend, log=log)
+                    extractor, label = extraction_model(args)
+                    b = corpora.build_corpus(passages, emb, backend=args.backend, log=log, extractor=extractor,
+                                             extractor_label=label)
+                    if "extraction" in b.stats:
+                        log(f"extraction ({label}): {b.stats['extraction']}")
                     built_pooled = Corpus(b, qa_questions, mode)
                     log(f"pooled KG: {b.passages} passages, {b.stats.get('nodes')} nodes, {b.stats.get('edges')} "
                         f"edges ({'cached' if b.cached else f'built in {b.build_seconds:.1f}s'})")
@@ -146,7 +150,9 @@ def plan_methods(args: argparse.Namespace, adapters: list[Any], emb: Any) -> lis
                 for q in qa_questions:
                     b = built_single.get(q.id)
                     if b is None:
-                        b = built_single[q.id] = corpora.build_corpus(q.passages, emb, backend=args.backend)
+                        extractor, label = extraction_model(args)
+                        b = built_single[q.id] = corpora.build_corpus(q.passages, emb, backend=args.backend,
+                                                                      extractor=extractor, extractor_label=label)
                         fresh += not b.cached
                     plan.corpora.append(Corpus(b, [q], mode))
                 if fresh:
@@ -171,6 +177,42 @@ def plan_methods(args: argparse.Namespace, adapters: list[Any], emb: Any) -> lis
                              "records, graph-qa")
         plans.append(plan)
     return plans
+
+
+class LocalExtractor:
+    """``--extractor local-llm``: the GGUF served only when a KG must be built (a cached KG needs
+    no server), once for all the KGs of a run, and stopped before any method runs (two llama.cpp
+    servers on the same cores slow each other down)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from langgraph_kgmem.local_model import find_gguf
+
+        self.args, self.gguf = args, find_gguf(args.gguf)
+        self.label = f"local-llm:{self.gguf.name}"
+        self.server: Any = None
+        self.model: Any = None
+
+    def __call__(self) -> Any:
+        if self.model is None:
+            from langgraph_kgmem.local_model import LocalModelServer
+
+            self.server = LocalModelServer(self.gguf, threads=self.args.llm_threads).start()
+            log(f"extraction model server: {self.server.info()} at {self.server.base_url}")
+            self.model = self.server.chat_model(max_tokens=512, timeout=300)
+        return self.model
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = self.model = None
+
+
+def extraction_model(args: argparse.Namespace) -> tuple[Any, str]:
+    """``--extractor``: "offline", or the run's :class:`LocalExtractor` and the label keying the cache."""
+    extractor = getattr(args, "_extractor", None)
+    if extractor is None:
+        return "offline", "offline"
+    return extractor, extractor.label
 
 
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -391,6 +433,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--build-only", action="store_true",
                     help="time building the dataset's pooled KG from nothing instead, once per --embeddings "
                          "(comma-separated, e.g. local,fast), cold embedding cache")
+    ap.add_argument("--extractor", default="offline", choices=["offline", "local-llm"],
+                    help="who builds the QA KGs: the offline extractor (default) or local-llm (the GGUF of "
+                         "--gguf served on 127.0.0.1 while a KG is built; cached per model like any KG), so "
+                         "methods can be compared on a KG a real model extracted, with any --decider")
     ap.add_argument("--extraction", action="store_true",
                     help="time concurrent LLM extraction instead (scripted model with simulated latency)")
     ap.add_argument("--extraction-latency", type=float, default=0.3, help="--extraction: seconds per LLM call")
@@ -462,12 +508,20 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     if not is_qa_dataset(args.dataset) and all(a.corpus in ("per-question", "pooled") for a in adapters):
         raise BenchError(f"unknown dataset {args.dataset!r}: give one of {', '.join(DATASETS)} or a JSONL path")
     emb = make_embeddings(args.embeddings)
-    server = start_local_llm(args) if args.decider == "local-llm" else None
+    args._extractor = LocalExtractor(args) if args.extractor == "local-llm" else None
+    server = None
     try:
+        if args._extractor is not None:
+            # the KGs are built before the decider's server starts, then the extraction server stops
+            plan_methods(args, adapters, emb)
+            args._extractor.stop()
+        server = start_local_llm(args) if args.decider == "local-llm" else None
         return _run_with(args, argv, reg, adapters, emb, server)
     finally:
         if server is not None:
             server.stop()
+        if args._extractor is not None:
+            args._extractor.stop()
 
 
 def _run_with(args: argparse.Namespace, argv: list[str], reg: Registry, adapters: list[Any], emb: Any,
@@ -538,7 +592,10 @@ def build_meta(args: argparse.Namespace, argv: list[str], plans: list[MethodPlan
             "build_seconds_first_time": round(sum(b.build_seconds for b in built), 2),
             "embed_seconds_first_time": round(sum(b.embed_seconds for b in built), 2),
             "from_cache": all(b.cached for b in built),
+            "extractor": extraction_model(args)[1],
         }
+        if len(built) == 1 and "extraction" in built[0].stats:
+            kgs[plan.mode]["extraction"] = built[0].stats["extraction"]
     return {"command": "python tools/bench.py " + " ".join(argv), "seconds": round(seconds, 1),
             "embeddings": args.embeddings, "backend": args.backend, "kg": kgs,
             "unregistered_modules": reg.broken, "python": sys.version.split()[0],
