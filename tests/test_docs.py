@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -70,12 +71,36 @@ def test_a_broken_example_fails_with_its_page_and_line():
     block = DocBlock(page="docs/x.md", line=40, language="python", code="x = 1\nraise ValueError('boom')\n", needs=None)
     with pytest.raises(ValueError) as info:
         execute(block, {})
-    assert any(frame.filename == "docs/x.md" and frame.lineno == 42 for frame in info.traceback)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert any(frame.filename == "docs/x.md" and frame.lineno == 42 for frame in frames)
 
 
 def test_run_doc_example_refuses_an_unknown_fixture():
     with pytest.raises(AssertionError, match="needs no_such_fixture"):
         run_doc_example("no_such_fixture")
+
+
+@pytest.mark.integration
+def test_the_postgresql_examples_run(new_database):
+    """The PostgreSQL page's examples, verbatim, on a new database of the test server."""
+    uri = new_database()
+    first = run_doc_example("postgres_uri", uri=uri)
+    kg = first["kg"]
+    try:
+        assert first["out"]["answer"] and kg.stats()["backend"] == "postgres"
+        seed = kg.nearest("Warsaw", k=1, kinds=("entity",))[0][0].id
+    finally:
+        kg.close()
+    lazy = run_doc_example("postgres_kg", uri=uri, seed=seed)
+    assert lazy["scores"], "the lazy reader found no PageRank mass from a seed of the KG"
+
+
+def test_the_tracing_example_uploads_its_run(fake_langsmith):
+    """The tracing page's example, verbatim, against a LangSmith endpoint on 127.0.0.1."""
+    namespace = run_doc_example("fake_langsmith")
+    namespace["tracer"].client.flush()
+    assert namespace["out"]["method"] == "remindrag"
+    assert "kgmem.remindrag" in "\n".join(fake_langsmith), "no run of the example reached LangSmith"
 
 
 def _kgmem_lines() -> list[tuple[str, str]]:
