@@ -15,12 +15,12 @@ export ANONYMIZED_TELEMETRY := False
 export LANGSMITH_TRACING ?= false
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install localmodel browser demo test test-fast bench bench-full clean
+.PHONY: install localmodel browser demo test test-fast docs bench bench-full clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev,bench]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local,dev,bench,docs]'
 	touch $(STAMP)
 
 # the real-model tests' server: llama-cpp-python compiled from source (about ten minutes on two
@@ -53,6 +53,10 @@ test: $(STAMP) $(LLM_STAMP) browser
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not integration"
 
+# the documentation site in site/ (tests/test_docs.py builds it too, warnings as errors)
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) tools/bench.py --quick
 
@@ -60,4 +64,4 @@ bench-full: $(STAMP)
 	$(PY) tools/bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info demo_output
+	rm -rf $(VENV) .pytest_cache build *.egg-info demo_output site

@@ -7,7 +7,19 @@ one persistent memory. Imports are lazy: nothing heavy (models, stores) loads at
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and the API reference
+    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.errors import KgmemError
+    from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+    from langgraph_kgmem.graphs.catrag import create_catrag_graph
+    from langgraph_kgmem.graphs.kgirag import create_kgirag_graph
+    from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
+    from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.llm import resolve_model
+    from langgraph_kgmem.tools import create_kgmem_tools
 
 __version__ = "0.1.0"
 

@@ -92,17 +92,42 @@ def kg(make_kg):
     return g
 
 
-def run_readme_example(marker: str) -> dict:
-    """Execute the README's Python block that starts with the comment ``# <marker>``, verbatim;
-    returns its namespace (the names the example defines)."""
-    import re
+@pytest.fixture
+def fake_langsmith(monkeypatch):
+    """A LangSmith API on 127.0.0.1 that keeps the body of every request the client sends."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = re.search(rf"```python\n(# {re.escape(marker)}[^\n]*\n.*?)```", readme, re.S)
-    assert block, f"README has no '# {marker}' example block"
-    namespace: dict = {}
-    exec(compile(block.group(1), f"README-{marker}", "exec"), namespace)  # noqa: S102 - our own README
-    return namespace
+    bodies: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if body:
+                bodies.append(body.decode("utf-8", "replace"))
+            payload = json.dumps({} if self.path.endswith("/info") else {"ok": True}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PATCH = do_PUT = _reply
+
+        def log_message(self, *args) -> None:  # quiet test output
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("LANGSMITH_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("LANGSMITH_API_KEY", "lsv2_pt_dummy")
+    monkeypatch.setenv("LANGSMITH_TRACING", "true")   # for this test only: conftest switches it off
+    yield bodies
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture(autouse=True)

@@ -117,11 +117,11 @@ def persistent_kg(request, tmp_path):
     kg.close()
 
 
-def test_the_readme_async_example_runs_on_the_kgs_own_persistence(persistent_kg):
-    """The README's async example, verbatim, on AsyncSqliteSaver/Store or the async Postgres pair."""
-    from conftest import run_readme_example
+def test_the_documented_async_example_runs_on_the_kgs_own_persistence(persistent_kg):
+    """The documented async example, verbatim, on AsyncSqliteSaver/Store or the async Postgres pair."""
+    from doc_examples import run_doc_example
 
-    namespace = run_readme_example("async")
+    namespace = run_doc_example("persistent_kg")
     out, state = asyncio.run(namespace["main"](persistent_kg))
     assert "Lovelace" in out["answer"] or out["evidence"]
     assert state.values["question"] == "Who worked with Ada Lovelace?"   # the thread was checkpointed

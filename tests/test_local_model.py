@@ -89,11 +89,11 @@ def test_every_method_answers_two_questions_with_the_real_model(method, real_mod
             assert set(fallback) >= {"step", "kind", "error"}
 
 
-def test_the_readme_local_model_example_runs(local_llm):
-    """The README's local-model example, verbatim: its own server, extraction and CatRAG with the model."""
-    from conftest import run_readme_example
+def test_the_documented_local_model_example_runs(local_llm):
+    """The documented local-model example, verbatim: its own server, extraction and CatRAG with the model."""
+    from doc_examples import run_doc_example
 
-    namespace = run_readme_example("local model:")
+    namespace = run_doc_example("local_llm")
     assert namespace["report"].documents_added == 1
     assert isinstance(namespace["out"]["answer"], str) and namespace["out"]["answer"]
     assert namespace["summary"]["asked"] > 0

@@ -213,44 +213,6 @@ def leaky_provider(messages, request):
         f"(slack xoxb-1111-FAKEslack)', 'code': 'invalid_api_key'}}}}")
 
 
-@pytest.fixture
-def fake_langsmith(monkeypatch):
-    """A LangSmith API on 127.0.0.1 that keeps the body of every request the client sends."""
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    bodies: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def _reply(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            if body:
-                bodies.append(body.decode("utf-8", "replace"))
-            payload = json.dumps({} if self.path.endswith("/info") else {"ok": True}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        do_GET = do_POST = do_PATCH = do_PUT = _reply
-
-        def log_message(self, *args) -> None:  # quiet test output
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("LANGSMITH_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
-    monkeypatch.setenv("LANGSMITH_API_KEY", "lsv2_pt_dummy")
-    monkeypatch.setenv("LANGSMITH_TRACING", "true")   # for this test only: conftest switches it off
-    yield bodies
-    server.shutdown()
-    server.server_close()
-
-
 def test_langsmith_tracer_uploads_no_secret_from_errors_metadata_inputs_or_outputs(kg, store, fake_langsmith):
     from langchain_core.runnables import RunnableLambda
 

@@ -9,7 +9,7 @@
     python tools/bench.py --extraction     # concurrent LLM extraction at a simulated 0.3 s per call
 
 Writes ``{"results": [...]}`` (one row per method × decider × dataset × pass) and prints a
-Markdown table. See README "Tests and benchmarks" and tools/benchlib/api.py for the adapter contract.
+Markdown table. See docs/benchmarks.md and tools/benchlib/api.py for the adapter contract.
 """
 
 from __future__ import annotations

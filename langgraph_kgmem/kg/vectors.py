@@ -534,8 +534,10 @@ class ChromaVectorIndex(NumpyVectorIndex):
         self._committed: dict[str, list[_Part]] = {}   # journaled, not yet in Chroma
         self._committed_rows = 0
         try:
+            # Chroma caches one client system per path string for the whole process: a relative
+            # path would reach the cached system of another directory after a chdir
             self._client = chromadb.PersistentClient(
-                path=str(path), settings=Settings(anonymized_telemetry=False, allow_reset=False)
+                path=str(Path(path).resolve()), settings=Settings(anonymized_telemetry=False, allow_reset=False)
             )
             for col in self._client.list_collections():
                 name = col if isinstance(col, str) else col.name

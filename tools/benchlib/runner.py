@@ -380,7 +380,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="tools/bench.py",
         description="Benchmark the KG-memory methods and passage baselines on real QA data "
-                    "(retrieval quality, LLM cost, speed). See README 'Tests and benchmarks'.")
+                    "(retrieval quality, LLM cost, speed). See docs/benchmarks.md.")
     ap.add_argument("--method", help="comma-separated method names (default: every registered method that "
                                      "supports the dataset)")
     ap.add_argument("--decider", default="offline", choices=["oracle", "offline", "llm", "local-llm"],
