@@ -6,10 +6,15 @@ one persistent memory. Imports are lazy: nothing heavy (models, stores) loads at
 
 from __future__ import annotations
 
+import logging
 from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
+
+# a library logs and leaves output to the application: nothing is printed unless it configures
+# logging (e.g. logging.basicConfig(level=logging.INFO) shows decision fallbacks)
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _EXPORTS = {
     "KnowledgeGraph": "langgraph_kgmem.kg.graph",

@@ -109,7 +109,7 @@ def run_readme_example(marker: str) -> dict:
 def _fresh_model_endpoints():
     """What each test learns about a model's endpoint (refused structured-output methods, in-flight
     limits, decision tallies) is process state: every test starts without it."""
-    from langgraph_kgmem.model_endpoints import reset_endpoints
+    from langgraph_kgmem.llm.endpoints import reset_endpoints
 
     reset_endpoints()
     yield
