@@ -10,8 +10,9 @@ one, else to ``a.b``. Importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__i
 packages count as imported too, unless the importer lives inside them (a package's own modules
 importing each other while its ``__init__`` re-exports them is how packages are written).
 
-Cycles and private imports that run through ``kg``, ``ingest`` or ``graphs`` are being removed in
-other branches; their assertions are strict xfails, one per package, which the merge flips.
+Cycles through ``kg``/``ingest``, the long method factories in ``graphs`` and a private name the
+benchmark tools take from ``graphs`` are being removed in other branches: their assertions are
+strict xfails, one per package, which the merge flips (everything else must pass now).
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ BENCHLIB = ROOT / "tools" / "benchlib"
 
 #: Functions longer than this many lines (decorators and docstring included) are too long to read.
 MAX_FUNCTION_LINES = 120
-#: Packages whose cycles and private imports other branches are removing (strict xfails below).
-PENDING_PACKAGES = ("kg", "ingest", "graphs")
 
 
 @dataclass(frozen=True)
@@ -191,12 +190,41 @@ def _area(module: str) -> str:
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else ""
 
 
-def _in_pending(modules: Iterable[str], package: str) -> bool:
-    return any(_area(m) == package for m in modules)
+def _pending(*packages: str, what: str) -> list:
+    """One parameter per package, each a strict xfail: the merge that removes the package's
+    violations turns its xfail into a failure, which is the signal to drop the mark."""
+    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"{what} {p}/: removed in another branch"))
+            for p in packages]
 
 
-def _outside_pending(modules: Iterable[str]) -> bool:
-    return not any(_area(m) in PENDING_PACKAGES for m in modules)
+# --------------------------------------------------------------------------------------------
+# the checker itself
+
+
+def test_the_checker_finds_cycles_private_names_and_long_functions(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub.d import x\n")
+    (pkg / "sub" / "d.py").write_text("from pkg.sub import e\nx = 1\n")   # a package importing its own: no cycle
+    (pkg / "sub" / "e.py").write_text("y = 1\n")
+    (pkg / "a.py").write_text("from pkg.b import thing\n")
+    (pkg / "b.py").write_text("def f():\n    from . import a\n    return a\nthing = 1\n")
+    (pkg / "sub" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
+                                      "from ..b import _hidden\n")
+    (pkg / "f.py").write_text("def long():\n" + "    x = 1\n" * 130)
+    modules = module_files(pkg, "pkg")
+    imports = module_imports(modules)
+    assert import_cycles(import_graph(imports, modules)) == [["pkg.a", "pkg.b"]]
+    assert [(i.importer, i.target, i.names) for i in private_imports(imports)] == [("pkg.sub.c", "pkg.b", ("_hidden",))]
+    assert long_functions(modules) == [("pkg.f:long", 131)]
+    # importing a module of a package runs the package's __init__: an edge to the package too
+    (pkg / "b.py").write_text("thing = 1\nfrom pkg.sub.e import y\n")
+    (pkg / "sub" / "e.py").write_text("from pkg.b import thing\n")
+    assert import_cycles(import_graph(module_imports(modules), modules)) == [
+        ["pkg.b", "pkg.sub", "pkg.sub.d", "pkg.sub.e"]]
+    (pkg / "b.py").write_text("thing = 1\n")
+    assert import_cycles(import_graph(module_imports(modules), modules)) == []
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,66 +233,57 @@ def _outside_pending(modules: Iterable[str]) -> bool:
 PKG_MODULES = module_files(PACKAGE, "langgraph_kgmem")
 PKG_IMPORTS = module_imports(PKG_MODULES)
 PKG_CYCLES = import_cycles(import_graph(PKG_IMPORTS, PKG_MODULES))
+#: Packages whose import cycles other branches are removing.
+CYCLES_PENDING = ("kg", "ingest")
 
 
-def test_the_checker_finds_a_cycle_through_a_function_level_import(tmp_path):
-    pkg = tmp_path / "pkg"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from pkg.b import thing\n")
-    (pkg / "b.py").write_text("def f():\n    from . import a\n    return a\nthing = 1\n")
-    (pkg / "sub" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n"
-                                      "from ..b import _hidden\n")
-    modules = module_files(pkg, "pkg")
-    imports = module_imports(modules)
-    assert import_cycles(import_graph(imports)) == [["pkg.a", "pkg.b"]]
-    assert [(i.importer, i.target, i.names) for i in private_imports(imports)] == [("pkg.sub.c", "pkg.b", ("_hidden",))]
-    (pkg / "b.py").write_text("thing = 1\n")
-    assert import_cycles(import_graph(module_imports(modules))) == []
+def test_no_import_cycles_outside_kg_and_ingest():
+    found = [c for c in PKG_CYCLES if not any(_area(m) in CYCLES_PENDING for m in c)]
+    assert found == [], f"import cycles: {found}"
 
 
-def test_no_import_cycles_outside_kg_ingest_graphs():
-    mine = [c for c in PKG_CYCLES if _outside_pending(c)]
-    assert mine == [], f"import cycles: {mine}"
-
-
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"cycles through {p}/ are removed in another branch"))
-    for p in PENDING_PACKAGES])
+@pytest.mark.parametrize("package", _pending(*CYCLES_PENDING, what="import cycles through"))
 def test_no_import_cycles_through(package):
-    theirs = [c for c in PKG_CYCLES if _in_pending(c, package)]
-    assert theirs == [], f"import cycles through {package}/: {theirs}"
+    found = [c for c in PKG_CYCLES if any(_area(m) == package for m in c)]
+    assert found == [], f"import cycles through {package}/: {found}"
 
 
-def test_no_module_imports_private_names_outside_kg_ingest_graphs():
-    bad = [i for i in private_imports(PKG_IMPORTS) if _outside_pending([i.importer, i.target])]
-    assert bad == [], f"private names imported: {bad}"
+def test_no_module_imports_another_modules_private_names():
+    assert private_imports(PKG_IMPORTS) == []
 
 
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"private imports of {p}/ are removed in another branch"))
-    for p in PENDING_PACKAGES])
-def test_no_module_imports_private_names_of(package):
-    bad = [i for i in private_imports(PKG_IMPORTS) if _area(i.target) == package or _area(i.importer) == package]
-    assert bad == [], f"private names imported to or from {package}/: {bad}"
+def test_llm_package_imports_nothing_above_it():
+    """The model layer sits at the bottom: besides itself it uses only errors and redaction."""
+    allowed = {"langgraph_kgmem.errors", "langgraph_kgmem.redaction"}
+    upward = [i for i in PKG_IMPORTS if _area(i.importer) == "llm" and _area(i.target) != "llm"
+              and i.target not in allowed]
+    assert upward == []
 
 
-def test_llm_package_functions_are_short():
-    long = [f for f in long_functions(PKG_MODULES) if _area(f[0].split(":")[0]) == "llm"]
-    assert long == []
+#: Packages whose long functions (the method factories) other branches are splitting.
+LONG_PENDING = ("graphs",)
 
 
-@pytest.mark.xfail(strict=True, reason="the method factories are split into packages in another branch")
-def test_no_function_is_longer_than_the_limit():
-    assert long_functions(PKG_MODULES) == []
+def test_no_function_outside_graphs_is_longer_than_the_limit():
+    found = [f for f in long_functions(PKG_MODULES) if _area(f[0].split(":")[0]) not in LONG_PENDING]
+    assert found == []
+
+
+@pytest.mark.parametrize("package", _pending(*LONG_PENDING, what=f"functions over {MAX_FUNCTION_LINES} lines in"))
+def test_no_function_is_longer_than_the_limit_in(package):
+    assert [f for f in long_functions(PKG_MODULES) if _area(f[0].split(":")[0]) == package] == []
 
 
 # --------------------------------------------------------------------------------------------
-# the benchmark harness (its own import root: tools/ is on sys.path, modules are benchlib.*)
+# the repository's tools: the benchmark harness is its own import root (tools/ on sys.path, its
+# modules are benchlib.*); every tool may use the package's public names only
 
 BENCH_MODULES = module_files(BENCHLIB, "benchlib")
 BENCH_IMPORTS = module_imports(BENCH_MODULES)
+TOOL_IMPORTS = [i for i in module_imports({**PKG_MODULES, **module_files(ROOT / "tools", "tools")})
+                if i.importer.startswith("tools.")]
+#: Packages whose private names tools still import, made public in another branch.
+TOOLS_PRIVATE_PENDING = ("graphs",)
 
 
 def test_benchlib_has_no_import_cycles():
@@ -273,3 +292,13 @@ def test_benchlib_has_no_import_cycles():
 
 def test_benchlib_imports_no_private_names_of_its_own_modules():
     assert private_imports(BENCH_IMPORTS) == []
+
+
+def test_tools_import_no_private_names_of_the_package_outside_graphs():
+    found = [i for i in private_imports(TOOL_IMPORTS) if _area(i.target) not in TOOLS_PRIVATE_PENDING]
+    assert found == []
+
+
+@pytest.mark.parametrize("package", _pending(*TOOLS_PRIVATE_PENDING, what="private names tools import from"))
+def test_tools_import_no_private_names_of(package):
+    assert [i for i in private_imports(TOOL_IMPORTS) if _area(i.target) == package] == []
