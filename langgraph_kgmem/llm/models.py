@@ -120,7 +120,7 @@ def resolve_run_model(default: Any, context: Any = None, retry_policy: RetryPoli
     key = (chosen if isinstance(chosen, str) else id(chosen), id(policy))
     with _lock:
         hit = _RUN_MODELS.get(key)
-    if hit is not None and hit[0] is chosen and hit[1] is policy:
+    if hit is not None and (hit[0] == chosen if isinstance(chosen, str) else hit[0] is chosen) and hit[1] is policy:
         return hit[2]
     wrapped = with_retry_policy(resolve_model(chosen), policy)
     with _lock:

@@ -18,11 +18,15 @@ TOKEN_SLICE_CHARS = 40_000         # bpe-openai refuses ≥ 1M characters or ≥
 MAX_EXACT_TOKEN_CHARS = 1_000_000  # beyond this many characters the count is an estimate
 
 
-@lru_cache(maxsize=4)
-def token_encoding(name: str = TOKEN_ENCODING) -> Any:
-    """The bpe-openai encoder called ``name`` (``encode(text) -> list[int]``), loaded once per process.
+def token_encoding(name: str | None = None) -> Any:
+    """The bpe-openai encoder called ``name`` (default :data:`TOKEN_ENCODING`; ``encode(text) ->
+    list[int]``), loaded once per process. Chunking cuts text at token boundaries with it;
+    :func:`count_tokens` counts with it."""
+    return _load_encoding(name or TOKEN_ENCODING)
 
-    Chunking cuts text at token boundaries with it; :func:`count_tokens` counts with it."""
+
+@lru_cache(maxsize=4)
+def _load_encoding(name: str) -> Any:
     import bpe_openai
 
     return bpe_openai.get_encoding(name)
@@ -40,7 +44,7 @@ def count_tokens(text: str, encoding: str | None = None) -> int:
         return 0
     if not isinstance(text, str):
         text = str(text)
-    enc = token_encoding(encoding or TOKEN_ENCODING)
+    enc = token_encoding(encoding)
     head = text[:MAX_EXACT_TOKEN_CHARS]
     total = 0
     for i in range(0, len(head), TOKEN_SLICE_CHARS):
