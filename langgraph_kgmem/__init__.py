@@ -6,6 +6,7 @@ one persistent memory. Imports are lazy: nothing heavy (models, stores) loads at
 
 from __future__ import annotations
 
+import logging
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,10 @@ if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and 
     from langgraph_kgmem.tools import create_kgmem_tools
 
 __version__ = "0.1.0"
+
+# a library logs and leaves output to the application: nothing is printed unless it configures
+# logging (e.g. logging.basicConfig(level=logging.INFO) shows decision fallbacks)
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _EXPORTS = {
     "KnowledgeGraph": "langgraph_kgmem.kg.graph",

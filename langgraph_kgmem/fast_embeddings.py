@@ -35,6 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langgraph_kgmem.embeddings import DEFAULT_CACHE_DIR, LocalSentenceTransformerEmbeddings, embeddings_id
 from langgraph_kgmem.errors import ConfigurationError
 
 STATIC_DIM = 256          # principal components kept (of MiniLM's 384)
@@ -79,8 +80,6 @@ def distill_static(model_path: str | Path, dim: int = STATIC_DIM) -> np.ndarray:
     float32, PCA by SVD with each component's sign fixed (largest coordinate positive)."""
     from tokenizers import Tokenizer
 
-    from langgraph_kgmem.config import LocalSentenceTransformerEmbeddings
-
     tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
     keep, size = _pieces(tokenizer)
     model = LocalSentenceTransformerEmbeddings(device="cpu").load_transformer(str(model_path)).eval()
@@ -117,8 +116,6 @@ class StaticEmbeddings(Embeddings):
     """
 
     def __init__(self, cache_dir: str | Path | None = None, dim: int = STATIC_DIM) -> None:
-        from langgraph_kgmem.config import DEFAULT_CACHE_DIR
-
         self.dim = dim
         self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE_DIR
         self.model_name = f"all-MiniLM-L6-v2-static{dim}-v{DISTILL_VERSION}"
@@ -240,8 +237,6 @@ class FastEmbeddings(Embeddings):
 
     def __init__(self, passages: Embeddings | None = None, static: StaticEmbeddings | None = None, *,
                  passage_dim: int = 384) -> None:
-        from langgraph_kgmem.config import LocalSentenceTransformerEmbeddings, embeddings_id
-
         self.passages = passages if passages is not None else LocalSentenceTransformerEmbeddings()
         self.static = static if static is not None else StaticEmbeddings()
         self.passage_dim = passage_dim
@@ -250,8 +245,6 @@ class FastEmbeddings(Embeddings):
     @property
     def layout(self) -> dict[str, Any]:
         """Which texts go where (shown by ``kg.stats()``)."""
-        from langgraph_kgmem.config import embeddings_id
-
         return {"short_texts": {"model": self.static.model_name, "dims": [0, self.static.dim],
                                 "kinds": ["entity", "anchor", "fact"]},
                 "passages": {"model": embeddings_id(self.passages),

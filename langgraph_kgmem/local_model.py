@@ -15,7 +15,7 @@ lines to export. Install the server with the ``localmodel`` extra, built for a p
 refuses, and dies with "Illegal instruction" at the first request).
 
 llama-cpp-python's server answers one request at a time, so :meth:`LocalModelServer.chat_model`
-limits the calls in flight to it to one (:func:`~langgraph_kgmem.model_endpoints.configure_model`):
+limits the calls in flight to it to one (:func:`~langgraph_kgmem.llm.configure_model`):
 concurrent calls would only queue there and run into client timeouts.
 """
 
@@ -193,7 +193,7 @@ class LocalModelServer:
         calls in flight to the server."""
         from langchain_openai import ChatOpenAI
 
-        from langgraph_kgmem.model_endpoints import configure_model
+        from langgraph_kgmem.llm.endpoints import configure_model
 
         # langchain-openai sends max_tokens as max_completion_tokens, which llama-cpp-python's server
         # ignores: a reply (a grammar-constrained one included) would then run to the context window

@@ -134,7 +134,7 @@ def fake_langsmith(monkeypatch):
 def _fresh_model_endpoints():
     """What each test learns about a model's endpoint (refused structured-output methods, in-flight
     limits, decision tallies) is process state: every test starts without it."""
-    from langgraph_kgmem.model_endpoints import reset_endpoints
+    from langgraph_kgmem.llm.endpoints import reset_endpoints
 
     reset_endpoints()
     yield

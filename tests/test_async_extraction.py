@@ -94,7 +94,7 @@ def test_a_failed_async_extraction_leaves_nothing_half_written():
 
 
 def test_adecide_waits_its_backoff_on_the_loop_not_in_a_blocking_sleep(monkeypatch):
-    import langgraph_kgmem.llm as llm
+    from langgraph_kgmem.llm import calls
 
     responder = failing_then([TimeoutError("t1"), TimeoutError("t2")], '{"node_id": "n1"}')
     waits = []
@@ -107,8 +107,8 @@ def test_adecide_waits_its_backoff_on_the_loop_not_in_a_blocking_sleep(monkeypat
     def blocking_sleep(seconds):
         raise AssertionError("time.sleep on the event loop")
 
-    monkeypatch.setattr(llm.asyncio, "sleep", recording_sleep)
-    monkeypatch.setattr(llm.time, "sleep", blocking_sleep)
+    monkeypatch.setattr(calls.asyncio, "sleep", recording_sleep)
+    monkeypatch.setattr(calls.time, "sleep", blocking_sleep)
     policy = RetryPolicy(initial_interval=0.05, backoff_factor=2.0, jitter=False, max_attempts=3,
                          retry_on=transient_model_error)
     d, usage = asyncio.run(adecide(with_retry_policy(ScriptedChatModel(responder=responder), policy), Pick, "choose",

@@ -58,7 +58,8 @@ def test_fuzz_catches_a_planted_crash(monkeypatch):
 def test_fuzz_draws_provider_errors_whose_text_raises(monkeypatch):
     """With the model-call describer reading str(exc) unguarded again, the hostile model's
     UnprintableError crashes runs with the RuntimeError its __str__ raises."""
-    monkeypatch.setattr("langgraph_kgmem.llm.describe_error", lambda exc, *a, **k: str(exc))
+    for module in ("langgraph_kgmem.llm.calls", "langgraph_kgmem.llm.generation"):   # both describe failed calls
+        monkeypatch.setattr(f"{module}.describe_error", lambda exc, *a, **k: str(exc))
     report = fuzz.run_fuzz(60, methods=["catrag", "remindrag"])
     assert any(c["error"].startswith("RuntimeError: __str__ of a provider error failed") for c in report.crashes), \
         report.as_dict()["outcomes"]

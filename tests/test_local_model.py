@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_kgmem import model_endpoints as ep
+from langgraph_kgmem.llm import endpoints as ep
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

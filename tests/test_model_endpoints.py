@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from pydantic import BaseModel, Field
 
-from langgraph_kgmem import model_endpoints as ep
+from langgraph_kgmem.llm import endpoints as ep
 from langgraph_kgmem.llm import decide, decision_summary, generate, merge_usage, run_concurrently
 
 

@@ -22,7 +22,7 @@ from method_cases import compile_method
 
 from langgraph_kgmem.graphs.registry import METHODS
 from langgraph_kgmem.llm import current_decision
-from langgraph_kgmem.prompt_fence import DATA_CLOSE, DATA_OPEN, data_text, fence
+from langgraph_kgmem.llm.prompts import DATA_CLOSE, DATA_OPEN, data_text, fence
 from langgraph_kgmem.testing import HOSTILE_KINDS, HostileChatModel, ScriptedChatModel
 
 MARK = "ZQXMARKER"

@@ -244,7 +244,7 @@ def test_a_model_that_answers_in_prose_is_asked_for_its_actions_as_json(books):
     tools): the endpoint is remembered as one that does not call tools and every action, this one
     included, is asked as a ToolStep decision through structured output."""
     from langgraph_kgmem.graphs.r3cycle import TOOL_CALLS, ToolStep
-    from langgraph_kgmem.model_endpoints import PROSE_STEPS_BEFORE_JSON, refused_methods
+    from langgraph_kgmem.llm.endpoints import PROSE_STEPS_BEFORE_JSON, refused_methods
 
     kg, _ = books
 
@@ -266,7 +266,7 @@ def test_a_model_that_answers_in_prose_is_asked_for_its_actions_as_json(books):
 
 def test_an_endpoint_that_has_called_tools_keeps_being_offered_them(books):
     from langgraph_kgmem.graphs.r3cycle import TOOL_CALLS
-    from langgraph_kgmem.model_endpoints import PROSE_STEPS_BEFORE_JSON, note_tool_reply, refused_methods
+    from langgraph_kgmem.llm.endpoints import PROSE_STEPS_BEFORE_JSON, note_tool_reply, refused_methods
 
     kg, _ = books
     model = ScriptedChatModel(responder=lambda m, r: "The answer is 42.")

@@ -18,10 +18,10 @@ from pydantic import Field
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.llm import (generate, innermost_model, is_offline, merge_usage, model_label, resolve_model,
-                                 with_retry_policy)
-# document text enters prompts only through fence(): one module below ingest/ holds it, so extraction
-# and the methods quote text with the same code (re-exported here, where the methods import it)
-from langgraph_kgmem.prompt_fence import DATA_CLOSE, DATA_NOTE, DATA_OPEN, data_text, fence  # noqa: F401
+                                 resolve_run_model, with_retry_policy)
+# document text enters prompts only through fence(): the model layer below ingest/ holds it, so
+# extraction and the methods quote text with the same code (re-exported here, where the methods import it)
+from langgraph_kgmem.llm.prompts import DATA_CLOSE, DATA_NOTE, DATA_OPEN, data_text, fence  # noqa: F401
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraph
@@ -83,12 +83,9 @@ def run_model(runtime: Any, default: Any, retry_policy: Any = None) -> Any:
     """The chat model of this run: the run context's ``model`` (a :class:`RunContext` or a dict)
     when given, else ``default`` (resolved once, when the graph was built). Every method's LLM
     nodes ask this, so ``context={"model": m}`` works the same way in all five; the run's model
-    keeps the factory's retry policy."""
-    ctx = getattr(runtime, "context", None)
-    chosen = ctx.get("model") if isinstance(ctx, dict) else getattr(ctx, "model", None)
-    if chosen is None:
-        return default
-    return with_retry_policy(resolve_model(chosen), retry_policy or getattr(default, "policy", None))
+    keeps the factory's retry policy and is resolved and wrapped once, not in every node
+    (:func:`~langgraph_kgmem.llm.resolve_run_model`)."""
+    return resolve_run_model(default, getattr(runtime, "context", None), retry_policy)
 
 
 # ------------------------------------------------------------------------- requirements (fail fast)

@@ -49,11 +49,11 @@ from langgraph_kgmem.errors import (KgmemInputError, KgmemModelError, MissingReq
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText, RunContext,
                                            check_question, emit_progress, evidence_item, fence, method_model,
                                            normalize_answer, require, run_model)
-from langgraph_kgmem.llm import (RetryingModel, decide, decision_usage, empty_usage, fallback_record, fresh_usage,
-                                 invoke_counted, is_offline, merge_usage, message_text, model_label, offline_usage, render,
-                                 through_wrappers, with_retry_policy)
+from langgraph_kgmem.llm import (decide, decision_usage, empty_usage, fallback_record, fresh_usage, invoke_counted,
+                                 is_offline, merge_usage, message_text, model_label, offline_usage, render,
+                                 through_wrappers, unwrap, with_retry_policy)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
-from langgraph_kgmem.model_endpoints import mark_refused, note_tool_reply, record_decision, refused_methods
+from langgraph_kgmem.llm.endpoints import mark_refused, note_tool_reply, record_decision, refused_methods
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
@@ -590,7 +590,7 @@ def create_r3cycle_graph(
 
     def bind(mdl: Any) -> Any:
         """``mdl`` with the graph tools and Finish bound (beneath retry/fallback wrappers), once per model."""
-        inner, policy = (mdl.model, mdl.policy) if isinstance(mdl, RetryingModel) else (mdl, None)
+        inner, policy = unwrap(mdl)
         if id(inner) not in bound_models:
             try:
                 tools_bound = through_wrappers(inner, lambda m: m.bind_tools([*graph_tools.values(), finish_tool]))

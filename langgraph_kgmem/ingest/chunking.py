@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from langgraph_kgmem.llm import _encoding, TOKEN_ENCODING
+from langgraph_kgmem.llm.tokens import TOKEN_ENCODING, token_encoding
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}")
 
@@ -46,7 +46,7 @@ def chunk_text(text: str, chunk_tokens: int = 750) -> list[str]:
 
 def pack_sentences(sentences: list[str], chunk_tokens: int) -> list[str]:
     """Sentences packed into chunks of at most ``chunk_tokens`` o200k tokens (see :func:`chunk_text`)."""
-    enc = _encoding(TOKEN_ENCODING)
+    enc = token_encoding(TOKEN_ENCODING)
     chunks: list[str] = []
     cur: list[str] = []
     cur_tokens = 0

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.kg.types import Triple
 from langgraph_kgmem.llm import adecide, adrive, decide, drive, merge_usage, render
-from langgraph_kgmem.prompt_fence import DATA_NOTE, fence
+from langgraph_kgmem.llm.prompts import DATA_NOTE, fence
 
 
 @dataclass

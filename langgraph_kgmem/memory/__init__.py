@@ -91,7 +91,9 @@ def resolve_store(store: BaseStore | None) -> BaseStore:
     return found
 
 
-def _list_all(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
+def list_items(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
+    """Every item under namespace ``ns`` of ``store``, read ``page`` at a time (a store's
+    ``search`` returns one page; memories, the codebook and the KG viewer need them all)."""
     items, offset = [], 0
     while True:
         batch = store.search(ns, limit=page, offset=offset)
@@ -119,7 +121,7 @@ class RecordMemory:
         self.store.delete(self.ns, key)
 
     def all(self) -> dict[str, dict[str, Any]]:
-        return {it.key: dict(it.value) for it in sorted(_list_all(self.store, self.ns), key=lambda i: i.key)}
+        return {it.key: dict(it.value) for it in sorted(list_items(self.store, self.ns), key=lambda i: i.key)}
 
 
 class EdgeMemory:
@@ -176,11 +178,11 @@ class EdgeMemory:
 
     def update_counts(self) -> dict[str, int]:
         """Updates applied per edge (lists the whole namespace)."""
-        return {it.key: int(it.value.get("n", 0)) for it in _list_all(self.store, self.ns)}
+        return {it.key: int(it.value.get("n", 0)) for it in list_items(self.store, self.ns)}
 
     def keys(self) -> list[str]:
         """Every edge with a memory (lists the whole namespace)."""
-        return sorted(it.key for it in _list_all(self.store, self.ns))
+        return sorted(it.key for it in list_items(self.store, self.ns))
 
     def __len__(self) -> int:
         return len(self.keys())
@@ -211,7 +213,7 @@ def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limi
     norm, records as stored)."""
     out = []
     for ns in memory_namespaces(store, kg_name, kind):
-        items = _list_all(store, ns)
+        items = list_items(store, ns)
         sample = []
         for it in sorted(items, key=lambda i: i.key)[:limit]:
             value = dict(it.value)
@@ -234,12 +236,12 @@ def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
     for ns in memory_namespaces(store, kg_name, kind):
         if scope is not None and tuple(ns[2:-1]) != tuple(scope):
             continue
-        keys = [it.key for it in _list_all(store, ns)]
+        keys = [it.key for it in list_items(store, ns)]
         for i in range(0, len(keys), 500):
             store.batch([PutOp(ns, k, None) for k in keys[i:i + 500]])
         deleted += len(keys)
     return deleted
 
 
-__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "list_memory", "memory_namespaces", "memory_scope", "namespace",
-           "reset_memory", "resolve_store"]
+__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "list_items", "list_memory", "memory_namespaces",
+           "memory_scope", "namespace", "reset_memory", "resolve_store"]

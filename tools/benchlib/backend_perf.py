@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.datasets import DatasetError, load_questions, pooled_passages
-from benchlib.runner import OUTPUT_DIR, log
+from benchlib.common import OUTPUT_DIR, log
 
 METHODS = ("catrag", "hipporag2", "remindrag")
 KG_NAME = "bench"

@@ -24,7 +24,7 @@ from typing import Any
 
 from benchlib.corpus import as_documents
 from benchlib.datasets import DatasetError, load_questions, pooled_passages
-from benchlib.runner import OUTPUT_DIR, log
+from benchlib.common import OUTPUT_DIR, log
 
 
 def build_once(docs: list[dict[str, str]], spec: str) -> tuple[dict[str, Any], list[str]]:

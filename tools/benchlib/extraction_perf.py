@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from benchlib.runner import log
+from benchlib.common import log
 
 NAMES = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Ken", "Dennis", "Niklaus", "John"]
 

@@ -33,13 +33,15 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from benchlib.datasets import DatasetError, load_questions, pooled_passages
 from benchlib.metrics import median_ms
-from benchlib.runner import OUTPUT_DIR, log
+# shared with the PostgreSQL suite, which imports them from synthetic.py rather than from here
+from benchlib.synthetic import power_law_graph, seeded_extractions
+from benchlib.common import OUTPUT_DIR, log, make_embeddings
 
 SIZES = (10_000, 100_000, 1_000_000)
 PUSH_SIZES = (1_000_000, 10_000_000)
@@ -140,19 +142,6 @@ def _compare_small(ids: list[str], src: np.ndarray, dst: np.ndarray, w: np.ndarr
     return {"kg_snapshot_build_ms": round(kg_build * 1000, 2), "kg_ppr_median_ms": ours_ms,
             "networkx_pagerank_median_ms": nx_ms, "networkx_over_kg_ppr": round(nx_ms / ours_ms, 1) if ours_ms else None,
             "max_abs_score_diff_vs_networkx": float(f"{max(diffs):.2e}")}
-
-
-def power_law_graph(edges: int, rng: np.random.Generator, exponent: float = 2.1) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """Chung–Lu: each endpoint drawn with probability ∝ i^(−1/(γ−1)), so degrees follow a power
-    law of exponent γ; ids shuffled so hubs do not sit together (no locality for free)."""
-    n = max(10, edges // 5)
-    cdf = np.cumsum(np.arange(1, n + 1, dtype=np.float64) ** (-1.0 / (exponent - 1.0)))
-    cdf /= cdf[-1]
-    perm = rng.permutation(n)
-    src = perm[np.minimum(np.searchsorted(cdf, rng.random(edges)), n - 1)]
-    dst = perm[np.minimum(np.searchsorted(cdf, rng.random(edges)), n - 1)]
-    dst = np.where(dst == src, (dst + 1) % n, dst)
-    return n, src, dst, rng.uniform(0.5, 1.5, edges)
 
 
 def _overlap(a: np.ndarray, b: np.ndarray, k: int = TOP) -> float:
@@ -276,7 +265,6 @@ def hotpot_push_suite(embeddings: str, seed: int, questions: int = 300) -> dict[
     from benchlib.api import titles_of
     from benchlib.datasets import pooled_passages
     from benchlib.metrics import full_chain, recall_at_k
-    from benchlib.runner import make_embeddings
 
     from langgraph_kgmem import KnowledgeGraph
     from langgraph_kgmem.graphs.catrag import create_catrag_graph, prepare_catrag_kg
@@ -379,19 +367,6 @@ def _passages(docs: int) -> list[dict[str, str]]:
         log(f"perf: no HotpotQA passages for add-one-document: {exc}")
         return []
     return pooled_passages("hotpotqa", qs)[:docs]
-
-
-def seeded_extractions(passages: Sequence[dict[str, str]]) -> Iterator[tuple[dict[str, str], Any, str]]:
-    """(passage, offline extraction, entity id of its first triple's subject) for each passage that
-    has a triple: the documents the add-one-document-then-query timings write and query from."""
-    from langgraph_kgmem.ingest.extract import OfflineExtractor
-    from langgraph_kgmem.kg.types import entity_id
-
-    ex = OfflineExtractor()
-    for p in passages:
-        x = ex.extract(p["text"], p["title"])
-        if x.triples:
-            yield p, x, entity_id(x.triples[0].subject)
 
 
 def run_perf_postgres(args: Any, seed: int) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchlib.metrics import median_ms
-from benchlib.runner import log
+from benchlib.common import log
 
 TOP = 20
 QUERIES = 20
@@ -253,7 +253,7 @@ def _queries(workers: dict[str, Worker], seeds: list[list[str]], full_exact: boo
 def _add_documents(uri: str, name: str, workers: dict[str, Worker], passages: Sequence[dict[str, str]]) -> dict[str, Any]:
     """The parent writes each passage; every worker then answers from one of its entities."""
     from langgraph_kgmem import KnowledgeGraph
-    from benchlib.perf import seeded_extractions
+    from benchlib.synthetic import seeded_extractions
 
     t0 = time.perf_counter()
     writer = KnowledgeGraph.open(uri, name=name, embeddings="hash", create=False)
@@ -290,7 +290,7 @@ def pg_suite(sizes: Sequence[int], seed: int, passages: Sequence[dict[str, str]]
              lazy_max_entries: int = LAZY_MAX_ENTRIES) -> list[dict[str, Any]]:
     """The figures above for each size; the ``full`` worker only up to ``full_max_edges`` (its
     open reads every edge into Python objects)."""
-    from benchlib.perf import power_law_graph
+    from benchlib.synthetic import power_law_graph
 
     from langgraph_kgmem.testing_postgres import TemporaryPostgres
 

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 from benchlib import corpus as corpora
 from benchlib.api import BenchContext, BenchQuestion
+from benchlib.common import OUTPUT_DIR, BenchError, log, make_embeddings
 from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset,
                                load_questions, pooled_passages, supports_per_question, use_stem_path)
 from benchlib.metrics import QuestionOutcome, aggregate, markdown_table
@@ -42,11 +43,6 @@ DEFAULT_DATASET = "hotpotqa"
 QUICK_QUESTIONS = 5
 DEFAULT_PASSES = 2
 RECORDS_DEFAULT_QUESTIONS = 100   # records / graph-qa datasets have no fixed question list
-OUTPUT_DIR = REPO_ROOT / "bench_output"
-
-
-class BenchError(Exception):
-    """A run that cannot start (bad option, missing data, unknown method); exit status 2."""
 
 
 # ------------------------------------------------------------------------------------ planning
@@ -69,22 +65,10 @@ class MethodPlan:
     corpora: list[Corpus] = field(default_factory=list)
 
 
-def log(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far (Linux reports KiB, macOS bytes)."""
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024, 1)
-
-
-def make_embeddings(spec: str) -> Any:
-    from langgraph_kgmem.config import get_embeddings
-
-    if spec not in ("local", "fast", "hash") and not spec.startswith("hash:"):
-        raise BenchError(f"--embeddings must be 'local', 'fast' or 'hash', got {spec!r}")
-    return get_embeddings(spec)
 
 
 def select_methods(reg: Registry, names: str | None, dataset: str) -> list[Any]:
