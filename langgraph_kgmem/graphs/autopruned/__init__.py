@@ -31,7 +31,7 @@ Nodes (in order):
                       over an entity budget, only above a similarity floor (the budget is a
                       ceiling, never forced); edges remapped, duplicates dropped, runs stay valid
 
-Answer memory is right or silent: see :mod:`langgraph_kgmem.memory.codebook` for the equivalence
+Answer memory is right or silent: see :mod:`langgraph_kgmem.graphs.autopruned.codebook` for the equivalence
 rule (the same question) and the grounding rule, verbatim. Stored answers are also retrieval atoms
 (the "known answers" channel): one is shown only while it is still grounded, labelled as an earlier
 question's answer. With ``memory_scope`` each tenant has a codebook of its own in the store (its
@@ -63,7 +63,7 @@ from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
-from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
+from langgraph_kgmem.graphs.autopruned.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
                                              MAX_RELATION_CHARS, Channel, Codebook, Run, cite_passages,
                                              grounded_in, phrase_triples)
 from langgraph_kgmem.ranking import best_first, dense_led, fusion_depth, reciprocal_rank_fusion
@@ -496,7 +496,7 @@ class _Runtime:
         """Whether a stored answer run may be served (replayed, or shown as a known answer): it
         was stored under the grounding rule (it names its decider) and each passage it cites is
         still in the KG and together they still hold every content word of it
-        (:func:`~langgraph_kgmem.memory.codebook.grounded_in`). Kept until the KG changes."""
+        (:func:`~langgraph_kgmem.graphs.autopruned.codebook.grounded_in`). Kept until the KG changes."""
         if run.channel != "A" or not run.by:
             return False
         if self._servable_at != self.kg.version:
@@ -513,7 +513,7 @@ class _Runtime:
 
     def replay(self, book: Codebook, question: str, decider: str) -> dict[str, Any] | None:
         """The stored answer to replay for ``question``: one given to the same question
-        (:func:`~langgraph_kgmem.memory.codebook.question_key`) by the same decider and still
+        (:func:`~langgraph_kgmem.graphs.autopruned.codebook.question_key`) by the same decider and still
         servable, the newest first; with its provenance. None: memory stays silent."""
         for q in reversed(book.question_runs(question)):
             for aid in reversed(q.links):
@@ -1362,7 +1362,7 @@ def create_autopruned_graph(
             answer run is stored only when the answer is grounded (every content word of it in the
             passages it cites); for an ungrounded one the question run alone is stored.
         replay: give a stored answer again, without an LLM call, to the same question
-            (:func:`~langgraph_kgmem.memory.codebook.question_key`: equal after NFKC, casefolding
+            (:func:`~langgraph_kgmem.graphs.autopruned.codebook.question_key`: equal after NFKC, casefolding
             and punctuation/spacing normalisation) asked of the same decider, while each passage
             it cites is still in the KG and holds its words; ``replayed_answer`` then names the
             answer run, the question run, the cited passages and the decider. False: always answer anew.
@@ -1371,9 +1371,9 @@ def create_autopruned_graph(
             no question, answer or run of one user reaches another; the KG's facts are indexed
             into each, once). None (default): every caller of this graph shares one codebook.
         consolidate / alias_threshold / entity_budget / layer2_min_cos: see
-            :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`. ``entity_budget`` is a
+            :meth:`~langgraph_kgmem.graphs.autopruned.codebook.Codebook.consolidate`. ``entity_budget`` is a
             ceiling, not a target: layer 2 merges only pairs at cosine ≥ ``layer2_min_cos`` (the
-            measured floor :data:`~langgraph_kgmem.memory.codebook.LAYER2_FLOOR`), so a codebook of
+            measured floor :data:`~langgraph_kgmem.graphs.autopruned.codebook.LAYER2_FLOOR`), so a codebook of
             unrelated entities stays over its budget rather than merge them.
 
     Returns:
