@@ -34,7 +34,7 @@ from typing import Any
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
                           mistakes, oracle_answer, titles_of, with_offline_answer_prompt)
 
-from langgraph_kgmem.graphs.catrag import _index, create_catrag_graph, prepare_catrag_kg
+from langgraph_kgmem.graphs.catrag import create_catrag_graph, kg_index, prepare_catrag_kg
 from langgraph_kgmem.ingest.extract import offline_entities
 
 GOLD_SCORE, OTHER_SCORE = 9, 2
@@ -54,7 +54,7 @@ class CatragAdapter:
         prepare_catrag_kg(ctx.kg)
         ctx.cache[self.name] = create_catrag_graph(ctx.kg, model="offline", store=ctx.store,
                                                    **self.options).compile(store=ctx.store)
-        _index(ctx.kg)  # build the per-version arrays now, not inside the first question
+        kg_index(ctx.kg)  # build the per-version arrays now, not inside the first question
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
