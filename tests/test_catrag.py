@@ -1,4 +1,4 @@
-"""CatRAG / HippoRAG 2 (graphs/catrag.py): every "Must hold" of issue 5, offline policies, errors."""
+"""CatRAG / HippoRAG 2 (graphs/catrag/): every "Must hold" of issue 5, offline policies, errors."""
 
 from __future__ import annotations
 

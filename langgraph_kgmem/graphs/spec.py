@@ -43,6 +43,9 @@ class MethodOptions(BaseModel):
     METHOD: ClassVar[str] = "method"
     # options that choose the graph's nodes: a run cannot change them (the nodes are not there)
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset()
+    # True: the nodes read every knob of the method once, when the graph is built, so a run may
+    # set only the base options (model and tenant ids)
+    FIXED_AT_BUILD: ClassVar[bool] = False
 
     model: Any = Field(None, description="chat model: a LangChain chat model, 'offline' or 'provider:model'; "
                                          "None uses the one the graph was built with ($KGMEM_MODEL)")
@@ -80,13 +83,20 @@ class MethodOptions(BaseModel):
         given = {k: v for k, v in given.items() if not (k == "model" and v is None)}
         if not given:
             return self
-        fixed = sorted(k for k in given if k in self.BUILD_ONLY and given[k] != getattr(self, k, None))
+        build_only = self.build_only()
+        fixed = sorted(k for k in given if k in build_only and given[k] != getattr(self, k, None))
         if fixed:
             raise KgmemInputError(
-                f"{self.METHOD}: {', '.join(fixed)} decide(s) which steps the graph has, so they are fixed when "
-                f"the graph is built: pass them to the factory, not in context= (per-run options: "
-                f"{', '.join(sorted(set(type(self).model_fields) - self.BUILD_ONLY))})")
+                f"{self.METHOD}: {', '.join(fixed)} is fixed when the graph is built: pass it to the factory, "
+                f"not in context= (per-run options: {', '.join(sorted(set(type(self).model_fields) - build_only))})")
         return type(self)(**{**self.given(), **given})
+
+    @classmethod
+    def build_only(cls) -> frozenset[str]:
+        """The options a run's context cannot change."""
+        if cls.FIXED_AT_BUILD:
+            return frozenset(cls.model_fields) - frozenset(MethodOptions.model_fields)
+        return cls.BUILD_ONLY
 
     def scope_values(self) -> dict[str, str]:
         """The tenant labels this run gives (``user_id`` and ``tenant``), for ``memory_scope``."""

@@ -55,7 +55,9 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, content_words,
+from langgraph_kgmem.graphs.autopruned.options import AutoprunedOptions, ENCODINGS, Encoding, Show
+from langgraph_kgmem.graphs.spec import MethodSpec, options_of
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, check_question, content_words,
                                            dense_passages, emit_progress, extractive_answer, fence, method_model, require,
                                            run_model)
 from langgraph_kgmem.ingest.extract import OfflineExtractor
@@ -77,9 +79,6 @@ METHOD = "autopruned"
 # create_autopruned_graph(kg, **SENTENCES_PRESET)
 SENTENCES_PRESET: dict[str, Any] = {"fine_m": 20, "show": "sentences", "sentence_budget": 250}
 SelectionMode = Literal["all", "unique", "none"]
-Encoding = Literal["words", "ids", "matrix"]
-Show = Literal["triples", "sentences"]
-ENCODINGS: tuple[Encoding, ...] = ("words", "ids", "matrix")
 SELECTION_MODES: tuple[str, ...] = ("all", "unique", "none")
 SelectionPolicy = Callable[[Channel, list[dict[str, Any]], dict[str, Any]], SelectionMode]
 CHANNEL_SECTION = {"F": "facts", "A": "known answers", "Q": "earlier questions"}
@@ -107,7 +106,7 @@ class FineScoring:
 # --------------------------------------------------------------------------------------------- state
 
 
-AutoPrunedContext = RunContext  # per-run knobs: context={"model": m} (graphs.common.RunContext)
+AutoPrunedContext = AutoprunedOptions  # the graph's context_schema (the name earlier releases exported)
 
 
 class AutoPrunedState(BaseState, total=False):
@@ -391,11 +390,13 @@ class _Runtime:
     """What the nodes share: the KG, options, and the codebook cached per store and tenant scope
     (reloaded when another writer saved a newer revision)."""
 
-    def __init__(self, kg: Any, model: Any, store: Any, opts: dict[str, Any]) -> None:
+    def __init__(self, kg: Any, model: Any, store: Any, opts: dict[str, Any],
+                 options: AutoprunedOptions | None = None) -> None:
         self.kg = kg
         self.model = model
         self.store = store
         self.opts = opts
+        self.options = options or AutoprunedOptions()   # as given to the factory (the context schema)
         self._books: dict[tuple[int, tuple[str, ...]], tuple[Any, Codebook]] = {}
         self._synced: dict[tuple[int, tuple[str, ...]], int] = {}
         self._servable: dict[tuple[Any, ...], bool] = {}
@@ -569,6 +570,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         check_question(state)
         store = require("AutoPrunedRetriever", runtime=runtime, store=rt.store, needs_store=True)
+        options_of(runtime, rt.options)   # a knob in the run's context is refused here, before any work
         scope = rt.scope()     # a run without the tenant value it needs fails here, before any work
         with rt.lock:          # the codebook in hand is the stored one (book() reloads a newer save and
             rt.book(scope)     # forgets the sync) and was synced with this KG version: no store lock to take
@@ -1395,6 +1397,8 @@ def create_autopruned_graph(
         >>> out["method"], out["encoding"] in ("words", "ids", "matrix")
         ('autopruned', True)
     """
+    # the keyword arguments as given, before any is normalised below
+    build_options = {k: v for k, v in locals().items() if k in AutoprunedOptions.model_fields}
     check_int("coarse_k", coarse_k, 1)
     check_int("fine_m", fine_m, 1)
     check_number("tau_run", tau_run, 0.0, 2.0, low_open=True)
@@ -1451,8 +1455,9 @@ def create_autopruned_graph(
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "replay": bool(replay),
             "memory_scope": tuple(memory_scope) if memory_scope else None, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos, "dense_fusion": dense_fusion}
-    nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))
-    builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoPrunedContext)
+    nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts,
+                                 AutoprunedOptions.build(**build_options)))
+    builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoprunedOptions)
     order = ["sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
              "answer", "memorize"]
     for name in order + (["consolidate"] if consolidate else []):
@@ -1468,5 +1473,21 @@ def create_autopruned_graph(
     return builder
 
 
-__all__ = ["create_autopruned_graph", "SENTENCES_PRESET", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
+SPEC = MethodSpec(
+    name="autopruned",
+    factory=create_autopruned_graph,
+    options=AutoprunedOptions,
+    summary="AutoPrunedRetriever: compact fact retrieval with a pruned codebook kept across sessions.",
+    description="Turns the KG's facts into a symbolic codebook (entity, relation and edge ids grouped in small "
+                "runs), retrieves runs coarse to fine, and answers from a prompt packed in the cheapest of three "
+                "encodings; each question's and answer's runs are stored, so follow-up questions reuse them.",
+    agent_description="Answer a question from compact, deduplicated knowledge-graph facts (AutoPrunedRetriever). "
+                      "Cheapest in tokens; good for simple lookups and for follow-up questions on the same topic.",
+    requirements=frozenset({"store"}),
+    output_keys=("answer", "evidence", "usage", "method", "model", "encoding", "packed_prompt", "reused",
+                 "codebook_size"),
+)
+
+
+__all__ = ["SPEC", "create_autopruned_graph", "SENTENCES_PRESET", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
            "cheapest_encoding", "fine_score", "fine_scores", "stacked_fine_scores", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriple", "TextTriples"]
