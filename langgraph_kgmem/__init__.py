@@ -28,28 +28,32 @@ __version__ = "0.1.0"
 # logging (e.g. logging.basicConfig(level=logging.INFO) shows decision fallbacks)
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
+# every method's factory (create_<method>_graph) is exported too: the registry names them
 _EXPORTS = {
     "KnowledgeGraph": "langgraph_kgmem.kg.graph",
     "create_kgmem_tools": "langgraph_kgmem.tools",
-    "create_remindrag_graph": "langgraph_kgmem.graphs.remindrag",
-    "create_r3cycle_graph": "langgraph_kgmem.graphs.r3cycle",
-    "create_catrag_graph": "langgraph_kgmem.graphs.catrag",
-    "create_kgirag_graph": "langgraph_kgmem.graphs.kgirag",
-    "create_autopruned_graph": "langgraph_kgmem.graphs.autopruned",
     "get_embeddings": "langgraph_kgmem.config",
     "resolve_model": "langgraph_kgmem.llm",
     "KgmemError": "langgraph_kgmem.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+
+def _exports() -> dict[str, str]:
+    from langgraph_kgmem.graphs.registry import method_exports
+
+    return {**_EXPORTS, **method_exports()}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":   # computed on first use: listing the methods imports them
+        return sorted(_exports())
     module = _EXPORTS.get(name)
+    if module is None and name.startswith("create_") and name.endswith("_graph"):
+        module = _exports().get(name)
     if module is None:
         raise AttributeError(f"module 'langgraph_kgmem' has no attribute {name!r}")
     return getattr(import_module(module), name)
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + __all__)
+    return sorted(set(globals()) | set(_exports()))

@@ -17,14 +17,13 @@ Example:
 from __future__ import annotations
 
 import re
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, Sequence
 
 from langchain_core.tools import BaseTool
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.common import method_as_tool
-from langgraph_kgmem.graphs.registry import METHODS, get_factory
+from langgraph_kgmem.graphs.registry import METHODS, get_factory, get_method, registered
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -34,43 +33,30 @@ if TYPE_CHECKING:
 _RESULT = (" Input: one self-contained question. Returns JSON: `answer` (short text), `evidence_ids` (KG ids "
            "of the chunks/facts used) and `evidence` (their first lines).")
 
-METHOD_DESCRIPTIONS: dict[str, str] = {
-    "remindrag": "Answer a factual question from the knowledge graph by walking it entity by entity "
-                 "(ReMindRAG). Good for multi-hop questions ('the wife of the man who ...'); it remembers "
-                 "useful paths, so asking a similar question again is cheaper.",
-    "catrag": "Answer a factual question by ranking knowledge-graph passages with personalised PageRank "
-              "from the question's entities (CatRAG). Fast, one shot; good for questions that combine two or "
-              "three facts from different documents.",
-    "hipporag2": "Answer a factual question with plain personalised-PageRank retrieval over the knowledge "
-                 "graph (HippoRAG 2 baseline). Fast, one shot; use as a second opinion.",
-    "autopruned": "Answer a question from compact, deduplicated knowledge-graph facts (AutoPrunedRetriever). "
-                  "Cheapest in tokens; good for simple lookups and for follow-up questions on the same topic.",
-    "kgirag": "Answer a question about time-stamped records (events, measurements, schedules) by searching "
-              "the temporal knowledge graph step by step (KG-IRAG). Use for 'when', 'before/after', 'during' "
-              "and trend questions.",
-    "r3cycle": "Answer a hard question by reasoning over the knowledge graph with graph lookups and "
-               "reflecting on failed attempts (R3-Cycle). Slowest; use when the fast tools gave no answer.",
-    "graphcot": "Answer a question by step-by-step reasoning with knowledge-graph lookups (Graph-CoT, no "
-                "reflection).",
-}
+
+
+def _descriptions() -> dict[str, str]:
+    return {name: entry.agent_description for name, entry in registered().items()}
+
+
+def __getattr__(name: str) -> Any:
+    # METHOD_DESCRIPTIONS (what an agent reads per method) and RECORD_METHODS come from the
+    # methods' specs, read when first asked for: importing this module imports no method
+    if name == "METHOD_DESCRIPTIONS":
+        return _descriptions()
+    if name == "RECORD_METHODS":
+        return frozenset(n for n, e in registered().items() if "records" in e.spec.requirements)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _tool_name(method: str) -> str:
     return "ask_" + re.sub(r"[^a-zA-Z0-9_-]", "_", method)
 
 
-RECORD_METHODS = frozenset({"kgirag"})   # methods that need time-stamped records (kg.add_records)
-
-
 def method_available(method: str) -> bool:
-    """Whether ``method``'s module is importable in this installation."""
-    if method not in METHODS:
-        return False
-    try:
-        import_module(METHODS[method][0])
-    except ImportError:
-        return False
-    return True
+    """Whether ``method`` is registered and its package imported in this installation (the
+    registry leaves out a package whose dependencies are missing)."""
+    return method in registered()
 
 
 def create_method_tool(kg: "KnowledgeGraph", method: str, *, model: Any = None, store: "BaseStore | None" = None,
@@ -103,7 +89,7 @@ def create_method_tool(kg: "KnowledgeGraph", method: str, *, model: Any = None, 
     from langgraph_kgmem.tracing import with_tracing
 
     app = with_tracing(builder.compile(store=store, name=method), method, kg, model=model)
-    desc = description or (METHOD_DESCRIPTIONS.get(method, f"Answer a question with the {method} method.") + _RESULT)
+    desc = description or (get_method(method).agent_description + _RESULT)
     return method_as_tool(app, name=name or _tool_name(method), description=desc)
 
 
@@ -117,7 +103,8 @@ def create_all_tools(kg: "KnowledgeGraph", *, methods: Sequence[str] | None = No
     if methods is None:
         # KG-IRAG answers from time-stamped records: not offered on a KG that has none
         has_records = kg.stats()["nodes_by_kind"].get("time", 0) > 0
-        chosen = [m for m in METHODS if method_available(m) and (has_records or m not in RECORD_METHODS)]
+        chosen = [m for m, entry in registered().items()
+                  if has_records or "records" not in entry.spec.requirements]
     else:
         unknown = [m for m in methods if m not in METHODS]
         if unknown:

@@ -278,11 +278,14 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_stats)
 
+    from langgraph_kgmem.graphs.registry import METHODS
+
     sp = sub.add_parser("ask", help="answer a question with one method")
     sp.add_argument("question")
     common(sp)
-    sp.add_argument("--method", default="remindrag",
-                    help="remindrag, catrag, hipporag2, autopruned, kgirag, r3cycle or graphcot")
+    sp.add_argument("--method", default="remindrag", metavar="METHOD",
+                    help="the method that answers: " + "; ".join(f"{name} ({entry.summary.split(':')[0]})"
+                                                                 for name, entry in METHODS.items()))
     sp.add_argument("--model", default=None, help="offline or provider:model (default $KGMEM_MODEL, else offline)")
     sp.add_argument("--thread", default=None, help="thread id for the checkpointer (default: a new one)")
     sp.add_argument("--json", action="store_true", help="print the whole output state as JSON")

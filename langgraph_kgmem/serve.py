@@ -1,6 +1,6 @@
 """The graphs LangGraph Server (``langgraph dev``, Studio, a deployment) serves, configured from environment.
 
-``langgraph.json`` points at ``graphs/<method>.py:graph``; each of those is ``graph_factory(method)``:
+``langgraph.json`` points at ``graphs/served.py:<method>``; each of those is ``graph_factory(method)``:
 a factory LangGraph Server calls with the run's config. The first call in a process opens the KG
 (once, lazily: nothing happens at import) and compiles the method **without** checkpointer or
 store — the server brings its own, and methods reach the server's store through
@@ -167,4 +167,11 @@ def graph_factory(method: str) -> Callable[[RunnableConfig], Awaitable[Any]]:
     return graph
 
 
-__all__ = ["graph_factory", "build_served_graph", "served_kg", "served_model", "model_spec", "close_served"]
+def served_graphs() -> dict[str, Callable[[RunnableConfig], Awaitable[Any]]]:
+    """A graph factory per registered method and preset, by registry name (``graphs/served.py``)."""
+    from langgraph_kgmem.graphs.registry import METHODS
+
+    return {name: graph_factory(name) for name in METHODS}
+
+
+__all__ = ["graph_factory", "served_graphs", "build_served_graph", "served_kg", "served_model", "model_spec", "close_served"]

@@ -20,7 +20,7 @@ from langgraph_kgmem.graphs.autopruned import (
     default_selection_policy,
     encode_knowledge,
 )
-from langgraph_kgmem.memory.codebook import LEGACY_PAGE, PAGE, Codebook, phrase_triples, segment_runs
+from langgraph_kgmem.graphs.autopruned.codebook import LEGACY_PAGE, PAGE, Codebook, phrase_triples, segment_runs
 from langgraph_kgmem.testing import ScriptedChatModel
 
 STABLE_KEYS = ("answer", "evidence", "packed_prompt", "encoding", "selected_runs", "candidates", "coarse",

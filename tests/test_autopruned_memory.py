@@ -10,7 +10,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.autopruned import KNOWN_NOTE, answer_prompt, create_autopruned_graph
 from langgraph_kgmem.llm import model_label
-from langgraph_kgmem.memory.codebook import Codebook, answer_terms, cite_passages, grounded_in, question_key
+from langgraph_kgmem.graphs.autopruned.codebook import Codebook, answer_terms, cite_passages, grounded_in, question_key
 from langgraph_kgmem.testing import ProviderError, ScriptedChatModel, failing_then
 
 Q = "Where was Marie Curie born?"
@@ -217,7 +217,7 @@ def test_memory_scope_is_validated(kg):
 def test_the_codebook_docstring_examples_run():
     import doctest
 
-    from langgraph_kgmem.memory import codebook
+    from langgraph_kgmem.graphs.autopruned import codebook
 
     result = doctest.testmod(codebook, raise_on_error=False, verbose=False)
     assert result.attempted >= 3 and result.failed == 0

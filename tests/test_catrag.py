@@ -1,4 +1,4 @@
-"""CatRAG / HippoRAG 2 (graphs/catrag.py): every "Must hold" of issue 5, offline policies, errors."""
+"""CatRAG / HippoRAG 2 (graphs/catrag/): every "Must hold" of issue 5, offline policies, errors."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_switches_off_is_hipporag2_and_graph_shape(kg, store):
 
 
 def test_anchor_mass_uses_the_anchors_own_passage_count(kg, store):
-    idx = catrag._index(kg)
+    idx = catrag.kg_index(kg)
     out = run(kg, store, model=ScriptedChatModel(responder=responder(names=("Marie Curie", "Paris"))),
               epsilon=0.3, dynamic_weighting=False, key_fact_boost=False)
     anchors = {a["text"]: a for a in out["anchors"]}
@@ -184,7 +184,7 @@ def test_no_surviving_fact_falls_back_to_dense(kg, store):
     out = run(kg, store, model=ScriptedChatModel(responder=responder(keep=())))
     assert out["fallback"] == "dense" and out["facts"] == [] and out["ppr"] == {}
     assert out["usage"]["llm_calls"] == 2  # the filter, then straight to the answer
-    idx = catrag._index(kg)
+    idx = catrag.kg_index(kg)
     ids, mat = kg.vector_matrix(("chunk",))
     dense = mat @ kg.embed_query(Q1)
     assert out["passages"][0]["id"] == ids[int(np.argmax(dense))] and ids[int(np.argmax(dense))] in idx.chunk_ids

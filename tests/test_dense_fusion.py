@@ -230,7 +230,7 @@ def test_catrag_fused_ranking_takes_ppr_and_dense_in_turns():
     idx.chunk_ids = ["c3", "c1", "c2", "c0"]
     ppr = np.array([0.4, 0.3, 0.2, 0.1])                       # by row: c0 > c1 > c2 > c3
     dense = np.array([0.9, 0.1, 0.2, 0.3])                     # by chunk position: c3 > c0 > c2 > c1
-    got = [p["id"] for p in catrag._fuse_dense(idx, ppr, dense, 4)]
+    got = [p["id"] for p in catrag.fuse_dense(idx, ppr, dense, 4)]
     assert got == ["c0", "c3", "c1", "c2"]                    # PPR's best, dense's best, PPR's next, dense's next
 
 

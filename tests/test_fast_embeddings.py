@@ -121,7 +121,7 @@ def test_kg_embeds_each_kind_in_its_space_and_reports_the_layout(fast):
 
 
 def test_the_codebook_keeps_the_static_columns_and_the_same_cosines(fast):
-    from langgraph_kgmem.memory.codebook import Codebook
+    from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 
     kg = KnowledgeGraph.in_memory(embeddings=fast)
     add_triples(kg, [("Marie Curie", "born in", "Warsaw"), ("Pierre Curie", "married", "Marie Curie")])

@@ -182,7 +182,7 @@ def test_kgirag_plan_out_of_bounds_takes_the_fallback(text_kg=None):
 
 def test_codebook_refuses_over_long_symbols():
     from langgraph_kgmem.errors import KgmemInputError
-    from langgraph_kgmem.memory.codebook import MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Codebook
+    from langgraph_kgmem.graphs.autopruned.codebook import MAX_ENTITY_CHARS, MAX_RELATION_CHARS, Codebook
 
     book = Codebook("t")
     with pytest.raises(KgmemInputError, match=f"at most {MAX_ENTITY_CHARS}"):
@@ -211,7 +211,7 @@ def test_a_50k_entity_from_the_model_does_not_poison_autopruned_memory(kg, store
         out = app.invoke({"question": q})
         assert count_tokens(out["packed_prompt"]) < 2_000
         assert {f["step"] for f in out["usage"]["fallbacks"]} >= {"extract_question_triples"}
-    from langgraph_kgmem.memory.codebook import MAX_ENTITY_CHARS, Codebook
+    from langgraph_kgmem.graphs.autopruned.codebook import MAX_ENTITY_CHARS, Codebook
 
     book = Codebook.load(store, kg.name)
     assert max(len(t) for t in book.ent_text) <= MAX_ENTITY_CHARS

@@ -17,7 +17,7 @@ from method_cases import compile_method
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.kg.graph import MEMORY_DB_FILE
 from langgraph_kgmem.memory import EdgeMemory, RecordMemory
-from langgraph_kgmem.memory.codebook import Codebook
+from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 from tests.conftest import SAMPLE_DOCS
 
 ROOT = Path(__file__).resolve().parents[1]

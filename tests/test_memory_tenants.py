@@ -56,7 +56,7 @@ def test_r3cycle_trajectories_are_scoped(kg):
 def test_autopruned_questions_and_answers_stay_with_their_tenant(kg):
     """Each tenant has a codebook of its own: no question, answer or run of one reaches another."""
     from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
-    from langgraph_kgmem.memory.codebook import Codebook
+    from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 
     store = InMemoryStore()
     app = create_autopruned_graph(kg, model="offline", memory_scope=("{user_id}",)).compile(store=store)

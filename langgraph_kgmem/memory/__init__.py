@@ -52,9 +52,11 @@ def check_scope_label(text: object, origin: object = None) -> str:
 def memory_scope(template: Sequence[str] | None, config: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """The tenant part of a memory namespace: each label of ``template`` (e.g. ``("{user_id}",)``)
     formatted with the run's ``config["configurable"]`` values (the running graph's config when
-    ``config`` is None). A value the run does not give is an error, never a shared namespace."""
+    ``config`` is None), and inside a run the tenant ids of its context (``context={"user_id": ...}``,
+    which win). A value the run does not give is an error, never a shared namespace."""
     if not template:
         return ()
+    context_values: dict[str, Any] = {}
     if config is None:
         from langgraph.config import get_config
 
@@ -62,7 +64,9 @@ def memory_scope(template: Sequence[str] | None, config: Mapping[str, Any] | Non
             config = get_config()
         except RuntimeError:
             config = {}
+        context_values = _context_scope_values()
     values = {k: v for k, v in dict((config or {}).get("configurable") or {}).items() if isinstance(v, (str, int))}
+    values.update(context_values)
     out = []
     for label in template:
         try:
@@ -73,6 +77,18 @@ def memory_scope(template: Sequence[str] | None, config: Mapping[str, Any] | Non
                 f"config={{'configurable': {{{str(exc)}: ...}}}}") from exc
         out.append(check_scope_label(text, label))
     return tuple(out)
+
+
+def _context_scope_values() -> dict[str, Any]:
+    """Tenant labels of the running graph's context (a method's options: ``scope_values()``)."""
+    from langgraph.runtime import get_runtime
+
+    try:
+        context = getattr(get_runtime(), "context", None)
+    except RuntimeError:   # outside a run
+        return {}
+    scope_values = getattr(context, "scope_values", None)
+    return dict(scope_values()) if callable(scope_values) else {}
 
 
 def resolve_store(store: BaseStore | None) -> BaseStore:

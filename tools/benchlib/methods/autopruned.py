@@ -28,7 +28,7 @@ from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, t
 from benchlib.passage_rag import passage_oracle
 
 from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET, answer_prompt, create_autopruned_graph, sync_codebook
-from langgraph_kgmem.memory.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
+from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
 
 
 class AutoPrunedAdapter:
@@ -105,7 +105,7 @@ def codebook_growth(kg: Any, *, step: int = 50, entity_budget: int | None = None
     receives every layer-2 merge (entity, representative, cosine, step) for inspection."""
     import time
 
-    from langgraph_kgmem.memory.codebook import Codebook
+    from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 
     book = Codebook(kg.name)
     docs = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"][:documents]

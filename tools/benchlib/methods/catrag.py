@@ -34,7 +34,8 @@ from typing import Any
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
                           mistakes, oracle_answer, titles_of, with_offline_answer_prompt)
 
-from langgraph_kgmem.graphs.catrag import _index, create_catrag_graph, prepare_catrag_kg
+from langgraph_kgmem.graphs.catrag import create_catrag_graph, kg_index, prepare_catrag_kg
+from langgraph_kgmem.graphs.registry import METHODS
 from langgraph_kgmem.ingest.extract import offline_entities
 
 GOLD_SCORE, OTHER_SCORE = 9, 2
@@ -54,7 +55,7 @@ class CatragAdapter:
         prepare_catrag_kg(ctx.kg)
         ctx.cache[self.name] = create_catrag_graph(ctx.kg, model="offline", store=ctx.store,
                                                    **self.options).compile(store=ctx.store)
-        _index(ctx.kg)  # build the per-version arrays now, not inside the first question
+        kg_index(ctx.kg)  # build the per-version arrays now, not inside the first question
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
@@ -127,9 +128,11 @@ def catrag_oracle(ctx: BenchContext, q: BenchQuestion, method: str = "catrag") -
     return respond
 
 
+HIPPORAG2 = dict(METHODS["hipporag2"].preset)   # the registry's preset: the baseline is defined once
+
 ADAPTERS = [
     CatragAdapter("catrag"),
-    CatragAdapter("hipporag2", anchoring=False, dynamic_weighting=False, key_fact_boost=False),
+    CatragAdapter("hipporag2", **HIPPORAG2),
     CatragAdapter("catrag-noanchor", anchoring=False),
     CatragAdapter("catrag-noweight", dynamic_weighting=False),
     CatragAdapter("catrag-noboost", key_fact_boost=False),
@@ -137,6 +140,5 @@ ADAPTERS = [
     CatragAdapter("catrag-serial", llm_concurrency=1, in_default_run=False),
     # passages ranked by PPR mass alone (no dense fusion): the papers' ranking
     CatragAdapter("catrag-nofusion", dense_fusion=False, in_default_run=False),
-    CatragAdapter("hipporag2-nofusion", anchoring=False, dynamic_weighting=False, key_fact_boost=False,
-                  dense_fusion=False, in_default_run=False),
+    CatragAdapter("hipporag2-nofusion", **HIPPORAG2, dense_fusion=False, in_default_run=False),
 ]

@@ -37,6 +37,7 @@ if __name__ == "__main__":   # run as a script: make `benchlib` and `langgraph_k
     sys.path[:0] = [str(_Path(__file__).resolve().parents[2]), str(_Path(__file__).resolve().parents[3])]
 
 from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, normalize_answer
+from langgraph_kgmem.graphs.registry import METHODS
 
 DATASET = "graph-qa"
 WRONG_ARGS = {"RetrieveNode": ("query", None), "NeighbourCheck": ("relation", "writer"),
@@ -172,7 +173,9 @@ class GraphQAAdapter:
         return NoisyOracle(q, float(ctx.options.get("noise") or 0.0), int(ctx.options.get("seed") or 0))
 
 
-ADAPTERS = [GraphQAAdapter("graphcot", reflection=False), GraphQAAdapter("r3cycle", reflection=True)]
+# the registry's presets: Graph-CoT is R3-Cycle with its preset's reflection switch
+ADAPTERS = [GraphQAAdapter(name, reflection=bool(METHODS[name].preset.get("reflection", True)))
+            for name in ("graphcot", "r3cycle")]
 
 
 # ------------------------------------------------------------------------------------ own comparison

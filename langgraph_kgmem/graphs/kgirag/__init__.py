@@ -26,7 +26,8 @@ Nodes:
 
 The loop runs at most ``t_max`` retrieval rounds. :func:`create_singlepass_graph` is the
 baseline: the same plan, one retrieval of the whole horizon window, the same answer step.
-The model can be swapped per run without recompiling: ``app.invoke(inputs, context={"model": m})``.
+Every option can be set per run without recompiling: ``app.invoke(inputs, context={"model": m, "t_max": 6})``
+(:class:`~langgraph_kgmem.graphs.kgirag.options.KgiragOptions`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from langgraph.graph import END, START, StateGraph
@@ -41,9 +43,11 @@ from langgraph.types import RetryPolicy
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from langgraph_kgmem.errors import KgmemInputError, check_int
-from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, emit_progress,
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, check_question, emit_progress,
                                            evidence_item, fence, method_model, require, run_model)
+from langgraph_kgmem.graphs.kgirag.options import KgiragOptions
+from langgraph_kgmem.graphs.spec import MethodSpec, options_of
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, parse_question
@@ -70,7 +74,7 @@ MAX_TIME_CHARS = 40
 # ------------------------------------------------------------------------------------ state
 
 
-KgiragContext = RunContext  # per-run knobs: context={"model": m} (graphs.common.RunContext)
+KgiragContext = KgiragOptions  # the graph's context_schema (the name earlier releases exported)
 
 
 class KgiragState(BaseState, total=False):
@@ -397,65 +401,76 @@ def _evidence(kg: "KnowledgeGraph", edge_ids: Sequence[str]) -> list[dict[str, A
 # ------------------------------------------------------------------------------------ shared nodes
 
 
-def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | None, k0: int | None):
-    def plan_query(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
-        mdl = run_model(runtime, default_model)
-        question = check_question(state)
-        require("KG-IRAG", kg=kg, records=True)   # a KG without records would only ever answer "no answer"
-        idx = temporal_index(kg)
-        rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
-        try:
-            guess = offline_plan(question, idx)
-        except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question
-            guess = None
-        if guess is not None and plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"])):
-            guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
+@dataclass(frozen=True)
+class KgiragDeps:
+    """What the nodes share for the graph's lifetime (bound with ``functools.partial``)."""
 
-        def offline() -> TemporalPlan:
-            g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
-                          "hours": 1, "horizon": 0}
-            # the question's own values (bounded by plan_problem above): not validated as model output
-            return TemporalPlan.model_construct(
-                task=g["task"], location=g["location"] or "", departure_time=g["time"], trip_hours=g["hours"],
-                horizon_hours=g["horizon"], step_hours=step or default_step(g["task"], g["hours"]), k0=k0 or 1,
-                reasoning="")
+    kg: "KnowledgeGraph"
+    model: Any                  # the build's model, resolved once (a run's context may replace it)
+    options: KgiragOptions      # the build's options (a run's context overrides them)
+    method: str = "kgirag"      # or "singlepass"
 
-        def validate(p: TemporalPlan) -> str | None:
-            if idx.location_of(p.location) is None and len(idx.locations) > 1:
-                # the record locations are the data's own words: fenced in the retry's feedback too
-                return (f"location {fence(p.location, inline=True, empty=repr(p.location))} is not one of: "
-                        f"{fence(', '.join(sorted(idx.locations)), inline=True)}")
-            problem = plan_problem(idx, p.departure_time, p.trip_hours, p.horizon_hours)
-            if problem:
-                return problem
-            if p.task != "detect" and p.horizon_hours < 1:
-                return "horizon_hours must be >= 1 for latest/earliest"
-            return None
 
-        span = (format_time(time_of_slot(int(idx.slots[0]))), format_time(time_of_slot(int(idx.slots[-1])))) \
-            if len(idx.slots) else ("-", "-")
-        names = sorted(idx.locations)
-        shown = ", ".join(names[:50]) + (f" (and {len(names) - 50} more)" if len(names) > 50 else "")
-        prompt = render(PLAN_PROMPT, event_name=idx.event_name, rule=rule, locations=fence(shown, inline=True),
-                        start=span[0], end=span[1], question=state["question"])
-        decision, usage = decide(mdl, TemporalPlan, prompt, step="plan_query", offline=offline, validate=validate,
-                                 context={"question": state["question"], "offline_plan": guess,
-                                          "locations": sorted(idx.locations)})
-        # without a readable time in the question, only a model's own (non-fallback) plan is usable
-        ok = guess is not None or (not is_offline(mdl) and not usage.get("fallbacks"))
-        loc = idx.location_of(decision.location) or (next(iter(idx.locations)) if len(idx.locations) == 1 else None)
-        plan = {"task": decision.task, "location": loc, "time": format_time(parse_time(decision.departure_time)),
-                "hours": int(decision.trip_hours), "horizon": int(decision.horizon_hours),
-                "step": int(step or decision.step_hours), "k0": int(k0 or decision.k0),
-                "event": (guess or {}).get("event") or idx.event_name, "valid": bool(ok and len(idx.slots))}
-        plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule)
-        start = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], {})
-        emit_progress({"event": "plan", "plan": plan})
-        return {"plan": plan, "anchor": start.need, "direction": start.direction, "iterations": 0, "triples": [],
-                "events": [], "anchors": [], "hops": [], "round_sizes": [], "notes": [], "stopped": False,
-                "usage": fresh_usage(usage), "method": "kgirag", "model": model_label(mdl)}
+def plan_query(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> dict[str, Any]:
+    """LLM1: the task, location, time, trip length, horizon, step, K(0) and the reasoning prompt."""
+    question = check_question(state)
+    opts = options_of(runtime, deps.options)   # a bad per-run option fails here, before any work
+    mdl = run_model(runtime, deps.model)
+    kg, step, k0 = deps.kg, opts.step, opts.k0
+    require("KG-IRAG", kg=kg, records=True)   # a KG without records would only ever answer "no answer"
+    idx = temporal_index(kg)
+    rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
+    try:
+        guess = offline_plan(question, idx)
+    except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question
+        guess = None
+    if guess is not None and plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"])):
+        guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
 
-    return plan_query
+    def offline() -> TemporalPlan:
+        g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
+                      "hours": 1, "horizon": 0}
+        # the question's own values (bounded by plan_problem above): not validated as model output
+        return TemporalPlan.model_construct(
+            task=g["task"], location=g["location"] or "", departure_time=g["time"], trip_hours=g["hours"],
+            horizon_hours=g["horizon"], step_hours=step or default_step(g["task"], g["hours"]), k0=k0 or 1,
+            reasoning="")
+
+    def validate(p: TemporalPlan) -> str | None:
+        if idx.location_of(p.location) is None and len(idx.locations) > 1:
+            # the record locations are the data's own words: fenced in the retry's feedback too
+            return (f"location {fence(p.location, inline=True, empty=repr(p.location))} is not one of: "
+                    f"{fence(', '.join(sorted(idx.locations)), inline=True)}")
+        problem = plan_problem(idx, p.departure_time, p.trip_hours, p.horizon_hours)
+        if problem:
+            return problem
+        if p.task != "detect" and p.horizon_hours < 1:
+            return "horizon_hours must be >= 1 for latest/earliest"
+        return None
+
+    span = (format_time(time_of_slot(int(idx.slots[0]))), format_time(time_of_slot(int(idx.slots[-1])))) \
+        if len(idx.slots) else ("-", "-")
+    names = sorted(idx.locations)
+    shown = ", ".join(names[:50]) + (f" (and {len(names) - 50} more)" if len(names) > 50 else "")
+    prompt = render(PLAN_PROMPT, event_name=idx.event_name, rule=rule, locations=fence(shown, inline=True),
+                    start=span[0], end=span[1], question=state["question"])
+    decision, usage = decide(mdl, TemporalPlan, prompt, step="plan_query", offline=offline, validate=validate,
+                             context={"question": state["question"], "offline_plan": guess,
+                                      "locations": sorted(idx.locations)})
+    # without a readable time in the question, only a model's own (non-fallback) plan is usable
+    ok = guess is not None or (not is_offline(mdl) and not usage.get("fallbacks"))
+    loc = idx.location_of(decision.location) or (next(iter(idx.locations)) if len(idx.locations) == 1 else None)
+    plan = {"task": decision.task, "location": loc, "time": format_time(parse_time(decision.departure_time)),
+            "hours": int(decision.trip_hours), "horizon": int(decision.horizon_hours),
+            "step": int(step or decision.step_hours), "k0": int(k0 or decision.k0),
+            "event": (guess or {}).get("event") or idx.event_name, "valid": bool(ok and len(idx.slots))}
+    plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule)
+    start = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], {})
+    emit_progress({"event": "plan", "plan": plan})
+    return {"plan": plan, "anchor": start.need, "direction": start.direction, "iterations": 0, "triples": [],
+            "events": [], "anchors": [], "hops": [], "round_sizes": [], "notes": [], "stopped": False,
+            "usage": fresh_usage(usage), "method": deps.method, "model": model_label(mdl)}
+
 
 
 def synthesis_prompt(kg: "KnowledgeGraph", question: str, plan: Mapping[str, Any], events: Sequence[str], *,
@@ -467,30 +482,131 @@ def synthesis_prompt(kg: "KnowledgeGraph", question: str, plan: Mapping[str, Any
     return render(ANSWER_PROMPT, reasoning=plan["reasoning"], records=record_lines(kg, events), question=question)
 
 
-def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: int, method: str):
-    def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
-        mdl = run_model(runtime, default_model)
-        plan = state["plan"]
-        triples = state.get("triples", [])
-        evidence = _evidence(kg, triples)
-        base = {"evidence": evidence, "retrieved_triples": len(triples), "method": method}
-        prompt = synthesis_prompt(kg, state["question"], plan, state.get("events", []),
-                                  stopped=bool(state.get("stopped")), n_triples=len(triples), kappa=kappa)
-        if prompt is None:
-            return {**base, "answer": NO_ANSWER}
-        known = known_records(kg, state.get("events", []))
-        res = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], known)
-        offline_answer = res.answer if res.done else NO_ANSWER
-        if is_offline(mdl):
-            return {**base, "answer": offline_answer}
-        text, usage = generate(mdl, prompt, step="synthesize_answer",
-                               context={"question": state["question"], "evidence_ids": [e["id"] for e in evidence],
-                                        "event_ids": list(state.get("events", [])), "plan": plan,
-                                        "offline_answer": offline_answer},
-                               fallback=lambda: offline_answer)
-        return {**base, "answer": clean_answer(text), "usage": usage}
+def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> dict[str, Any]:
+    """LLM1: the answer from every retrieved record, or "no answer" (unstopped, over κ, invalid plan)."""
+    opts = options_of(runtime, deps.options)
+    mdl = run_model(runtime, deps.model)
+    kg, kappa, method = deps.kg, opts.kappa, deps.method
+    plan = state["plan"]
+    triples = state.get("triples", [])
+    evidence = _evidence(kg, triples)
+    base = {"evidence": evidence, "retrieved_triples": len(triples), "method": method}
+    prompt = synthesis_prompt(kg, state["question"], plan, state.get("events", []),
+                              stopped=bool(state.get("stopped")), n_triples=len(triples), kappa=kappa)
+    if prompt is None:
+        return {**base, "answer": NO_ANSWER}
+    known = known_records(kg, state.get("events", []))
+    res = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], known)
+    offline_answer = res.answer if res.done else NO_ANSWER
+    if is_offline(mdl):
+        return {**base, "answer": offline_answer}
+    text, usage = generate(mdl, prompt, step="synthesize_answer",
+                           context={"question": state["question"], "evidence_ids": [e["id"] for e in evidence],
+                                    "event_ids": list(state.get("events", [])), "plan": plan,
+                                    "offline_answer": offline_answer},
+                           fallback=lambda: offline_answer)
+    return {**base, "answer": clean_answer(text), "usage": usage}
 
-    return synthesize_answer
+
+
+def retrieve_triples(state: KgiragState, *, deps: KgiragDeps) -> dict[str, Any]:
+    """The triples of the K(t)-hop neighbourhood of the anchor along the time chain."""
+    kg = deps.kg
+    idx = temporal_index(kg)
+    plan = state["plan"]
+    sizes = state.get("round_sizes", [])
+    k = int(plan["k0"]) if not sizes else hop_count(sizes[-1], sizes[0])
+    anchor = state.get("anchor")
+    slots = neighbourhood_slots(idx, anchor, k, int(plan["step"]), state.get("direction", "forward")) \
+        if anchor is not None else []
+    edges, events = collect_triples(kg, idx, slots, plan.get("location"))
+    seen = set(state.get("triples", []))
+    new = [e for e in dict.fromkeys(edges) if e not in seen]
+    seen_ev = set(state.get("events", []))
+    new_ev = [e for e in dict.fromkeys(events) if e not in seen_ev]
+    it = state.get("iterations", 0) + 1
+    where = format_time(time_of_slot(anchor)) if anchor is not None else "-"
+    emit_progress({"event": "retrieve", "round": it, "anchor": where, "k": k, "new_triples": len(new)})
+    return {"triples": state.get("triples", []) + new, "events": state.get("events", []) + new_ev,
+            "round_sizes": sizes + [len(new)], "hops": state.get("hops", []) + [k], "k": k,
+            "anchors": state.get("anchors", []) + [where], "iterations": it,
+            "retrieved_triples": len(seen) + len(new)}
+
+def judge_retrieval(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> dict[str, Any]:
+    """LLM2: stop (the records read settle the answer) or the next anchor."""
+    mdl = run_model(runtime, deps.model)
+    kg = deps.kg
+    idx = temporal_index(kg)
+    plan = state["plan"]
+    known = known_records(kg, state.get("events", []))
+    res = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], known)
+
+    def offline() -> JudgeDecision:
+        if res.done:
+            return JudgeDecision(stop=True, reason=f"settled: {res.answer}")
+        return JudgeDecision(stop=False, next_time=format_time(time_of_slot(res.need)),
+                             reason="records missing for the current candidate window")
+
+    def validate(d: JudgeDecision) -> str | None:
+        if d.stop:
+            return None
+        if not d.next_time:
+            return "next_time is required when stop is false"
+        try:
+            s = slot_of(parse_time(d.next_time))
+        except KgmemInputError as exc:
+            return str(exc)
+        if not len(idx.slots) or not int(idx.slots[0]) <= s <= int(idx.slots[-1]):
+            return f"{d.next_time} is outside the records"
+        return None
+
+    prompt = render(JUDGE_PROMPT, reasoning=plan["reasoning"], question=state["question"], count=len(known),
+                    triples=len(state.get("triples", [])), records=record_lines(kg, state.get("events", [])),
+                    new=(state.get("round_sizes") or [0])[-1], anchor=(state.get("anchors") or ["-"])[-1])
+    decision, usage = decide(mdl, JudgeDecision, prompt, step="judge_retrieval", offline=offline,
+                             validate=validate,
+                             context={"question": state["question"], "plan": plan, "known": known,
+                                      "offline": offline().model_dump()})
+    out: dict[str, Any] = {"usage": usage, "notes": state.get("notes", []) + [decision.reason]}
+    if decision.stop:
+        out["stopped"] = True
+    else:
+        nxt = slot_of(parse_time(decision.next_time or ""))
+        out["anchor"] = nxt
+        out["direction"] = res.direction if not res.done else state.get("direction", "forward")
+    emit_progress({"event": "judge", "round": state.get("iterations", 0), "stop": decision.stop,
+           "next": decision.next_time})
+    return out
+
+def route_after_plan(state: KgiragState) -> str:
+    return "retrieve_triples" if state["plan"].get("valid") and state.get("anchor") is not None \
+        else "synthesize_answer"
+
+def route_after_judge(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> str:
+    opts = options_of(runtime, deps.options)
+    if state.get("stopped") or state.get("iterations", 0) >= opts.t_max or \
+            len(state.get("triples", [])) >= opts.kappa:
+        return "synthesize_answer"
+    return "retrieve_triples"
+
+
+def retrieve_window(state: KgiragState, *, deps: KgiragDeps) -> dict[str, Any]:
+    """Single pass: every record of the whole horizon window at once."""
+    kg = deps.kg
+    idx = temporal_index(kg)
+    plan = state["plan"]
+    lo, hi = horizon_window(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"])
+    p, q = idx.position(lo, "forward"), idx.position(hi, "backward")
+    slots = [int(s) for s in idx.slots[p:q + 1]] if p is not None and q is not None and q >= p else []
+    edges, events = collect_triples(kg, idx, slots, plan.get("location"))
+    edges, events = list(dict.fromkeys(edges)), list(dict.fromkeys(events))
+    emit_progress({"event": "retrieve", "round": 1, "anchor": format_time(time_of_slot(lo)), "new_triples": len(edges)})
+    return {"triples": edges, "events": events, "round_sizes": [len(edges)], "hops": [1], "iterations": 1,
+            "anchors": [format_time(time_of_slot(lo))], "stopped": True, "retrieved_triples": len(edges),
+            "method": "singlepass"}
+
+def route_after_plan_singlepass(state: KgiragState) -> str:
+    return "retrieve_window" if state["plan"].get("valid") else "synthesize_answer"
 
 
 # ------------------------------------------------------------------------------------ factories
@@ -543,94 +659,20 @@ def create_kgirag_graph(
         >>> out["answer"], out["anchors"]
         ('2025-01-01 04:00', ['2025-01-01 02:00', '2025-01-01 04:00'])
     """
-    _validate(t_max=t_max, kappa=kappa, step=step, k0=k0)
-    default_model = method_model(model, retry_policy)
-
-    def retrieve_triples(state: KgiragState) -> dict[str, Any]:
-        idx = temporal_index(kg)
-        plan = state["plan"]
-        sizes = state.get("round_sizes", [])
-        k = int(plan["k0"]) if not sizes else hop_count(sizes[-1], sizes[0])
-        anchor = state.get("anchor")
-        slots = neighbourhood_slots(idx, anchor, k, int(plan["step"]), state.get("direction", "forward")) \
-            if anchor is not None else []
-        edges, events = collect_triples(kg, idx, slots, plan.get("location"))
-        seen = set(state.get("triples", []))
-        new = [e for e in dict.fromkeys(edges) if e not in seen]
-        seen_ev = set(state.get("events", []))
-        new_ev = [e for e in dict.fromkeys(events) if e not in seen_ev]
-        it = state.get("iterations", 0) + 1
-        where = format_time(time_of_slot(anchor)) if anchor is not None else "-"
-        emit_progress({"event": "retrieve", "round": it, "anchor": where, "k": k, "new_triples": len(new)})
-        return {"triples": state.get("triples", []) + new, "events": state.get("events", []) + new_ev,
-                "round_sizes": sizes + [len(new)], "hops": state.get("hops", []) + [k], "k": k,
-                "anchors": state.get("anchors", []) + [where], "iterations": it,
-                "retrieved_triples": len(seen) + len(new)}
-
-    def judge_retrieval(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
-        mdl = run_model(runtime, default_model)
-        idx = temporal_index(kg)
-        plan = state["plan"]
-        known = known_records(kg, state.get("events", []))
-        res = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], known)
-
-        def offline() -> JudgeDecision:
-            if res.done:
-                return JudgeDecision(stop=True, reason=f"settled: {res.answer}")
-            return JudgeDecision(stop=False, next_time=format_time(time_of_slot(res.need)),
-                                 reason="records missing for the current candidate window")
-
-        def validate(d: JudgeDecision) -> str | None:
-            if d.stop:
-                return None
-            if not d.next_time:
-                return "next_time is required when stop is false"
-            try:
-                s = slot_of(parse_time(d.next_time))
-            except KgmemInputError as exc:
-                return str(exc)
-            if not len(idx.slots) or not int(idx.slots[0]) <= s <= int(idx.slots[-1]):
-                return f"{d.next_time} is outside the records"
-            return None
-
-        prompt = render(JUDGE_PROMPT, reasoning=plan["reasoning"], question=state["question"], count=len(known),
-                        triples=len(state.get("triples", [])), records=record_lines(kg, state.get("events", [])),
-                        new=(state.get("round_sizes") or [0])[-1], anchor=(state.get("anchors") or ["-"])[-1])
-        decision, usage = decide(mdl, JudgeDecision, prompt, step="judge_retrieval", offline=offline,
-                                 validate=validate,
-                                 context={"question": state["question"], "plan": plan, "known": known,
-                                          "offline": offline().model_dump()})
-        out: dict[str, Any] = {"usage": usage, "notes": state.get("notes", []) + [decision.reason]}
-        if decision.stop:
-            out["stopped"] = True
-        else:
-            nxt = slot_of(parse_time(decision.next_time or ""))
-            out["anchor"] = nxt
-            out["direction"] = res.direction if not res.done else state.get("direction", "forward")
-        emit_progress({"event": "judge", "round": state.get("iterations", 0), "stop": decision.stop,
-               "next": decision.next_time})
-        return out
-
-    def route_after_plan(state: KgiragState) -> str:
-        return "retrieve_triples" if state["plan"].get("valid") and state.get("anchor") is not None \
-            else "synthesize_answer"
-
-    def route_after_judge(state: KgiragState) -> str:
-        if state.get("stopped") or state.get("iterations", 0) >= t_max or \
-                len(state.get("triples", [])) >= kappa:
-            return "synthesize_answer"
-        return "retrieve_triples"
+    deps = KgiragDeps(kg=kg, model=method_model(model, retry_policy),
+                      options=KgiragOptions.build(t_max=t_max, kappa=kappa, step=step, k0=k0))
 
     builder = StateGraph(KgiragState, input_schema=InputState, output_schema=KgiragOutput,
-                         context_schema=KgiragContext)
-    builder.add_node("plan_query", _make_plan_node(kg, default_model, step=step, k0=k0))
-    builder.add_node("retrieve_triples", retrieve_triples)
-    builder.add_node("judge_retrieval", judge_retrieval)
-    builder.add_node("synthesize_answer", _make_synthesize_node(kg, default_model, kappa=kappa, method="kgirag"))
+                         context_schema=KgiragOptions)
+    builder.add_node("plan_query", partial(plan_query, deps=deps))
+    builder.add_node("retrieve_triples", partial(retrieve_triples, deps=deps))
+    builder.add_node("judge_retrieval", partial(judge_retrieval, deps=deps))
+    builder.add_node("synthesize_answer", partial(synthesize_answer, deps=deps))
     builder.add_edge(START, "plan_query")
     builder.add_conditional_edges("plan_query", route_after_plan, ["retrieve_triples", "synthesize_answer"])
     builder.add_edge("retrieve_triples", "judge_retrieval")
-    builder.add_conditional_edges("judge_retrieval", route_after_judge, ["retrieve_triples", "synthesize_answer"])
+    builder.add_conditional_edges("judge_retrieval", partial(route_after_judge, deps=deps),
+                                  ["retrieve_triples", "synthesize_answer"])
     builder.add_edge("synthesize_answer", END)
     return builder
 
@@ -640,46 +682,38 @@ def create_singlepass_graph(kg: "KnowledgeGraph", *, model: Any = None, store: A
     """Single-pass baseline: the same plan, one retrieval of the whole horizon window (detect:
     the trip window; earliest: t+1 .. t+L+Δt−1; latest: t−L .. t+Δt−2), the same answer step.
     Output keys as :func:`create_kgirag_graph` (method "singlepass")."""
-    _validate(t_max=1, kappa=kappa, step=None, k0=None)
-    default_model = method_model(model, retry_policy)
-
-    def retrieve_window(state: KgiragState) -> dict[str, Any]:
-        idx = temporal_index(kg)
-        plan = state["plan"]
-        lo, hi = horizon_window(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"])
-        p, q = idx.position(lo, "forward"), idx.position(hi, "backward")
-        slots = [int(s) for s in idx.slots[p:q + 1]] if p is not None and q is not None and q >= p else []
-        edges, events = collect_triples(kg, idx, slots, plan.get("location"))
-        edges, events = list(dict.fromkeys(edges)), list(dict.fromkeys(events))
-        emit_progress({"event": "retrieve", "round": 1, "anchor": format_time(time_of_slot(lo)), "new_triples": len(edges)})
-        return {"triples": edges, "events": events, "round_sizes": [len(edges)], "hops": [1], "iterations": 1,
-                "anchors": [format_time(time_of_slot(lo))], "stopped": True, "retrieved_triples": len(edges),
-                "method": "singlepass"}
-
-    def route_after_plan(state: KgiragState) -> str:
-        return "retrieve_window" if state["plan"].get("valid") else "synthesize_answer"
+    deps = KgiragDeps(kg=kg, model=method_model(model, retry_policy), options=KgiragOptions.build(t_max=1, kappa=kappa),
+                      method="singlepass")
 
     builder = StateGraph(KgiragState, input_schema=InputState, output_schema=KgiragOutput,
-                         context_schema=KgiragContext)
-    builder.add_node("plan_query", _make_plan_node(kg, default_model, step=None, k0=None))
-    builder.add_node("retrieve_window", retrieve_window)
-    builder.add_node("synthesize_answer", _make_synthesize_node(kg, default_model, kappa=kappa, method="singlepass"))
+                         context_schema=KgiragOptions)
+    builder.add_node("plan_query", partial(plan_query, deps=deps))
+    builder.add_node("retrieve_window", partial(retrieve_window, deps=deps))
+    builder.add_node("synthesize_answer", partial(synthesize_answer, deps=deps))
     builder.add_edge(START, "plan_query")
-    builder.add_conditional_edges("plan_query", route_after_plan, ["retrieve_window", "synthesize_answer"])
+    builder.add_conditional_edges("plan_query", route_after_plan_singlepass, ["retrieve_window", "synthesize_answer"])
     builder.add_edge("retrieve_window", "synthesize_answer")
     builder.add_edge("synthesize_answer", END)
     return builder
 
 
-# ------------------------------------------------------------------------------------ private
+SPEC = MethodSpec(
+    name="kgirag",
+    factory=create_kgirag_graph,
+    options=KgiragOptions,
+    summary="KG-IRAG: iterative retrieval over time-stamped records (temporal KG).",
+    description="Plans a search over a temporal KG built from time-stamped records, then reads the records "
+                "around a moving time anchor round by round, a judge deciding after each round whether they "
+                "settle the question or where to look next (it may jump past an abnormal event). For 'when', "
+                "'before/after' and 'during' questions about events and measurements.",
+    agent_description="Answer a question about time-stamped records (events, measurements, schedules) by searching "
+                      "the temporal knowledge graph step by step (KG-IRAG). Use for 'when', 'before/after', "
+                      "'during' and trend questions.",
+    requirements=frozenset({"records"}),
+    output_keys=("answer", "evidence", "usage", "method", "model", "plan", "iterations", "retrieved_triples",
+                 "anchors", "hops", "stopped", "events"),
+)
 
 
-def _validate(*, t_max: int, kappa: int, step: int | None, k0: int | None) -> None:
-    check_int("t_max", t_max, 1)
-    check_int("kappa", kappa, 1)
-    check_int("step (hours per hop)", step, 1, optional=True)
-    check_int("k0", k0, 1, 3, optional=True)
-
-
-__all__ = ["create_kgirag_graph", "create_singlepass_graph", "hop_count", "scan_records", "horizon_window",
+__all__ = ["SPEC", "KgiragContext", "KgiragOptions", "create_kgirag_graph", "create_singlepass_graph", "hop_count", "scan_records", "horizon_window",
            "neighbourhood_slots", "default_step", "collect_triples", "synthesis_prompt", "offline_plan", "clean_answer", "TemporalPlan", "JudgeDecision", "NO_ANSWER"]

@@ -31,7 +31,7 @@ Nodes (in order):
                       over an entity budget, only above a similarity floor (the budget is a
                       ceiling, never forced); edges remapped, duplicates dropped, runs stay valid
 
-Answer memory is right or silent: see :mod:`langgraph_kgmem.memory.codebook` for the equivalence
+Answer memory is right or silent: see :mod:`langgraph_kgmem.graphs.autopruned.codebook` for the equivalence
 rule (the same question) and the grounding rule, verbatim. Stored answers are also retrieval atoms
 (the "known answers" channel): one is shown only while it is still grounded, labelled as an earlier
 question's answer. With ``memory_scope`` each tenant has a codebook of its own in the store (its
@@ -55,7 +55,9 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, RunContext, check_question, content_words,
+from langgraph_kgmem.graphs.autopruned.options import AutoprunedOptions, ENCODINGS, Encoding, Show
+from langgraph_kgmem.graphs.spec import MethodSpec, options_of
+from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, check_question, content_words,
                                            dense_passages, emit_progress, extractive_answer, fence, method_model, require,
                                            run_model)
 from langgraph_kgmem.ingest.extract import OfflineExtractor
@@ -63,7 +65,7 @@ from langgraph_kgmem.llm import count_tokens, decide, fresh_usage, generate, is_
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
-from langgraph_kgmem.memory.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
+from langgraph_kgmem.graphs.autopruned.codebook import (ALIAS_THRESHOLD, CHANNELS, LAYER2_FLOOR, MAX_ENTITY_CHARS,
                                              MAX_RELATION_CHARS, Channel, Codebook, Run, cite_passages,
                                              grounded_in, phrase_triples)
 from langgraph_kgmem.ranking import best_first, dense_led, fusion_depth, reciprocal_rank_fusion
@@ -77,9 +79,6 @@ METHOD = "autopruned"
 # create_autopruned_graph(kg, **SENTENCES_PRESET)
 SENTENCES_PRESET: dict[str, Any] = {"fine_m": 20, "show": "sentences", "sentence_budget": 250}
 SelectionMode = Literal["all", "unique", "none"]
-Encoding = Literal["words", "ids", "matrix"]
-Show = Literal["triples", "sentences"]
-ENCODINGS: tuple[Encoding, ...] = ("words", "ids", "matrix")
 SELECTION_MODES: tuple[str, ...] = ("all", "unique", "none")
 SelectionPolicy = Callable[[Channel, list[dict[str, Any]], dict[str, Any]], SelectionMode]
 CHANNEL_SECTION = {"F": "facts", "A": "known answers", "Q": "earlier questions"}
@@ -107,7 +106,7 @@ class FineScoring:
 # --------------------------------------------------------------------------------------------- state
 
 
-AutoPrunedContext = RunContext  # per-run knobs: context={"model": m} (graphs.common.RunContext)
+AutoPrunedContext = AutoprunedOptions  # the graph's context_schema (the name earlier releases exported)
 
 
 class AutoPrunedState(BaseState, total=False):
@@ -391,11 +390,13 @@ class _Runtime:
     """What the nodes share: the KG, options, and the codebook cached per store and tenant scope
     (reloaded when another writer saved a newer revision)."""
 
-    def __init__(self, kg: Any, model: Any, store: Any, opts: dict[str, Any]) -> None:
+    def __init__(self, kg: Any, model: Any, store: Any, opts: dict[str, Any],
+                 options: AutoprunedOptions | None = None) -> None:
         self.kg = kg
         self.model = model
         self.store = store
         self.opts = opts
+        self.options = options or AutoprunedOptions()   # as given to the factory (the context schema)
         self._books: dict[tuple[int, tuple[str, ...]], tuple[Any, Codebook]] = {}
         self._synced: dict[tuple[int, tuple[str, ...]], int] = {}
         self._servable: dict[tuple[Any, ...], bool] = {}
@@ -496,7 +497,7 @@ class _Runtime:
         """Whether a stored answer run may be served (replayed, or shown as a known answer): it
         was stored under the grounding rule (it names its decider) and each passage it cites is
         still in the KG and together they still hold every content word of it
-        (:func:`~langgraph_kgmem.memory.codebook.grounded_in`). Kept until the KG changes."""
+        (:func:`~langgraph_kgmem.graphs.autopruned.codebook.grounded_in`). Kept until the KG changes."""
         if run.channel != "A" or not run.by:
             return False
         if self._servable_at != self.kg.version:
@@ -513,7 +514,7 @@ class _Runtime:
 
     def replay(self, book: Codebook, question: str, decider: str) -> dict[str, Any] | None:
         """The stored answer to replay for ``question``: one given to the same question
-        (:func:`~langgraph_kgmem.memory.codebook.question_key`) by the same decider and still
+        (:func:`~langgraph_kgmem.graphs.autopruned.codebook.question_key`) by the same decider and still
         servable, the newest first; with its provenance. None: memory stays silent."""
         for q in reversed(book.question_runs(question)):
             for aid in reversed(q.links):
@@ -569,6 +570,7 @@ def _make_nodes(rt: _Runtime) -> dict[str, Callable[..., dict[str, Any]]]:
     def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoPrunedContext]) -> dict[str, Any]:
         check_question(state)
         store = require("AutoPrunedRetriever", runtime=runtime, store=rt.store, needs_store=True)
+        options_of(runtime, rt.options)   # a knob in the run's context is refused here, before any work
         scope = rt.scope()     # a run without the tenant value it needs fails here, before any work
         with rt.lock:          # the codebook in hand is the stored one (book() reloads a newer save and
             rt.book(scope)     # forgets the sync) and was synced with this KG version: no store lock to take
@@ -1362,7 +1364,7 @@ def create_autopruned_graph(
             answer run is stored only when the answer is grounded (every content word of it in the
             passages it cites); for an ungrounded one the question run alone is stored.
         replay: give a stored answer again, without an LLM call, to the same question
-            (:func:`~langgraph_kgmem.memory.codebook.question_key`: equal after NFKC, casefolding
+            (:func:`~langgraph_kgmem.graphs.autopruned.codebook.question_key`: equal after NFKC, casefolding
             and punctuation/spacing normalisation) asked of the same decider, while each passage
             it cites is still in the KG and holds its words; ``replayed_answer`` then names the
             answer run, the question run, the cited passages and the decider. False: always answer anew.
@@ -1371,9 +1373,9 @@ def create_autopruned_graph(
             no question, answer or run of one user reaches another; the KG's facts are indexed
             into each, once). None (default): every caller of this graph shares one codebook.
         consolidate / alias_threshold / entity_budget / layer2_min_cos: see
-            :meth:`~langgraph_kgmem.memory.codebook.Codebook.consolidate`. ``entity_budget`` is a
+            :meth:`~langgraph_kgmem.graphs.autopruned.codebook.Codebook.consolidate`. ``entity_budget`` is a
             ceiling, not a target: layer 2 merges only pairs at cosine ≥ ``layer2_min_cos`` (the
-            measured floor :data:`~langgraph_kgmem.memory.codebook.LAYER2_FLOOR`), so a codebook of
+            measured floor :data:`~langgraph_kgmem.graphs.autopruned.codebook.LAYER2_FLOOR`), so a codebook of
             unrelated entities stays over its budget rather than merge them.
 
     Returns:
@@ -1395,6 +1397,8 @@ def create_autopruned_graph(
         >>> out["method"], out["encoding"] in ("words", "ids", "matrix")
         ('autopruned', True)
     """
+    # the keyword arguments as given, before any is normalised below
+    build_options = {k: v for k, v in locals().items() if k in AutoprunedOptions.model_fields}
     check_int("coarse_k", coarse_k, 1)
     check_int("fine_m", fine_m, 1)
     check_number("tau_run", tau_run, 0.0, 2.0, low_open=True)
@@ -1451,8 +1455,9 @@ def create_autopruned_graph(
             "memorize": memorize, "memorize_unanswered": memorize_unanswered, "replay": bool(replay),
             "memory_scope": tuple(memory_scope) if memory_scope else None, "alias_threshold": alias_threshold,
             "entity_budget": entity_budget, "layer2_min_cos": layer2_min_cos, "dense_fusion": dense_fusion}
-    nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts))
-    builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoPrunedContext)
+    nodes = _make_nodes(_Runtime(kg, method_model(model, retry_policy), store, opts,
+                                 AutoprunedOptions.build(**build_options)))
+    builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoprunedOptions)
     order = ["sync_facts", "encode_question", "retrieve_coarse", "rerank_fine", "select_runs", "pack_prompt",
              "answer", "memorize"]
     for name in order + (["consolidate"] if consolidate else []):
@@ -1468,5 +1473,21 @@ def create_autopruned_graph(
     return builder
 
 
-__all__ = ["create_autopruned_graph", "SENTENCES_PRESET", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
+SPEC = MethodSpec(
+    name="autopruned",
+    factory=create_autopruned_graph,
+    options=AutoprunedOptions,
+    summary="AutoPrunedRetriever: compact fact retrieval with a pruned codebook kept across sessions.",
+    description="Turns the KG's facts into a symbolic codebook (entity, relation and edge ids grouped in small "
+                "runs), retrieves runs coarse to fine, and answers from a prompt packed in the cheapest of three "
+                "encodings; each question's and answer's runs are stored, so follow-up questions reuse them.",
+    agent_description="Answer a question from compact, deduplicated knowledge-graph facts (AutoPrunedRetriever). "
+                      "Cheapest in tokens; good for simple lookups and for follow-up questions on the same topic.",
+    requirements=frozenset({"store"}),
+    output_keys=("answer", "evidence", "usage", "method", "model", "encoding", "packed_prompt", "reused",
+                 "codebook_size"),
+)
+
+
+__all__ = ["SPEC", "create_autopruned_graph", "SENTENCES_PRESET", "default_selection_policy", "sync_codebook", "answer_prompt", "encode_knowledge", "decode_knowledge",
            "cheapest_encoding", "fine_score", "fine_scores", "stacked_fine_scores", "FineScoring", "AutoPrunedState", "AutoPrunedContext", "TextTriple", "TextTriples"]

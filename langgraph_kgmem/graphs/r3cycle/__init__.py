@@ -46,6 +46,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import (KgmemInputError, KgmemModelError, MissingRequirementError, check_int,
                                     describe_error)
+from langgraph_kgmem.graphs.r3cycle.options import R3cycleOptions
+from langgraph_kgmem.graphs.spec import MethodSpec, Preset, options_of
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_REASON_CHARS, BaseState, InputState, ModelText, RunContext,
                                            check_question, emit_progress, evidence_item, fence, method_model,
                                            normalize_answer, require, run_model)
@@ -561,6 +563,8 @@ def create_r3cycle_graph(
         >>> out["answer"], out["method"]
         ('Clara Novak', 'r3cycle')
     """
+    # the keyword arguments as given, before any is normalised below
+    build_options = {k: v for k, v in locals().items() if k in R3cycleOptions.model_fields}
     if isinstance(kg_or_graph_env, GraphEnv):
         env = kg_or_graph_env
     elif hasattr(kg_or_graph_env, "nearest") and hasattr(kg_or_graph_env, "edges_of"):
@@ -574,6 +578,7 @@ def create_r3cycle_graph(
     if verifier is not None and not (callable(verifier) or isinstance(verifier, Runnable)):
         raise KgmemInputError(f"verifier must be a callable (question, answer, evidence) or a compiled graph, "
                               f"got {type(verifier).__name__}")
+    options = R3cycleOptions.build(**build_options)
     kg = env.kg
     default_model = method_model(model, retry_policy)
     method = "r3cycle" if reflection else "graphcot"
@@ -613,6 +618,7 @@ def create_r3cycle_graph(
     # -------------------------------------------------------------------- nodes
     def start_run(state: R3State, runtime: Runtime[RunContext]) -> dict[str, Any]:
         check_question(state)
+        options_of(runtime, options)   # a knob in the run's context is refused here, before any work
         # the run's model and store, before its first call: trajectories are written after each step
         require(label, runtime=runtime, model=run_model(runtime, default_model), store=store, needs_store=True,
                 tool_calling=True, memory_scope=memory_scope)
@@ -864,7 +870,7 @@ def create_r3cycle_graph(
     def after_reflect(state: R3State) -> Literal["replan", "finish_run"]:
         return "replan" if state.get("retry") else "finish_run"
 
-    builder = StateGraph(R3State, input_schema=InputState, output_schema=R3Output, context_schema=RunContext)
+    builder = StateGraph(R3State, input_schema=InputState, output_schema=R3Output, context_schema=R3cycleOptions)
     builder.add_node("start_run", start_run)
     builder.add_node("reason", reason)
     builder.add_node("act", act)
@@ -885,5 +891,26 @@ def create_r3cycle_graph(
     return builder
 
 
-__all__ = ["Reflection", "Verdict", "Verifier", "VerifierState", "create_r3cycle_graph", "entity_span",
+SPEC = MethodSpec(
+    name="r3cycle",
+    factory=create_r3cycle_graph,
+    options=R3cycleOptions,
+    summary="R3-Cycle: reason, retrieve with graph tools, reflect; reflections kept in memory.",
+    description="A ReAct-style loop over graph tools (RetrieveNode, NodeFeature, NeighbourCheck, NodeDegree, "
+                "Finish); a failed attempt is diagnosed by a reflection call and retried in a clean context with "
+                "the advice and an adapted step budget. Trajectories and reflections persist in the store.",
+    agent_description="Answer a hard question by reasoning over the knowledge graph with graph lookups and "
+                      "reflecting on failed attempts (R3-Cycle). Slowest; use when the fast tools gave no answer.",
+    requirements=frozenset({"store", "tool_calling", "graph_env"}),
+    output_keys=("answer", "evidence", "usage", "method", "model", "attempts", "reflections", "run_id"),
+    presets=(Preset(
+        name="graphcot",
+        options={"reflection": False},
+        summary="Graph-CoT baseline: R3-Cycle without reflection.",
+        agent_description="Answer a question by step-by-step reasoning with knowledge-graph lookups (Graph-CoT, no "
+                          "reflection)."),),
+)
+
+
+__all__ = ["SPEC", "Reflection", "Verdict", "Verifier", "VerifierState", "create_r3cycle_graph", "entity_span",
            "exact_match_verifier", "load_run", "offline_action"]

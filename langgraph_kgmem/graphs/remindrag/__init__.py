@@ -34,6 +34,8 @@ from langgraph.types import RetryPolicy, interrupt
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_kgmem.errors import check_int, check_number
+from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
+from langgraph_kgmem.graphs.spec import MethodSpec, options_of
 from langgraph_kgmem.graphs.common import (DATA_NOTE, MAX_LIST_ITEMS, BaseState, InputState, ModelId, ModelName,
                                            RunContext, answer_question, check_question, content_words, data_text,
                                            emit_progress, evidence_item, fence, fuse_with_dense, id_validator, named_in,
@@ -491,6 +493,8 @@ def create_remindrag_graph(
         >>> out["method"]
         'remindrag'
     """
+    # the keyword arguments as given, before any is normalised below
+    build_options = {k: v for k, v in locals().items() if k in RemindragOptions.model_fields}
     check_int("seeds_k", seeds_k, 1)
     check_number("alpha", alpha, 0.0, 1.0)
     check_number("lam (the replay threshold λ)", lam, -1.0, 1.0)
@@ -502,6 +506,7 @@ def create_remindrag_graph(
     check_number("synonym_threshold", synonym_threshold, 0.0, 1.0, low_open=True, optional=True)
     check_int("chunk_chars", chunk_chars, 50)
     check_int("top_passages", top_passages, 1)
+    options = RemindragOptions.build(**build_options)
     default_llm = method_model(model, retry_policy)
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)
@@ -519,6 +524,7 @@ def create_remindrag_graph(
     def retrieve_seeds(state: ReMindState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         llm = run_model(runtime, default_llm)
         question = check_question(state)
+        options_of(runtime, options)   # a knob in the run's context is refused here, before any work
         require("ReMindRAG", runtime=runtime, store=store, needs_store=True, memory_scope=memory_scope)
         usage: dict[str, Any] = {}
         queries = [question]
@@ -811,7 +817,7 @@ def create_remindrag_graph(
     def after_answer(state: ReMindState) -> Literal["memorize", "__end__"]:
         return "memorize" if state.get("traversed") else END
 
-    builder = StateGraph(ReMindState, input_schema=InputState, output_schema=ReMindOutput, context_schema=RunContext)
+    builder = StateGraph(ReMindState, input_schema=InputState, output_schema=ReMindOutput, context_schema=RemindragOptions)
     builder.add_node("retrieve_seeds", retrieve_seeds)
     builder.add_node("replay_memory", replay_memory)
     builder.add_node("check_sufficiency", check_sufficiency)
@@ -828,5 +834,22 @@ def create_remindrag_graph(
     return builder
 
 
-__all__ = ["create_remindrag_graph", "delta", "enhance", "penalize", "replay_weights", "effective_edges",
+SPEC = MethodSpec(
+    name="remindrag",
+    factory=create_remindrag_graph,
+    options=RemindragOptions,
+    summary="ReMindRAG: LLM-guided node/edge traversal whose edge memory makes repeated questions cheaper.",
+    description="Walks the KG from the question's entities, one LLM decision per hop, until the collected "
+                "facts and passages suffice; the edges that led to a useful answer are remembered (a vector per "
+                "edge in the store), so the same or a similar question later replays the path without LLM hops.",
+    agent_description="Answer a factual question from the knowledge graph by walking it entity by entity "
+                      "(ReMindRAG). Good for multi-hop questions ('the wife of the man who ...'); it remembers "
+                      "useful paths, so asking a similar question again is cheaper.",
+    requirements=frozenset({"store"}),
+    output_keys=("answer", "evidence", "usage", "method", "model", "seed_ids", "path", "replayed", "memory_updates",
+                 "stop_reason"),
+)
+
+
+__all__ = ["SPEC", "create_remindrag_graph", "delta", "enhance", "penalize", "replay_weights", "effective_edges",
            "ReMindState", "Sufficiency", "NextMove", "UsefulMarks", "SubQuestions"]

@@ -1,0 +1,74 @@
+"""CatRAG's options: the factory's keyword arguments, validated once, and the graph's
+``context_schema`` (every knob but the three switches and ``answer`` can change per run)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
+from langgraph_kgmem.graphs.spec import MethodOptions
+from langgraph_kgmem.kg.ppr import PprMethod
+
+_INT_FLOORS = {"top_facts": 1, "filter_keep": 1, "n_seed": 0, "k_edge": 1, "tau": 0, "top_passages": 1,
+               "rank_depth": 1, "llm_concurrency": 1}
+
+
+class CatragOptions(MethodOptions):
+    """CatRAG (and HippoRAG 2: the three additions off) options."""
+
+    METHOD: ClassVar[str] = "create_catrag_graph"
+    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"anchoring", "dynamic_weighting", "key_fact_boost", "answer",
+                                                      "synonym_threshold", "synonym_weight"})
+
+    anchoring: bool = Field(True, description="symbolic anchoring: the question's named entities as weak seeds")
+    dynamic_weighting: bool = Field(True, description="query-aware weights on the relation edges leaving the seeds")
+    key_fact_boost: bool = Field(True, description="boost context edges from a seed to its verified facts' passages")
+    top_facts: int = Field(5, description="facts retrieved for the recognition filter")
+    filter_keep: int = Field(4, description="facts the recognition filter keeps at most")
+    passage_weight: float = Field(0.05, description="reset weight of every passage (x its normalised dense score)")
+    damping: float = Field(0.5, description="PPR probability of following an edge")
+    epsilon: float = Field(0.2, description="anchor reset mass (divided by the anchor's passage count)")
+    n_seed: int = Field(5, description="seed entities whose edges are re-weighted")
+    k_edge: int = Field(15, description="neighbours scored per seed (the rest get the weak multiplier)")
+    tau: int = Field(3, description="a neighbour with more facts than this is shown as an LLM summary")
+    beta: float = Field(2.5, description="key-fact passage boost: x (1 + beta)")
+    top_passages: int = Field(5, description="passages in the evidence")
+    rank_depth: int = Field(20, description="ranked passages reported in `passages` (>= top_passages)")
+    synonym_threshold: float = Field(0.8, description="cosine at which two entities get a synonym edge")
+    synonym_weight: float = Field(2.0, description="synonym edge weight = this x cosine")
+    offline_fact_threshold: float = Field(0.2, description="offline fact filter: minimum cosine of a kept fact")
+    anchor_threshold: float = Field(0.5, description="minimum cosine mapping a question entity to an entity node")
+    answer: bool = Field(True, description="False: retrieval only, no answer step")
+    llm_concurrency: int = Field(4, description="independent LLM calls of the weighting step made at once")
+    ppr_method: PprMethod = Field("auto", description="PPR algorithm: auto, exact or push")
+    ppr_eps: float = Field(1e-7, description="push's residual threshold")
+    dense_fusion: bool = Field(True, description="interleave the PPR ranking with the dense passage ranking")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
+        for name, low in _INT_FLOORS.items():
+            check_int(name, opts[name], low)
+        for name in ("passage_weight", "epsilon", "beta", "synonym_weight"):
+            check_number(name, opts[name], 0.0)
+        check_number("damping", opts["damping"], 0.0, 1.0, low_open=True, high_open=True)
+        check_number("ppr_eps", opts["ppr_eps"], 0.0, 1.0, low_open=True, high_open=True)
+        if opts["ppr_method"] not in ("auto", "exact", "push"):
+            raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
+        check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
+        if opts["rank_depth"] < opts["top_passages"]:
+            raise KgmemInputError(f"rank_depth ({opts['rank_depth']}) must be ≥ top_passages ({opts['top_passages']})")
+        return data
+
+    @property
+    def method(self) -> str:
+        """``"catrag"``, or ``"hipporag2"`` when every addition is off."""
+        return "catrag" if (self.anchoring or self.dynamic_weighting or self.key_fact_boost) else "hipporag2"
+
+
+__all__ = ["CatragOptions"]

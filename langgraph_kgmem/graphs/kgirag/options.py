@@ -1,0 +1,35 @@
+"""KG-IRAG's options: the factory's keyword arguments, validated once, and the graph's
+``context_schema`` (every knob can change per run: ``context={"t_max": 6}``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from langgraph_kgmem.errors import check_int
+from langgraph_kgmem.graphs.spec import MethodOptions
+
+
+class KgiragOptions(MethodOptions):
+    """KG-IRAG (and the single-pass baseline, which reads only ``kappa``) options."""
+
+    METHOD: ClassVar[str] = "create_kgirag_graph"
+
+    t_max: int = Field(12, description="maximum retrieval rounds (T_max)")
+    kappa: int = Field(400, description="triple budget: at or above it the answer is 'no answer'")
+    step: int | None = Field(None, description="hours of the time chain per hop (default: the plan's)")
+    k0: int | None = Field(None, description="hops of round 0, 1 to 3 (default: the plan's)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_int("t_max", data.get("t_max", 12), 1)
+            check_int("kappa", data.get("kappa", 400), 1)
+            check_int("step (hours per hop)", data.get("step"), 1, optional=True)
+            check_int("k0", data.get("k0"), 1, 3, optional=True)
+        return data
+
+
+__all__ = ["KgiragOptions"]
