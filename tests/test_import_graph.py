@@ -282,8 +282,6 @@ BENCH_MODULES = module_files(BENCHLIB, "benchlib")
 BENCH_IMPORTS = module_imports(BENCH_MODULES)
 TOOL_IMPORTS = [i for i in module_imports({**PKG_MODULES, **module_files(ROOT / "tools", "tools")})
                 if i.importer.startswith("tools.")]
-#: Packages whose private names tools still import, made public in another branch.
-TOOLS_PRIVATE_PENDING = ("graphs",)
 
 
 def test_benchlib_has_no_import_cycles():
@@ -294,11 +292,5 @@ def test_benchlib_imports_no_private_names_of_its_own_modules():
     assert private_imports(BENCH_IMPORTS) == []
 
 
-def test_tools_import_no_private_names_of_the_package_outside_graphs():
-    found = [i for i in private_imports(TOOL_IMPORTS) if _area(i.target) not in TOOLS_PRIVATE_PENDING]
-    assert found == []
-
-
-@pytest.mark.parametrize("package", _pending(*TOOLS_PRIVATE_PENDING, what="private names tools import from"))
-def test_tools_import_no_private_names_of(package):
-    assert [i for i in private_imports(TOOL_IMPORTS) if _area(i.target) == package] == []
+def test_tools_import_no_private_names_of_the_package():
+    assert private_imports(TOOL_IMPORTS) == []

@@ -83,8 +83,6 @@ def test_options_defaults_match_the_factory_signature(spec):
 @pytest.mark.parametrize("name", NAMES)
 def test_output_keys_are_in_the_output_schema(name, tiny_kg):
     entry = METHODS[name]
-    if "records" in entry.spec.requirements:
-        pytest.skip("needs a KG of records; covered by test_kgirag")
     app = entry.factory(tiny_kg, model="offline", **entry.preset).compile()
     channels = app.output_channels
     assert set(entry.spec.output_keys) <= set([channels] if isinstance(channels, str) else channels)
