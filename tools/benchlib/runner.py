@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchlib import corpus as corpora
-from benchlib.api import BenchContext, BenchQuestion
+from benchlib.api import BenchContext, BenchQuestion, gold_passage_keys, ranked_passages
 from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset,
                                load_questions, pooled_passages, supports_per_question, use_stem_path)
 from benchlib.metrics import QuestionOutcome, aggregate, markdown_table
@@ -253,16 +253,18 @@ def run_question(adapter: Any, ctx: BenchContext, q: BenchQuestion, decider: str
         if not errors:
             log(f"{adapter.name}: question {q.id} failed:\n{traceback.format_exc()}")
         errors.append(f"{type(exc).__name__}: {exc}")
-        return QuestionOutcome(q.id, [], list(q.supporting_titles), None, q.answer, {}, None, wall,
-                               error=f"{type(exc).__name__}: {exc}")
+        return QuestionOutcome(q.id, None, gold_passage_keys(q), None, q.answer, {}, None, wall,
+                               error=f"{type(exc).__name__}: {exc}", gold_titles=list(q.supporting_titles))
     wall = time.perf_counter() - t0
     embed = _embed_seconds(ctx) - e0
     extra = dict(res.extra or {})
     score = getattr(adapter, "score", None)
     if score is not None:  # gold-aware metrics, outside the timed run
         extra.update(score(ctx, q, res))
-    return QuestionOutcome(q.id, list(res.retrieved_titles or []), list(q.supporting_titles), res.answer, q.answer,
-                           dict(res.usage or {}), res.retrieved_count, wall, extra=extra, embed_seconds=embed)
+    ranked = ranked_passages(ctx.kg, res.retrieved_ids) if res.retrieved_ids is not None else None
+    return QuestionOutcome(q.id, ranked.keys if ranked else None, gold_passage_keys(q), res.answer, q.answer,
+                           dict(res.usage or {}), res.retrieved_count, wall, extra=extra, embed_seconds=embed,
+                           retrieved_titles=ranked.titles if ranked else [], gold_titles=list(q.supporting_titles))
 
 
 def _embed_seconds(ctx: BenchContext) -> float:
