@@ -382,7 +382,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          "the structure, a lazy worker reading adjacency on demand, add-one-document-then-query from "
                          "another process) beside the in-memory figures of the same run")
     ap.add_argument("--perf-edges", default="1000000",
-                    help="--perf --perf-backend postgres: comma-separated graph sizes in edges (default 1000000)")
+                    help="--perf --perf-backend postgres, --perf-auto: comma-separated graph sizes in edges "
+                         "(default 1000000)")
+    ap.add_argument("--perf-auto", action="store_true",
+                    help="measure kg.ppr's method='auto' against exact and fixed-eps push on hub-heavy power-law "
+                         "graphs instead (time and top-20 agreement, tuning and held-out graph seeds)")
     ap.add_argument("--backends", action="store_true",
                     help="compare the embedded and the PostgreSQL backend instead (query ms, ingest, worker memory)")
     ap.add_argument("--postgres-uri", default=None,
@@ -433,6 +437,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchlib.perf import run_perf
 
         return run_perf(args)
+    if args.perf_auto:
+        from benchlib.ppr_auto_perf import run_auto
+
+        return run_auto(args)
     if args.backends:
         from benchlib.backend_perf import run_backends
 
