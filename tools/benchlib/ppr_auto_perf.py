@@ -9,7 +9,7 @@ top 20 is certified), push at fixed eps, and ``"auto"`` asking for the top 20
 (``ppr_scores(method="auto", top_k=20)``) are timed and graded by their top-20 agreement with the
 reference. ``auto_push_share`` is how often ``"auto"`` answered by push.
 
-The rule's constant ``PUSH_BUDGET_SHARE`` (``langgraph_kgmem.kg.ppr``) is are chosen on the tuning
+The rule's constant ``PUSH_BUDGET_SHARE`` (``langgraph_kgmem.kg.ppr``) is chosen on the tuning
 seeds and checked on the held-out ones: :func:`split_report` gives both halves side by side.
 """
 

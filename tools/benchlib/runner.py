@@ -384,6 +384,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--perf-edges", default="1000000",
                     help="--perf --perf-backend postgres, --perf-auto: comma-separated graph sizes in edges "
                          "(default 1000000)")
+    ap.add_argument("--validate", action="store_true",
+                    help="leave-one-dataset-out validation of the methods' tuned constants instead: every value of "
+                         "each constant on every shipped QA set (+ --validate-data), offline, pooled; per held-out "
+                         "set the figure of the value chosen on the others against the in-sample best")
+    ap.add_argument("--validate-data", action="append", default=None, metavar="JSONL",
+                    help="--validate: a further dataset (normalized JSONL) to validate on; repeatable")
+    ap.add_argument("--validate-grid", default=None,
+                    help="--validate: constants and values, 'METHOD:OPTION=V1,V2;...' (default: the built-in list "
+                         "of tuned constants, benchlib/validate.py)")
+    ap.add_argument("--validate-metric", default="recall@5",
+                    help="--validate: the result-row figure compared (default recall@5)")
     ap.add_argument("--perf-auto", action="store_true",
                     help="measure kg.ppr's method='auto' against exact and fixed-eps push on hub-heavy power-law "
                          "graphs instead (time and top-20 agreement, tuning and held-out graph seeds)")
@@ -441,6 +452,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchlib.ppr_auto_perf import run_auto
 
         return run_auto(args)
+    if args.validate:
+        from benchlib.validate import ValidateError, run_validate
+
+        try:
+            return run_validate(args)
+        except (ValidateError, BenchError, DatasetError) as exc:
+            print(f"bench: error: {exc}", file=sys.stderr)
+            return 2
     if args.backends:
         from benchlib.backend_perf import run_backends
 
