@@ -128,18 +128,16 @@ def auto_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run_auto(args: Any) -> int:
+def run_auto(args: Any, *, log: Any, default_out: Any) -> int:
     """``tools/bench.py --perf-auto [--perf-edges N,M] [--quick] [--json F]``: the suite on every size,
-    tuning and held-out seeds, written as JSON and printed as a table."""
+    tuning and held-out seeds, written as JSON (``--json``, else ``default_out``) and printed as a table."""
     import json
     from pathlib import Path
-
-    from benchlib.runner import OUTPUT_DIR, log
 
     sizes = [int(x) for x in str(args.perf_edges).split(",") if x.strip()]
     seeds = TUNING_SEEDS[:1] + HELD_OUT_SEEDS[:1] if args.quick else TUNING_SEEDS + HELD_OUT_SEEDS
     rows = [r for edges in sizes for r in auto_suite(edges, seeds, queries=3 if args.quick else QUERIES, log=log)]
-    out = Path(args.json) if args.json else OUTPUT_DIR / "perf-ppr-auto.json"
+    out = Path(args.json) if args.json else Path(default_out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"ppr_auto": rows, "summary": split_report(rows)}, indent=1))
     print(auto_markdown(rows))

@@ -451,15 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.perf_auto:
         from benchlib.ppr_auto_perf import run_auto
 
-        return run_auto(args)
+        return run_auto(args, log=log, default_out=OUTPUT_DIR / "perf-ppr-auto.json")
     if args.validate:
-        from benchlib.validate import ValidateError, run_validate
-
-        try:
-            return run_validate(args)
-        except (ValidateError, BenchError, DatasetError) as exc:
-            print(f"bench: error: {exc}", file=sys.stderr)
-            return 2
+        return run_validation(args)
     if args.backends:
         from benchlib.backend_perf import run_backends
 
@@ -477,6 +471,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BenchError, DatasetError) as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
+
+
+def run_validation(args: argparse.Namespace) -> int:
+    """``--validate`` (see ``benchlib.validate``): each value of each tuned constant runs here, offline, on
+    the pooled corpus of each dataset, one pass."""
+    from benchlib.validate import ValidateError, validate, write_report
+
+    emb = make_embeddings(args.embeddings)
+
+    def measure(adapter: Any, dataset: str) -> dict[str, Any]:
+        sub = argparse.Namespace(**{**vars(args), "dataset": dataset, "decider": "offline", "corpus": "pooled",
+                                    "passes": 1})
+        (plan,) = plan_methods(sub, [adapter], emb)
+        run_dir = corpora.CACHE_DIR / "runs" / f"validate-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        try:
+            res = run_plan(plan, [1], run_dir, emb, sub, None, reopen=False)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return rows_for(plan, res, sub)[0]
+
+    try:
+        report = validate(args, discover(), measure, log=log)
+    except (ValidateError, BenchError, DatasetError) as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
+    write_report(report, Path(args.json) if args.json else OUTPUT_DIR / "validate.json")
+    return 0
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:

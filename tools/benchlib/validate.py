@@ -20,15 +20,12 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from benchlib import corpus as corpora
-from benchlib.datasets import dataset_label, load_questions, pooled_passages
-from benchlib.metrics import aggregate, format_cell
+from benchlib.datasets import dataset_label
+from benchlib.metrics import format_cell
 from benchlib.registry import Registry, UnknownMethodError
 
 SHIPPED_QA = ("hotpotqa", "hotpotqa-train100", "musique-train100")
@@ -143,26 +140,11 @@ def lodo(figures: dict[str, dict[Any, float | None]], default: Any) -> list[dict
     return rows
 
 
-def run_value(adapter: Any, dataset: str, args: argparse.Namespace, emb: Any, metric: str) -> float | None:
-    """``metric`` of one adapter (variant) on ``dataset``'s pooled corpus, offline, one pass."""
-    from benchlib import runner
-
-    qs = load_questions(dataset, args.questions, args.seed)
-    built = corpora.build_corpus(pooled_passages(dataset, qs), emb, backend=args.backend, log=runner.log)
-    plan = runner.MethodPlan(adapter, "pooled", qs, [runner.Corpus(built, qs, "pooled")])
-    run_dir = corpora.CACHE_DIR / "runs" / f"validate-{time.strftime('%Y%m%d-%H%M%S')}-{id(adapter)}"
-    sub = argparse.Namespace(**{**vars(args), "dataset": dataset, "decider": "offline", "corpus": "pooled"})
-    try:
-        res = runner.run_plan(plan, [1], run_dir, emb, sub, None, reopen=False)
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    row = aggregate(res[1]["outcomes"], method=adapter.name, decider="offline", dataset=dataset_label(dataset),
-                    pass_no=1)
-    return row.get(metric)
-
-
-def validate(args: argparse.Namespace, reg: Registry, emb: Any, log: Any = print) -> dict[str, Any]:
-    """Every constant of the grid, every value, every dataset; then the leave-one-out rows."""
+def validate(args: argparse.Namespace, reg: Registry, measure: Callable[[Any, str], dict[str, Any]],
+             log: Any = print) -> dict[str, Any]:
+    """Every constant of the grid, every value, every dataset; then the leave-one-out rows.
+    ``measure(adapter, dataset)`` runs one adapter (variant) offline on one dataset's pooled corpus
+    and returns its result row (the runner supplies it)."""
     datasets = [*SHIPPED_QA, *(args.validate_data or [])]
     metric = args.validate_metric
     report: dict[str, Any] = {"metric": metric, "datasets": [dataset_label(d) for d in datasets],
@@ -178,7 +160,7 @@ def validate(args: argparse.Namespace, reg: Registry, emb: Any, log: Any = print
         for d in datasets:
             figures[dataset_label(d)] = {}
             for v in values:
-                fig = run_value(variant(adapter, c.option, v), d, args, emb, metric)
+                fig = measure(variant(adapter, c.option, v), d).get(metric)
                 figures[dataset_label(d)][v] = fig
                 log(f"validate: {c.method} {c.option}={v} on {dataset_label(d)}: {metric} {format_cell(fig)}")
         report["constants"].append({"method": c.method, "option": c.option, "values": list(values),
@@ -201,15 +183,9 @@ def validate_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_validate(args: argparse.Namespace) -> int:
-    """``tools/bench.py --validate``: writes the JSON report and prints the table."""
-    from benchlib.registry import discover
-    from benchlib.runner import OUTPUT_DIR, log, make_embeddings
-
-    report = validate(args, discover(), make_embeddings(args.embeddings), log=log)
-    out = Path(args.json) if args.json else OUTPUT_DIR / "validate.json"
+def write_report(report: dict[str, Any], out: Path) -> None:
+    """The JSON report at ``out``, and its table on stdout."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1, default=str))
     print(validate_markdown(report))
     print(f"\nwritten to {out}")
-    return 0
