@@ -360,11 +360,13 @@ def certified_top_k(rows: np.ndarray, scores: np.ndarray, k: int, n_rows: int, *
     graph also by at most ``weights[u] × residual_per_weight`` (the walk is reversible, so the mass
     still to come to ``u`` is its weight times at most the largest residual per weight left). The set
     is certain once the k-th best score beats every other row's upper bound."""
-    cand_all = np.arange(n_rows) if top_rows is None else np.asarray(top_rows, dtype=np.int64)
-    keep = np.isin(rows, cand_all)
-    rows, scores = rows[keep], scores[keep]
-    k = min(k, len(cand_all))
-    if k <= 0 or k >= len(cand_all):
+    if top_rows is not None:
+        cand = np.asarray(top_rows, dtype=np.int64)
+        keep = np.isin(rows, cand)
+        rows, scores = rows[keep], scores[keep]
+    n_cand = n_rows if top_rows is None else len(cand)
+    k = min(k, n_cand)
+    if k <= 0 or k >= n_cand:
         return True
     if len(scores) < k:
         return False
@@ -374,13 +376,15 @@ def certified_top_k(rows: np.ndarray, scores: np.ndarray, k: int, n_rows: int, *
             return error
         return np.minimum(error, np.asarray(w) * residual_per_weight)
 
-    order = np.argsort(-scores, kind="stable")
-    top, rest = order[:k], order[k:]
-    upper = [float(np.max(scores[rest] + bound(weights[rows[rest]] if weights is not None else 0.0)))] if len(rest) else []
-    if len(rows) < len(cand_all):   # untouched candidates: score 0, upper bound from their largest weight
+    top = np.argpartition(-scores, k - 1)[:k]   # the k best, in no order: the certificate is about the set
+    rest = np.ones(len(scores), dtype=bool)
+    rest[top] = False
+    upper = ([float(np.max(scores[rest] + bound(weights[rows[rest]] if weights is not None else 0.0)))]
+             if rest.any() else [])
+    if len(rows) < n_cand:   # untouched candidates: score 0, upper bound from their largest weight
         untouched = np.ones(n_rows, dtype=bool)
         untouched[rows] = False
-        idle = cand_all[untouched[cand_all]]
+        idle = np.flatnonzero(untouched) if top_rows is None else cand[untouched[cand]]
         upper.append(float(bound(float(weights[idle].max())) if weights is not None else error))
     return float(scores[top].min()) > max(upper)
 
