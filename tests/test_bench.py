@@ -15,7 +15,7 @@ from bench_helpers import FIXTURE, offline_kg  # also puts tools/ on sys.path
 
 from benchlib import corpus as corpora
 from benchlib import datasets, metrics, runner
-from benchlib.api import BenchContext, BenchQuestion, MethodResult
+from benchlib.api import BenchContext, BenchQuestion, MethodResult, titles_of
 from benchlib.registry import discover
 
 
@@ -101,12 +101,13 @@ def test_exact_match_and_f1_hotpotqa_normalisation():
 
 
 def test_aggregate_reports_null_for_metrics_that_do_not_apply():
-    o = metrics.QuestionOutcome("q", [], ["A"], None, "x", {"llm_calls": 2, "llm_seconds": 0.5}, None, 1.5)
+    o = metrics.QuestionOutcome("q", None, ["A"], None, "x", {"llm_calls": 2, "llm_seconds": 0.5}, None, 1.5)
     row = metrics.aggregate([o], method="m", decider="oracle", dataset="d", pass_no=1)
-    assert row["recall@2"] is None and row["fcr"] is None  # no titles retrieved: n/a, not 0
+    assert row["recall@2"] is None and row["fcr"] is None  # no passage retrieval in the method: n/a, not 0
+    assert row["retrieval"] == "n/a" and "| n/a | n/a | n/a |" in metrics.markdown_table([row])
     assert row["em"] is None and row["f1"] is None          # no answer produced
     assert row["retrieved_per_query"] is None
-    assert row["recall_all"] is None and row["titles_per_query"] is None
+    assert row["recall_all"] is None and row["passages_per_query"] is None
     assert row["llm_calls_per_query"] == 2.0
     assert row["wall_ms_median"] == 1500.0 and row["non_llm_ms_median"] == 1000.0
     assert row["embed_ms_median"] == 0.0 and row["core_ms_median"] == 1000.0
@@ -146,9 +147,9 @@ def test_baselines_rank_the_matching_passage_first(name):
     adapter.setup(ctx)
     q = BenchQuestion("x", "What does a volcano erupt besides lava?", "ash", passages, ["Volcanoes"])
     res = adapter.run(ctx, q, "offline")
-    assert res.retrieved_titles[0] == "Volcanoes"
+    assert titles_of(ctx.kg, res.retrieved_ids)[0] == "Volcanoes"
     assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > 50  # would-be prompt counted
-    assert res.retrieved_count == len(res.retrieved_titles) <= 3
+    assert res.retrieved_count == len(res.retrieved_ids) <= 3
     assert "volcano" in res.answer.lower()  # extractive answer offline
 
 
@@ -157,7 +158,7 @@ def test_bm25_reports_no_passage_without_a_shared_term():
     ctx = make_ctx([{"title": "Chess", "text": "Chess is a board game."}])
     adapter.setup(ctx)
     res = adapter.run(ctx, BenchQuestion("x", "volcanic eruption?", "", [], []), "offline")
-    assert res.retrieved_titles == []
+    assert res.retrieved_ids == []
 
 
 def test_oracle_decider_builds_a_scripted_model_from_the_adapter():
@@ -242,7 +243,7 @@ class _MemoryProbe:
         ns = ("kgmem", "bench", "probe")
         seen = len(ctx.store.search(ns, limit=100))
         ctx.store.put(ns, q.id, {"pass": ctx.options["pass"]})
-        return MethodResult(retrieved_titles=[], answer=None, extra={"memories_seen": seen})
+        return MethodResult(retrieved_ids=None, answer=None, extra={"memories_seen": seen})
 
     def oracle(self, ctx, q):
         return lambda messages, request: "{}"
@@ -288,7 +289,7 @@ def test_recall_over_everything_retrieved_counts_titles_past_the_top_five():
     b = metrics.QuestionOutcome("b", ["A", "C"], ["A", "B"], None, "x", {}, 2, 0.1)
     row = metrics.aggregate([a, b], method="m", decider="oracle", dataset="d", pass_no=1)
     assert row["recall@5"] == 0.25 and row["recall_all"] == 0.75   # a: 0 and 1; b: 0.5 and 0.5
-    assert row["titles_per_query"] == 4.5
+    assert row["passages_per_query"] == 4.5
 
 
 def test_offline_answer_prompt_is_counted_only_offline():
@@ -338,7 +339,7 @@ def test_autopruned_sentences_preset_answers_from_sentences_within_its_budget():
     assert out["encoding"] == "sentences" and 0 < out["prompt_tokens_packed"] <= SENTENCES_PRESET["sentence_budget"] + 10   # + the [facts] header
     res = adapter.run(ctx, runner.blinded(q), "offline")
     assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > out["prompt_tokens_packed"]
-    assert res.retrieved_titles
+    assert res.retrieved_ids
     ctx.kg.close()
 
 

@@ -24,7 +24,8 @@ def gold_question() -> BenchQuestion:
         passages=[{"title": "Capital", "text": "The capital lies on a river."}],
         supporting_titles=[f"{SENTINEL}-title"],
         extra={"required": [f"{SENTINEL}-record"], "gold_path": [{"tool": "Finish", "args": {"answer": SENTINEL}}],
-               "location": f"{SENTINEL}-location", "time": "2016-01-01 00:00"})
+               "location": f"{SENTINEL}-location", "time": "2016-01-01 00:00"},
+        supporting_passages=[0])
 
 
 def test_every_adapter_is_checked():
@@ -41,7 +42,7 @@ def test_run_receives_nothing_gold_only_the_oracle_and_score_do(name, decider, m
 
     def run(ctx, q, model):
         seen["run"] = q
-        return MethodResult(retrieved_titles=[], answer=None)
+        return MethodResult(retrieved_ids=[], answer=None)
 
     def oracle(ctx, q):
         seen["oracle"] = q
@@ -62,7 +63,7 @@ def test_run_receives_nothing_gold_only_the_oracle_and_score_do(name, decider, m
     got = seen["run"]
     assert SENTINEL not in repr(dataclasses.asdict(got)), f"{name}.run saw gold: {got}"
     assert (got.id, got.question, got.passages) == (q.id, q.question, q.passages)  # the inputs are intact
-    assert got.extra == {} and got.answer == "" and got.supporting_titles == []
+    assert got.extra == {} and got.answer == "" and got.supporting_titles == [] and got.supporting_passages is None
     # gold goes only to the decider (oracle) and to the gold-aware metrics (score)
     assert seen["score"] == q
     assert ("oracle" in seen) == (decider == "oracle") and seen.get("oracle", q) == q
@@ -90,7 +91,7 @@ class _FailsOnSecond:
         ctx.cache["n"] += 1
         if ctx.cache["n"] == 2:
             raise RuntimeError("boom on the second question")
-        return MethodResult(retrieved_titles=[], answer="x")
+        return MethodResult(retrieved_ids=[], answer="x")
 
     def oracle(self, ctx, q):
         return lambda messages, request: "x"

@@ -7,7 +7,7 @@ from pathlib import Path
 from bench_helpers import FIXTURE, offline_kg  # also puts tools/ on sys.path
 from langgraph.store.memory import InMemoryStore
 
-from benchlib.api import BenchContext, BenchQuestion
+from benchlib.api import BenchContext, BenchQuestion, gold_passage_keys, ranked_passages
 from benchlib.datasets import load_questions, pooled_passages
 from benchlib.methods.catrag import ADAPTERS
 
@@ -46,13 +46,13 @@ def test_adapters_run_under_oracle_and_offline():
             blind = BenchQuestion(q.id, q.question, "", q.passages, [])
             model = ScriptedChatModel(responder=adapter.oracle(ctx, q))
             res = adapter.run(ctx, blind, model)
-            assert res.retrieved_titles and res.retrieved_count <= 5
+            assert res.retrieved_ids and res.retrieved_count <= 5
             assert res.usage["llm_calls"] == len(model.calls) >= 2
             assert 0.0 <= res.extra["hub_mass"] <= 1.0 and res.extra["retrieval_ms"] >= 0
             if adapter.name == "hipporag2":
                 assert res.extra["anchors"] == 0 and res.extra["scoring_calls"] == 0
             off = adapter.run(ctx, blind, "offline")
-            assert off.usage["llm_calls"] == 0 and off.retrieved_titles
+            assert off.usage["llm_calls"] == 0 and off.retrieved_ids
             assert off.usage["prompt_tokens"] > 50  # the would-be answer prompt, counted offline
     kg.close()
 
@@ -67,5 +67,5 @@ def test_oracle_finds_the_gold_chain_of_the_first_question():
     q = qs[0]
     res = adapter.run(ctx, BenchQuestion(q.id, q.question, "", q.passages, []),
                       ScriptedChatModel(responder=adapter.oracle(ctx, q)))
-    assert set(q.supporting_titles) <= set(res.retrieved_titles[:5])
+    assert set(gold_passage_keys(q)) <= set(ranked_passages(kg, res.retrieved_ids).keys[:5])
     kg.close()

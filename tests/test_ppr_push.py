@@ -119,7 +119,7 @@ def test_exact_stops_early_once_the_top_k_is_certified():
     assert np.abs(personalized_pagerank(snap, reset, strict=False) - strict).sum() < 1e-5
 
 
-def test_kg_ppr_methods_agree_and_auto_follows_the_size_rule(kg):
+def test_kg_ppr_methods_agree_and_auto_is_exact_on_small_graphs(kg):
     seed = kg.nearest("Marie Curie", k=1)[0][0].id
     exact = kg.ppr({seed: 1.0}, method="exact", strict=True, top_k=10)
     push = kg.ppr({seed: 1.0}, method="push", eps=1e-9, top_k=10)
@@ -128,10 +128,9 @@ def test_kg_ppr_methods_agree_and_auto_follows_the_size_rule(kg):
     assert [n for n, _ in kg.ppr({seed: 1.0}, top_k=10)] == [n for n, _ in exact]   # small graph: auto is exact
     assert kg.ppr_scores({seed: 1.0}).method == "exact"
     kg.PUSH_MIN_ENTRIES = 1
-    nnz = kg.snapshot().nnz
-    # big enough now, but push's worst case 1/(eps(1-d)) must also be within ten exact sweeps
-    assert kg.ppr_scores({seed: 1.0}, eps=1.0 / (0.5 * 10 * nnz) * 1.01).method == "push"
-    assert kg.ppr_scores({seed: 1.0}, eps=1.0 / (0.5 * 10 * nnz) * 0.99).method == "exact"
+    # big enough now: auto may push, but only an answer as accurate as exact's (here its top 10)
+    assert {n for n, _ in kg.ppr({seed: 1.0}, top_k=10)} == {n for n, _ in exact}
+    assert kg.ppr_scores({seed: 1.0}, strict=True).method == "exact"   # float64 asked: no push
     assert [n for n, _ in kg.ppr({seed: 1.0}, top_k=10, eps=1e-9, method="push")] == [n for n, _ in exact]
     only = kg.ppr({seed: 1.0}, method="push", eps=1e-9, node_kinds=["chunk"], top_k=3)
     assert only and all(kg.node(n).kind == "chunk" for n, _ in only)

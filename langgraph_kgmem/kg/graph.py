@@ -1095,7 +1095,7 @@ class KnowledgeGraph:
                 src, dst, dw = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([dw, dw])
             self._snapshots[(kinds, symmetric)] = extend_snapshot(snap, len(table), src, dst, dw)
 
-    PUSH_MIN_ENTRIES = PUSH_MIN_ENTRIES   # "auto": push once the snapshot has this many directed entries
+    PUSH_MIN_ENTRIES = PUSH_MIN_ENTRIES   # "auto": consider push once the snapshot has this many directed entries
 
     def ppr_scores(self, seeds: Mapping[str, float] | np.ndarray, *, snapshot: GraphSnapshot | None = None,
                    edge_kinds: Sequence[str] | None = None, damping: float = 0.5,
@@ -1145,19 +1145,21 @@ class KnowledgeGraph:
         ``top_k`` is certified (see :func:`~langgraph_kgmem.kg.ppr.personalized_pagerank`).
         ``"push"`` is forward push (:func:`~langgraph_kgmem.kg.ppr.push_ppr`), which touches only
         what the seeds' residual mass reaches (each score low by at most ``eps`` × the node's
-        degree; untouched nodes score 0). ``"auto"`` (default) pushes once the snapshot holds
-        :attr:`PUSH_MIN_ENTRIES` (400,000) directed entries — an edge walkable both ways counts
-        twice, so about 200k edges — and push's worst-case work ``1/(eps·(1−damping))`` is at
-        most ten exact iterations' (:func:`~langgraph_kgmem.kg.ppr.choose_method`); exact below
-        that, where a whole iteration costs a few milliseconds. Seeds of which none is in the graph reset the walk uniformly (as the
-        exact method does), whatever the method.
+        degree; untouched nodes score 0). ``"auto"`` (default) never answers less accurately than
+        the exact method would: it runs exact below :attr:`PUSH_MIN_ENTRIES` (400,000) directed
+        entries (an edge walkable both ways counts twice) or when ``strict``; above, it pushes from
+        ``eps`` down (tenfold steps) until the answer is as good as exact's — with ``top_k`` the
+        top-k set certified (among ``node_kinds``), without it an L1 error within what ``tol``
+        gives the exact iteration — and runs exact instead once push would read more entries than
+        a few exact iterations (:func:`~langgraph_kgmem.kg.ppr.auto_ppr`). Seeds of which none is
+        in the graph reset the walk uniformly (as the exact method does), whatever the method.
         """
         if method not in ("auto", "exact", "push"):
             raise KgmemInputError(f"ppr method {method!r}: use 'auto', 'exact' or 'push'")
         snap = self.snapshot(edge_kinds)
-        used = choose_method(snap, method, self.PUSH_MIN_ENTRIES, eps=eps, damping=damping)
-        # rows of the wanted kinds: a whole-graph pass, cached per snapshot, that push never needs
-        rows = self._kind_rows(snap, node_kinds) if node_kinds is not None and used == "exact" else None
+        used = choose_method(snap, method, self.PUSH_MIN_ENTRIES, strict=strict)
+        # rows of the wanted kinds: a whole-graph pass, cached per snapshot, that a forced push never needs
+        rows = self._kind_rows(snap, node_kinds) if node_kinds is not None and used != "push" else None
         res = self.ppr_scores(seeds, snapshot=snap, damping=damping, overrides=overrides, method=used, eps=eps,
                               tol=tol, max_iter=max_iter, strict=strict, top_k=top_k, top_rows=rows)
         if node_kinds is not None:

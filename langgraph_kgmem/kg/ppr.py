@@ -16,6 +16,12 @@ Two algorithms (``KnowledgeGraph.ppr`` picks, see :func:`choose_method`):
 - :func:`push_ppr`: forward push (Andersen, Chung & Lang), touching only what the seeds'
   residual mass reaches: its cost depends on ``eps`` and the seeds' neighbourhood, not on the
   graph's size.
+
+``"auto"`` (:func:`auto_ppr`) uses push only when its answer is provably as accurate as the exact
+iteration's: push knows its own error (the mass it has not yet placed, and on a symmetric graph a
+per-node bound from the residual left), so it lowers ``eps`` until the top-k is certified and gives
+up for exact once push would cost more than a small share of the graph. On hub-heavy graphs hubs
+sit in the top-k with scores push settles only at a fine eps: there auto runs exact.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ import scipy.sparse as sp
 from langgraph_kgmem.ranking import best_first
 
 PprMethod = Literal["auto", "exact", "push"]
-PUSH_MIN_ENTRIES = 400_000       # "auto" pushes once a snapshot holds this many directed entries ...
-PUSH_WORK_ITERATIONS = 10        # ... and push's worst case costs at most this many exact iterations
+PUSH_MIN_ENTRIES = 400_000       # "auto" tries push only on snapshots of this many directed entries ...
+PUSH_BUDGET_SHARE = 0.05         # ... letting it read at most this share of them, over all its eps steps
+AUTO_EPS_STEP = 10.0             # "auto" lowers push's eps by this factor until the answer is accurate enough
+BULK_SPREAD_SHARE = 8            # a push round reaching 1/8 of the rows spreads its mass densely
 FLOAT32_TOL = 1e-6               # float32 iterations cannot resolve an L1 change much below this
 DELTA_MERGE_MIN = 20_000         # a delta is merged into the base beyond this many entries ...
 DELTA_MERGE_FRACTION = 0.02      # ... or this fraction of the base, whichever is larger
@@ -152,6 +160,25 @@ class GraphSnapshot:
         if val is None:
             val = self._memo[key] = make()
         return val
+
+    def symmetric(self) -> bool:
+        """Whether the effective graph is its own transpose (every edge walkable both ways with one
+        weight): then a walk is reversible and push can bound each score's error by its node's weight
+        (:func:`certified_top_k`). One pass over the stored arrays, cached."""
+        def same(a: sp.csr_matrix, b: sp.csr_matrix) -> bool:
+            return (a.shape == b.shape and np.array_equal(a.indptr, b.indptr)
+                    and np.array_equal(a.indices, b.indices) and np.allclose(a.data, b.data, rtol=1e-9, atol=0.0))
+
+        def make() -> bool:
+            if not same(self.w, self.wt):
+                return False
+            if self.delta is None:
+                return True
+            dt = self.delta.T.tocsr()
+            dt.sort_indices()
+            return same(self.delta, dt)
+
+        return self._cached("symmetric", make)
 
     def wt_as(self, dtype: Any) -> sp.csr_matrix:
         if np.dtype(dtype) == self.wt.dtype:
@@ -289,16 +316,110 @@ def extend_snapshot(snap: GraphSnapshot, n: int, rows: np.ndarray, cols: np.ndar
 
 
 def choose_method(snap: GraphSnapshot, method: PprMethod, push_min_entries: int = PUSH_MIN_ENTRIES, *,
-                  eps: float = 1e-5, damping: float = 0.5) -> str:
-    """``"auto"`` → ``"push"`` once the snapshot holds ``push_min_entries`` directed entries (an
-    edge walkable both ways counts twice) and push's worst-case work, ``1/(eps·(1−damping))``
-    entry updates, is at most what ``PUSH_WORK_ITERATIONS`` exact iterations touch; else
-    ``"exact"``. At eps 1e-5 the first condition decides; at 1e-7 (a reset spread over every
-    passage, as CatRAG's) push starts at about 2M entries."""
-    if method == "auto":
-        work = 1.0 / (eps * (1.0 - damping))
-        return "push" if snap.nnz >= push_min_entries and work <= PUSH_WORK_ITERATIONS * snap.nnz else "exact"
+                  strict: bool = False) -> str:
+    """What a call runs: ``"exact"`` or ``"push"`` as asked; ``"auto"`` is ``"exact"`` on a snapshot
+    under ``push_min_entries`` directed entries (an edge walkable both ways counts twice: a whole
+    iteration there costs a few milliseconds) or when ``strict`` asks for float64, else ``"auto"``:
+    :func:`auto_ppr` decides per query, from the accuracy push actually reached."""
+    if method == "auto" and (strict or snap.nnz < push_min_entries):
+        return "exact"
     return method
+
+
+@dataclass
+class PushBudget:
+    """How many adjacency entries a push may read (``limit``), how many it read (``spent``), whether
+    it ran to its threshold (``complete``) rather than stopping at the limit, and at the end the
+    largest residual per unit of out-weight left on any node (``residual_per_weight``)."""
+
+    limit: float
+    spent: int = 0
+    complete: bool = True
+    residual_per_weight: float = 0.0
+
+
+def push_error(scores: np.ndarray) -> float:
+    """The L1 error of push's scores: they never exceed the exact ones and the exact scores sum to 1,
+    so what they lack in all is ``1 − sum(scores)`` (the residual left unpushed, times ``damping``).
+    It also bounds every single score's error."""
+    return max(0.0, 1.0 - float(scores.sum()))
+
+
+def exact_error_bound(damping: float, tol: float) -> float:
+    """The L1 error the non-strict exact iteration guarantees when it stops on its tolerance:
+    ``err·d/(1−d)`` with ``err`` below ``max(tol, FLOAT32_TOL)``."""
+    return max(tol, FLOAT32_TOL) * damping / (1.0 - damping)
+
+
+def certified_top_k(rows: np.ndarray, scores: np.ndarray, k: int, n_rows: int, *, error: float,
+                    top_rows: np.ndarray | None = None, weights: np.ndarray | None = None,
+                    residual_per_weight: float | None = None) -> bool:
+    """Whether push's top ``k`` (among ``top_rows``, default every one of the ``n_rows``) is the exact
+    top ``k`` as a set — the guarantee the exact iteration's early stop gives. Push's scores are never
+    high (untouched rows score 0) and each is low by at most ``error``, the L1 error; on a symmetric
+    graph also by at most ``weights[u] × residual_per_weight`` (the walk is reversible, so the mass
+    still to come to ``u`` is its weight times at most the largest residual per weight left). The set
+    is certain once the k-th best score beats every other row's upper bound."""
+    if top_rows is not None:
+        cand = np.asarray(top_rows, dtype=np.int64)
+        keep = np.isin(rows, cand)
+        rows, scores = rows[keep], scores[keep]
+    n_cand = n_rows if top_rows is None else len(cand)
+    k = min(k, n_cand)
+    if k <= 0 or k >= n_cand:
+        return True
+    if len(scores) < k:
+        return False
+
+    def bound(w: np.ndarray | float) -> np.ndarray | float:
+        if weights is None or residual_per_weight is None or not np.isfinite(residual_per_weight):
+            return error
+        return np.minimum(error, np.asarray(w) * residual_per_weight)
+
+    top = np.argpartition(-scores, k - 1)[:k]   # the k best, in no order: the certificate is about the set
+    rest = np.ones(len(scores), dtype=bool)
+    rest[top] = False
+    upper = ([float(np.max(scores[rest] + bound(weights[rows[rest]] if weights is not None else 0.0)))]
+             if rest.any() else [])
+    if len(rows) < n_cand:   # untouched candidates: score 0, upper bound from their largest weight
+        untouched = np.ones(n_rows, dtype=bool)
+        untouched[rows] = False
+        idle = np.flatnonzero(untouched) if top_rows is None else cand[untouched[cand]]
+        upper.append(float(bound(float(weights[idle].max())) if weights is not None else error))
+    return float(scores[top].min()) > max(upper)
+
+
+def auto_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: float, eps: float, tol: float,
+             top_k: int | None, top_rows: np.ndarray | None,
+             overrides: Mapping[tuple[int, int], float] | None) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """``"auto"`` on a large snapshot: push, starting at ``eps`` and lowering it ``AUTO_EPS_STEP``-fold,
+    until its answer is as accurate as the exact iteration's would be — the top ``top_k`` certified
+    (:func:`certified_top_k`), or without ``top_k`` an L1 error within :func:`exact_error_bound`.
+
+    Push may read at most ``PUSH_BUDGET_SHARE`` of the snapshot's entries in all; a step whose cost,
+    predicted as the last step's times ``AUTO_EPS_STEP``, would pass that is not started. Returns
+    (rows, scores, L1 error), or None: exact is cheaper at that accuracy (hubs in the answer, whose
+    scores push only settles at a fine eps, or a reset spread over much of the graph)."""
+    budget = PushBudget(PUSH_BUDGET_SHARE * snapshot.nnz)
+    target = exact_error_bound(damping, tol)
+    # per-node bounds need a reversible walk: a symmetric graph, no per-query overrides
+    symmetric = not overrides and snapshot.symmetric()
+    step = eps
+    while True:
+        before = budget.spent
+        rows, scores = push_ppr(snapshot, reset, damping=damping, eps=step, overrides=overrides, budget=budget)
+        if not len(rows) or not budget.complete:
+            return None
+        error = push_error(scores)
+        reversible = ({"weights": snapshot.out_weight, "residual_per_weight": budget.residual_per_weight}
+                      if symmetric else {})
+        if error <= target or (top_k and certified_top_k(rows, scores, top_k, snapshot.n, error=error,
+                                                         top_rows=top_rows, **reversible)):
+            return rows, scores, error
+        step_cost = budget.spent - before
+        if step_cost == 0 or budget.spent + step_cost * AUTO_EPS_STEP > budget.limit:
+            return None
+        step /= AUTO_EPS_STEP
 
 
 def _clean_reset(reset: np.ndarray, n: int) -> np.ndarray:
@@ -393,7 +514,7 @@ def personalized_pagerank(snapshot: GraphSnapshot, reset: np.ndarray, *, damping
 
 def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: float = 0.5, eps: float = 1e-5,
              overrides: Mapping[tuple[int, int], float] | None = None,
-             max_pushes: int = 5_000_000) -> tuple[np.ndarray, np.ndarray]:
+             max_pushes: int = 5_000_000, budget: PushBudget | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Approximate PPR by forward push (Andersen, Chung & Lang): only nodes the residual mass
     reaches are touched, so the cost depends on ``eps`` and the seeds' neighbourhood, not on the
     graph's size.
@@ -405,7 +526,9 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
     on it (the part of its own walk that stops at once), so the estimates never exceed the exact
     scores; what they lack is the rest of the unpushed mass, at most ``eps`` × the degrees of
     the nodes holding it (on an undirected graph each node's score is low by at most
-    ``eps × degree``, ACL's bound). Returns (node rows, ascending; scores) of the touched nodes.
+    ``eps × degree``, ACL's bound). In all, the scores miss exactly ``1 − sum(scores)`` of the exact
+    scores' mass (:func:`push_error`). ``budget`` (see :class:`PushBudget`) caps the entries read.
+    Returns (node rows, ascending; scores) of the touched nodes.
     """
     if not 0.0 < damping < 1.0:
         raise ValueError(f"damping must be in (0, 1), got {damping}")
@@ -456,7 +579,31 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
 
     return push_rounds(res, est, seeds, seed_share, damping=damping, max_pushes=max_pushes,
                        over_threshold=over_threshold, out_weight=lambda f: out_w[f], rows_of=rows_of,
-                       patched=patched)
+                       patched=patched, budget=budget)
+
+
+def spread(res: np.ndarray, targets: np.ndarray, mass: np.ndarray) -> None:
+    """``res[targets] += mass`` with repeated targets adding up. A round that pushes hubs reaches a
+    large share of the graph: then one dense ``bincount`` over all rows spreads the mass in bulk,
+    far cheaper than ``np.add.at``'s per-entry updates; small rounds stay sparse."""
+    if len(targets) * BULK_SPREAD_SHARE >= len(res):
+        res += np.bincount(targets, weights=mass, minlength=len(res))[:len(res)]
+    else:
+        np.add.at(res, targets, mass)
+
+
+def distinct(rows: np.ndarray, n: int) -> np.ndarray:
+    """The distinct values of ``rows`` (all in ``[0, n)``), ascending. A round that reaches a large share
+    of the graph marks a dense mask in bulk; smaller ones sort. (``np.unique``'s hashing is many times
+    slower than either on the millions of repeated targets a hub's push produces.)"""
+    if len(rows) * BULK_SPREAD_SHARE >= n:
+        mark = np.zeros(n, dtype=bool)
+        mark[rows] = True
+        return np.flatnonzero(mark)
+    ordered = np.sort(rows)
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
 def slice_positions(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -470,13 +617,15 @@ def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share:
                 out_weight: Callable[[np.ndarray], np.ndarray],
                 rows_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
                 patched: Mapping[int, tuple[np.ndarray, np.ndarray, float]],
-                grow: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                grow: Callable[[np.ndarray], np.ndarray] | None = None,
+                budget: PushBudget | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Forward push in synchronous rounds, whatever holds the adjacency: every node over its
     threshold (``over_threshold(res, candidates)``) pushes at once, vectorised; any push order
     keeps "exact = estimate + what the residual would still spread". ``rows_of(frontier)`` gives
     their out-entries (targets, weights, entries per row), ``out_weight`` their weight sums,
     ``patched`` rows replaced for this query (``{row: (targets, weights, weight sum)}``); ``grow``
-    widens ``res``/``est`` when the row space grows during the push (a lazily read graph).
+    widens ``res``/``est`` when the row space grows during the push (a lazily read graph);
+    ``budget`` counts the adjacency entries read and stops the push once they pass its limit.
     Returns (touched rows, ascending; scores) with the unpushed residual's own share added."""
     grow = grow or (lambda arr: arr)
     patched_rows = np.fromiter(patched, dtype=np.int64, count=len(patched))
@@ -484,6 +633,9 @@ def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share:
     frontier = over_threshold(res, seeds)
     pushes = 0
     while len(frontier) and pushes < max_pushes:
+        if budget is not None and budget.spent >= budget.limit:
+            budget.complete = False
+            break
         pushes += len(frontier)
         ru = res[frontier]
         res[frontier] = 0.0
@@ -498,8 +650,10 @@ def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share:
             f, share = frontier[plain], moved[plain] / ow[plain]
             t, vals, lens = rows_of(f)
             res = grow(res)
-            np.add.at(res, t, vals * np.repeat(share, lens))
+            spread(res, t, vals * np.repeat(share, lens))
             targets.append(t)
+            if budget is not None:
+                budget.spent += len(t)
         back = float(moved[dead].sum())
         for i in np.flatnonzero(special):
             cols, vals, pw = patched[int(frontier[i])]
@@ -509,17 +663,23 @@ def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share:
                 res = grow(res)
                 np.add.at(res, cols, vals * (moved[i] / pw))
                 targets.append(np.asarray(cols, dtype=np.int64))
+                if budget is not None:
+                    budget.spent += len(cols)
         if back > 0:   # no way out: the mass returns to the reset distribution
             res[seeds] += back * seed_share
             targets.append(seeds)
         if not targets:
             break
         est = grow(est)
-        cand = np.unique(np.concatenate(targets))
+        cand = distinct(np.concatenate(targets), len(res))
         touched.append(cand)
         frontier = over_threshold(res, cand)
-    rows = np.unique(np.concatenate(touched))
+    rows = distinct(np.concatenate(touched), len(res))
     scores = est[rows] + (1.0 - damping) * res[rows]
+    if budget is not None and len(rows):
+        left, ow = res[rows], out_weight(rows)
+        stuck = (left > 0) & (ow <= 0)
+        budget.residual_per_weight = np.inf if stuck.any() else float(np.max(left / np.where(ow > 0, ow, 1.0)))
     keep = scores > 0
     return rows[keep], scores[keep]
 
@@ -527,12 +687,14 @@ def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share:
 @dataclass(frozen=True)
 class PprResult:
     """One PPR query's scores over a snapshot: every row (exact) or the rows push touched (the
-    others score 0). ``method`` is the algorithm that ran."""
+    others score 0). ``method`` is the algorithm that ran; ``error`` the L1 error push's scores
+    are known to have (None for exact, whose bound follows from ``tol``)."""
 
     snapshot: GraphSnapshot
     method: str
     rows: np.ndarray
     scores: np.ndarray
+    error: float | None = None
 
     def dense(self) -> np.ndarray:
         """Scores of every snapshot row."""
@@ -562,24 +724,35 @@ def ppr_scores(snapshot: GraphSnapshot, reset: np.ndarray | Mapping[int, float],
                tol: float = 1e-8, max_iter: int = 200, strict: bool = False, top_k: int | None = None,
                top_rows: np.ndarray | None = None,
                push_min_entries: int = PUSH_MIN_ENTRIES) -> PprResult:
-    """One PPR query by either algorithm.
+    """One PPR query by either algorithm, or by the one ``"auto"`` finds cheaper at the accuracy
+    asked (:func:`choose_method`, :func:`auto_ppr`): ``top_k`` (among ``top_rows``) asks for the
+    exact top-k set, no ``top_k`` for an L1 error within what ``tol`` gives the exact iteration.
 
     ``reset`` is a dense vector over the snapshot's rows or a sparse ``{row: weight}``. Exact
     returns every row; push only the rows it touched (the others score 0). With no positive
     reset weight, push answers as the exact method does (a walk reset uniformly over all nodes).
     """
-    used = choose_method(snapshot, method, push_min_entries, eps=eps, damping=damping)
-    if used == "push":
+    used = choose_method(snapshot, method, push_min_entries, strict=strict)
+    if used in ("push", "auto"):
         if isinstance(reset, Mapping):
             sparse = dict(reset)
         else:
             arr = np.asarray(reset, dtype=np.float64)
             nz = np.flatnonzero(np.isfinite(arr) & (arr > 0))
             sparse = dict(zip(nz.tolist(), arr[nz].tolist()))
-        rows, scores = push_ppr(snapshot, sparse, damping=damping, eps=eps, overrides=overrides)
-        if len(rows) or snapshot.n == 0:
-            return PprResult(snapshot, used, rows, scores)
-        used, reset = "exact", np.zeros(snapshot.n)
+        if used == "push":
+            rows, scores = push_ppr(snapshot, sparse, damping=damping, eps=eps, overrides=overrides)
+            if len(rows) or snapshot.n == 0:
+                return PprResult(snapshot, used, rows, scores, push_error(scores))
+            reset = np.zeros(snapshot.n)
+        else:
+            pushed = auto_ppr(snapshot, sparse, damping=damping, eps=eps, tol=tol, top_k=top_k, top_rows=top_rows,
+                              overrides=overrides)
+            if pushed is not None:
+                return PprResult(snapshot, "push", *pushed)
+            if not any(x > 0 for x in sparse.values()):
+                reset = np.zeros(snapshot.n)
+        used = "exact"
     if isinstance(reset, Mapping):
         dense = np.zeros(snapshot.n)
         for u, x in reset.items():

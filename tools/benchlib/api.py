@@ -15,9 +15,9 @@ Deciders (``--decider``):
 
 How the harness (tools/benchlib/runner.py) calls an adapter:
 - The gold firewall: ``run(ctx, q, model)`` gets ``q`` with only ``id``, ``question`` and
-  ``passages``; ``answer``, ``supporting_titles`` and ``extra`` (where datasets keep their ground
-  truth: KG-IRAG's required records, graph-qa's gold tool path) are blanked, so gold never reaches
-  retrieval code. Gold reaches a method only through the decider: ``oracle(ctx, q)`` gets the full
+  ``passages``; ``answer``, ``supporting_titles``, ``supporting_passages`` and ``extra`` (where
+  datasets keep their ground truth: KG-IRAG's required records, graph-qa's gold tool path) are
+  blanked, so gold never reaches retrieval code. Gold reaches a method only through the decider: ``oracle(ctx, q)`` gets the full
   question and is called before ``run``; its responder is the scripted model's. Per-question
   metrics that need gold (KG-IRAG's record precision/recall) come from the optional
   ``score(ctx, q, result)``, called after ``run`` with the full question and ``result.trace``.
@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Protocol, Sequence
 
 from langgraph_kgmem.graphs.common import normalize_answer  # the package's EM normalisation (re-exported)
+from langgraph_kgmem.kg.types import document_id
 
 CorpusMode = Literal["per-question", "pooled", "records", "graph-qa"]
 
@@ -65,11 +66,17 @@ class BenchQuestion:
     supporting_titles: list[str]
     # dataset-specific data, ground truth included (e.g. KG-IRAG's required records): never handed to ``run``
     extra: dict[str, Any] = field(default_factory=dict)
+    # gold supporting paragraphs as indices into ``passages`` (a dataset gives them where titles repeat:
+    # MuSiQue); None: the passages whose title is a supporting title
+    supporting_passages: list[int] | None = None
 
 
 @dataclass
 class MethodResult:
-    retrieved_titles: list[str]               # ranked passage titles (for Recall@k / FCR); [] if n/a
+    # the evidence node ids (chunk/anchor) the method retrieved, best first, in the order its answer step
+    # sees them (Recall@k / FCR grade the passages of the first k); [] retrieved nothing; None: passage
+    # retrieval does not apply to the method (records, tool paths)
+    retrieved_ids: list[str] | None
     answer: str | None = None                 # None when the method produces no answer
     usage: dict[str, Any] = field(default_factory=dict)   # the graph output's usage dict
     retrieved_count: int | None = None        # items handed to the answer step (passages/triples/...)
@@ -158,6 +165,52 @@ def titles_of(kg: Any, ids: list[str]) -> list[str]:
     return out
 
 
+def passage_key(passage: dict[str, str]) -> str:
+    """The identity of a benchmark passage: the id of the document it is ingested as (its own ``id``, else
+    title + text), which every chunk and anchor made from it carries as ``attrs['doc_id']``. Titles are not
+    identities: MuSiQue repeats them, with distractors sharing a gold paragraph's title."""
+    return passage.get("id") or document_id(passage["text"], passage["title"])
+
+
+def gold_passages(q: BenchQuestion) -> list[dict[str, str]]:
+    """The gold supporting passages of ``q``: those its dataset names by index, else those with a
+    supporting title (enough where titles are unique within a question, as in HotpotQA)."""
+    if q.supporting_passages is not None:
+        return [q.passages[i] for i in q.supporting_passages]
+    gold = set(q.supporting_titles)
+    return [p for p in q.passages if p["title"] in gold]
+
+
+def gold_passage_keys(q: BenchQuestion) -> list[str]:
+    """:func:`passage_key` of each gold passage, once each, in passage order."""
+    return list(dict.fromkeys(passage_key(p) for p in gold_passages(q)))
+
+
+@dataclass(frozen=True)
+class RankedPassages:
+    """A retrieval ranking read as passages: one entry per retrieved text unit (a chunk and its anchor
+    are one unit; a passage longer than the chunk size has several), best first."""
+
+    keys: list[str]      # the unit's passage key (repeats where several units come from one passage)
+    titles: list[str]    # the unit's passage title
+
+
+def ranked_passages(kg: Any, ids: Sequence[str]) -> RankedPassages:
+    """The passages of evidence ids in rank order; ids of other nodes (entities) are skipped."""
+    seen: set[tuple[str, Any]] = set()
+    keys: list[str] = []
+    titles: list[str] = []
+    for i in ids:
+        node = kg.node(i)
+        doc = node.attrs.get("doc_id") if node is not None else None
+        if not doc or (doc, node.attrs.get("index")) in seen:
+            continue
+        seen.add((doc, node.attrs.get("index")))
+        keys.append(str(doc))
+        titles.append(str(node.attrs.get("title") or ""))
+    return RankedPassages(keys, titles)
+
+
 def oracle_answer(gold: str, evidence_texts: list[str]) -> str:
     """What a competent reader answers: the gold answer if the evidence contains it, else "no answer".
     (yes/no questions count as answerable when any evidence was retrieved.)"""
@@ -171,8 +224,8 @@ def oracle_answer(gold: str, evidence_texts: list[str]) -> str:
 
 def gold_chunk_ids(kg: Any, q: BenchQuestion) -> set[str]:
     """Chunk and anchor ids of the gold supporting passages (for oracle responders only)."""
-    gold = set(q.supporting_titles)
-    return {n.id for kind in ("chunk", "anchor") for n in kg.nodes(kind) if n.attrs.get("title") in gold}
+    gold = set(gold_passage_keys(q))
+    return {n.id for kind in ("chunk", "anchor") for n in kg.nodes(kind) if n.attrs.get("doc_id") in gold}
 
 
 def answer_prompt(question: str, evidence: Sequence[dict[str, Any]]) -> str:

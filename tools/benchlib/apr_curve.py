@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from benchlib import corpus as corpora
-from benchlib.api import answer_prompt, oracle_answer, titles_of
+from benchlib.api import answer_prompt, gold_passage_keys, oracle_answer, ranked_passages
 from benchlib.datasets import load_questions, pooled_passages, use_stem_path
 from benchlib.metrics import markdown_table
 from benchlib.passage_rag import passage_table, top_indices
@@ -123,9 +123,10 @@ def _tokens(text: str) -> int:
     return count_message_tokens([HumanMessage(text)])
 
 
-def _point(gold: str, gold_titles: list[str], texts: list[str], titles: list[str], prompt: str) -> dict[str, float]:
+def _point(gold: str, gold_keys: list[str], texts: list[str], keys: list[str], prompt: str) -> dict[str, float]:
+    """One question at one point; coverage counts gold passages (passage keys), not titles."""
     inside = normalize_answer(oracle_answer(gold, texts)) == normalize_answer(gold)
-    cover = len(set(gold_titles) & set(titles)) / len(set(gold_titles)) if gold_titles else 0.0
+    cover = len(set(gold_keys) & set(keys)) / len(set(gold_keys)) if gold_keys else 0.0
     return {"tokens": _tokens(prompt), "answer_in_prompt": float(inside), "coverage": cover}
 
 
@@ -155,14 +156,15 @@ def measure(kg: Any, store: Any, questions: list[Any], *, settings: dict[str, di
         for k in DENSE_K:
             ev = [evidence_item(kg, table.ids[j]) for j in order[:k]]
             texts = [e["text"] for e in ev]
-            row = _point(q.answer, q.supporting_titles, texts, [e.get("title", "") for e in ev],
-                         answer_prompt(q.question, ev))
+            keys = ranked_passages(kg, [table.ids[j] for j in order[:k]]).keys
+            row = _point(q.answer, gold_passage_keys(q), texts, keys, answer_prompt(q.question, ev))
             out.setdefault(f"dense-{k}", []).append({**row, "ms": ms})
         if hipporag2:
             ev = [evidence_item(kg, table.ids[j]) for j in order[:5]]
             passages = "\n".join(f"Wikipedia Title: {e.get('title', '')}\n{e['text']}" for e in ev)
             prompt = HIPPORAG2_STYLE.format(passages=passages, question=q.question)
-            row = _point(q.answer, q.supporting_titles, [e["text"] for e in ev], [e.get("title", "") for e in ev], prompt)
+            row = _point(q.answer, gold_passage_keys(q), [e["text"] for e in ev],
+                         ranked_passages(kg, [table.ids[j] for j in order[:5]]).keys, prompt)
             out.setdefault("hipporag2-prompt", []).append({**row, "ms": ms})
         for name, app in apps.items():
             e0, t = float(getattr(kg, "embed_seconds", 0.0) or 0.0), time.perf_counter()
@@ -170,9 +172,9 @@ def measure(kg: Any, store: Any, questions: list[Any], *, settings: dict[str, di
             ms = (time.perf_counter() - t) * 1000
             core = ms - (float(getattr(kg, "embed_seconds", 0.0) or 0.0) - e0) * 1000
             ev = res.get("evidence", [])
-            titles = titles_of(kg, [c for e in ev for c in e.get("chunks", [])])
+            keys = ranked_passages(kg, [c for e in ev for c in e.get("chunks", [])]).keys
             prompt = apr_prompt(q.question, res.get("packed_prompt", ""), res.get("encoding", "words"))
-            row = _point(q.answer, q.supporting_titles, [e["text"] for e in ev], titles, prompt)
+            row = _point(q.answer, gold_passage_keys(q), [e["text"] for e in ev], keys, prompt)
             out.setdefault(name, []).append({**row, "ms": ms, "core_ms": core})
         if (i + 1) % 50 == 0:
             log(f"{i + 1}/{len(questions)} questions")

@@ -6,7 +6,10 @@ whose licence is unknown, does not: it is read from the folder the user gives wi
 ``--stem-path DIR`` or ``$KGMEM_STEM_PATH``.
 
 Normalized form, one JSON object per line:
-``{"id", "question", "answer", "passages": [{"title", "text"}], "supporting_titles": [...]}``.
+``{"id", "question", "answer", "passages": [{"title", "text"}], "supporting_titles": [...]}``, and
+optionally ``"supporting_passages": [i, ...]``, the gold paragraphs as indices into ``passages``: where
+titles repeat (MuSiQue) only these say which passage of a gold title is the gold one. Without it the
+gold passages are those with a supporting title.
 ``--dataset`` takes a name from :data:`DATASETS` or a path to such a JSONL file (``.jsonl.gz`` too).
 """
 
@@ -140,7 +143,26 @@ def parse_question(row: dict, where: str) -> BenchQuestion:
     return BenchQuestion(
         id=str(row.get("id") or where), question=str(row["question"]), answer=str(row.get("answer") or ""),
         passages=passages, supporting_titles=[str(t) for t in row.get("supporting_titles") or []],
-        extra={k: v for k, v in row.items() if k not in {"id", "question", "answer", "passages", "supporting_titles"}})
+        supporting_passages=supporting_indices(row, len(passages), where),
+        extra={k: v for k, v in row.items()
+               if k not in {"id", "question", "answer", "passages", "supporting_titles", "supporting_passages"}})
+
+
+def supporting_indices(row: dict, n_passages: int, where: str) -> list[int] | None:
+    """``supporting_passages`` checked: distinct indices into the question's passages, whose titles are
+    the supporting titles (so title and passage grading cannot disagree on what the gold is)."""
+    raw = row.get("supporting_passages")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(i, int) and 0 <= i < n_passages for i in raw) \
+            or len(set(raw)) != len(raw):
+        raise DatasetError(f"{where}: supporting_passages must be distinct indices into passages "
+                           f"(0..{n_passages - 1}), got {raw!r}")
+    titles = {str(row["passages"][i].get("title") or f"passage {i}") for i in raw}
+    if row.get("supporting_titles") and titles != {str(t) for t in row["supporting_titles"]}:
+        raise DatasetError(f"{where}: the titles of supporting_passages {sorted(titles)} are not the "
+                           f"supporting_titles {row['supporting_titles']}")
+    return list(raw)
 
 
 def select(total: int, n: int | None, seed: int | None) -> list[int]:

@@ -1,10 +1,14 @@
 """Per-question scores and their aggregation into one result row per (method, decider, dataset, pass).
 
-Retrieval: Recall@k = share of a question's gold supporting titles among its top-k retrieved
-titles; FCR (full-chain retrieval) = 1 when every gold title is in the top 5. ``questions`` counts the
-questions that ran; ``errors`` those whose run raised (left out of every figure). Answers:
-HotpotQA-style exact match and token F1 on normalised strings. A metric that does not apply to
-a run (no gold titles, no titles retrieved by any question, no answers) is ``None``, never 0.
+Retrieval is graded by passage, not by title (MuSiQue repeats titles, and a distractor sharing a
+gold title must not count as the gold paragraph). A ranking is the list of passage keys of the text
+units a method retrieved, best first, one per unit, so a passage split into several chunks repeats:
+Recall@k = share of a question's gold passages among the passages of its first k units (the units an
+answer prompt of k passages holds); FCR (full-chain retrieval) = 1 when every gold passage is in the
+first 5. An empty ranking scores 0. ``questions`` counts the questions that ran; ``errors`` those
+whose run raised (left out of every figure). Answers: HotpotQA-style exact match and token F1 on
+normalised strings. A metric that does not apply to a run (no gold passages, a method without passage
+retrieval, whose ranking is None, or no answers) is ``None``, never 0.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ ROW_KEYS = ("method", "decider", "dataset", "pass", "questions", "errors", "reca
 
 
 def recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
+    """Share of the ``gold`` passage keys among the first ``k`` entries of ``retrieved`` (cut before
+    repeats are merged: k counts retrieved units, not distinct passages)."""
     gold_set = set(gold)
     if not gold_set:
-        raise ValueError("recall needs at least one gold title")
+        raise ValueError("recall needs at least one gold passage")
     return len(gold_set & set(retrieved[:k])) / len(gold_set)
 
 
@@ -56,8 +62,8 @@ class QuestionOutcome:
     """One question's result under one (method, decider, pass)."""
 
     qid: str
-    retrieved_titles: list[str]
-    gold_titles: list[str]
+    retrieved: list[str] | None   # passage keys of the retrieved units, best first; None: retrieval n/a
+    gold: list[str]               # passage keys of the gold supporting passages
     answer: str | None
     gold_answer: str
     usage: dict[str, Any]
@@ -66,9 +72,12 @@ class QuestionOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     embed_seconds: float = 0.0   # inside the embedding model during the run (part of the non-LLM time)
+    retrieved_titles: list[str] = field(default_factory=list)   # the units' titles, for reading reports
+    gold_titles: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"qid": self.qid, "retrieved_titles": self.retrieved_titles[:10], "gold_titles": self.gold_titles,
+                "retrieved": (self.retrieved or [])[:10], "gold": self.gold,
                 "answer": self.answer, "gold_answer": self.gold_answer, "retrieved_count": self.retrieved_count,
                 "wall_seconds": round(self.wall_seconds, 4), "llm_calls": int(self.usage.get("llm_calls", 0)),
                 "prompt_tokens": int(self.usage.get("prompt_tokens", 0)), "error": self.error,
@@ -88,10 +97,8 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
               pass_no: int, peak_rss_mb: float | None = None, more: dict[str, Any] | None = None) -> dict[str, Any]:
     """The result row (contract keys first, then ``peak_rss_mb``, ``more``, and extras)."""
     ok = [o for o in outcomes if o.error is None]
-    graded = [o for o in ok if o.gold_titles]
-    # a method returns [] when retrieval titles do not apply to it: no question retrieved anything → n/a
-    if not any(o.retrieved_titles for o in graded):
-        graded = []
+    # an empty ranking is a miss (0); only a method without passage retrieval (None) is not graded
+    graded = [o for o in ok if o.gold and o.retrieved is not None]
     answered = [o for o in ok if o.answer is not None and o.gold_answer]
     counts = [o.retrieved_count for o in ok if o.retrieved_count is not None]
     non_llm = [max(0.0, o.wall_seconds - float(o.usage.get("llm_seconds", 0.0) or 0.0)) for o in ok]
@@ -99,9 +106,9 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
         "method": method, "decider": decider, "dataset": dataset, "pass": pass_no, "questions": len(ok),
         # questions whose run raised: left out of every figure, so a row must say how many there were
         "errors": len(outcomes) - len(ok),
-        "recall@2": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, 2) for o in graded]),
-        "recall@5": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, 5) for o in graded]),
-        "fcr": _mean([full_chain(o.retrieved_titles, o.gold_titles, 5) for o in graded]),
+        "recall@2": _mean([recall_at_k(o.retrieved, o.gold, 2) for o in graded]),
+        "recall@5": _mean([recall_at_k(o.retrieved, o.gold, 5) for o in graded]),
+        "fcr": _mean([full_chain(o.retrieved, o.gold, 5) for o in graded]),
         "em": _mean([exact_match(o.answer or "", o.gold_answer) for o in answered]),
         "f1": _mean([f1_score(o.answer or "", o.gold_answer) for o in answered]),
         "llm_calls_per_query": _mean([float(o.usage.get("llm_calls", 0) or 0) for o in ok]),
@@ -111,15 +118,16 @@ def aggregate(outcomes: Sequence[QuestionOutcome], *, method: str, decider: str,
         "non_llm_ms_median": median_ms(non_llm),
         "wall_ms_median": median_ms([o.wall_seconds for o in ok]),
         "peak_rss_mb": peak_rss_mb,
+        # "n/a": the method has no passage retrieval to grade (tables print n/a, not a missing figure)
+        "retrieval": "graded" if graded else "n/a" if ok and all(o.retrieved is None for o in ok) else "none",
         # the non-LLM time without the embedding model (query embedding, offline answer sentences)
         "core_ms_median": median_ms([max(0.0, n - o.embed_seconds) for n, o in zip(non_llm, ok)]),
         "embed_ms_median": median_ms([o.embed_seconds for o in ok]),
-        # recall over every title the method returned: for ranked methods (dense, BM25, CatRAG) their
+        # recall over every unit the method returned: for ranked methods (dense, BM25, CatRAG) their
         # ranking depth (20; the prompt holds the top 5), for AutoPruned the passages its selected runs
         # come from (all of them in its prompt)
-        "recall_all": _mean([recall_at_k(o.retrieved_titles, o.gold_titles, len(o.retrieved_titles))
-                             for o in graded]),
-        "titles_per_query": _mean([float(len(set(o.retrieved_titles))) for o in graded]),
+        "recall_all": _mean([recall_at_k(o.retrieved, o.gold, len(o.retrieved)) for o in graded]),
+        "passages_per_query": _mean([float(len(set(o.retrieved))) for o in graded]),
     }
     total = None
     for o in ok:
@@ -167,10 +175,21 @@ def format_cell(v: Any) -> str:
     return str(v)
 
 
+RETRIEVAL_KEYS = ("recall@2", "recall@5", "fcr", "recall_all")
+
+
+def row_cell(row: dict[str, Any], key: str) -> str:
+    """One table cell: a retrieval figure of a method without passage retrieval prints "n/a"."""
+    if key in RETRIEVAL_KEYS and row.get(key) is None and row.get("retrieval") == "n/a":
+        return "n/a"
+    return format_cell(row.get(key))
+
+
 def markdown_table(rows: Sequence[dict[str, Any]], cols: Sequence[str | tuple[str, str]] = ROW_COLUMNS) -> str:
     """A Markdown table of ``rows``; ``cols`` are keys or (key, header) pairs (default: the result
-    row columns). Missing values and None print as "–"."""
+    row columns). Missing values and None print as "–", retrieval figures of methods without passage
+    retrieval as "n/a"."""
     pairs = [(c, c) if isinstance(c, str) else c for c in cols]
     lines = ["| " + " | ".join(h for _, h in pairs) + " |", "|" + "---|" * len(pairs)]
-    lines += ["| " + " | ".join(format_cell(r.get(k)) for k, _ in pairs) + " |" for r in rows]
+    lines += ["| " + " | ".join(row_cell(r, k) for k, _ in pairs) + " |" for r in rows]
     return "\n".join(lines)

@@ -25,7 +25,7 @@ from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, 
                           with_offline_answer_prompt)
 
 ANSWER_K = 5          # passages handed to the answer step
-RANK_DEPTH = 20       # ranked titles reported (Recall@k needs k ≤ this)
+RANK_DEPTH = 20       # ranked passage units reported (Recall@k needs k ≤ this)
 
 
 @dataclass
@@ -44,20 +44,11 @@ def passage_table(kg: Any) -> PassageTable:
                         [f"{t}\n{n.text}" if t else n.text for t, n in zip(titles, chunks)])
 
 
-def ranked_titles(table: PassageTable, order: Sequence[int], depth: int = RANK_DEPTH) -> list[str]:
-    out: list[str] = []
-    for i in order:
-        t = table.titles[i]
-        if t not in out:
-            out.append(t)
-        if len(out) >= depth:
-            break
-    return out
-
-
 def answer_from_passages(ctx: BenchContext, q: BenchQuestion, model: Any, chunk_ids: Sequence[str],
-                         ranked: list[str], method: str) -> MethodResult:
-    """The shared answer step: builds the ANSWER_PROMPT over the top passages and counts it."""
+                         method: str) -> MethodResult:
+    """The shared answer step: builds the ANSWER_PROMPT over the top :data:`ANSWER_K` of the ranked
+    ``chunk_ids`` and counts it; the ranking is reported to :data:`RANK_DEPTH` units, repeats of a
+    title kept (the grading reads passages, not titles)."""
     kg = ctx.kg
     evidence = [evidence_item(kg, cid) for cid in chunk_ids[:ANSWER_K]]
     prompt = answer_prompt(q.question, evidence)
@@ -71,7 +62,7 @@ def answer_from_passages(ctx: BenchContext, q: BenchQuestion, model: Any, chunk_
                                  context={"question": q.question, "evidence_ids": [e["id"] for e in evidence],
                                           "evidence_texts": [e["text"] for e in evidence], "method": method})
         extra = {}
-    return MethodResult(retrieved_titles=ranked, answer=answer, usage=usage, retrieved_count=len(evidence),
+    return MethodResult(retrieved_ids=list(chunk_ids[:RANK_DEPTH]), answer=answer, usage=usage, retrieved_count=len(evidence),
                         extra=extra)
 
 

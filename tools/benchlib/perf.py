@@ -262,7 +262,7 @@ def hotpot_push_suite(embeddings: str, seed: int, questions: int = 300) -> dict[
     import shutil
 
     from benchlib import corpus as corpora
-    from benchlib.api import titles_of
+    from benchlib.api import gold_passage_keys, ranked_passages
     from benchlib.datasets import pooled_passages
     from benchlib.metrics import full_chain, recall_at_k
 
@@ -295,9 +295,9 @@ def hotpot_push_suite(embeddings: str, seed: int, questions: int = 300) -> dict[
                 for c, app in apps.items():
                     o = app.invoke({"question": q.question})
                     ranked[c] = [p["id"] for p in o.get("passages", [])]
-                    titles = titles_of(kg, ranked[c])
-                    res[c]["r5"].append(recall_at_k(titles, q.supporting_titles, 5))
-                    res[c]["fcr"].append(full_chain(titles, q.supporting_titles, 5))
+                    got, gold = ranked_passages(kg, ranked[c]).keys, gold_passage_keys(q)
+                    res[c]["r5"].append(recall_at_k(got, gold, 5))
+                    res[c]["fcr"].append(full_chain(got, gold, 5))
                     if o.get("ppr"):
                         res[c]["ms"].append(o["ppr"]["ms"] / 1000.0)
                         k = min(TOP, len(ranked["exact"])) or 1

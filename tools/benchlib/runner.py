@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchlib import corpus as corpora
-from benchlib.api import BenchContext, BenchQuestion
+from benchlib.api import BenchContext, BenchQuestion, gold_passage_keys, ranked_passages
 from benchlib.common import OUTPUT_DIR, BenchError, log, make_embeddings
 from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset,
                                load_questions, pooled_passages, supports_per_question, use_stem_path)
@@ -279,16 +279,18 @@ def run_question(adapter: Any, ctx: BenchContext, q: BenchQuestion, decider: str
         if not errors:
             log(f"{adapter.name}: question {q.id} failed:\n{traceback.format_exc()}")
         errors.append(f"{type(exc).__name__}: {exc}")
-        return QuestionOutcome(q.id, [], list(q.supporting_titles), None, q.answer, {}, None, wall,
-                               error=f"{type(exc).__name__}: {exc}")
+        return QuestionOutcome(q.id, None, gold_passage_keys(q), None, q.answer, {}, None, wall,
+                               error=f"{type(exc).__name__}: {exc}", gold_titles=list(q.supporting_titles))
     wall = time.perf_counter() - t0
     embed = _embed_seconds(ctx) - e0
     extra = dict(res.extra or {})
     score = getattr(adapter, "score", None)
     if score is not None:  # gold-aware metrics, outside the timed run
         extra.update(score(ctx, q, res))
-    return QuestionOutcome(q.id, list(res.retrieved_titles or []), list(q.supporting_titles), res.answer, q.answer,
-                           dict(res.usage or {}), res.retrieved_count, wall, extra=extra, embed_seconds=embed)
+    ranked = ranked_passages(ctx.kg, res.retrieved_ids) if res.retrieved_ids is not None else None
+    return QuestionOutcome(q.id, ranked.keys if ranked else None, gold_passage_keys(q), res.answer, q.answer,
+                           dict(res.usage or {}), res.retrieved_count, wall, extra=extra, embed_seconds=embed,
+                           retrieved_titles=ranked.titles if ranked else [], gold_titles=list(q.supporting_titles))
 
 
 def _embed_seconds(ctx: BenchContext) -> float:
@@ -406,7 +408,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                          "the structure, a lazy worker reading adjacency on demand, add-one-document-then-query from "
                          "another process) beside the in-memory figures of the same run")
     ap.add_argument("--perf-edges", default="1000000",
-                    help="--perf --perf-backend postgres: comma-separated graph sizes in edges (default 1000000)")
+                    help="--perf --perf-backend postgres, --perf-auto: comma-separated graph sizes in edges "
+                         "(default 1000000)")
+    ap.add_argument("--validate", action="store_true",
+                    help="leave-one-dataset-out validation of the methods' tuned constants instead: every value of "
+                         "each constant on every shipped QA set (+ --validate-data), offline, pooled; per held-out "
+                         "set the figure of the value chosen on the others against the in-sample best")
+    ap.add_argument("--validate-data", action="append", default=None, metavar="JSONL",
+                    help="--validate: a further dataset (normalized JSONL) to validate on; repeatable")
+    ap.add_argument("--validate-grid", default=None,
+                    help="--validate: constants and values, 'METHOD:OPTION=V1,V2;...' (default: the built-in list "
+                         "of tuned constants, benchlib/validate.py)")
+    ap.add_argument("--validate-metric", default="recall@5",
+                    help="--validate: the result-row figure compared (default recall@5)")
+    ap.add_argument("--perf-auto", action="store_true",
+                    help="measure kg.ppr's method='auto' against exact and fixed-eps push on hub-heavy power-law "
+                         "graphs instead (time and top-20 agreement, tuning and held-out graph seeds)")
     ap.add_argument("--backends", action="store_true",
                     help="compare the embedded and the PostgreSQL backend instead (query ms, ingest, worker memory)")
     ap.add_argument("--postgres-uri", default=None,
@@ -461,6 +478,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchlib.perf import run_perf
 
         return run_perf(args)
+    if args.perf_auto:
+        from benchlib.ppr_auto_perf import run_auto
+
+        return run_auto(args, log=log, default_out=OUTPUT_DIR / "perf-ppr-auto.json")
+    if args.validate:
+        return run_validation(args)
     if args.backends:
         from benchlib.backend_perf import run_backends
 
@@ -478,6 +501,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BenchError, DatasetError) as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
+
+
+def run_validation(args: argparse.Namespace) -> int:
+    """``--validate`` (see ``benchlib.validate``): each value of each tuned constant runs here, offline, on
+    the pooled corpus of each dataset, one pass."""
+    from benchlib.validate import ValidateError, validate, write_report
+
+    emb = make_embeddings(args.embeddings)
+
+    def measure(adapter: Any, dataset: str) -> dict[str, Any]:
+        sub = argparse.Namespace(**{**vars(args), "dataset": dataset, "decider": "offline", "corpus": "pooled",
+                                    "passes": 1})
+        (plan,) = plan_methods(sub, [adapter], emb)
+        run_dir = corpora.CACHE_DIR / "runs" / f"validate-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        try:
+            res = run_plan(plan, [1], run_dir, emb, sub, None, reopen=False)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return rows_for(plan, res, sub)[0]
+
+    try:
+        report = validate(args, discover(), measure, log=log)
+    except (ValidateError, BenchError, DatasetError) as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
+    write_report(report, Path(args.json) if args.json else OUTPUT_DIR / "validate.json")
+    return 0
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:

@@ -11,7 +11,7 @@ model passed per run (``context={"model": m}``). Question and answer triples com
 offline parser under every decider (``extraction="offline"``), so the oracle decides only the
 answer: ``oracle_answer`` on the triples shown (gold is read only inside the responder).
 
-Retrieved titles: the passage titles of the selected runs' chunks, best run first (fact runs by
+Retrieved passages: the selected runs' chunks, best run first (fact runs by
 their own chunk, reused answer runs by their recorded provenance). Offline, ``prompt_tokens`` is
 the would-be answer prompt (instructions + packed codebook + question), counted like the passage
 baselines count theirs. Extra metrics: ``prompt_tokens_packed`` (the codebook block alone),
@@ -69,7 +69,8 @@ def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResul
     usage = with_offline_answer_prompt(out.get("usage"), model, lambda: answer_prompt(
         out["question"], out.get("packed_prompt", ""), out.get("encoding", "words")))
     evidence = out.get("evidence", [])
-    titles = titles_of(ctx.kg, [cid for item in evidence for cid in item.get("chunks", [])])
+    chunks = [cid for item in evidence for cid in item.get("chunks", [])]
+    titles = titles_of(ctx.kg, chunks)
     size = out.get("codebook_size", {})
     enc = out.get("encoding", "")
     extra = {"prompt_tokens_packed": out.get("prompt_tokens_packed", 0), "titles": len(titles),
@@ -77,7 +78,7 @@ def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResul
              "enc_matrix": enc == "matrix", "cb_entities": size.get("entities", 0),
              "cb_relations": size.get("relations", 0), "cb_edges": size.get("edges", 0),
              "cb_runs": size.get("runs", 0)}
-    return MethodResult(retrieved_titles=titles, answer=out.get("answer"), usage=usage,
+    return MethodResult(retrieved_ids=chunks, answer=out.get("answer"), usage=usage,
                         retrieved_count=len(evidence), extra=extra)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder
-from benchlib.passage_rag import RANK_DEPTH, answer_from_passages, passage_oracle, passage_table, ranked_titles
+from benchlib.passage_rag import RANK_DEPTH, answer_from_passages, passage_oracle, passage_table
 
 
 class BM25Adapter:
@@ -37,14 +37,13 @@ class BM25Adapter:
         order: list[int] = []
         if retriever is not None:
             qids = tokenizer.tokenize([q.question], update_vocab=False, return_as="ids", show_progress=False)
-            k = min(len(table.ids), RANK_DEPTH * 3)
+            k = min(len(table.ids), RANK_DEPTH)
             docs, scores = retriever.retrieve(qids, k=k, show_progress=False, n_threads=1)
             docs, scores = np.asarray(docs[0]), np.asarray(scores[0])
             keep = scores > 0
             docs, scores = docs[keep], scores[keep]
             order = [int(d) for d in docs[np.lexsort((docs, -scores))]]  # ties by index: deterministic
-        ranked = ranked_titles(table, order)
-        return answer_from_passages(ctx, q, model, [table.ids[i] for i in order], ranked, self.name)
+        return answer_from_passages(ctx, q, model, [table.ids[i] for i in order], self.name)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         return passage_oracle(ctx, q)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
-                          mistakes, oracle_answer, titles_of, with_offline_answer_prompt)
+                          mistakes, oracle_answer, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.catrag import create_catrag_graph, kg_index, prepare_catrag_kg
 from langgraph_kgmem.graphs.registry import METHODS
@@ -77,7 +77,7 @@ class CatragAdapter:
         evidence = out.get("evidence", [])
         # offline: the answer prompt the graph's answer step would send (decision prompts are not built)
         usage = with_offline_answer_prompt(out.get("usage", {}), model, lambda: answer_prompt(q.question, evidence))
-        return MethodResult(retrieved_titles=titles_of(ctx.kg, [p["id"] for p in out.get("passages", [])]),
+        return MethodResult(retrieved_ids=[p["id"] for p in out.get("passages", [])],
                             answer=out.get("answer"), usage=usage, retrieved_count=len(evidence), extra=extra)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:

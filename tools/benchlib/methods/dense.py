@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder
-from benchlib.passage_rag import RANK_DEPTH, answer_from_passages, passage_oracle, passage_table, ranked_titles, top_indices
+from benchlib.passage_rag import RANK_DEPTH, answer_from_passages, passage_oracle, passage_table, top_indices
 
 
 class DenseAdapter:
@@ -31,12 +31,10 @@ class DenseAdapter:
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         table, mat = ctx.cache["dense"]
         if mat is None:
-            return MethodResult(retrieved_titles=[], answer="no answer", retrieved_count=0)
+            return MethodResult(retrieved_ids=[], answer="no answer", retrieved_count=0)
         scores = mat @ ctx.kg.embed_query(q.question)
-        order = top_indices(scores, max(RANK_DEPTH * 3, 60))
-        ranked = ranked_titles(table, order)
-        chunk_ids = [table.ids[i] for i in order]
-        return answer_from_passages(ctx, q, model, chunk_ids, ranked, self.name)
+        order = top_indices(scores, RANK_DEPTH)
+        return answer_from_passages(ctx, q, model, [table.ids[i] for i in order], self.name)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         return passage_oracle(ctx, q)

@@ -158,7 +158,7 @@ class TemporalAdapter:
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
         usage = with_offline_answer_prompt(out.get("usage", {}), model, lambda: self.answer_prompt(ctx, q, out))
-        return MethodResult(retrieved_titles=[], answer=out.get("answer"), usage=usage,
+        return MethodResult(retrieved_ids=None, answer=out.get("answer"), usage=usage,
                             retrieved_count=int(out.get("retrieved_triples", 0)),
                             extra={"iterations": float(out.get("iterations", 0))},
                             trace={"events": list(out.get("events", []))})

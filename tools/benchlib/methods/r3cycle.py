@@ -166,7 +166,7 @@ class GraphQAAdapter:
                  "steps": sum(len(a["steps"]) for a in attempts)}
         if self.reflection:
             extra["first_attempt_verified"] = float(attempts[0]["outcome"] == "correct")
-        return MethodResult(retrieved_titles=[], answer=out["answer"], usage=out["usage"],
+        return MethodResult(retrieved_ids=None, answer=out["answer"], usage=out["usage"],
                             retrieved_count=len(out["evidence"]), extra=extra)
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
-                          mistakes, oracle_answer, titles_of, with_offline_answer_prompt)
+                          mistakes, oracle_answer, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph, hop_distances
 
@@ -88,7 +88,7 @@ class ReMindRAGAdapter:
         ids = [e["id"] for e in evidence]
         updates = out.get("memory_updates") or {}
         return MethodResult(
-            retrieved_titles=titles_of(kg, ids), answer=out.get("answer"), usage=usage,
+            retrieved_ids=ids, answer=out.get("answer"), usage=usage,
             retrieved_count=len(evidence),
             extra={"hops": len(out.get("path") or []), "replayed_nodes": len((out.get("replayed") or {}).get("nodes", [])),
                    "replay_only": float(not out.get("path")), "enhanced": int(updates.get("enhanced", 0)),
