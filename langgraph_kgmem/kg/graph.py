@@ -1308,7 +1308,8 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
             from langgraph_kgmem.errors import ConfigurationError
 
             raise ConfigurationError(
-                "KGMEM_POSTGRES_URI is set but the Postgres backends are missing: "
+                f"{'KGMEM_POSTGRES_URI is set' if uri == os.environ.get('KGMEM_POSTGRES_URI') else 'a postgresql:// KG'}"
+                " needs the Postgres checkpointer and store, which are missing: "
                 "pip install 'langgraph-kgmem[postgres]'") from exc
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
