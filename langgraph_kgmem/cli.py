@@ -169,6 +169,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             return 0
         usage = out.get("usage", {})
         print(f"answer: {out.get('answer', '')}")
+        if out.get("no_answer_reason"):
+            print(f"  why: {out['no_answer_reason']}")
         for ev in out.get("evidence", [])[: args.show]:
             print(f"  - [{ev['kind']}] {ev['id']}: {ev['text'][:160]}")
         print(f"usage: {usage.get('llm_calls', 0)} LLM calls, {usage.get('prompt_tokens', 0)} prompt + "

@@ -87,10 +87,12 @@ class KgiragState(BaseState, total=False):
     stopped: bool
     retrieved_triples: int
     notes: list[str]                  # the judge's reasons
+    no_answer_reason: str             # why the answer is "no answer" (absent otherwise)
 
 
 class KgiragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
     plan: dict[str, Any]
+    no_answer_reason: str
     iterations: int
     retrieved_triples: int
     anchors: list[str]
@@ -406,10 +408,13 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
         rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
         try:
             guess = offline_plan(question, idx)
-        except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question
-            guess = None
-        if guess is not None and plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"])):
-            guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
+            unreadable = None if guess is not None else "the question names no departure time"
+        except KgmemInputError as exc:  # a time in the question that is no timestamp: no plan from the question
+            guess, unreadable = None, str(exc)
+        if guess is not None:
+            unreadable = plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"]))
+            if unreadable:
+                guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
 
         def offline() -> TemporalPlan:
             g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
@@ -449,6 +454,10 @@ def _make_plan_node(kg: "KnowledgeGraph", default_model: Any, *, step: int | Non
                 "step": int(step or decision.step_hours), "k0": int(k0 or decision.k0),
                 "event": (guess or {}).get("event") or idx.event_name, "valid": bool(ok and len(idx.slots))}
         plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule)
+        if not plan["valid"]:   # said in the output: a bare "no answer" leaves the user guessing why
+            plan["problem"] = (f"{unreadable or 'the model gave no usable plan'}; ask about a departure time "
+                               f"within the records ({span[0]} to {span[1]}), e.g. 'if I leave at {span[0]} and "
+                               "travel for 2 hours'")
         start = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], {})
         emit_progress({"event": "plan", "plan": plan})
         return {"plan": plan, "anchor": start.need, "direction": start.direction, "iterations": 0, "triples": [],
@@ -467,6 +476,16 @@ def synthesis_prompt(kg: "KnowledgeGraph", question: str, plan: Mapping[str, Any
     return render(ANSWER_PROMPT, reasoning=plan["reasoning"], records=record_lines(kg, events), question=question)
 
 
+def no_answer_reason(state: Mapping[str, Any], kappa: int) -> str:
+    """Why the answer step answers "no answer" without asking (see :func:`synthesis_prompt`)."""
+    plan = state.get("plan", {})
+    if not plan.get("valid"):
+        return f"the question could not be planned as a search of the records: {plan.get('problem', '')}"
+    if len(state.get("triples", [])) >= kappa:
+        return f"the records read reached kappa={kappa} triples before the question was settled"
+    return "the retrieval rounds ran out (t_max) before the records read settled the question"
+
+
 def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: int, method: str):
     def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragContext]) -> dict[str, Any]:
         mdl = run_model(runtime, default_model)
@@ -477,7 +496,7 @@ def _make_synthesize_node(kg: "KnowledgeGraph", default_model: Any, *, kappa: in
         prompt = synthesis_prompt(kg, state["question"], plan, state.get("events", []),
                                   stopped=bool(state.get("stopped")), n_triples=len(triples), kappa=kappa)
         if prompt is None:
-            return {**base, "answer": NO_ANSWER}
+            return {**base, "answer": NO_ANSWER, "no_answer_reason": no_answer_reason(state, kappa)}
         known = known_records(kg, state.get("events", []))
         res = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], known)
         offline_answer = res.answer if res.done else NO_ANSWER
