@@ -110,6 +110,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
+    from langgraph_kgmem.memory.view import format_memory
+
     with _open(args, create=False) as kg:
         if args.reset:
             n = kg.reset_memory(args.kind, scope=args.scope.split("/") if args.scope else None)
@@ -119,14 +121,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
         listing = kg.memory(args.kind, limit=args.show)
         if args.json:
             print(json.dumps(listing, indent=2, default=str))
-            return 0
-        if not listing:
-            print(f"KG {kg.name!r} has no memory" + (f" of kind {args.kind}" if args.kind else "") + " yet")
-        for ns in listing:
-            scope = "/".join(ns["scope"]) or "(shared)"
-            print(f"{ns['kind']}  scope {scope}: {ns['items']} item(s)")
-            for it in ns["sample"]:
-                print(f"  {it['key']}  {json.dumps(it['value'], default=str)[:160]}")
+        else:
+            print(format_memory(listing, kg.name, args.kind))
     return 0
 
 
@@ -277,7 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--scope", default=None,
                     help="one memory scope, labels joined by '/' (e.g. a user id) (default: every scope)")
     sp.add_argument("--reset", action="store_true", help="delete that memory (the KG itself is kept)")
-    sp.add_argument("--show", type=int, default=10, help="items shown per namespace")
+    sp.add_argument("--show", type=int, default=10,
+                    help="items shown per namespace (edge memories strongest first, records most recent first)")
     sp.add_argument("--json", action="store_true", help="print the listing as JSON (default: readable text)")
     sp.set_defaults(func=cmd_memory)
 

@@ -98,7 +98,15 @@ def test_edited_files_replace_themselves_and_docs_delete_memory(corpus, tmp_path
     capsys.readouterr()
     assert main(["memory", *base, "--kind", "edge"]) == 0
     listing = capsys.readouterr().out
-    assert "edge_memory  scope (shared):" in listing and '"updates": 1' in listing
+    assert "ReMindRAG edge memory: edges that helped answer (--kind edge), scope (shared):" in listing
+    assert "Marie Curie — " in listing and "used 1 time(s)" in listing
+    assert "asked: Where was Marie Curie born?" in listing and "rel-" in listing
+    assert main(["memory", *base, "--kind", "edge", "--json"]) == 0
+    (edges,) = json.loads(capsys.readouterr().out)
+    assert edges["sample"][0]["value"]["updates"] == 1      # the keys kg.memory always had
+    record = edges["records"][0]
+    assert record["uses"] == 1 and record["questions"] == ["Where was Marie Curie born?"]
+    assert 0 < record["strength"] <= 1 and record["fact"].startswith("Marie Curie — ")
     assert main(["memory", *base, "--reset"]) == 0
     assert "deleted" in capsys.readouterr().out
     assert main(["memory", *base]) == 0

@@ -816,7 +816,7 @@ def create_remindrag_graph(
             return v if k < len(eff) or np.any(v != old) else None
 
         # read-modify-write under the store's lock: concurrent runs (threads, processes) lose nothing
-        written = memory_of(q).update(eff + ineff, change)
+        written = memory_of(q).update(eff + ineff, change, question=question, credited=eff)
         updates = {"enhanced": len(eff), "penalised": len(ineff), "enhanced_ids": eff, "penalised_ids": ineff,
                    "useful_ids": useful, "written": written}
         emit_progress({"event": "memorize", "method": METHOD, "enhanced": len(eff), "penalised": len(ineff)})

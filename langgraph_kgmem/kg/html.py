@@ -115,11 +115,11 @@ def run_highlight(run: Mapping[str, Any]) -> list[str]:
 
 def edge_memory_counts(store: Any, kg_name: str) -> dict[str, int]:
     """Updates ReMindRAG's memory applied per edge of KG ``kg_name``, summed over memory scopes."""
-    from langgraph_kgmem.memory import _list_all, memory_namespaces
+    from langgraph_kgmem.memory import list_items, memory_namespaces
 
     counts: dict[str, int] = {}
     for ns in memory_namespaces(store, kg_name, "edge"):
-        for it in _list_all(store, ns):
+        for it in list_items(store, ns):
             counts[it.key] = counts.get(it.key, 0) + max(int(it.value.get("n", 0)), 1)
     return counts
 

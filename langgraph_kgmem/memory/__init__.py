@@ -22,6 +22,8 @@ from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
 
 ROOT = "kgmem"
+EDGE_QUESTIONS_KEPT = 5        # most recent questions an edge memory remembers having helped answer
+EDGE_QUESTION_CHARS = 300      # each kept question at most this long: a record stays small
 
 
 KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
@@ -91,7 +93,8 @@ def resolve_store(store: BaseStore | None) -> BaseStore:
     return found
 
 
-def _list_all(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
+def list_items(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
+    """Every item under namespace ``ns`` (and the namespaces below it), read a page at a time."""
     items, offset = [], 0
     while True:
         batch = store.search(ns, limit=page, offset=offset)
@@ -119,12 +122,13 @@ class RecordMemory:
         self.store.delete(self.ns, key)
 
     def all(self) -> dict[str, dict[str, Any]]:
-        return {it.key: dict(it.value) for it in sorted(_list_all(self.store, self.ns), key=lambda i: i.key)}
+        return {it.key: dict(it.value) for it in sorted(list_items(self.store, self.ns), key=lambda i: i.key)}
 
 
 class EdgeMemory:
     """Per-edge memory vectors (ReMindRAG) under ``("kgmem", kg_name, "edge_memory")`` as
-    ``{"v": [...], "n": updates applied}``.
+    ``{"v": [...], "n": updates applied, "q": [questions that strengthened it, most recent last]}``
+    (``"q"`` is absent in records written before it was kept).
     Missing edges read as the zero vector. Reads and writes are one batched store call for the
     edges asked about, so their cost does not grow with the memory's size."""
 
@@ -145,17 +149,26 @@ class EdgeMemory:
     def get(self, edge_id: str) -> np.ndarray:
         return self.many([edge_id])[0]
 
-    def put_many(self, vectors: Mapping[str, np.ndarray], counts: Mapping[str, int] | None = None) -> None:
-        if vectors:
-            self.store.batch([PutOp(self.ns, e, {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)],
-                                                 "n": int((counts or {}).get(e, 0))},
-                                    index=False) for e, v in sorted(vectors.items())])
+    def put_many(self, vectors: Mapping[str, np.ndarray], counts: Mapping[str, int] | None = None,
+                 questions: Mapping[str, Sequence[str]] | None = None) -> None:
+        def record(e: str, v: np.ndarray) -> dict[str, Any]:
+            rec: dict[str, Any] = {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)],
+                                   "n": int((counts or {}).get(e, 0))}
+            if (questions or {}).get(e):
+                rec["q"] = list(questions[e])  # type: ignore[index]
+            return rec
 
-    def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None]) -> int:
+        if vectors:
+            self.store.batch([PutOp(self.ns, e, record(e, v), index=False) for e, v in sorted(vectors.items())])
+
+    def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None], *,
+               question: str | None = None, credited: Iterable[str] = ()) -> int:
         """Apply ``change(position, old vector) -> new vector | None (unchanged)`` to each edge as
         one read-modify-write under :func:`~langgraph_kgmem.memory.locks.memory_lock`, so updates
         from other threads and processes are never lost (each record counts the updates applied
-        to it in ``"n"``). Returns how many edges were written."""
+        to it in ``"n"``). ``question`` is added to the kept questions of the ``credited`` edges
+        (those it strengthened), so a person can see why an edge is remembered. Returns how many
+        edges were written."""
         from langgraph_kgmem.memory.locks import memory_lock
 
         ids = list(edge_ids)
@@ -165,25 +178,37 @@ class EdgeMemory:
             items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])
             new: dict[str, np.ndarray] = {}
             counts: dict[str, int] = {}
+            asked: dict[str, list[str]] = {}
+            credit = set(credited) if question else set()
             for k, (eid, item) in enumerate(zip(ids, items)):
                 old = np.asarray(item.value["v"], dtype=np.float64) if item is not None else np.zeros(self.dim)
                 v = change(k, old)
                 if v is not None:
                     new[eid] = v
                     counts[eid] = (int(item.value.get("n", 0)) if item is not None else 0) + 1
-            self.put_many(new, counts)
+                    asked[eid] = list(item.value.get("q", [])) if item is not None else []
+                    if eid in credit:
+                        asked[eid] = _kept_questions(asked[eid], str(question))
+            self.put_many(new, counts, asked)
         return len(new)
 
     def update_counts(self) -> dict[str, int]:
         """Updates applied per edge (lists the whole namespace)."""
-        return {it.key: int(it.value.get("n", 0)) for it in _list_all(self.store, self.ns)}
+        return {it.key: int(it.value.get("n", 0)) for it in list_items(self.store, self.ns)}
 
     def keys(self) -> list[str]:
         """Every edge with a memory (lists the whole namespace)."""
-        return sorted(it.key for it in _list_all(self.store, self.ns))
+        return sorted(it.key for it in list_items(self.store, self.ns))
 
     def __len__(self) -> int:
         return len(self.keys())
+
+
+def _kept_questions(kept: list[str], question: str) -> list[str]:
+    """``kept`` with ``question`` last (moved there when already kept), at most the most recent
+    :data:`EDGE_QUESTIONS_KEPT`."""
+    question = " ".join(question.split())[:EDGE_QUESTION_CHARS]
+    return ([q for q in kept if q != question] + [question])[-EDGE_QUESTIONS_KEPT:]
 
 
 # ------------------------------------------------------------------ what a person can see
@@ -211,7 +236,7 @@ def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limi
     norm, records as stored)."""
     out = []
     for ns in memory_namespaces(store, kg_name, kind):
-        items = _list_all(store, ns)
+        items = list_items(store, ns)
         sample = []
         for it in sorted(items, key=lambda i: i.key)[:limit]:
             value = dict(it.value)
@@ -234,12 +259,12 @@ def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
     for ns in memory_namespaces(store, kg_name, kind):
         if scope is not None and tuple(ns[2:-1]) != tuple(scope):
             continue
-        keys = [it.key for it in _list_all(store, ns)]
+        keys = [it.key for it in list_items(store, ns)]
         for i in range(0, len(keys), 500):
             store.batch([PutOp(ns, k, None) for k in keys[i:i + 500]])
         deleted += len(keys)
     return deleted
 
 
-__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "list_memory", "memory_namespaces", "memory_scope", "namespace",
+__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "list_items", "list_memory", "memory_namespaces", "memory_scope", "namespace",
            "reset_memory", "resolve_store"]

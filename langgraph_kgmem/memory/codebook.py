@@ -1182,11 +1182,11 @@ class Codebook:
     @classmethod
     def load(cls, store: "BaseStore", kg_name: str, scope: Sequence[str] = ()) -> "Codebook":
         """The codebook stored for ``kg_name`` in tenant ``scope`` (an empty one when there is none)."""
-        from langgraph_kgmem.memory import _list_all, namespace
+        from langgraph_kgmem.memory import list_items, namespace
 
         book = cls(kg_name, scope)
         ns = namespace(kg_name, "codebook", scope)
-        items = {it.key: it.value for it in _list_all(store, ns)}
+        items = {it.key: it.value for it in list_items(store, ns)}
         meta = items.get("meta")
         if meta is None:
             return book
