@@ -174,9 +174,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
-    """The ids a run's output names, and the question it answered (when the output has it)."""
-    from langgraph_kgmem.kg.html import run_highlight
+def _run_highlight(run_file: str) -> tuple[list[str], list[dict[str, str]], str | None]:
+    """The ids a run's output names, the edges it walked in order, and the question it answered
+    (when the output has it)."""
+    from langgraph_kgmem.kg.html import run_highlight, run_route
 
     hint = "give the JSON that `kgmem ask ... --json` prints"
     try:
@@ -187,7 +188,7 @@ def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
         raise KgmemInputError(f"--run {run_file} is not JSON ({exc}); {hint}") from exc
     try:
         question = run.get("question")
-        return run_highlight(run), question if isinstance(question, str) else None
+        return run_highlight(run), run_route(run), question if isinstance(question, str) else None
     except (AttributeError, KeyError, TypeError) as exc:
         raise KgmemInputError(f"--run {run_file} is not a run output (no evidence/path lists of ids); {hint}") from exc
 
@@ -195,14 +196,14 @@ def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
 def cmd_export(args: argparse.Namespace) -> int:
     from langgraph_kgmem.kg.html import edge_memory_counts, export_html
 
-    highlight, question = list(args.highlight or []), None
+    highlight, route, question = list(args.highlight or []), [], None
     if args.run:  # read before opening the KG: a bad file fails fast
-        ids, question = _run_highlight(args.run)
+        ids, route, question = _run_highlight(args.run)
         highlight += ids
     with _open(args, create=False) as kg:
         memory = edge_memory_counts(kg.persistence()[1], kg.name) if args.memory else None
         out = export_html(kg, args.html, highlight=highlight, max_nodes=args.max_nodes, question=question,
-                          memory=memory)
+                          memory=memory, route=route)
         print(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges"
               + (f", {sum(1 for v in memory.values() if v)} remembered" if memory else "") + ")")
     return 0
@@ -312,8 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("--html", required=True, help="output file")
     sp.add_argument("--highlight", nargs="*", help="node/edge ids to highlight (default: none)")
-    sp.add_argument("--run", help="a run's JSON output (kgmem ask --json): highlights its path and evidence "
-                                  "(default: none)")
+    sp.add_argument("--run", help="a run's JSON output (kgmem ask --json): highlights its evidence and draws its "
+                                  "path as numbered arrows (default: none)")
     sp.add_argument("--max-nodes", type=int, default=1500, help="largest number of nodes drawn")
     sp.add_argument("--no-memory", dest="memory", action="store_false",
                     help="do not draw ReMindRAG's edge memory (default: remembered edges are green, wider with "
