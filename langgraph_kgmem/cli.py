@@ -21,13 +21,14 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
 from langgraph_kgmem import __version__
 from langgraph_kgmem.errors import KgmemError, KgmemInputError
-from langgraph_kgmem.graphs.registry import METHODS
+from langgraph_kgmem.graphs.registry import METHODS, SUMMARIES
 from langgraph_kgmem.memory import KINDS
 
 TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
@@ -216,9 +217,10 @@ EMBEDDINGS_HELP = ("embedding model: local (offline all-MiniLM-L6-v2), fast (sta
 SIGPIPE_STATUS = 141   # 128 + SIGPIPE: what a shell reports for a command whose reader went away
 
 
-class _ShowDefaults(argparse.HelpFormatter):
+class _ShowDefaults(argparse.RawDescriptionHelpFormatter):
     """Help that lists each option's choices and states its default, unless the help text already
-    does (options whose default is "not given" say in their text what that means)."""
+    does (options whose default is "not given" say in their text what that means); an epilog keeps
+    its line breaks (the method list of ``kgmem ask --help``)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -299,7 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_stats)
 
-    sp = sub.add_parser("ask", help="answer a question with one method")
+    methods = "\n".join(textwrap.fill(SUMMARIES.get(name, ""), 96, initial_indent=f"  {name:<11} ",
+                                       subsequent_indent=" " * 14) for name in METHODS)
+    sp = sub.add_parser("ask", help="answer a question with one method", epilog=f"methods:\n{methods}")
     sp.add_argument("question")
     common(sp)
     sp.add_argument("--method", default="remindrag", help=f"the method: {', '.join(METHODS)}")

@@ -205,3 +205,11 @@ def test_postgres_hints_name_where_the_uri_came_from(monkeypatch):
     assert "KGMEM_POSTGRES_URI" not in passed
     monkeypatch.setenv("KGMEM_POSTGRES_URI", uri)
     assert "the URI in KGMEM_POSTGRES_URI" in str(storage_error(OSError("refused"), uri, "reading"))
+
+
+def test_ask_help_explains_every_method():
+    from langgraph_kgmem.graphs.registry import METHODS, SUMMARIES
+
+    assert set(SUMMARIES) == set(METHODS)
+    epilog = " ".join(_subcommands()["ask"].epilog.split())
+    assert all(f"{m} {SUMMARIES[m]}" in epilog for m in METHODS)
