@@ -85,4 +85,5 @@ def test_the_codebook_is_summarised_with_stored_questions_and_provenance(kg):
 @pytest.mark.parametrize("kind", [None, "edge"])
 def test_an_empty_memory_says_so(kg, kind):
     assert kg.memory(kind) == []
-    assert format_memory([], kg.name, kind) == f"KG {kg.name!r} has no memory" + (f" of kind {kind}" if kind else "") + " yet"
+    of_kind = f" of kind {kind}" if kind else ""
+    assert format_memory([], kg.name, kind) == f"KG {kg.name!r} has no memory{of_kind} yet"
