@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import textwrap
 import time
 from importlib import resources
 from pathlib import Path
@@ -19,27 +20,77 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from langgraph_kgmem import KnowledgeGraph  # noqa: E402
-from langgraph_kgmem.graphs.registry import get_factory  # noqa: E402
+from langgraph_kgmem.graphs.registry import get_factory, summaries  # noqa: E402
 from langgraph_kgmem.graphs.kgirag import create_kgirag_graph, create_singlepass_graph  # noqa: E402
+from langgraph_kgmem.ingest.chunking import split_sentences  # noqa: E402
 from langgraph_kgmem.ingest.records import normalize_records  # noqa: E402
 from langgraph_kgmem.ingest.temporal_questions import generate_questions  # noqa: E402
-from langgraph_kgmem.kg.html import export_html, run_highlight  # noqa: E402
+from langgraph_kgmem.kg.html import edge_memory_counts, export_html, run_highlight, run_route  # noqa: E402
 from langgraph_kgmem.llm import model_label, resolve_model  # noqa: E402
+from langgraph_kgmem.memory.view import edge_fact  # noqa: E402
 
 OUT = Path(os.environ.get("KGMEM_DEMO_DIR", "demo_output"))
 
 
-def banner(text: str) -> None:
-    print("\n" + "=" * 100 + f"\n{text}\n" + "=" * 100)
+WIDTH = 100
+
+
+def banner(text: str, explain: str = "") -> None:
+    print("\n" + "=" * WIDTH + f"\n{text}")
+    if explain:
+        print(textwrap.fill(explain, WIDTH))
+    print("=" * WIDTH)
+
+
+KIND_NAMES = {"chunk": "passage", "relation": "fact", "anchor": "section title"}
+
+
+def first_sentence(text: str) -> str:
+    """A passage's first sentence, whole, and how many more it has (a passage is too long for a
+    line; a sentence cut in its middle would read as a different claim)."""
+    sentences = split_sentences(" ".join(str(text).split())) or [""]
+    more = len(sentences) - 1
+    return sentences[0] + (f" (+{more} more sentence{'s' if more > 1 else ''})" if more else "")
 
 
 def show(out: dict, label: str) -> None:
     u = out.get("usage", {})
     print(f"[{label}] answer: {out.get('answer', '')!r}")
     for ev in out.get("evidence", [])[:3]:
-        print(f"    evidence [{ev['kind']}] {ev['text'][:110]!r}")
+        line = f"evidence ({KIND_NAMES.get(ev['kind'], ev['kind'])}): {first_sentence(ev['text'])}"
+        print(textwrap.fill(line, WIDTH, initial_indent="    ", subsequent_indent="      "))
     print(f"    cost: {u.get('llm_calls', 0)} LLM calls, {u.get('prompt_tokens', 0)} prompt tokens, "
           f"{u.get('completion_tokens', 0)} completion tokens, {u.get('offline_decisions', 0)} offline decisions")
+
+
+def counted(by_kind: dict) -> str:
+    """``{"chunk": 6, "entity": 23}`` as ``6 passage, 23 entity``."""
+    return ", ".join(f"{n} {KIND_NAMES.get(k, k)}" for k, n in sorted(by_kind.items()))
+
+
+def memory_notes(kg: KnowledgeGraph, out: dict) -> list[str]:
+    """What memory did in a run, in words: edges replayed or written, answers stored or replayed,
+    reflections kept."""
+    notes = []
+    followed = (out.get("replayed") or {}).get("edges", [])
+    if followed:
+        facts = "; ".join(edge_fact(kg, e["edge"]) for e in followed[:3])
+        more = f" and {len(followed) - 3} more" if len(followed) > 3 else ""
+        notes.append(f"memory replay followed {len(followed)} remembered edge(s): {facts}{more}")
+    updates = out.get("memory_updates") or {}
+    if updates.get("enhanced") or updates.get("penalised"):
+        notes.append(f"memory written: {updates.get('enhanced', 0)} edge(s) strengthened, "
+                     f"{updates.get('penalised', 0)} weakened")
+    stored = out.get("replayed_answer")
+    if stored:
+        notes.append(f"answered from memory: the stored answer to the same question (by {stored.get('decider')}, "
+                     f"from {len(stored.get('evidence', []))} cited passage(s)), no retrieval")
+    elif out.get("answer_memory") == "stored":
+        notes.append("memory written: the answer and its cited passages, replayed when the same question comes again")
+    for r in out.get("reflections") or []:
+        notes.append(f"reflection after attempt {r.get('attempt')}: {str(r.get('root_cause', '')).rstrip('.')}; "
+                     f"advice kept for the next attempt: {r.get('advice', '')}")
+    return notes
 
 
 def sample_documents() -> list[dict]:
@@ -63,7 +114,7 @@ def text_methods(kg: KnowledgeGraph, model) -> dict:
     questions = sample_questions()
     first_run: dict = {}
     for method in ("remindrag", "catrag", "hipporag2", "autopruned", "r3cycle"):
-        banner(f"method: {method}")
+        banner(f"method: {method}", summaries()[method])
         factory, preset = get_factory(method)
         app = factory(kg, model=model, **preset).compile(checkpointer=checkpointer, store=store)
         for i, q in enumerate(questions[:2]):
@@ -73,33 +124,35 @@ def text_methods(kg: KnowledgeGraph, model) -> dict:
                 out = app.invoke({"question": q}, {"configurable": {"thread_id": f"{method}-{i}-{attempt}"}})
                 show(out, f"{attempt}, {time.perf_counter() - t0:.2f}s")
                 if method == "remindrag" and not first_run:
-                    first_run = out
-                for key in ("replayed", "replayed_answer", "reused", "answer_memory", "memory_updates", "reflections"):
-                    if out.get(key):
-                        print(f"    {key}: {str(out[key])[:200]}")
+                    first_run = {**out, "question": q}
+                for note in memory_notes(kg, out):
+                    print(textwrap.fill(note, WIDTH, initial_indent="    ", subsequent_indent="      "))
     return first_run
 
 
 def temporal_method(model) -> None:
     """KG-IRAG over the bundled hourly records (2 stations, rain = abnormal event), next to the
     single-pass baseline that reads the whole horizon at once; ground truth from the records."""
-    banner("method: kgirag (temporal KG from the bundled sample records)")
+    banner("method: kgirag (temporal KG from the bundled sample records)", summaries()["kgirag"])
     path = resources.files("langgraph_kgmem").joinpath("data/sample_records.csv")
     kg = KnowledgeGraph.open(OUT / "records_kg", name="demo-records")
     report = kg.add_records(str(path), location_col="station", event_rule="rain_mm > 0", event_name="rain")
-    print(f"records: {report}")
+    print(textwrap.fill(f"records: {report}", WIDTH, subsequent_indent="    "))
     observations, _ = normalize_records(str(path), location_col="station", event_rule="rain_mm > 0")
     questions = generate_questions(observations, n=3, seed=1, event="rain", hours=(2,), horizon=6)
     iterative = create_kgirag_graph(kg, model=model).compile()
     single = create_singlepass_graph(kg, model=model).compile()
     for q in questions:
-        print(f"Q ({q.kind}): {q.question}\n    ground truth from the records: {q.answer}")
+        print(textwrap.fill(f"Q ({q.kind}): {q.question}", WIDTH, subsequent_indent="    "))
+        print(f"    ground truth from the records: {q.answer}")
         for label, app in (("kgirag", iterative), ("single-pass", single)):
             out = app.invoke({"question": q.question})
             u = out["usage"]
             print(f"    [{label}] answer: {out['answer']!r}; {out.get('iterations', 1)} round(s), "
                   f"{out.get('retrieved_triples', 0)} triples retrieved; {u.get('llm_calls', 0)} LLM calls, "
                   f"{u.get('prompt_tokens', 0)} prompt tokens")
+            if out.get("no_answer_reason"):
+                print(f"        why: {out['no_answer_reason']}")
     kg.close()
 
 
@@ -111,15 +164,19 @@ def main() -> int:
     kg = KnowledgeGraph.open(OUT / "kg", name="demo")
     docs = sample_documents()
     report = kg.add_documents(docs, model=model)
-    print(f"ingest: {report}")
+    print(textwrap.fill(f"ingest: {report}", WIDTH, subsequent_indent="    "))
     again = kg.add_documents(docs, model=model)
     print(f"re-ingest (idempotent): {again.documents_skipped} skipped, {again.documents_added} added")
     stats = kg.stats()
-    print(f"KG: {stats['nodes']} nodes {stats['nodes_by_kind']}, {stats['edges']} edges {stats['edges_by_kind']}")
+    print(f"KG: {stats['nodes']} nodes ({counted(stats['nodes_by_kind'])}), "
+          f"{stats['edges']} edges ({counted(stats['edges_by_kind'])})")
     run = text_methods(kg, model)
     temporal_method(model)
-    page = export_html(kg, OUT / "kg.html", title="langgraph_kgmem demo KG", highlight=run_highlight(run))
-    print(f"\nHTML view of the graph (ReMindRAG's first run highlighted in red): {page}")
+    page = export_html(kg, OUT / "kg.html", title="langgraph_kgmem demo KG", highlight=run_highlight(run),
+                       route=run_route(run), question=run.get("question"),
+                       memory=edge_memory_counts(kg.persistence()[1], kg.name))
+    print("\n" + textwrap.fill("HTML view of the graph (ReMindRAG's first run: its path as numbered red arrows, "
+                               "its evidence ringed in red; remembered edges in green):", WIDTH) + f"\n    {page}")
     kg.close()
     return 0
 

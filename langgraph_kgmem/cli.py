@@ -6,11 +6,13 @@
     kgmem stats --kg DIR
     kgmem ask "QUESTION" --kg DIR --method remindrag [--model ...] [--thread ID] [--json]
     kgmem export --kg DIR --html FILE [--highlight ID ...] [--run RUN.json]
-    kgmem migrate --from DIR|URI --to URI|DIR [--name NAME]
+    kgmem migrate --from DIR|URI --to URI|DIR [--name NAME] [--to-name NEW_NAME]
     kgmem drop --kg URI --name NAME          (a KG in a PostgreSQL database; other KGs stay)
 
 ``--kg`` is a KG directory or a ``postgresql://`` URI (default: $KGMEM_KG); ``--name`` defaults to
-the name the KG stores (``default`` for a new one).
+the name the KG stores (``default`` for a new one). ``kgmem --version`` prints the version. Output
+cut short by its reader (``kgmem stats | head``) ends the command quietly with status 141, as a
+command killed by SIGPIPE would.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
+from langgraph_kgmem import __version__
 from langgraph_kgmem.errors import KgmemError, KgmemInputError
+from langgraph_kgmem.graphs.registry import summaries
 from langgraph_kgmem.memory import KINDS
 
 TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
@@ -106,6 +111,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
+    from langgraph_kgmem.memory.view import format_memory
+
     with _open(args, create=False) as kg:
         if args.reset:
             n = kg.reset_memory(args.kind, scope=args.scope.split("/") if args.scope else None)
@@ -115,14 +122,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
         listing = kg.memory(args.kind, limit=args.show)
         if args.json:
             print(json.dumps(listing, indent=2, default=str))
-            return 0
-        if not listing:
-            print(f"KG {kg.name!r} has no memory" + (f" of kind {args.kind}" if args.kind else "") + " yet")
-        for ns in listing:
-            scope = "/".join(ns["scope"]) or "(shared)"
-            print(f"{ns['kind']}  scope {scope}: {ns['items']} item(s)")
-            for it in ns["sample"]:
-                print(f"  {it['key']}  {json.dumps(it['value'], default=str)[:160]}")
+        else:
+            print(format_memory(listing, kg.name, args.kind))
     return 0
 
 
@@ -165,6 +166,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             return 0
         usage = out.get("usage", {})
         print(f"answer: {out.get('answer', '')}")
+        if out.get("no_answer_reason"):
+            print(f"  why: {out['no_answer_reason']}")
         for ev in out.get("evidence", [])[: args.show]:
             print(f"  - [{ev['kind']}] {ev['id']}: {ev['text'][:160]}")
         print(f"usage: {usage.get('llm_calls', 0)} LLM calls, {usage.get('prompt_tokens', 0)} prompt + "
@@ -172,9 +175,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
-    """The ids a run's output names, and the question it answered (when the output has it)."""
-    from langgraph_kgmem.kg.html import run_highlight
+def _run_highlight(run_file: str) -> tuple[list[str], list[dict[str, str]], str | None]:
+    """The ids a run's output names, the edges it walked in order, and the question it answered
+    (when the output has it)."""
+    from langgraph_kgmem.kg.html import run_highlight, run_route
 
     hint = "give the JSON that `kgmem ask ... --json` prints"
     try:
@@ -185,7 +189,7 @@ def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
         raise KgmemInputError(f"--run {run_file} is not JSON ({exc}); {hint}") from exc
     try:
         question = run.get("question")
-        return run_highlight(run), question if isinstance(question, str) else None
+        return run_highlight(run), run_route(run), question if isinstance(question, str) else None
     except (AttributeError, KeyError, TypeError) as exc:
         raise KgmemInputError(f"--run {run_file} is not a run output (no evidence/path lists of ids); {hint}") from exc
 
@@ -193,31 +197,45 @@ def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
 def cmd_export(args: argparse.Namespace) -> int:
     from langgraph_kgmem.kg.html import edge_memory_counts, export_html
 
-    highlight, question = list(args.highlight or []), None
+    highlight, route, question = list(args.highlight or []), [], None
     if args.run:  # read before opening the KG: a bad file fails fast
-        ids, question = _run_highlight(args.run)
+        ids, route, question = _run_highlight(args.run)
         highlight += ids
     with _open(args, create=False) as kg:
         memory = edge_memory_counts(kg.persistence()[1], kg.name) if args.memory else None
         out = export_html(kg, args.html, highlight=highlight, max_nodes=args.max_nodes, question=question,
-                          memory=memory)
+                          memory=memory, route=route)
         print(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges"
               + (f", {sum(1 for v in memory.values() if v)} remembered" if memory else "") + ")")
     return 0
 
 
-class _ShowDefaults(argparse.HelpFormatter):
-    """Help that states each option's default, unless the help text already does or there is none."""
+EMBEDDINGS_HELP = ("embedding model: local (offline all-MiniLM-L6-v2), fast (static vectors distilled from it "
+                   "for names and facts, the model for passages), hash (deterministic, for tests) or "
+                   "provider:model (default: $KGMEM_EMBEDDINGS, else local; an existing KG needs the one it was "
+                   "built with)")
+SIGPIPE_STATUS = 141   # 128 + SIGPIPE: what a shell reports for a command whose reader went away
+
+
+class _ShowDefaults(argparse.RawDescriptionHelpFormatter):
+    """Help that lists each option's choices and states its default, unless the help text already
+    does (options whose default is "not given" say in their text what that means); an epilog keeps
+    its line breaks (the method list of ``kgmem ask --help``)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+        if action.choices and not all(str(c) in text for c in action.choices):
+            text += f" (one of: {', '.join(map(str, action.choices))})"
+        # identity, not ``in``: a default of 0 equals False and must still be shown
+        unset = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        if "default" in text or unset or not action.option_strings:
             return text
         return f"{text} (default: %(default)s)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kgmem", description="Knowledge-graph memory for LangGraph agents.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _add_parser = sub.add_parser
 
@@ -231,20 +249,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="KG directory (created by ingest) or postgresql:// URI (default: $KGMEM_KG)")
         sp.add_argument("--name", default=None,
                         help="KG name (memory namespace); default: the stored name, 'default' for a new KG")
-        sp.add_argument("--embeddings", default=None,
-                        help="embedding model: local (default, offline MiniLM), hash, or provider:model")
+        sp.add_argument("--embeddings", default=None, help=EMBEDDINGS_HELP)
 
     sp = sub.add_parser("ingest", help="add text files (or folders of them) to a KG")
     sp.add_argument("paths", nargs="+")
     common(sp)
-    sp.add_argument("--model", default=None, help="extraction model: offline or provider:model (default $KGMEM_MODEL)")
+    sp.add_argument("--model", default=None,
+                    help="extraction model: offline or provider:model (default: $KGMEM_MODEL, else offline)")
     sp.add_argument("--chunk-tokens", type=int, default=750, help="chunk size in o200k tokens")
     sp.add_argument("--max-concurrency", type=int, default=8, help="chunks extracted at once (LLM calls in flight)")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("docs", help="list the documents of a KG (id, status, chunks, title)")
     common(sp)
-    sp.add_argument("--json", action="store_true", help="print the document rows as JSON")
+    sp.add_argument("--json", action="store_true", help="print the document rows as JSON (default: a table)")
     sp.set_defaults(func=cmd_docs)
 
     sp = sub.add_parser("delete", help="remove documents and what only they contributed")
@@ -255,58 +273,70 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("memory", help="list (or --reset) what the methods remember about a KG")
     common(sp)
     sp.add_argument("--kind", default=None, choices=sorted(KINDS), help="one kind of memory (default: all)")
-    sp.add_argument("--scope", default=None, help="one memory scope, labels joined by '/' (e.g. a user id)")
+    sp.add_argument("--scope", default=None,
+                    help="one memory scope, labels joined by '/' (e.g. a user id) (default: every scope)")
     sp.add_argument("--reset", action="store_true", help="delete that memory (the KG itself is kept)")
-    sp.add_argument("--show", type=int, default=10, help="items shown per namespace")
-    sp.add_argument("--json", action="store_true", help="print the listing as JSON")
+    sp.add_argument("--show", type=int, default=10,
+                    help="items shown per namespace (edge memories strongest first, records most recent first)")
+    sp.add_argument("--json", action="store_true", help="print the listing as JSON (default: readable text)")
     sp.set_defaults(func=cmd_memory)
 
     sp = sub.add_parser("records", help="add time-stamped records (CSV) as a temporal KG, for KG-IRAG")
     sp.add_argument("paths", nargs="+", help="CSV files with a timestamp, a location and measured columns")
     common(sp)
-    sp.add_argument("--event-rule", default=None, help='what counts as abnormal, e.g. "rain_mm > 0"')
+    sp.add_argument("--event-rule", default=None,
+                    help='what counts as abnormal, e.g. "rain_mm > 0" (default: none; give it or --percentile-of)')
     sp.add_argument("--percentile-of", default=None,
-                    help="instead of --event-rule: abnormal = COLUMN above its percentile for that hour of the week")
-    sp.add_argument("--percentile", type=float, default=85.0)
+                    help="instead of --event-rule: abnormal = COLUMN above its percentile for that hour of the week "
+                         "(default: none)")
+    sp.add_argument("--percentile", type=float, default=85.0, help="the percentile --percentile-of compares with")
     sp.add_argument("--event-name", default="event", help='the event in questions ("rain", "heavy traffic")')
     sp.add_argument("--time-col", default="time", help="timestamp column, or year,month,day,hour columns")
-    sp.add_argument("--location-col", default="location")
-    sp.add_argument("--location", default=None, help="one site name for single-location data")
+    sp.add_argument("--location-col", default="location", help="the column naming each record's site")
+    sp.add_argument("--location", default=None,
+                    help="one site name for single-location data (default: read sites from --location-col)")
     sp.set_defaults(func=cmd_records)
 
     sp = sub.add_parser("stats", help="print node/edge counts")
     common(sp)
     sp.set_defaults(func=cmd_stats)
 
-    from langgraph_kgmem.graphs.registry import METHODS
-
-    sp = sub.add_parser("ask", help="answer a question with one method")
+    summary = summaries()
+    methods = "\n".join(textwrap.fill(summary[name], 96, initial_indent=f"  {name:<11} ",
+                                       subsequent_indent=" " * 14) for name in summary)
+    sp = sub.add_parser("ask", help="answer a question with one method", epilog=f"methods:\n{methods}")
     sp.add_argument("question")
     common(sp)
-    sp.add_argument("--method", default="remindrag", metavar="METHOD",
-                    help="the method that answers: " + "; ".join(f"{name} ({entry.summary.split(':')[0]})"
-                                                                 for name, entry in METHODS.items()))
-    sp.add_argument("--model", default=None, help="offline or provider:model (default $KGMEM_MODEL, else offline)")
+    sp.add_argument("--method", default="remindrag", help=f"the method: {', '.join(summary)}")
+    sp.add_argument("--model", default=None, help="offline or provider:model (default: $KGMEM_MODEL, else offline)")
     sp.add_argument("--thread", default=None, help="thread id for the checkpointer (default: a new one)")
-    sp.add_argument("--json", action="store_true", help="print the whole output state as JSON")
+    sp.add_argument("--json", action="store_true", help="print the whole output state as JSON (default: a summary)")
     sp.add_argument("--show", type=int, default=5, help="evidence items to print")
     sp.set_defaults(func=cmd_ask)
 
     sp = sub.add_parser("export", help="write an interactive HTML view of the graph")
     common(sp)
     sp.add_argument("--html", required=True, help="output file")
-    sp.add_argument("--highlight", nargs="*", help="node/edge ids to highlight")
-    sp.add_argument("--run", help="a run's JSON output (kgmem ask --json): highlights its path and evidence")
+    sp.add_argument("--highlight", nargs="*", help="node/edge ids to highlight (default: none)")
+    sp.add_argument("--run", help="a run's JSON output (kgmem ask --json): highlights its evidence and draws its "
+                                  "path as numbered arrows (default: none)")
     sp.add_argument("--max-nodes", type=int, default=1500, help="largest number of nodes drawn")
     sp.add_argument("--no-memory", dest="memory", action="store_false",
-                    help="do not draw ReMindRAG's edge memory (green, width by updates)")
+                    help="do not draw ReMindRAG's edge memory (default: remembered edges are green, wider with "
+                         "more updates)")
     sp.set_defaults(func=cmd_export)
 
     sp = sub.add_parser("migrate", help="copy a KG (structure, vectors, memory) between a directory and PostgreSQL")
     sp.add_argument("--from", dest="source", required=True, help="KG directory or postgresql:// URI")
     sp.add_argument("--to", dest="destination", required=True, help="KG directory or postgresql:// URI")
-    sp.add_argument("--name", default=None, help="KG name (default: the source's stored name)")
-    sp.add_argument("--embeddings", default=None, help="the embedding model the KG was built with (default: local)")
+    sp.add_argument("--name", default=None,
+                    help="the KG to copy, by its name in the source (default: the source's stored name)")
+    sp.add_argument("--to-name", default=None,
+                    help="the KG's name in the destination, e.g. to bring a KG built alone ('default') into a "
+                         "shared database (default: its name in the source)")
+    sp.add_argument("--embeddings", default=None,
+                    help="the embedding model the KG was built with: local, fast, hash or provider:model "
+                         "(default: $KGMEM_EMBEDDINGS, else local)")
     sp.set_defaults(func=cmd_migrate)
 
     sp = sub.add_parser("drop", help="remove one KG from a PostgreSQL database (its rows and vectors only)")
@@ -339,7 +369,7 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from langgraph_kgmem.kg.migrate import migrate
 
-    print(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings))
+    print(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings, to_name=args.to_name))
     return 0
 
 
@@ -360,10 +390,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()   # a reader that went away shows here, inside the handler, not at exit
+        return status
     except KgmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _reader_went_away() -> int:
+    """``kgmem ... | head``: the reader had what it wanted. Point stdout at /dev/null so the
+    interpreter's final flush does not fail again, and exit as a SIGPIPE-killed command does."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):   # stdout without a file descriptor (captured): nothing to flush
+        pass
+    return SIGPIPE_STATUS
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -98,7 +98,15 @@ def test_edited_files_replace_themselves_and_docs_delete_memory(corpus, tmp_path
     capsys.readouterr()
     assert main(["memory", *base, "--kind", "edge"]) == 0
     listing = capsys.readouterr().out
-    assert "edge_memory  scope (shared):" in listing and '"updates": 1' in listing
+    assert "ReMindRAG edge memory: edges that helped answer (--kind edge), scope (shared):" in listing
+    assert "Marie Curie — " in listing and "used 1 time(s)" in listing
+    assert "asked: Where was Marie Curie born?" in listing and "rel-" in listing
+    assert main(["memory", *base, "--kind", "edge", "--json"]) == 0
+    (edges,) = json.loads(capsys.readouterr().out)
+    assert edges["sample"][0]["value"]["updates"] == 1      # the keys kg.memory always had
+    record = edges["records"][0]
+    assert record["uses"] == 1 and record["questions"] == ["Where was Marie Curie born?"]
+    assert 0 < record["strength"] <= 1 and record["fact"].startswith("Marie Curie — ")
     assert main(["memory", *base, "--reset"]) == 0
     assert "deleted" in capsys.readouterr().out
     assert main(["memory", *base]) == 0
@@ -114,3 +122,94 @@ def test_a_file_name_is_not_an_entity(tmp_path):
     kg.add_documents([f], model="offline")
     assert "quarterly_report" not in {n.text for n in kg.nodes("entity")}
     assert kg.graph_store.documents()[0]["meta"]["path"] == str(f)
+
+
+def test_version(capsys):
+    from langgraph_kgmem import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"kgmem {__version__}"
+
+
+def _subcommands():
+    import argparse
+
+    from langgraph_kgmem.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_every_option_says_its_choices_and_default(command):
+    sp = _subcommands()[command]
+    # the text --help prints for each option: its help string as the command's formatter completes it
+    helps = {a.dest: sp._get_formatter()._get_help_string(a) for a in sp._actions if a.option_strings}
+    for action in sp._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        text = helps[action.dest]
+        for choice in action.choices or ():
+            assert str(choice) in text, (command, action.dest, choice)
+        if not action.required and action.nargs != 0:   # flags are off unless given
+            assert "default" in text, (command, action.dest, text)
+    if "embeddings" in helps:
+        assert all(e in helps["embeddings"] for e in ("local", "fast", "hash", "provider:model"))
+    if command == "ask":
+        from langgraph_kgmem.graphs.registry import METHODS
+
+        assert all(m in helps["method"] for m in METHODS)
+
+
+def test_a_closed_pipe_ends_the_command_quietly(corpus, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    kg = str(tmp_path / "kg")
+    assert main(["ingest", str(corpus), "--kg", kg, "--embeddings", "hash", "--model", "offline"]) == 0
+    env = {**os.environ, "LANGSMITH_TRACING": "false"}
+    proc = subprocess.Popen([sys.executable, "-m", "langgraph_kgmem.cli", "stats", "--kg", kg, "--embeddings",
+                             "hash"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()   # the reader goes away before the command writes (as `| head -0` would)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_migrate_to_name_renames_the_kg_and_its_memory(corpus, tmp_path, capsys):
+    from langgraph_kgmem import KnowledgeGraph
+    from langgraph_kgmem.memory import memory_namespaces
+
+    src, dst = str(tmp_path / "alone"), str(tmp_path / "shared")
+    base = ["--embeddings", "hash"]
+    assert main(["ingest", str(corpus), "--kg", src, *base, "--model", "offline"]) == 0
+    assert main(["ask", "Where was Marie Curie born?", "--kg", src, *base, "--model", "offline"]) == 0
+    capsys.readouterr()
+    assert main(["migrate", "--from", src, "--to", dst, "--to-name", "lab", *base]) == 0
+    assert "migrated KG 'default' as 'lab'" in capsys.readouterr().out
+    with KnowledgeGraph.open(dst, embeddings="hash", create=False) as kg:
+        assert kg.name == "lab" and kg.node_count() > 0
+        store = kg.persistence()[1]
+        assert memory_namespaces(store, "lab", "edge_memory") and not memory_namespaces(store, "default")
+
+
+def test_postgres_hints_name_where_the_uri_came_from(monkeypatch):
+    from langgraph_kgmem.kg.postgres import storage_error
+
+    uri = "postgresql://kg@db.example:5433/graphs"
+    monkeypatch.delenv("KGMEM_POSTGRES_URI", raising=False)
+    passed = str(storage_error(OSError("refused"), uri, "reading"))
+    assert "db.example:5433/graphs" in passed and "the URI you passed" in passed
+    assert "KGMEM_POSTGRES_URI" not in passed
+    monkeypatch.setenv("KGMEM_POSTGRES_URI", uri)
+    assert "the URI in KGMEM_POSTGRES_URI" in str(storage_error(OSError("refused"), uri, "reading"))
+
+
+def test_ask_help_explains_every_method():
+    from langgraph_kgmem.graphs.registry import METHODS, summaries
+
+    assert set(summaries()) == set(METHODS)
+    epilog = " ".join(_subcommands()["ask"].epilog.split())
+    assert all(f"{m} {summaries()[m]}" in epilog for m in METHODS)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from langgraph_kgmem.graphs.registry import summaries
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -23,12 +25,18 @@ def test_demo_runs_every_method_and_shows_memory(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "model: offline" in out
+    flat = " ".join(out.split())   # the explanations are wrapped to the terminal's width
     for method in ("remindrag", "catrag", "hipporag2", "autopruned", "r3cycle", "kgirag"):
         assert f"method: {method}" in out, method
+        assert summaries()[method] in flat, method        # each method named and explained
+    # readable: no Python reprs of dicts or lists, no line wider than the banner
+    assert "{'" not in out and "['" not in out
+    assert max(len(line) for line in out.splitlines() if "answer: " not in line) <= 100   # answers print whole
     assert out.count("second asking") >= 10
     # the second asking of a ReMindRAG question replays memory instead of starting from nothing
     remind = out.split("method: remindrag")[1].split("method: catrag")[0]
-    assert re.search(r"replayed: \{'nodes': \['", remind), remind[:2000]
+    assert re.search(r"memory replay followed \d+ remembered edge\(s\): \S.* — .+ →", flat.split(
+        "method: remindrag")[1]), remind[:2000]
     # KG-IRAG answers the generated temporal questions exactly (offline judge = exact rule scan)
     temporal = out.split("method: kgirag")[1]
     truths = re.findall(r"ground truth from the records: (.+)", temporal)
@@ -37,3 +45,4 @@ def test_demo_runs_every_method_and_shows_memory(tmp_path):
     page = tmp_path / "demo" / "kg.html"
     html = page.read_text(encoding="utf-8")
     assert '<svg id="view"' in html and '"hl": true' in html  # the first ReMindRAG run is highlighted
+    assert '"step": 1' in html                                # its path numbered in the order walked

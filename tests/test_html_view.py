@@ -140,14 +140,14 @@ def exported_run(tmp_path_factory):
     finally:
         kg.close()
     run_file = tmp_path / "run.json"
-    run_file.write_text(json.dumps({"question": QUESTION, "evidence": run["evidence"], "path": run.get("path", [])},
-                                   default=str))
+    run_file.write_text(json.dumps({"question": QUESTION, "evidence": run["evidence"], "path": run.get("path", []),
+                                    "replayed": run.get("replayed")}, default=str))
     page = tmp_path / "view.html"
     assert main(["export", "--kg", str(kg_dir), "--name", "view", "--embeddings", "hash",
                  "--html", str(page), "--run", str(run_file)]) == 0
     plain = tmp_path / "plain.html"
     assert main(["export", "--kg", str(kg_dir), "--name", "view", "--embeddings", "hash", "--html", str(plain)]) == 0
-    return page, plain, nodes, on_path, every
+    return page, plain, nodes, on_path, every, run
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +159,7 @@ def run_page(exported_run):
 
 def test_the_highlight_is_exactly_the_runs_path(exported_run):
     """Highlighted: the nodes of the path that answered, and nothing else; edges only between them."""
-    page, plain, _, on_path, every = exported_run
+    page, plain, _, on_path, every, _ = exported_run
     data = page_data(page)
     assert len(data["nodes"]) == len(every)   # nothing cut: every node's flag is in the page
     highlighted = {n["id"] for n in data["nodes"] if n["hl"]}
@@ -172,14 +172,14 @@ def test_the_highlight_is_exactly_the_runs_path(exported_run):
 
 
 def test_page_renders_every_node_in_chromium(run_page, tmp_path):
-    page, _, nodes, on_path, _ = run_page
+    page, _, nodes, on_path, *_ = run_page
     proc = run_chromium(["--dump-dom"], tmp_path, page.as_uri())
     dom = proc.stdout.decode()
     assert f'data-rendered="{nodes}"' in dom, proc.stderr.decode(errors="replace")[-1500:]
-    circles = re.findall(r"<circle\b[^>]*>", dom)
+    circles = [c for c in re.findall(r"<circle\b[^>]*>", dom) if 'class="node' in c]
     assert len(circles) == nodes
     assert sum('class="node hl"' in c for c in circles) == len(on_path)  # the run's nodes, and only they, are marked
-    assert len(re.findall(r"<line\b", dom)) == len(page_data(page)["edges"])
+    assert len(re.findall(r"<line\b[^>]*class=\"edge", dom)) == len(page_data(page)["edges"])
 
 
 def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_path):
@@ -226,3 +226,155 @@ def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_p
     plain_canvas = screenshot(plain, tmp_path)[header:]
     assert near(plain_canvas, HIGHLIGHT_RGB).sum() == 0
     assert near(plain_canvas, MEMORY_RGB, 40).sum() > 20
+
+
+# ------------------------------------------------------------------ the answering path, labels, layout
+
+def test_the_path_is_drawn_as_numbered_steps_in_walk_order(exported_run):
+    from langgraph_kgmem.kg.html import run_route
+
+    page, plain, *_, run = exported_run
+    route = run_route(run)
+    assert route, "the offline run walked no edge: nothing to number"
+    data = page_data(page)
+    assert [(s["from"], s["to"]) for s in data["route"]] == [(h["from"], h["to"]) for h in route]
+    assert [s["step"] for s in data["route"]] == list(range(1, len(route) + 1))
+    numbered = {(e["src"], e["dst"]): e["step"] for e in data["edges"] if e["step"]}
+    assert sorted(numbered.values()) == list(range(1, len(route) + 1))
+    assert all(e["hl"] for e in data["edges"] if e["step"])
+    assert page_data(plain)["route"] == []
+
+
+def test_every_node_has_a_label_naming_it():
+    from langgraph_kgmem.kg.html import node_label
+    from langgraph_kgmem.kg.types import Node
+
+    assert node_label(Node("ent-a", "entity", "Marie Curie", {})) == "Marie Curie"
+    passage = Node("chk-a", "chunk", "Marie   Curie was\nborn in Paris.", {})
+    assert node_label(passage) == "¶ Marie Curie was born in Paris."
+    assert node_label(Node("anc-a", "anchor", "Marie Curie", {})) == "Marie Curie"
+    long = node_label(Node("chk-b", "chunk", "word " * 40, {}))
+    assert len(long) <= 32 and long.endswith("…")
+
+
+def test_layout_hangs_leaves_by_their_neighbour_and_packs_components():
+    from langgraph_kgmem.kg.layout import SPACING, graph_layout
+
+    # a ring of 12 with one leaf on each node, and three separate pairs
+    ring = [(f"r{i}", f"r{(i + 1) % 12}") for i in range(12)] + [(f"r{i}", f"leaf{i}") for i in range(12)]
+    pairs = ring + [(f"p{i}a", f"p{i}b") for i in range(3)]
+    ids = sorted({x for p in pairs for x in p})
+    pos = graph_layout(ids, pairs)
+    assert set(pos) == set(ids) and graph_layout(ids, pairs) == pos      # every node, deterministically
+    xy = {k: np.array(v) for k, v in pos.items()}
+    for i in range(12):
+        assert np.linalg.norm(xy[f"leaf{i}"] - xy[f"r{i}"]) <= 1.01 * SPACING
+    # neighbours on the ring sit about SPACING apart, not crushed into a point or flung apart
+    gaps = [np.linalg.norm(xy[a] - xy[b]) for a, b in ring[:12]]
+    assert 0.5 * SPACING < float(np.median(gaps)) < 4 * SPACING
+
+    def box(names):
+        pts = np.array([xy[n] for n in names])
+        return pts.min(axis=0), pts.max(axis=0)
+
+    boxes = [box([n for n in ids if n.startswith("r") or n.startswith("leaf")])] + \
+        [box([f"p{i}a", f"p{i}b"]) for i in range(3)]
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            (alo, ahi), (blo, bhi) = boxes[i], boxes[j]
+            assert (ahi < blo).any() or (bhi < alo).any(), "two components overlap"
+    span = np.array(list(pos.values())).max(axis=0) - np.array(list(pos.values())).min(axis=0)
+    assert 0.5 < span[0] / span[1] < 4     # packed near the window's shape, not one long row
+
+
+FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Ken", "Dennis", "Niklaus", "John", "Marie",
+         "Pierre", "Lise", "Emmy", "Kurt", "Emil", "Rosalind", "Dorothy", "Tim", "Srinivasa"]
+LAST = ["Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Thompson", "Ritchie", "Wirth", "Backus",
+        "Curie", "Meitner", "Noether", "Ramanujan", "Goedel", "Post", "Franklin", "Hodgkin", "Berners", "Shannon"]
+CITIES = ["Warsaw", "Paris", "London", "Vienna", "Zurich", "Berlin", "Madras", "Boston", "Leiden", "Geneva",
+          "Prague", "Oslo", "Rome", "Lyon", "Munich"]
+ORGS = ["Bell Labs", "Cambridge", "Princeton", "Sorbonne", "ETH", "MIT", "Stanford", "Oxford", "CERN", "Harvard"]
+
+
+def people_docs(n: int) -> list[dict]:
+    """``n`` short biographies over shared cities and institutions (seeded): a KG of about
+    ``4.6 n`` nodes whose hubs tie it into one large component, as real corpora do."""
+    import random
+
+    r = random.Random(1)
+    docs = []
+    for i in range(n):
+        a, b = f"{r.choice(FIRST)} {r.choice(LAST)}", f"{r.choice(FIRST)} {r.choice(LAST)}"
+        docs.append({"id": f"d{i}", "title": f"{a} ({i})",
+                     "text": f"{a} was born in {r.choice(CITIES)}. {a} worked at {r.choice(ORGS)}. "
+                             f"{a} met {b} in {r.choice(CITIES)}."})
+    return docs
+
+
+@pytest.fixture(scope="module")
+def sized_pages(tmp_path_factory):
+    """Views of a KG of about 50 and about 500 nodes, each with a ReMindRAG run drawn on it."""
+    from langgraph_kgmem import KnowledgeGraph
+    from langgraph_kgmem.kg.html import edge_memory_counts, export_html, run_highlight, run_route
+
+    from method_cases import compile_method
+
+    tmp = tmp_path_factory.mktemp("sized")
+    pages = {}
+    for label, n_docs in (("50", 9), ("500", 110)):
+        kg = KnowledgeGraph.in_memory(name=f"people{label}", embeddings="hash")
+        docs = people_docs(n_docs)
+        kg.add_documents(docs, model="offline")
+        store = kg.persistence()[1]
+        question = f"Where was {docs[0]['title'].split(' (')[0]} born?"
+        run = compile_method("remindrag", kg, store=store).invoke({"question": question})
+        pages[label] = export_html(kg, tmp / f"kg-view-{label}.html", question=question, highlight=run_highlight(run),
+                                   route=run_route(run), memory=edge_memory_counts(store, kg.name),
+                                   title=f"kgmem view: {kg.node_count()} nodes")
+        kg.close()
+    return pages
+
+
+def screen_points(data: dict, header: int) -> np.ndarray:
+    """Node centres in screen pixels in the first view (the SVG's viewBox, xMidYMid meet)."""
+    height = WINDOW[1] - header
+    vx, vy, vw, vh = data["view"]
+    scale = min(WINDOW[0] / vw, height / vh)
+    ox, oy = (WINDOW[0] - vw * scale) / 2 - vx * scale, (height - vh * scale) / 2 - vy * scale
+    return np.array([[ox + n["x"] * scale, oy + n["y"] * scale] for n in data["nodes"]])
+
+
+@pytest.mark.parametrize("size", ["50", "500"])
+def test_views_of_50_and_500_nodes_are_readable(sized_pages, size, tmp_path):
+    """Screenshots of both sizes (copied to $KGMEM_VIEW_SCREENSHOTS when set, for the docs): labels
+    of every node kind shown without overlap, nodes apart, the path numbered on top."""
+    chromium()
+    page = sized_pages[size]
+    data = page_data(page)
+    assert (40 <= len(data["nodes"]) <= 60) if size == "50" else (450 <= len(data["nodes"]) <= 560)
+    img = screenshot(page, tmp_path)
+    import os
+
+    if os.environ.get("KGMEM_VIEW_SCREENSHOTS"):
+        target = Path(os.environ["KGMEM_VIEW_SCREENSHOTS"])
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / f"{page.stem}.png", target / f"{page.stem}.png")
+    header = int(np.argmax(~near(img[:, 0], (0x22, 0x22, 0x22), 10)))
+    window = f"--window-size={WINDOW[0]},{WINDOW[1]}"
+    dom = run_chromium(["--dump-dom", window], tmp_path, page.as_uri()).stdout.decode()
+    labels = re.findall(r'<text class="label[^"]*" data-kind="(\w+)"[^>]*visibility="(\w+)"', dom)
+    assert len(labels) == len(data["nodes"])                       # every node carries a label
+    shown = [kind for kind, vis in labels if vis == "visible"]
+    kinds = {n["kind"] for n in data["nodes"]}
+    if size == "50":
+        assert set(shown) == kinds and len(shown) >= 0.45 * len(data["nodes"])   # every kind named, many nodes
+    else:
+        assert len(shown) >= 60 and {"entity", "chunk"} <= set(shown)
+    # nodes stay apart: few sit within 6 px of another in the first view
+    pts = screen_points(data, header)
+    dist = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    np.fill_diagonal(dist, np.inf)
+    assert (dist.min(axis=1) < 6).mean() < 0.1
+    # the path's step badges are drawn on top, in the highlight colour
+    assert data["route"] and len(re.findall(r'class="route"', dom)) == len(data["route"])
+    assert near(img[header:], HIGHLIGHT_RGB).sum() > 50

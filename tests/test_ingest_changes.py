@@ -106,3 +106,21 @@ def test_concurrent_extraction_builds_the_serial_kg_with_calls_in_flight_togethe
 def test_max_concurrency_is_checked(kg):
     with pytest.raises(KgmemInputError, match="max_concurrency"):
         kg.add_documents(["text"], model="offline", max_concurrency=0)
+
+
+def test_a_replacement_reports_only_what_is_new_to_the_kg(make_kg):
+    kg = make_kg("changes-report")
+    kg.add_documents([{"id": "d1", "text": V1}], model="offline")
+    report = kg.add_documents([{"id": "d1", "text": V2}], model="offline")
+    change = report.changes["d1"]
+    new_entities = {n.id for n in kg.nodes("entity")} - {"ent-marie-curie", "ent-warsaw"}
+    # Marie Curie and Warsaw were in the old version: deleted and written again, not new
+    assert report.entities_added == change["nodes_added"] == 1
+    assert report.relations_added == 1 and change["edges_added"] == 2   # the fact plus its context edge
+    assert report.change_totals() == change
+    text = str(report)
+    assert "1 new entities" in text and "1 new relations" in text
+    assert (f"gained {change['nodes_added']} and lost {change['nodes_removed']} node(s), gained "
+            f"{change['edges_added']} and lost {change['edges_removed']} edge(s), and kept "
+            f"{change['edges_kept']} edge(s)") in text
+    assert any(kg.node(i).text == "Paris" for i in new_entities)

@@ -263,7 +263,7 @@ def test_loop_stops_at_t_max_with_no_answer(rkg):
     model = ScriptedChatModel(responder=responder)
     out = create_kgirag_graph(rkg, model=model, t_max=4).compile().invoke({"question": "rain after 03:00?"})
     assert out["iterations"] == 4 and not out["stopped"]
-    assert out["answer"] == NO_ANSWER
+    assert out["answer"] == NO_ANSWER and "(t_max)" in out["no_answer_reason"]
     assert out["usage"]["llm_calls"] == 1 + 4
     # the repeated anchor brings no new triples, so K grows to 2 (the dynamic hop formula)
     assert out["hops"][0] == 1 and out["hops"][-1] == 2
@@ -367,3 +367,18 @@ def test_demo_sample_records_load():
                                        ("No answer.", NO_ANSWER), ("", NO_ANSWER)])
 def test_clean_answer_maps_free_text_to_answer_forms(text, want):
     assert clean_answer(text) == want
+
+
+def test_every_no_answer_says_why(rkg):
+    undated = create_kgirag_graph(rkg, model="offline").compile().invoke({"question": "Will it rain at Riverside?"})
+    assert undated["answer"] == NO_ANSWER and not undated["plan"]["valid"]
+    assert "names no departure time" in undated["no_answer_reason"]
+    assert "2024-05-01 00:00" in undated["no_answer_reason"]   # where the records start: what may be asked
+    far = create_kgirag_graph(rkg, model="offline").compile().invoke(
+        {"question": "Can I avoid rain at Riverside if I leave at 2031-05-01 00:00 and travel for 2 hours?"})
+    assert far["answer"] == NO_ANSWER and "too far from the records" in far["no_answer_reason"]
+    question, gold = HAND_QUESTIONS[2]
+    capped = create_kgirag_graph(rkg, model="offline", kappa=10).compile().invoke({"question": question})
+    assert capped["answer"] == NO_ANSWER and "kappa=10" in capped["no_answer_reason"]
+    answered = create_kgirag_graph(rkg, model="offline").compile().invoke({"question": question})
+    assert answered["answer"] == gold and "no_answer_reason" not in answered

@@ -413,3 +413,57 @@ def test_a_person_chooses_each_move_through_interrupt_and_resume(kg, store):
     assert [h["to"] for h in out["path"]] == chosen and {h["decided_by"] for h in out["path"]} == {"human"}
     assert out["stop_reason"] == "max_hops"
     assert [c["request"].step for c in model.calls if c["request"]].count("traverse_step") == 0
+
+
+def _reader_never_sufficient(messages, request):
+    if request is None or request.schema is None:
+        return "Vistula"
+    if request.step == "check_sufficiency":
+        return {"sufficient": False}
+    return {"useful_ids": []}
+
+
+def test_a_resume_value_that_was_not_offered_is_refused_and_asked_again(kg, store):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    app = create_remindrag_graph(kg, model=ScriptedChatModel(responder=_reader_never_sufficient), store=store,
+                                 max_hops=1, human_in_the_loop=True).compile(checkpointer=InMemorySaver(), store=store)
+    cfg = {"configurable": {"thread_id": "refuse"}}
+    request = app.invoke({"question": Q_RIVER}, cfg)["__interrupt__"][0].value
+    forward = [c["id"] for c in request["forward"]]
+    for bad, says in [("ent-unknown", "'ent-unknown' is not one of the offered ids"),
+                      ({"direction": "backward", "node_id": forward[0]}, "not one of the offered backward ids"),
+                      ({"node": forward[0]}, "could not read")]:
+        out = app.invoke(Command(resume=bad), cfg)
+        assert "answer" not in out or not out.get("path"), "a refused value must not end the walk"
+        again = out["__interrupt__"][0].value
+        assert says in again["error"] and forward[0] in again["error"]   # the reason, and what may be chosen
+        assert {k: v for k, v in again.items() if k != "error"} == {k: v for k, v in request.items() if k != "error"}
+    out = app.invoke(Command(resume=f"  {forward[0]} "), cfg)   # an offered id, as typed by a person
+    assert "__interrupt__" not in out and [h["to"] for h in out["path"]] == [forward[0]]
+
+
+def test_read_person_move_checks_the_offered_ids():
+    from langgraph_kgmem.graphs.remindrag import read_person_move
+
+    assert read_person_move("b", ["a"], ["b"]).direction == "backward"
+    assert read_person_move({"direction": "forward", "node_id": "a"}, ["a"], []).node_id == "a"
+    with pytest.raises(ValueError, match=r"'x' is not one of the offered ids.*forward: a; backward: \(none\)"):
+        read_person_move("x", ["a"], [])
+
+
+def test_replay_answers_before_a_person_is_asked_unless_turned_off(kg, store):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    targets = [chunk_titled(kg, "Warsaw"), chunk_titled(kg, "Vistula")]
+    learn = create_remindrag_graph(kg, model=ScriptedChatModel(responder=targeted(kg, targets, answer="Vistula")),
+                                   store=store).compile()
+    run(learn, Q_RIVER)   # the KG now remembers the edges that answered this question
+    model = ScriptedChatModel(responder=targeted(kg, targets, answer="Vistula"))
+    for replay, asked in [(True, False), (False, True)]:
+        app = create_remindrag_graph(kg, model=model, store=store, human_in_the_loop=True,
+                                     replay=replay).compile(checkpointer=InMemorySaver(), store=store)
+        out = app.invoke({"question": Q_RIVER}, {"configurable": {"thread_id": f"replay-{replay}"}})
+        assert ("__interrupt__" in out) is asked, replay
+        assert bool(out.get("replayed", {}).get("nodes")) is replay

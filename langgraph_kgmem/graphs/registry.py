@@ -97,6 +97,11 @@ def get_method(name: str) -> Registered:
     return found
 
 
+def summaries() -> dict[str, str]:
+    """Registry name → its one-line summary, for people choosing a method (the demo, ``kgmem ask --help``)."""
+    return {name: entry.summary for name, entry in registered().items()}
+
+
 def get_factory(name: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     """The factory and its preset options for method ``name``."""
     entry = get_method(name)

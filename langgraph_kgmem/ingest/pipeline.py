@@ -70,13 +70,25 @@ class IngestReport:
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "decisions": self.decisions}
 
+    def change_totals(self) -> dict[str, int]:
+        """``changes`` summed over the replaced documents (zeros when none was replaced)."""
+        keys = ("nodes_removed", "nodes_added", "edges_removed", "edges_added", "edges_kept")
+        return {k: sum(c.get(k, 0) for c in self.changes.values()) for k in keys}
+
     def __str__(self) -> str:
         d = self.decisions
         model = (f"; the model made {d['made']} of {d['asked']} extraction decisions ({d['fell_back']} fell back)"
                  if d["asked"] else "")
+        replaced = ""
+        if self.changes:   # the same counts as ``changes``, so the headline never disagrees with it
+            t = self.change_totals()
+            replaced = (f"; the replaced document(s) gained {t['nodes_added']} and lost {t['nodes_removed']} "
+                        f"node(s), gained {t['edges_added']} and lost {t['edges_removed']} edge(s), and kept "
+                        f"{t['edges_kept']} edge(s) with their memories")
         return (f"added {self.documents_added} document(s) ({self.documents_skipped} already present, "
-                f"{self.documents_replaced} replaced by new content, {self.documents_repaired} repaired): {self.chunks} chunks, {self.entities_added} new entities "
-                f"({self.entities_merged} merged into existing), {self.relations_added} relations; "
+                f"{self.documents_replaced} replaced by new content, {self.documents_repaired} repaired): "
+                f"{self.chunks} chunks, {self.entities_added} new entities "
+                f"({self.entities_merged} merged into existing), {self.relations_added} new relations{replaced}; "
                 f"{self.usage['llm_calls']} LLM calls{model}; {self.seconds:.2f}s ({self.embed_seconds:.2f}s embedding)")
 
 
@@ -274,6 +286,10 @@ class _Writer:
         self.report = IngestReport()
         self.prev_anchor: str | None = None
         self._resolved: dict[str, str] = {}
+        # ids this writer created (entities, relation edges): a replaced document's caller takes
+        # out those its old version already had, so the report counts what is new to the KG
+        self.created_entities: set[str] = set()
+        self.created_relations: set[str] = set()
 
     def resolve_entities(self, names: Sequence[str]) -> dict[str, str]:
         """Map each name to an entity id, creating entity nodes; merges near-duplicates (see
@@ -310,6 +326,7 @@ class _Writer:
                 continue
             self._resolved[name] = eid
             m.created(eid, units[i])
+            self.created_entities.add(eid)
             new_nodes.append(Node(eid, "entity", name.strip(), {}))
             new_rows.append(i)
         if new_nodes:
@@ -359,8 +376,9 @@ class _Writer:
             chunks = list(existing.attrs.get("chunks", [])) if existing else []
             if chunk_id and chunk_id not in chunks:
                 chunks.append(chunk_id)
-            if existing is None:
+            if existing is None and eid not in self.created_relations:
                 self.report.relations_added += 1
+                self.created_relations.add(eid)
             edges.append(Edge(eid, s, o, "relation", t.relation, 1.0, {"chunks": chunks}))
             if chunk_id:
                 for x in (s, o):
@@ -719,6 +737,10 @@ class _IngestRun:
                     "nodes_removed": len(before[0] - nodes), "nodes_added": len(nodes - before[0]),
                     "edges_removed": len(before[1] - edges), "edges_added": len(edges - before[1]),
                     "edges_kept": len(before[1] & edges)}
+                # the old version's entities and facts were deleted and written again in this
+                # transaction: they are not new to the KG, and counting them would contradict changes
+                w.report.entities_added = len(w.created_entities - before[0])
+                w.report.relations_added = len(w.created_relations - before[1])
         report.merge(w.report)
         if action == "replace":
             report.documents_replaced += 1

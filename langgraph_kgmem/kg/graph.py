@@ -301,11 +301,11 @@ class KnowledgeGraph:
 
     def memory(self, kind: str | None = None, *, store: Any = None, limit: int = 20) -> list[dict[str, Any]]:
         """What the methods remember about this KG, per namespace (edge memories, trajectories,
-        reflections, codebook, summaries; every memory scope): see :func:`memory.list_memory`.
-        ``store``: default the KG's own :meth:`persistence` store."""
-        from langgraph_kgmem.memory import list_memory
+        reflections, codebook, summaries; every memory scope), with each item as a person reads it:
+        see :func:`memory.view.describe_memory`. ``store``: default the KG's own :meth:`persistence` store."""
+        from langgraph_kgmem.memory.view import describe_memory
 
-        return list_memory(store if store is not None else self.persistence()[1], self.name, kind, limit=limit)
+        return describe_memory(self, store if store is not None else self.persistence()[1], kind, limit=limit)
 
     def reset_memory(self, kind: str | None = None, *, scope: Sequence[str] | None = None, store: Any = None) -> int:
         """Forget what the methods remember about this KG (one ``kind``, one ``scope``, or all);
@@ -1310,7 +1310,8 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
             from langgraph_kgmem.errors import ConfigurationError
 
             raise ConfigurationError(
-                "KGMEM_POSTGRES_URI is set but the Postgres backends are missing: "
+                f"{'KGMEM_POSTGRES_URI is set' if uri == os.environ.get('KGMEM_POSTGRES_URI') else 'a postgresql:// KG'}"
+                " needs the Postgres checkpointer and store, which are missing: "
                 "pip install 'langgraph-kgmem[postgres]'") from exc
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool

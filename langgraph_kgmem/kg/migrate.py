@@ -27,9 +27,11 @@ class MigrationReport:
     documents: int = 0
     vectors: dict[str, int] = field(default_factory=dict)
     memory_items: int = 0
+    renamed_to: str | None = None   # the KG's name in the destination, when it differs
 
     def __str__(self) -> str:
-        return (f"migrated KG {self.name!r}: {self.documents} documents, {self.nodes} nodes, {self.edges} edges, "
+        renamed = f" as {self.renamed_to!r}" if self.renamed_to else ""
+        return (f"migrated KG {self.name!r}{renamed}: {self.documents} documents, {self.nodes} nodes, {self.edges} edges, "
                 f"{sum(self.vectors.values())} vectors, {self.memory_items} memory items")
 
 
@@ -44,9 +46,12 @@ def _memory_items(store: Any, name: str, page: int = 1000) -> list[Any]:
 
 
 def migrate(source: str | os.PathLike[str], destination: str | os.PathLike[str], *, name: str | None = None,
-            embeddings: Embeddings | str | None = None, vector_backend: str | None = None) -> MigrationReport:
+            embeddings: Embeddings | str | None = None, vector_backend: str | None = None,
+            to_name: str | None = None) -> MigrationReport:
     """Copy KG ``name`` (default: the source's stored name) from ``source`` to ``destination``
-    (each a KG directory or a ``postgresql://`` URI).
+    (each a KG directory or a ``postgresql://`` URI), where it is called ``to_name`` (default: its
+    name in the source). Renaming is how a KG built alone (called ``default``) joins a database
+    that holds other KGs; its memory moves to the new name's namespace with it.
 
     Raises:
         KgmemInputError: the source does not exist, or the destination already holds that KG with
@@ -57,12 +62,12 @@ def migrate(source: str | os.PathLike[str], destination: str | os.PathLike[str],
     src = KnowledgeGraph.open(source, name=name, embeddings=embeddings, vector_backend=vector_backend,  # type: ignore[arg-type]
                               create=False)
     try:
-        dst = KnowledgeGraph.open(destination, name=src.name, embeddings=src.embeddings,
+        dst = KnowledgeGraph.open(destination, name=to_name or src.name, embeddings=src.embeddings,
                                   vector_backend=vector_backend, create=True)  # type: ignore[arg-type]
         try:
             if dst.node_count() or dst.documents():
                 raise KgmemInputError(
-                    f"{destination} already holds KG {src.name!r} with {dst.node_count()} nodes: migrate into an "
+                    f"{destination} already holds KG {dst.name!r} with {dst.node_count()} nodes: migrate into an "
                     "empty KG (drop it first: `kgmem drop`, or choose another directory)")
             report = _copy(src, dst)
         finally:
@@ -73,7 +78,7 @@ def migrate(source: str | os.PathLike[str], destination: str | os.PathLike[str],
 
 
 def _copy(src: Any, dst: Any) -> MigrationReport:
-    report = MigrationReport(src.name)
+    report = MigrationReport(src.name, renamed_to=dst.name if dst.name != src.name else None)
     nodes, edges = src.nodes(), src.edges()
     node_kind = {n.id: n.kind for n in nodes}
     s_store, d_store = src.graph_store, dst.graph_store
@@ -107,7 +112,8 @@ def _copy(src: Any, dst: Any) -> MigrationReport:
     _, s_mem = src.persistence()
     _, d_mem = dst.persistence()
     items = _memory_items(s_mem, src.name)
-    for it in items:
-        d_mem.put(tuple(it.namespace), it.key, dict(it.value), index=False)
+    for it in items:   # ("kgmem", name, *scope, kind): the KG's name is the second label
+        ns = (it.namespace[0], dst.name, *it.namespace[2:])
+        d_mem.put(ns, it.key, dict(it.value), index=False)
     report.memory_items = len(items)
     return report

@@ -139,8 +139,15 @@ def storage_error(exc: BaseException, uri: str, doing: str) -> StorageError:
     lost = " Nothing of the failed transaction was written." if doing == "writing" else ""
     return StorageError(
         f"PostgreSQL at {_where(uri)} failed while {doing}: {redact_secrets(str(exc)).strip()[:500]}.{lost} "
-        "Check the server is up and the URI (KGMEM_POSTGRES_URI: host, port, database, user, password), "
-        "then retry.")
+        f"Check the server is up and {uri_source(uri)} (host, port, database, user, password), then retry.")
+
+
+def uri_source(uri: str) -> str:
+    """Where ``uri`` came from, for a hint the user can act on: the environment variable only when
+    it holds this URI, else the URI the caller passed (``--kg``, ``KnowledgeGraph.open``)."""
+    if os.environ.get("KGMEM_POSTGRES_URI") == uri:
+        return "the URI in KGMEM_POSTGRES_URI"
+    return "the URI you passed (--kg or the KG's path)"
 
 
 class PgDatabase:

@@ -22,6 +22,8 @@ from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
 
 ROOT = "kgmem"
+EDGE_QUESTIONS_KEPT = 5        # most recent questions an edge memory remembers having helped answer
+EDGE_QUESTION_CHARS = 300      # each kept question at most this long: a record stays small
 
 
 KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
@@ -108,8 +110,7 @@ def resolve_store(store: BaseStore | None) -> BaseStore:
 
 
 def list_items(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
-    """Every item under namespace ``ns`` of ``store``, read ``page`` at a time (a store's
-    ``search`` returns one page; memories, the codebook and the KG viewer need them all)."""
+    """Every item under namespace ``ns`` (and the namespaces below it), read a page at a time."""
     items, offset = [], 0
     while True:
         batch = store.search(ns, limit=page, offset=offset)
@@ -142,7 +143,8 @@ class RecordMemory:
 
 class EdgeMemory:
     """Per-edge memory vectors (ReMindRAG) under ``("kgmem", kg_name, "edge_memory")`` as
-    ``{"v": [...], "n": updates applied}``.
+    ``{"v": [...], "n": updates applied, "q": [questions that strengthened it, most recent last]}``
+    (``"q"`` is absent in records written before it was kept).
     Missing edges read as the zero vector. Reads and writes are one batched store call for the
     edges asked about, so their cost does not grow with the memory's size."""
 
@@ -163,17 +165,26 @@ class EdgeMemory:
     def get(self, edge_id: str) -> np.ndarray:
         return self.many([edge_id])[0]
 
-    def put_many(self, vectors: Mapping[str, np.ndarray], counts: Mapping[str, int] | None = None) -> None:
-        if vectors:
-            self.store.batch([PutOp(self.ns, e, {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)],
-                                                 "n": int((counts or {}).get(e, 0))},
-                                    index=False) for e, v in sorted(vectors.items())])
+    def put_many(self, vectors: Mapping[str, np.ndarray], counts: Mapping[str, int] | None = None,
+                 questions: Mapping[str, Sequence[str]] | None = None) -> None:
+        def record(e: str, v: np.ndarray) -> dict[str, Any]:
+            rec: dict[str, Any] = {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)],
+                                   "n": int((counts or {}).get(e, 0))}
+            if (questions or {}).get(e):
+                rec["q"] = list(questions[e])  # type: ignore[index]
+            return rec
 
-    def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None]) -> int:
+        if vectors:
+            self.store.batch([PutOp(self.ns, e, record(e, v), index=False) for e, v in sorted(vectors.items())])
+
+    def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None], *,
+               question: str | None = None, credited: Iterable[str] = ()) -> int:
         """Apply ``change(position, old vector) -> new vector | None (unchanged)`` to each edge as
         one read-modify-write under :func:`~langgraph_kgmem.memory.locks.memory_lock`, so updates
         from other threads and processes are never lost (each record counts the updates applied
-        to it in ``"n"``). Returns how many edges were written."""
+        to it in ``"n"``). ``question`` is added to the kept questions of the ``credited`` edges
+        (those it strengthened), so a person can see why an edge is remembered. Returns how many
+        edges were written."""
         from langgraph_kgmem.memory.locks import memory_lock
 
         ids = list(edge_ids)
@@ -183,13 +194,18 @@ class EdgeMemory:
             items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])
             new: dict[str, np.ndarray] = {}
             counts: dict[str, int] = {}
+            asked: dict[str, list[str]] = {}
+            credit = set(credited) if question else set()
             for k, (eid, item) in enumerate(zip(ids, items)):
                 old = np.asarray(item.value["v"], dtype=np.float64) if item is not None else np.zeros(self.dim)
                 v = change(k, old)
                 if v is not None:
                     new[eid] = v
                     counts[eid] = (int(item.value.get("n", 0)) if item is not None else 0) + 1
-            self.put_many(new, counts)
+                    asked[eid] = list(item.value.get("q", [])) if item is not None else []
+                    if eid in credit:
+                        asked[eid] = _kept_questions(asked[eid], str(question))
+            self.put_many(new, counts, asked)
         return len(new)
 
     def update_counts(self) -> dict[str, int]:
@@ -202,6 +218,13 @@ class EdgeMemory:
 
     def __len__(self) -> int:
         return len(self.keys())
+
+
+def _kept_questions(kept: list[str], question: str) -> list[str]:
+    """``kept`` with ``question`` last (moved there when already kept), at most the most recent
+    :data:`EDGE_QUESTIONS_KEPT`."""
+    question = " ".join(question.split())[:EDGE_QUESTION_CHARS]
+    return ([q for q in kept if q != question] + [question])[-EDGE_QUESTIONS_KEPT:]
 
 
 # ------------------------------------------------------------------ what a person can see

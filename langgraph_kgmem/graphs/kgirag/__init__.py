@@ -91,10 +91,12 @@ class KgiragState(BaseState, total=False):
     stopped: bool
     retrieved_triples: int
     notes: list[str]                  # the judge's reasons
+    no_answer_reason: str             # why the answer is "no answer" (absent otherwise)
 
 
 class KgiragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
     plan: dict[str, Any]
+    no_answer_reason: str
     iterations: int
     retrieved_triples: int
     anchors: list[str]
@@ -422,10 +424,13 @@ def plan_query(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: Kgi
     rule = "; ".join(idx.event_rules) or "the record is flagged abnormal"
     try:
         guess = offline_plan(question, idx)
-    except KgmemInputError:  # a time in the question that is no timestamp: no plan from the question
-        guess = None
-    if guess is not None and plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"])):
-        guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
+        unreadable = None if guess is not None else "the question names no departure time"
+    except KgmemInputError as exc:  # a time in the question that is no timestamp: no plan from the question
+        guess, unreadable = None, str(exc)
+    if guess is not None:
+        unreadable = plan_problem(idx, guess["time"], int(guess["hours"]), int(guess["horizon"]))
+        if unreadable:
+            guess = None  # the question itself asks for what no plan may: only a model's valid plan is usable
 
     def offline() -> TemporalPlan:
         g = guess or {"task": "detect", "location": next(iter(idx.locations), ""), "time": "1970-01-01 00:00",
@@ -465,12 +470,26 @@ def plan_query(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: Kgi
             "step": int(step or decision.step_hours), "k0": int(k0 or decision.k0),
             "event": (guess or {}).get("event") or idx.event_name, "valid": bool(ok and len(idx.slots))}
     plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule)
+    if not plan["valid"]:   # said in the output: a bare "no answer" leaves the user guessing why
+        plan["problem"] = (f"{unreadable or 'the model gave no usable plan'}; ask about a departure time "
+                           f"within the records ({span[0]} to {span[1]}), e.g. 'if I leave at {span[0]} and "
+                           "travel for 2 hours'")
     start = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], {})
     emit_progress({"event": "plan", "plan": plan})
     return {"plan": plan, "anchor": start.need, "direction": start.direction, "iterations": 0, "triples": [],
             "events": [], "anchors": [], "hops": [], "round_sizes": [], "notes": [], "stopped": False,
             "usage": fresh_usage(usage), "method": deps.method, "model": model_label(mdl)}
 
+
+
+def no_answer_reason(state: Mapping[str, Any], kappa: int) -> str:
+    """Why the answer step answers "no answer" without asking (see :func:`synthesis_prompt`)."""
+    plan = state.get("plan", {})
+    if not plan.get("valid"):
+        return f"the question could not be planned as a search of the records: {plan.get('problem', '')}"
+    if len(state.get("triples", [])) >= kappa:
+        return f"the records read reached kappa={kappa} triples before the question was settled"
+    return "the retrieval rounds ran out (t_max) before the records read settled the question"
 
 
 def synthesis_prompt(kg: "KnowledgeGraph", question: str, plan: Mapping[str, Any], events: Sequence[str], *,
@@ -494,7 +513,7 @@ def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragOptions], *, de
     prompt = synthesis_prompt(kg, state["question"], plan, state.get("events", []),
                               stopped=bool(state.get("stopped")), n_triples=len(triples), kappa=kappa)
     if prompt is None:
-        return {**base, "answer": NO_ANSWER}
+        return {**base, "answer": NO_ANSWER, "no_answer_reason": no_answer_reason(state, kappa)}
     known = known_records(kg, state.get("events", []))
     res = scan_records(plan["task"], slot_of(parse_time(plan["time"])), plan["hours"], plan["horizon"], known)
     offline_answer = res.answer if res.done else NO_ANSWER

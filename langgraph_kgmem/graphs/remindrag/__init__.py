@@ -154,6 +154,34 @@ class NextMove(BaseModel):
     node_id: ModelId = Field(description="the id of the chosen node, copied exactly from the lists")
 
 
+def read_person_move(reply: Any, forward: Sequence[str], backward: Sequence[str]) -> NextMove:
+    """A person's resume value as a move, checked against the ids the interrupt offered.
+
+    ``reply`` is a node id (its list gives the direction) or ``{"direction", "node_id"}``.
+
+    Raises:
+        ValueError: the value is not a move, or names an id the interrupt did not offer; the
+            message says what was given and lists what may be chosen, for the next interrupt.
+    """
+    offered = {"forward": list(forward), "backward": list(backward)}
+    choices = "; ".join(f"{d}: {', '.join(ids) if ids else '(none)'}" for d, ids in offered.items())
+    if isinstance(reply, str):
+        node_id = reply.strip()
+        direction = next((d for d, ids in offered.items() if node_id in ids), None)
+        if direction is None:
+            raise ValueError(f"{reply!r} is not one of the offered ids; resume with one of them ({choices})")
+        return NextMove(direction=direction, node_id=node_id)   # type: ignore[arg-type]
+    try:
+        move = NextMove.model_validate(reply)
+    except ValidationError as exc:
+        raise ValueError(f"could not read {reply!r} as a move ({exc.errors()[0]['msg']}); resume with a node id "
+                         f"or {{'direction': 'forward'|'backward', 'node_id': ...}} ({choices})") from None
+    if move.node_id not in offered[move.direction]:
+        raise ValueError(f"{move.node_id!r} is not one of the offered {move.direction} ids; resume with one of "
+                         f"them ({choices})")
+    return move
+
+
 class UsefulMarks(BaseModel):
     """The evidence items (passages and facts) that the answer actually relied on."""
 
@@ -430,6 +458,7 @@ def create_remindrag_graph(
     decompose: bool = False,
     chunk_chars: int = 800,
     human_in_the_loop: bool = False,
+    replay: bool = True,
     dense_fusion: bool = True,
     top_passages: int = 5,
 ) -> StateGraph:
@@ -462,7 +491,13 @@ def create_remindrag_graph(
             calls LangGraph's ``interrupt`` with the candidates (forward neighbours, backward
             nodes, the offline heuristic's suggestion); resume with
             ``Command(resume="<node id>")`` or ``Command(resume={"direction": ..., "node_id": ...})``.
-            An id that is not a candidate interrupts again with the reason. Needs a checkpointer.
+            A value that is not one of the offered ids interrupts again with the same candidates
+            and an ``error`` saying what was wrong. Needs a checkpointer. A question that memory
+            replay already answers is answered without a walk, so no interrupt happens: pass
+            ``replay=False`` for a person to choose the moves of every question.
+        replay: ``True`` (default): follow remembered edges first and walk only when what replay
+            found is not sufficient. ``False``: every question starts from its seeds and walks (the
+            memory is still written after each walk, and still ranks the candidates).
         dense_fusion: ``True`` (default): the passages handed to the answer step (and returned as
             ``evidence``) are the walk's passages fused with the dense ranking of every passage by
             cosine with the question (:func:`~langgraph_kgmem.graphs.common.fuse_with_dense`), cut
@@ -551,6 +586,8 @@ def create_remindrag_graph(
 
     # -------------------------------------------------------------- 2. replay (no LLM)
     def replay_memory(state: ReMindState) -> dict[str, Any]:
+        if not replay:   # turned off: the walk (and a person in the loop) decides every question
+            return {"replayed": {"nodes": [], "edges": []}}
         q = kg.embed_query(state["question"])
         mem = memory_of(q)
         nodes = list(state.get("subgraph_nodes", []))
@@ -647,15 +684,12 @@ def create_remindrag_graph(
             "backward": [{"id": u, "label": _label(kg, u)} for u in backward],
             "suggested": suggestion.model_dump(),
             "resume_with": "a node id from 'forward' or 'backward', or {'direction': ..., 'node_id': ...}"}
-        while True:
+        while True:   # a value that is not an offered move asks again, with the reason: never a silent end
             reply = interrupt(request)
-            if isinstance(reply, str):
-                direction = "forward" if reply in {b for b, *_ in forward} else "backward"
-                reply = {"direction": direction, "node_id": reply}
             try:
-                move = NextMove.model_validate(reply)
-            except ValidationError as exc:
-                request = {**request, "error": f"could not read {reply!r} as a move: {exc.errors()[0]['msg']}"}
+                move = read_person_move(reply, [b for b, *_ in forward], backward)
+            except ValueError as exc:
+                request = {**request, "error": str(exc)}
                 continue
             problem = check(move)
             if problem is None:
@@ -788,7 +822,7 @@ def create_remindrag_graph(
             return v if k < len(eff) or np.any(v != old) else None
 
         # read-modify-write under the store's lock: concurrent runs (threads, processes) lose nothing
-        written = memory_of(q).update(eff + ineff, change)
+        written = memory_of(q).update(eff + ineff, change, question=question, credited=eff)
         updates = {"enhanced": len(eff), "penalised": len(ineff), "enhanced_ids": eff, "penalised_ids": ineff,
                    "useful_ids": useful, "written": written}
         emit_progress({"event": "memorize", "method": METHOD, "enhanced": len(eff), "penalised": len(ineff)})
@@ -851,5 +885,5 @@ SPEC = MethodSpec(
 )
 
 
-__all__ = ["SPEC", "create_remindrag_graph", "delta", "enhance", "penalize", "replay_weights", "effective_edges",
+__all__ = ["SPEC", "create_remindrag_graph", "delta", "enhance", "penalize", "read_person_move", "replay_weights", "effective_edges",
            "ReMindState", "Sufficiency", "NextMove", "UsefulMarks", "SubQuestions"]

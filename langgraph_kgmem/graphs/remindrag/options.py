@@ -30,6 +30,7 @@ class RemindragOptions(MethodOptions):
     decompose: bool = Field(False, description="split the question into sub-questions (one extra LLM call)")
     chunk_chars: int = Field(800, description="passages longer than this are condensed in prompts")
     human_in_the_loop: bool = Field(False, description="a person chooses each traversal move (interrupt)")
+    replay: bool = Field(True, description="follow remembered edges first (False: every question is walked)")
     dense_fusion: bool = Field(True, description="fuse the walk's passages with the dense passage ranking")
     top_passages: int = Field(5, description="passages in the evidence (at least)")
 
