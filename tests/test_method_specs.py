@@ -139,6 +139,34 @@ def test_kgirag_options_override_per_run():
     assert short["iterations"] == 1 and short["answer"] == "no answer"
 
 
+def test_autopruned_options_override_per_run(tiny_kg):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import create_autopruned_graph
+
+    store = InMemoryStore()
+    app = create_autopruned_graph(tiny_kg, model="offline").compile(store=store)
+    wide = app.invoke({"question": QUESTION}, context={"memorize": False})
+    narrow = app.invoke({"question": QUESTION}, context={"fine_m": 1, "memorize": False})
+    assert len(wide["selected_runs"]["F"]) > 1 and len(narrow["selected_runs"]["F"]) == 1
+    assert len(narrow["evidence"]) < len(wide["evidence"])
+    assert wide["answer_memory"] == narrow["answer_memory"] == "off"   # memorize=False held for the run alone
+    assert app.invoke({"question": QUESTION})["answer_memory"] != "off"
+    # a check across options reads the build's options with the run's on top, not the run's alone
+    shown = app.invoke({"question": QUESTION}, context={"show": "sentences", "sentence_budget": 5, "memorize": False})
+    assert shown["encoding"] == "sentences"
+    sentences = create_autopruned_graph(tiny_kg, model="offline", show="sentences").compile(store=store)
+    assert sentences.invoke({"question": QUESTION}, context={"sentence_budget": 5})["encoding"] == "sentences"
+    with pytest.raises(KgmemInputError, match="fine_m must be an integer >= 1, got 0"):
+        app.invoke({"question": QUESTION}, context={"fine_m": 0})
+    with pytest.raises(KgmemInputError, match="sentence_budget needs show='sentences'"):
+        app.invoke({"question": QUESTION}, context={"sentence_budget": 5})
+    with pytest.raises(KgmemInputError, match="consolidate is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"consolidate": False})
+    with pytest.raises(KgmemInputError, match="fine_m"):
+        create_autopruned_graph(tiny_kg, model="offline", fine_m=0)
+
+
 def test_tenant_ids_in_context_fill_the_memory_scope(tiny_kg):
     from langgraph.store.memory import InMemoryStore
 
