@@ -167,6 +167,26 @@ def test_autopruned_options_override_per_run(tiny_kg):
         create_autopruned_graph(tiny_kg, model="offline", fine_m=0)
 
 
+def test_r3cycle_options_override_per_run(tiny_kg):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import create_r3cycle_graph
+
+    app = create_r3cycle_graph(tiny_kg, model="offline").compile(store=InMemoryStore())
+    default = app.invoke({"question": QUESTION})
+    assert default["attempts"][0]["budget"] == 10 and len(default["attempts"]) == 2
+    short = app.invoke({"question": QUESTION}, context={"max_steps": 1, "max_cycles": 0})
+    assert [(a["budget"], a["outcome"], len(a["steps"])) for a in short["attempts"]] == [(1, "halted", 1)]
+    # top_n: RetrieveNode lists several nodes for this run only
+    wide = app.invoke({"question": QUESTION}, context={"top_n": 3})
+    assert wide["attempts"][0]["steps"][0]["observation"].count("ent-") == 3
+    assert app.invoke({"question": QUESTION})["attempts"][0]["steps"][0]["observation"].count("ent-") == 1
+    with pytest.raises(KgmemInputError, match="max_steps must be an integer >= 1, got 0"):
+        app.invoke({"question": QUESTION}, context={"max_steps": 0})
+    with pytest.raises(KgmemInputError, match="reflection is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"reflection": False})
+
+
 def test_tenant_ids_in_context_fill_the_memory_scope(tiny_kg):
     from langgraph.store.memory import InMemoryStore
 
