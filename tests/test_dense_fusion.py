@@ -10,7 +10,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_kgmem import KnowledgeGraph
-from langgraph_kgmem.graphs import autopruned, catrag
+from langgraph_kgmem.graphs import catrag
 from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
 from langgraph_kgmem.graphs.autopruned import scoring as autopruned_scoring
 from langgraph_kgmem.graphs.catrag import create_catrag_graph

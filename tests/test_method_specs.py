@@ -187,6 +187,27 @@ def test_r3cycle_options_override_per_run(tiny_kg):
         app.invoke({"question": QUESTION}, context={"reflection": False})
 
 
+def test_remindrag_options_override_per_run(tiny_kg):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import create_remindrag_graph
+
+    graph = create_remindrag_graph(tiny_kg, model="offline")
+    walked = graph.compile(store=InMemoryStore()).invoke({"question": QUESTION})
+    assert len(walked["path"]) > 2 and walked["stop_reason"] == "sufficient"
+    capped = graph.compile(store=InMemoryStore()).invoke({"question": QUESTION}, context={"max_hops": 2})
+    assert len(capped["path"]) == 2 and capped["stop_reason"] == "max_hops"
+    # the walk's passages alone (no fusion with the dense ranking) for this run
+    app = graph.compile(store=InMemoryStore())
+    fused = app.invoke({"question": QUESTION}, context={"max_hops": 0})
+    alone = app.invoke({"question": QUESTION}, context={"max_hops": 0, "dense_fusion": False})
+    assert len(alone["evidence"]) < len(fused["evidence"])
+    with pytest.raises(KgmemInputError, match="lam"):
+        app.invoke({"question": QUESTION}, context={"lam": 2.0})
+    with pytest.raises(KgmemInputError, match="synonym_threshold is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"synonym_threshold": 0.9})
+
+
 def test_tenant_ids_in_context_fill_the_memory_scope(tiny_kg):
     from langgraph.store.memory import InMemoryStore
 
@@ -198,8 +219,8 @@ def test_tenant_ids_in_context_fill_the_memory_scope(tiny_kg):
         app.invoke({"question": QUESTION})
     out = app.invoke({"question": QUESTION}, context={"user_id": "alice"})
     assert out["answer"]
-    with pytest.raises(KgmemInputError, match="seeds_k is fixed when the graph is built"):
-        app.invoke({"question": QUESTION}, context={"user_id": "alice", "seeds_k": 3})
+    with pytest.raises(KgmemInputError, match="human_in_the_loop is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"user_id": "alice", "human_in_the_loop": True})
 
 
 # ------------------------------------------------------------------------------------ served graphs

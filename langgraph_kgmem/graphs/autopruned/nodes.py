@@ -27,7 +27,8 @@ from langgraph_kgmem.graphs.autopruned.schemas import (CHANNEL_SECTION, METHOD, 
 from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_selection_policy, fuse_dense, run_passages,
                                                        segment_max, stacked_fine_scores, unique_runs)
 from langgraph_kgmem.graphs.autopruned.sentences import fact_sentences, ranked_sentences
-from langgraph_kgmem.graphs.common import check_question, dense_passages, emit_progress, extractive_answer, require, run_model
+from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, extractive_answer, require,
+                                           run_model)
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import count_tokens, fresh_usage, generate, is_offline, model_label
 from langgraph_kgmem.ranking import best_first, fusion_depth

@@ -34,9 +34,9 @@ The options, one by one:
         its own run before a second run on the same one.
     sentence_budget: with ``show="sentences"``, fill the facts block with the best sentences of
         the selected runs' passages up to this many tokens, instead of the shown edges' own
-        sentences: ranked by fusion of ``sentence_rankings`` — ``"relevance"`` (default: the question cosine plus its passage's cosine with the question, the
-        rarity-weighted share of the question's words it holds and a small bonus for a
-        document's first sentence, :data:`RELEVANCE_WEIGHTS`), ``"question"`` (cosine of the
+        sentences: ranked by fusion of ``sentence_rankings`` — ``"relevance"`` (default: the
+        question cosine plus its passage's cosine with the question, the rarity-weighted share
+        of the question's words it holds and a small bonus for a document's first sentence, :data:`RELEVANCE_WEIGHTS`), ``"question"`` (cosine of the
         titled sentence with the question alone), ``"edges"`` (the sentences the shown edges
         came from, in run order) and ``"passages"`` (passage rank, then text order) — and
         taken greedily while they fit, duplicates dropped. ``sentence_dense`` (default 5):
@@ -47,7 +47,8 @@ The options, one by one:
         ``sentence_bridges`` (default True): a sentence taken that names another candidate
         passage's title (its subject) brings that passage's sentence closest to the question
         right after it — the second hop of a bridge question. The passages are the selected
-        runs' (with ``dense_fusion``, the fused ranking's), so ``fine_m`` decides how many passages compete. None (default): off.
+        runs' (with ``dense_fusion``, the fused ranking's), so ``fine_m`` decides how many
+        passages compete. None (default): off.
     dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
         by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
         ordered by taking turns (:func:`~langgraph_kgmem.ranking.dense_led`) between the fine
