@@ -40,6 +40,10 @@ def create_r3cycle_graph(
 ) -> StateGraph:
     """Build the R3-Cycle graph (uncompiled); ``reflection=False`` gives plain Graph-CoT.
 
+    ``verifier``, ``max_steps``, ``max_cycles`` and ``top_n`` can be overridden per run
+    (``app.invoke(inputs, context={"max_steps": 4})``); ``reflection`` and ``memory_scope`` are
+    fixed at build (:class:`~langgraph_kgmem.graphs.r3cycle.options.R3cycleOptions`).
+
     Args:
         kg_or_graph_env: a :class:`~langgraph_kgmem.KnowledgeGraph` or a
             :class:`~langgraph_kgmem.tools.GraphEnv` over one (e.g. loaded with ``load_grbench``);
@@ -61,9 +65,6 @@ def create_r3cycle_graph(
         max_cycles: maximum number of retries after the first attempt (0 = never retry).
         reflection: False = Graph-CoT (one attempt, no verification, no reflection).
         top_n: how many ids RetrieveNode returns.
-        ``verifier``, ``max_steps``, ``max_cycles`` and ``top_n`` can be overridden per run
-        (``app.invoke(inputs, context={"max_steps": 4})``); ``reflection`` and ``memory_scope`` are
-        fixed at build (:class:`~langgraph_kgmem.graphs.r3cycle.options.R3cycleOptions`).
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``

@@ -42,6 +42,10 @@ def create_remindrag_graph(
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
+    Every option but ``memory_scope``, ``synonym_threshold`` and ``human_in_the_loop`` can be
+    overridden per run: ``app.invoke(inputs, context={"max_hops": 3})``
+    (:class:`~langgraph_kgmem.graphs.remindrag.options.RemindragOptions`).
+
     Args:
         kg: the knowledge graph.
         model: a LangChain chat model, ``None`` (``$KGMEM_MODEL``) or ``"offline"`` (no LLM:
@@ -83,9 +87,6 @@ def create_remindrag_graph(
             walk's evidence). Costs no LLM call; the answer prompt holds up to ``top_passages``
             passages more. ``False``: the walk's passages alone, in discovery order (the paper).
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
-        Every option but ``memory_scope``, ``synonym_threshold`` and ``human_in_the_loop`` can be
-        overridden per run: ``app.invoke(inputs, context={"max_hops": 3})``
-        (:class:`~langgraph_kgmem.graphs.remindrag.options.RemindragOptions`).
 
     Returns:
         An uncompiled ``StateGraph``; input ``{"question"}``, output ``answer``, ``evidence``,
