@@ -20,6 +20,8 @@ from langgraph_kgmem.graphs.autopruned import (
     default_selection_policy,
     encode_knowledge,
 )
+from langgraph_kgmem.graphs.autopruned import scoring, sentences
+from langgraph_kgmem.graphs.autopruned.deps import AutoprunedDeps
 from langgraph_kgmem.graphs.autopruned.codebook import LEGACY_PAGE, PAGE, Codebook, phrase_triples, segment_runs
 from langgraph_kgmem.testing import ScriptedChatModel
 
@@ -559,7 +561,7 @@ def test_phrase_parser_is_deterministic():
 
 
 def test_docstring_example_runs():
-    result = doctest.testmod(autopruned, raise_on_error=False, verbose=False)
+    result = doctest.testmod(autopruned.graph, raise_on_error=False, verbose=False)
     assert result.attempted >= 1 and result.failed == 0
 
 
@@ -799,9 +801,9 @@ def test_sentence_bridges_bring_the_named_passages_best_sentence():
     assert "Shirley Temple portrayed Corliss Archer" in with_b and "[Shirley Temple]" in with_b
     assert "[Meet Corliss Archer]" in without and "[Shirley Temple]" not in without  # closest to the question first
     assert "[Meet Corliss Archer]" not in with_b
-    assert autopruned._title_pattern("Kiss and Tell (1945 film)").search("the film kiss and tell, a comedy")
-    assert not autopruned._title_pattern("Kiss and Tell (1945 film)").search("kiss and telling")
-    assert autopruned._title_pattern("It") is None   # too short to name a subject
+    assert sentences.title_pattern("Kiss and Tell (1945 film)").search("the film kiss and tell, a comedy")
+    assert not sentences.title_pattern("Kiss and Tell (1945 film)").search("kiss and telling")
+    assert sentences.title_pattern("It") is None   # too short to name a subject
 
 
 def test_split_sentences_keeps_offsets_and_closing_quotes():
@@ -832,9 +834,9 @@ def test_cover_order_gives_each_question_entity_its_run_first():
                                    ("Crater Lake", "lies in", "Oregon"), ("Lake Tahoe", "older than", "Crater Lake")])
     runs = [book.add_run("F", [e]) for e in (a1, a2, b1)]
     scored = [(1.0, runs[0].seq, runs[0]), (0.9, runs[1].seq, runs[1]), (0.8, runs[2].seq, runs[2])]
-    order = autopruned._cover_order(book, kg, scored, [q], 0.5, 3)
+    order = scoring.cover_order(book, kg, scored, [q], 0.5, 3)
     assert [r.id for _, _, r in order] == [runs[0].id, runs[2].id, runs[1].id]
-    assert autopruned._cover_order(book, kg, scored, [q], 0.0, 3) == scored  # weight 0: the fine ranking
+    assert scoring.cover_order(book, kg, scored, [q], 0.0, 3) == scored  # weight 0: the fine ranking
     kg.add_documents([{"title": "Lake Tahoe", "text": "Lake Tahoe lies in the Sierra Nevada. Lake Tahoe is 501 metres deep."},
                       {"title": "Crater Lake", "text": "Crater Lake lies in Oregon."}], model="offline")
     out = _app(kg, InMemoryStore(), cover_weight=0.5, fine_m=2, memorize=False).invoke(
@@ -865,7 +867,7 @@ def test_chunk_to_fact_run_map_survives_question_runs_and_follows_fact_runs():
     book = Codebook("cr")
     e = book.add_edge("Ada", "wrote", "Notes")
     book.add_run("F", [e], chunks=["c1"])
-    rt = autopruned._Runtime(None, "offline", None, {})
+    rt = AutoprunedDeps(None, "offline", None)
     first = rt.chunk_runs(book)
     assert first == {"c1": ["F1"]}
     book.add_run("Q", [e], text="Who wrote Notes?")
@@ -875,17 +877,17 @@ def test_chunk_to_fact_run_map_survives_question_runs_and_follows_fact_runs():
     assert rt.chunk_runs(book) == {"c1": ["F1"], "c2": ["F4"]}
     book.remove_run("F1")
     assert rt.chunk_runs(book) == {"c2": ["F4"]}
-    assert autopruned._Runtime(None, "offline", None, {}).chunk_runs(Codebook("other")) == {}
+    assert AutoprunedDeps(None, "offline", None).chunk_runs(Codebook("other")) == {}
 
 
 def test_term_overlap_weighs_the_question_words_by_their_rarity_among_the_candidates():
     words = [{"curie", "physicist"}, {"curie", "sorbonne", "taught"}, {"vistula"}]
-    got = autopruned._term_overlap("Where did Curie teach at the Sorbonne?", words)
+    got = sentences.term_overlap("Where did Curie teach at the Sorbonne?", words)
     # question words: curie (in 2 of 3), teach (in none), sorbonne (in 1)
     idf = {"curie": math.log(4 / 2.5), "teach": math.log(4 / 0.5), "sorbonne": math.log(4 / 1.5)}
     total = sum(idf.values())
     assert got.tolist() == pytest.approx([idf["curie"] / total, (idf["curie"] + idf["sorbonne"]) / total, 0.0])
-    assert autopruned._term_overlap("the of", words).tolist() == [0.0, 0.0, 0.0]   # no content word
+    assert sentences.term_overlap("the of", words).tolist() == [0.0, 0.0, 0.0]   # no content word
 
 
 def test_relevance_ranking_terms_each_decide_and_dense_passages_join_the_candidates():

@@ -10,8 +10,9 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_kgmem import KnowledgeGraph
-from langgraph_kgmem.graphs import autopruned, catrag
+from langgraph_kgmem.graphs import catrag
 from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+from langgraph_kgmem.graphs.autopruned import scoring as autopruned_scoring
 from langgraph_kgmem.graphs.catrag import create_catrag_graph
 from langgraph_kgmem.graphs.common import content_words, dense_passages, fuse_with_dense, named_in
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
@@ -194,7 +195,7 @@ def test_run_fusion_opens_with_the_runs_of_the_dense_top_two_for_any_runs():
                                         "chunks": list(rng.choice(pool, size=int(rng.integers(1, 3))))})())
                 for j in range(int(rng.integers(1, 40)))]
         dense = list(rng.permutation(pool))[:int(rng.integers(1, len(pool) + 1))]
-        fused = list(autopruned._fuse_dense(runs, dense))
+        fused = list(autopruned_scoring.fuse_dense(runs, dense))
         pos = {c: i for i, c in enumerate(dense)}
         best = {}   # passage → the first run (fine order) whose best-placed passage it is
         for _, _, r in runs:
@@ -275,8 +276,8 @@ def test_autopruned_runs_take_turns_a_passage_lifts_its_best_run_and_far_runs_fo
     book = type("Book", (), {"runs": {"a1": run("a1", ["c7"], "A")[2], "a2": run("a2", ["c9"], "A")[2]}})()
     scored = [run("q1", [], "Q", ["a1"]), run("r1", ["c2"]), run("r2", ["c5"]), run("r3", ["c1"]),
               run("r4", ["c1"]), run("r5", ["c9"]), run("q2", [], "Q", ["a2", "a-gone"])]
-    assert autopruned._run_passages(book, scored[6][2]) == ["c9"]   # a question's passages: its answers'
-    fused = autopruned._fuse_dense(scored, ["c1", "c2", "c5", "c7"], lambda r: autopruned._run_passages(book, r))
+    assert autopruned_scoring.run_passages(book, scored[6][2]) == ["c9"]   # a question's passages: its answers'
+    fused = autopruned_scoring.fuse_dense(scored, ["c1", "c2", "c5", "c7"], lambda r: autopruned_scoring.run_passages(book, r))
     # vector search's best passage c1 opens, through its best run r3; then turns: dense's next c2
     # (its best run r1), fine's r2; dense's c5 is r2's (taken) and c7 brings the question q1 (a
     # question takes no fine turn, so it waits for its answer's passage); r4 shares c1 but only

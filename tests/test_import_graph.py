@@ -10,9 +10,8 @@ one, else to ``a.b``. Importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__i
 packages count as imported too, unless the importer lives inside them (a package's own modules
 importing each other while its ``__init__`` re-exports them is how packages are written).
 
-Cycles through ``kg``/``ingest``, the long method factories in ``graphs`` and a private name the
-benchmark tools take from ``graphs`` are being removed in other branches: their assertions are
-strict xfails, one per package, which the merge flips (everything else must pass now).
+Cycles through ``kg``/``ingest`` are being removed in other branches: their assertions are strict
+xfails, one per package, which the merge flips (everything else must pass now).
 """
 
 from __future__ import annotations
@@ -260,18 +259,8 @@ def test_llm_package_imports_nothing_above_it():
     assert upward == []
 
 
-#: Packages whose long functions (the method factories) other branches are splitting.
-LONG_PENDING = ("graphs",)
-
-
-def test_no_function_outside_graphs_is_longer_than_the_limit():
-    found = [f for f in long_functions(PKG_MODULES) if _area(f[0].split(":")[0]) not in LONG_PENDING]
-    assert found == []
-
-
-@pytest.mark.parametrize("package", _pending(*LONG_PENDING, what=f"functions over {MAX_FUNCTION_LINES} lines in"))
-def test_no_function_is_longer_than_the_limit_in(package):
-    assert [f for f in long_functions(PKG_MODULES) if _area(f[0].split(":")[0]) == package] == []
+def test_no_function_is_longer_than_the_limit():
+    assert long_functions(PKG_MODULES) == []
 
 
 # --------------------------------------------------------------------------------------------

@@ -139,6 +139,75 @@ def test_kgirag_options_override_per_run():
     assert short["iterations"] == 1 and short["answer"] == "no answer"
 
 
+def test_autopruned_options_override_per_run(tiny_kg):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import create_autopruned_graph
+
+    store = InMemoryStore()
+    app = create_autopruned_graph(tiny_kg, model="offline").compile(store=store)
+    wide = app.invoke({"question": QUESTION}, context={"memorize": False})
+    narrow = app.invoke({"question": QUESTION}, context={"fine_m": 1, "memorize": False})
+    assert len(wide["selected_runs"]["F"]) > 1 and len(narrow["selected_runs"]["F"]) == 1
+    assert len(narrow["evidence"]) < len(wide["evidence"])
+    assert wide["answer_memory"] == narrow["answer_memory"] == "off"   # memorize=False held for the run alone
+    assert app.invoke({"question": QUESTION})["answer_memory"] != "off"
+    # a check across options reads the build's options with the run's on top, not the run's alone
+    shown = app.invoke({"question": QUESTION}, context={"show": "sentences", "sentence_budget": 5, "memorize": False})
+    assert shown["encoding"] == "sentences"
+    sentences = create_autopruned_graph(tiny_kg, model="offline", show="sentences").compile(store=store)
+    assert sentences.invoke({"question": QUESTION}, context={"sentence_budget": 5})["encoding"] == "sentences"
+    with pytest.raises(KgmemInputError, match="fine_m must be an integer >= 1, got 0"):
+        app.invoke({"question": QUESTION}, context={"fine_m": 0})
+    with pytest.raises(KgmemInputError, match="sentence_budget needs show='sentences'"):
+        app.invoke({"question": QUESTION}, context={"sentence_budget": 5})
+    with pytest.raises(KgmemInputError, match="consolidate is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"consolidate": False})
+    with pytest.raises(KgmemInputError, match="fine_m"):
+        create_autopruned_graph(tiny_kg, model="offline", fine_m=0)
+
+
+def test_r3cycle_options_override_per_run(tiny_kg):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import create_r3cycle_graph
+
+    app = create_r3cycle_graph(tiny_kg, model="offline").compile(store=InMemoryStore())
+    default = app.invoke({"question": QUESTION})
+    assert default["attempts"][0]["budget"] == 10 and len(default["attempts"]) == 2
+    short = app.invoke({"question": QUESTION}, context={"max_steps": 1, "max_cycles": 0})
+    assert [(a["budget"], a["outcome"], len(a["steps"])) for a in short["attempts"]] == [(1, "halted", 1)]
+    # top_n: RetrieveNode lists several nodes for this run only
+    wide = app.invoke({"question": QUESTION}, context={"top_n": 3})
+    assert wide["attempts"][0]["steps"][0]["observation"].count("ent-") == 3
+    assert app.invoke({"question": QUESTION})["attempts"][0]["steps"][0]["observation"].count("ent-") == 1
+    with pytest.raises(KgmemInputError, match="max_steps must be an integer >= 1, got 0"):
+        app.invoke({"question": QUESTION}, context={"max_steps": 0})
+    with pytest.raises(KgmemInputError, match="reflection is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"reflection": False})
+
+
+def test_remindrag_options_override_per_run(tiny_kg):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import create_remindrag_graph
+
+    graph = create_remindrag_graph(tiny_kg, model="offline")
+    walked = graph.compile(store=InMemoryStore()).invoke({"question": QUESTION})
+    assert len(walked["path"]) > 2 and walked["stop_reason"] == "sufficient"
+    capped = graph.compile(store=InMemoryStore()).invoke({"question": QUESTION}, context={"max_hops": 2})
+    assert len(capped["path"]) == 2 and capped["stop_reason"] == "max_hops"
+    # the walk's passages alone (no fusion with the dense ranking) for this run
+    app = graph.compile(store=InMemoryStore())
+    fused = app.invoke({"question": QUESTION}, context={"max_hops": 0})
+    alone = app.invoke({"question": QUESTION}, context={"max_hops": 0, "dense_fusion": False})
+    assert len(alone["evidence"]) < len(fused["evidence"])
+    with pytest.raises(KgmemInputError, match="lam"):
+        app.invoke({"question": QUESTION}, context={"lam": 2.0})
+    with pytest.raises(KgmemInputError, match="synonym_threshold is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"synonym_threshold": 0.9})
+
+
 def test_tenant_ids_in_context_fill_the_memory_scope(tiny_kg):
     from langgraph.store.memory import InMemoryStore
 
@@ -150,8 +219,8 @@ def test_tenant_ids_in_context_fill_the_memory_scope(tiny_kg):
         app.invoke({"question": QUESTION})
     out = app.invoke({"question": QUESTION}, context={"user_id": "alice"})
     assert out["answer"]
-    with pytest.raises(KgmemInputError, match="seeds_k is fixed when the graph is built"):
-        app.invoke({"question": QUESTION}, context={"user_id": "alice", "seeds_k": 3})
+    with pytest.raises(KgmemInputError, match="human_in_the_loop is fixed when the graph is built"):
+        app.invoke({"question": QUESTION}, context={"user_id": "alice", "human_in_the_loop": True})
 
 
 # ------------------------------------------------------------------------------------ served graphs

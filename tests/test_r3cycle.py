@@ -334,7 +334,7 @@ def test_offline_reflection_steers_the_retry_away_from_the_rejected_read(books):
 
 
 def test_docstring_example_runs():
-    result = doctest.testmod(r3cycle, verbose=False)
+    result = doctest.testmod(r3cycle.graph, verbose=False)
     assert result.failed == 0 and result.attempted > 0
 
 
@@ -409,7 +409,7 @@ def test_tools_run_on_the_given_environment(books):
 
 
 def test_offline_verifier_rejects_an_answer_that_repeats_the_question():
-    from langgraph_kgmem.graphs.r3cycle import _offline_verdict
+    from langgraph_kgmem.graphs.r3cycle.offline import offline_verdict as _offline_verdict
 
     steps = [{"tool": "RetrieveNode", "observation": "Marie Curie (ent-1) married Pierre Curie"}]
     assert not _offline_verdict("Marie Curie", steps, "Who married Marie Curie?").ok

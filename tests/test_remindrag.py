@@ -367,7 +367,7 @@ def test_progress_events_are_streamed(kg, store):
 def test_docstring_example_runs():
     import doctest
 
-    import langgraph_kgmem.graphs.remindrag as mod
+    import langgraph_kgmem.graphs.remindrag.graph as mod
 
     finder = doctest.DocTestFinder()
     tests = [t for t in finder.find(mod) if t.examples]

@@ -62,7 +62,9 @@ class MethodOptions(BaseModel):
     @classmethod
     def build(cls: type[O], **options: Any) -> O:
         """The options of a graph being built (what the factory's keyword arguments become)."""
-        return cls(**options)
+        built = cls(**options)
+        built.check_together()
+        return built
 
     def given(self) -> dict[str, Any]:
         """The options set explicitly (the rest are the class defaults)."""
@@ -89,7 +91,15 @@ class MethodOptions(BaseModel):
             raise KgmemInputError(
                 f"{self.METHOD}: {', '.join(fixed)} is fixed when the graph is built: pass it to the factory, "
                 f"not in context= (per-run options: {', '.join(sorted(set(type(self).model_fields) - build_only))})")
-        return type(self)(**{**self.given(), **given})
+        merged = type(self)(**{**self.given(), **given})
+        merged.check_together()
+        return merged
+
+    def check_together(self) -> None:
+        """Checks that read several options at once (a subclass overrides this and raises
+        :class:`KgmemInputError`). They run on the options a graph is built with and on each run's
+        merged options, never in a field validator: LangGraph makes a run's ``context`` dict an
+        instance of this model with the options it leaves out at their defaults, not the build's."""
 
     @classmethod
     def build_only(cls) -> frozenset[str]:

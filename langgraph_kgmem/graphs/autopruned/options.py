@@ -1,21 +1,117 @@
-"""AutoPrunedRetriever's options: its factory's keyword arguments as a typed model (the CLI, the
-served graphs and the docs read the fields) and the graph's ``context_schema``. The nodes read
-these knobs once, when the graph is built, so a run's context may set the model and the tenant
-ids only; a knob in ``context=`` is refused with a message naming it."""
+"""AutoPrunedRetriever's options: the factory's keyword arguments, validated once, and the graph's
+``context_schema``.
+
+Every knob of retrieval, packing, answering and memorising can change per run
+(``app.invoke(inputs, context={"fine_m": 5, "memorize": False})``). Fixed at build, and refused
+in a run's context: ``consolidate`` (whether the consolidation node exists), ``memory_scope``
+(whose codebook the graph reads and writes), and what shapes the stored, shared codebook itself —
+``tau_run`` and ``phrase_facts`` (how the KG's facts are indexed into runs, once per KG version)
+and ``alias_threshold``, ``entity_budget`` and ``layer2_min_cos`` (how consolidation merges its
+entities): a run that changed them would rewrite memory every other caller reads.
+
+The options, one by one:
+
+    selection_policy: ``fn(channel, candidates, features) -> "all" | "unique" | "none"`` per
+        channel ("F" facts, "Q" earlier questions, "A" known answers); default
+        :func:`~langgraph_kgmem.graphs.autopruned.default_selection_policy`.
+    coarse_k / fine_m: runs kept by the coarse and the fine stage.
+    tau_run: run segmentation threshold (cosine to the run centroid + continuity bonus).
+    w_ent / w_rel: coarse weights of the entity and relation max-cosines.
+    fine: :class:`~langgraph_kgmem.graphs.autopruned.FineScoring` weights and thresholds.
+    unique_threshold: whole-run cosine at which two runs count as one cluster ("unique").
+    encodings: the prompt encodings to choose from (cheapest in tokens wins).
+    max_prompt_tokens: drop the weakest runs until the packed codebook fits (None: no limit).
+    edges_per_run: prune each selected fact run to its ``k`` edges closest to a question line
+        before packing (None, the paper: whole runs). ``edges_per_run=1`` with ``fine_m=10``
+        is the compact setting the docs' benchmarks page measures. Stored answer and question runs are always shown whole.
+    show: how fact runs are shown. ``"triples"`` (the paper): their (pruned) edges in the
+        cheapest encoding. ``"sentences"``: the passage sentences their shown edges came from,
+        one line per passage chunk with its title (stored Q/A runs stay word triples) — a
+        triple often drops the words that answer, the sentence keeps them.
+    cover_weight: 0 (the paper) keeps the fine ranking; above 0 the top runs are re-ordered
+        greedily for coverage of the question's entities (fine score + ``cover_weight`` × the
+        new entity matches a run adds), so each entity of a comparison or bridge question gets
+        its own run before a second run on the same one.
+    sentence_budget: with ``show="sentences"``, fill the facts block with the best sentences of
+        the selected runs' passages up to this many tokens, instead of the shown edges' own
+        sentences: ranked by fusion of ``sentence_rankings`` — ``"relevance"`` (default: the
+        question cosine plus its passage's cosine with the question, the rarity-weighted share
+        of the question's words it holds and a small bonus for a document's first sentence, :data:`RELEVANCE_WEIGHTS`), ``"question"`` (cosine of the
+        titled sentence with the question alone), ``"edges"`` (the sentences the shown edges
+        came from, in run order) and ``"passages"`` (passage rank, then text order) — and
+        taken greedily while they fit, duplicates dropped. ``sentence_dense`` (default 5):
+        vector search's top passages not among the runs' join the candidates (0: the runs'
+        passages only). ``relevance_weights``: any of the ``"passage"``, ``"terms"`` and
+        ``"lead"`` weights replaced (None: :data:`RELEVANCE_WEIGHTS`; 0 drops a term).
+        :data:`~langgraph_kgmem.graphs.autopruned.SENTENCES_PRESET` is the compact reader setting.
+        ``sentence_bridges`` (default True): a sentence taken that names another candidate
+        passage's title (its subject) brings that passage's sentence closest to the question
+        right after it — the second hop of a bridge question. The passages are the selected
+        runs' (with ``dense_fusion``, the fused ranking's), so ``fine_m`` decides how many
+        passages compete. None (default): off.
+    dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
+        by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
+        ordered by taking turns (:func:`~langgraph_kgmem.ranking.dense_led`) between the fine
+        ranking and the dense passage ranking (read to the fusion depth), a
+        passage bringing its best run, after vector search's best passage (the fine stage is
+        blind to passage similarity); a fact run whose passages vector search ranks beyond
+        that depth takes no turn and follows, and a stored question competes only through the
+        passages its stored answers came from, on vector search's turns. So the selected runs'
+        passages hold vector search's top passages and the fine stage's best near ones, never
+        one far from the question ahead of them. Evidence ``score`` is then ``1 / place``. No
+        LLM call; one passage similarity per question and the seeded runs' fine scores.
+        ``False``: the fine ranking alone (the paper).
+    extraction: "llm" extracts question/answer triples with the model; "offline" uses the
+        rule parser even with a model (one LLM call per question: the answer).
+    phrase_facts: "uncovered" (default) parses chunks without any KG relation edge with the
+        phrase parser; "always" adds phrase triples to every chunk's facts (better recall over
+        lower-case prose that an entity extractor misses, more tokens); "never".
+    memorize / memorize_unanswered: store Q/A runs (not for "no answer" unless asked). An
+        answer run is stored only when the answer is grounded (every content word of it in the
+        passages it cites); for an ungrounded one the question run alone is stored.
+    replay: give a stored answer again, without an LLM call, to the same question
+        (:func:`~langgraph_kgmem.graphs.autopruned.codebook.question_key`: equal after NFKC, casefolding
+        and punctuation/spacing normalisation) asked of the same decider, while each passage
+        it cites is still in the KG and holds its words; ``replayed_answer`` then names the
+        answer run, the question run, the cited passages and the decider. False: always answer anew.
+    memory_scope: tenant labels of the codebook's store namespace, filled per run from
+        ``config["configurable"]`` (``("{user_id}",)``: each user a codebook of their own, so
+        no question, answer or run of one user reaches another; the KG's facts are indexed
+        into each, once). None (default): every caller of this graph shares one codebook.
+    consolidate / alias_threshold / entity_budget / layer2_min_cos: see
+        :meth:`~langgraph_kgmem.graphs.autopruned.codebook.Codebook.consolidate`. ``entity_budget`` is a
+        ceiling, not a target: layer 2 merges only pairs at cosine ≥ ``layer2_min_cos`` (the
+        measured floor :data:`~langgraph_kgmem.graphs.autopruned.codebook.LAYER2_FLOOR`), so a codebook of
+        unrelated entities stays over its budget rather than merge them.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Mapping, Sequence
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
+from langgraph_kgmem.graphs.autopruned.schemas import FineScoring
 from langgraph_kgmem.graphs.spec import MethodOptions
 
 Encoding = Literal["words", "ids", "matrix"]
 Show = Literal["triples", "sentences"]
 ENCODINGS: tuple[Encoding, ...] = ("words", "ids", "matrix")
+SENTENCE_RANKINGS: tuple[str, ...] = ("relevance", "question", "edges", "passages")
+# The "relevance" ranking's score of a sentence: its question cosine plus these, each weighed —
+# "passage": its passage's cosine with the question (vector search's passage score), "terms": the
+# share of the question's content words it holds, each weighed by its rarity among the candidate
+# sentences (IDF), "lead": 1 for a document's first sentence (in encyclopedic text the one that says
+# who or what the subject is). Chosen on development sets only, never on the sets the docs report.
+RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05}
+
+_INT_FLOORS = {"coarse_k": 1, "fine_m": 1, "sentence_dense": 0}
+_OPTIONAL_INT_FLOORS = {"entity_budget": 1, "max_prompt_tokens": 1, "edges_per_run": 1, "sentence_budget": 1}
+_CHOICES = {"show": ("triples", "sentences"), "extraction": ("llm", "offline"),
+            "phrase_facts": ("uncovered", "always", "never")}
 
 
 class AutoprunedOptions(MethodOptions):
@@ -23,39 +119,116 @@ class AutoprunedOptions(MethodOptions):
     :func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`)."""
 
     METHOD: ClassVar[str] = "create_autopruned_graph"
-    FIXED_AT_BUILD: ClassVar[bool] = True
+    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"consolidate", "memory_scope", "tau_run", "phrase_facts",
+                                                      "alias_threshold", "entity_budget", "layer2_min_cos"})
 
-    selection_policy: SkipJsonSchema[Any] = Field(None, description="(channel, candidates, features) -> "
-                                                                     "'all'|'unique'|'none'")
+    selection_policy: SkipJsonSchema[Any] = Field(
+        None, description="fn(channel, candidates, features) -> 'all' | 'unique' | 'none' per channel ('F' facts, "
+                          "'Q' earlier questions, 'A' known answers); None: default_selection_policy")
     coarse_k: int = Field(200, description="runs kept by the coarse score")
     fine_m: int = Field(20, description="runs kept by the fine score, across channels")
-    tau_run: float = Field(0.7, description="a triple joins the current run above this score")
+    tau_run: float = Field(0.7, description="run segmentation: a triple joins the current run above this score "
+                                            "(cosine to the run centroid + continuity bonus)")
     w_ent: float = Field(1.0, description="coarse score weight of entity similarity")
     w_rel: float = Field(0.3, description="coarse score weight of relation similarity")
-    fine: SkipJsonSchema[Any] = Field(None, description="FineScoring weights (default FineScoring())")
-    unique_threshold: float = Field(0.9, description="cosine at which two runs are one semantic cluster")
-    encodings: Sequence[Encoding] = Field(ENCODINGS, description="prompt encodings tried (the cheapest is used)")
-    max_prompt_tokens: int | None = Field(None, description="token budget of the packed prompt")
-    edges_per_run: int | None = Field(None, description="edges shown per run at most")
-    show: Show = Field("triples", description="facts shown as triples or as source sentences")
-    cover_weight: float = Field(0.0, description="weight of question coverage in run selection")
-    sentence_budget: int | None = Field(None, description="sentences in the facts block (show='sentences')")
-    sentence_rankings: Sequence[str] = Field(("relevance",), description="how sentences are ranked")
-    sentence_bridges: bool = Field(True, description="add sentences that bridge two question entities")
-    sentence_dense: int = Field(5, description="sentences added from dense passage retrieval")
-    relevance_weights: Mapping[str, float] | None = Field(None, description="weights of the relevance terms")
-    extraction: Literal["llm", "offline"] = Field("llm", description="question triples by LLM or offline parser")
-    phrase_facts: Literal["uncovered", "always", "never"] = Field("uncovered", description="phrase facts use")
-    memorize: bool = Field(True, description="store the question's and answer's runs")
-    memorize_unanswered: bool = Field(False, description="store runs of 'no answer' replies too")
-    replay: bool = Field(True, description="reuse stored question/answer runs")
+    fine: SkipJsonSchema[Any] = Field(None, description="FineScoring weights and thresholds (None: FineScoring())")
+    unique_threshold: float = Field(0.9, description="whole-run cosine at which two runs are one cluster ('unique')")
+    encodings: Sequence[Encoding] = Field(ENCODINGS, description="prompt encodings tried (the cheapest in tokens "
+                                                                 "is used)")
+    max_prompt_tokens: int | None = Field(None, description="drop the weakest runs until the packed codebook fits "
+                                                            "(None: no limit)")
+    edges_per_run: int | None = Field(None, description="prune each selected fact run to its k edges closest to a "
+                                                        "question line (None: whole runs)")
+    show: Show = Field("triples", description="fact runs shown as (pruned) triples, or as the passage sentences "
+                                              "their shown edges came from")
+    cover_weight: float = Field(0.0, description="above 0: the top runs re-ordered greedily for coverage of the "
+                                                 "question's entities")
+    sentence_budget: int | None = Field(None, description="show='sentences': fill the facts block with the "
+                                                          "best-ranked sentences up to this many tokens")
+    sentence_rankings: Sequence[str] = Field(("relevance",), description="sentence orders fused: relevance, "
+                                                                         "question, edges, passages")
+    sentence_bridges: bool = Field(True, description="a sentence naming another candidate passage's title brings "
+                                                     "that passage's best sentence next")
+    sentence_dense: int = Field(5, description="vector search's top passages that join the sentence candidates")
+    relevance_weights: Mapping[str, float] | None = Field(
+        None, description="any of the 'passage', 'terms' and 'lead' weights of the relevance ranking replaced "
+                          "(None: RELEVANCE_WEIGHTS)")
+    extraction: Literal["llm", "offline"] = Field("llm", description="question/answer triples by the LLM or the "
+                                                                     "offline parser")
+    phrase_facts: Literal["uncovered", "always", "never"] = Field(
+        "uncovered", description="phrase-parser facts: for chunks without relation edges, for every chunk, or never")
+    memorize: bool = Field(True, description="store the question's and (grounded) answer's runs")
+    memorize_unanswered: bool = Field(False, description="store the question run of a 'no answer' reply too")
+    replay: bool = Field(True, description="give a stored, still grounded answer to the same question again")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the codebook namespace, e.g. "
                                                                  "('{user_id}',)")
     consolidate: bool = Field(True, description="merge entity aliases after memorising")
     alias_threshold: float = Field(ALIAS_THRESHOLD, description="cosine at which entities are aliases")
-    entity_budget: int | None = Field(None, description="entities kept before k-means refinement")
+    entity_budget: int | None = Field(None, description="entities kept before k-means refinement (a ceiling)")
     layer2_min_cos: float = Field(LAYER2_FLOOR, description="lowest cosine a k-means merge accepts")
     dense_fusion: bool = Field(True, description="fuse the fine ranking with dense passage retrieval")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
+        for name, low in _INT_FLOORS.items():
+            check_int(name, opts[name], low)
+        for name, low in _OPTIONAL_INT_FLOORS.items():
+            check_int(name, opts[name], low, optional=True)
+        check_number("tau_run", opts["tau_run"], 0.0, 2.0, low_open=True)
+        check_number("alias_threshold", opts["alias_threshold"], 0.0, 1.0, low_open=True)
+        check_number("unique_threshold", opts["unique_threshold"], -1.0, 1.0)
+        check_number("layer2_min_cos", opts["layer2_min_cos"], -1.0, 1.0)
+        for name in ("w_ent", "w_rel", "cover_weight"):
+            check_number(name, opts[name], 0.0)
+        _check_weights(opts["relevance_weights"])
+        _check_subset("sentence_rankings", opts["sentence_rankings"], SENTENCE_RANKINGS)
+        _check_subset("encodings", opts["encodings"], ENCODINGS)
+        for name, allowed in _CHOICES.items():
+            if opts[name] not in allowed:
+                raise KgmemInputError(f"{name} must be {' or '.join(map(repr, allowed))}, got {opts[name]!r}")
+        policy = opts["selection_policy"]
+        if policy is not None and not callable(policy):
+            raise KgmemInputError(
+                f"selection_policy must be a function (channel, candidates, features) -> 'all'|'unique'|'none', "
+                f"got {type(policy).__name__}")
+        scope = opts["memory_scope"]
+        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
+            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
+        if opts["fine"] is not None and not isinstance(opts["fine"], FineScoring):
+            raise KgmemInputError(f"fine must be a FineScoring, got {type(opts['fine']).__name__}")
+        return data
 
-__all__ = ["AutoprunedOptions", "ENCODINGS", "Encoding", "Show"]
+    def check_together(self) -> None:
+        if self.sentence_budget is not None and self.show != "sentences":
+            raise KgmemInputError(f"{self.METHOD}: sentence_budget needs show='sentences' (it fills the facts "
+                                  "block with sentences)")
+
+    @property
+    def scoring(self) -> FineScoring:
+        """The fine stage's weights (``fine``, else the defaults)."""
+        return self.fine or FineScoring()
+
+
+def _check_weights(weights: Any) -> None:
+    if weights is None:
+        return
+    if not isinstance(weights, Mapping):
+        raise KgmemInputError(f"relevance_weights must be a mapping such as {RELEVANCE_WEIGHTS}, "
+                              f"got {type(weights).__name__}")
+    if set(weights) - set(RELEVANCE_WEIGHTS):
+        raise KgmemInputError(f"relevance_weights keys must be among {sorted(RELEVANCE_WEIGHTS)}, got {sorted(weights)}")
+    for key, value in weights.items():
+        check_number(f"relevance_weights[{key!r}]", value, 0.0)
+
+
+def _check_subset(name: str, values: Any, allowed: Sequence[str]) -> None:
+    if isinstance(values, str) or not isinstance(values, Sequence) or not values or any(
+            v not in allowed for v in values):
+        raise KgmemInputError(f"{name} must be a non-empty subset of {tuple(allowed)}, got {values!r}")
+
+
+__all__ = ["AutoprunedOptions", "ENCODINGS", "Encoding", "RELEVANCE_WEIGHTS", "SENTENCE_RANKINGS", "Show"]

@@ -47,12 +47,13 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         llm_concurrency: how many of the dynamic-weighting step's independent LLM calls (the
             neighbour summaries, then one score per seed) run at once; 1 = one after another.
         ppr_method, ppr_eps: the PPR algorithm (see ``KnowledgeGraph.ppr``): ``"auto"`` (default)
-            is forward push once the graph is big enough for push to pay (with the default eps,
-            about 2M directed entries), the exact iteration below; ``"exact"`` / ``"push"``
-            force one. ``ppr_eps`` is push's residual threshold (each score low by at most
-            ``eps`` × the node's degree). The reset covers every passage, so each holds a tiny
-            share of it: 1e-7 keeps the top-20 passages as exact's (HotpotQA-300: overlap
-            ≥ 0.99; 1e-5 gives 0.7), where ``kg.ppr``'s few seeds are served by 1e-5.
+            is forward push only where push's own error bound certifies the top ``top_passages``
+            passages as the exact iteration's and push costs less, the exact iteration otherwise
+            (small graphs, hubs among the top passages); ``"exact"`` / ``"push"`` force one.
+            ``ppr_eps`` is push's residual threshold (each score low by at most ``eps`` × the
+            node's degree; ``"auto"`` starts there and lowers it): the reset covers every passage,
+            so each holds a tiny share of it and a forced push needs a finer eps than ``kg.ppr``'s
+            few seeds do.
         dense_fusion: ``True`` (default): the final passage ranking takes the PPR ranking and the
             dense ranking of the passages by cosine with the question in turns, PPR first
             (:func:`~langgraph_kgmem.ranking.interleave`): the top ``2n`` holds PPR's top ``n`` and

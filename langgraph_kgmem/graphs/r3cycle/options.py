@@ -1,16 +1,25 @@
-"""R3-Cycle's options: its factory's keyword arguments as a typed model (the CLI, the served
-graphs and the docs read the fields) and the graph's ``context_schema``. The nodes read these
-knobs once, when the graph is built, so a run's context may set the model and the tenant ids
-only; a knob in ``context=`` is refused with a message naming it."""
+"""R3-Cycle's options: the factory's keyword arguments, validated once, and the graph's
+``context_schema``.
+
+Per run (``app.invoke(inputs, context={"max_steps": 4})``): ``max_steps`` (the first attempt's
+step budget), ``max_cycles`` (retries after a failed attempt), ``top_n`` (ids RetrieveNode
+returns) and ``verifier``. Fixed at build, and refused in a run's context: ``reflection`` (R3-Cycle
+or the Graph-CoT baseline: another method, with its own name in the output and the memory) and
+``memory_scope`` (whose memory the graph writes).
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from pydantic import Field
+from langchain_core.runnables import Runnable
+from pydantic import Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from langgraph_kgmem.errors import KgmemInputError, check_int
 from langgraph_kgmem.graphs.spec import MethodOptions
+
+_INT_FLOORS = {"max_steps": 1, "max_cycles": 0, "top_n": 1}
 
 
 class R3cycleOptions(MethodOptions):
@@ -18,16 +27,33 @@ class R3cycleOptions(MethodOptions):
     :func:`~langgraph_kgmem.graphs.r3cycle.create_r3cycle_graph`)."""
 
     METHOD: ClassVar[str] = "create_r3cycle_graph"
-    FIXED_AT_BUILD: ClassVar[bool] = True
+    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"reflection", "memory_scope"})
 
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the memory namespace, e.g. "
                                                                  "('{user_id}',)")
     verifier: SkipJsonSchema[Any] = Field(None, description="judges an attempt: a callable (question, answer, "
                                                             "evidence) or a compiled graph; default: an LLM self-check")
-    max_steps: int = Field(10, description="tool steps per attempt")
-    max_cycles: int = Field(1, description="retries after a failed attempt")
-    reflection: bool = Field(True, description="False: Graph-CoT (no reflection, no retry)")
-    top_n: int = Field(1, description="nodes RetrieveNode returns")
+    max_steps: int = Field(10, description="step budget of the first attempt (tool calls including Finish)")
+    max_cycles: int = Field(1, description="retries after a failed attempt (0: never retry)")
+    reflection: bool = Field(True, description="False: Graph-CoT (no verification, reflection or retry)")
+    top_n: int = Field(1, description="node ids RetrieveNode returns")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
+        for name, low in _INT_FLOORS.items():
+            check_int(name, opts[name], low)
+        verifier = opts["verifier"]
+        if verifier is not None and not (callable(verifier) or isinstance(verifier, Runnable)):
+            raise KgmemInputError(f"verifier must be a callable (question, answer, evidence) or a compiled graph, "
+                                  f"got {type(verifier).__name__}")
+        scope = opts["memory_scope"]
+        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
+            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
+        return data
 
 
 __all__ = ["R3cycleOptions"]

@@ -1,22 +1,31 @@
-"""ReMindRAG's options: its factory's keyword arguments as a typed model (the CLI, the served
-graphs and the docs read the fields) and the graph's ``context_schema``. The nodes read these
-knobs once, when the graph is built, so a run's context may set the model and the tenant ids
-only; a knob in ``context=`` is refused with a message naming it."""
+"""ReMindRAG's options: the factory's keyword arguments, validated once, and the graph's
+``context_schema``.
+
+Per run (``app.invoke(inputs, context={"max_hops": 3, "lam": 0.7})``): the seeds, the replay
+weight and threshold, the walk's caps, decomposition, passage condensing and the evidence's
+fusion and size. Fixed at build, and refused in a run's context: ``memory_scope`` (whose edge
+memory the graph reads and writes), ``synonym_threshold`` (synonym edges are written into the KG
+once, when the graph is built) and ``human_in_the_loop`` (whether a run stops for a person's
+moves: the graph's contract with its caller, which needs a checkpointer).
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.spec import MethodOptions
+
+_INT_FLOORS = {"seeds_k": 1, "max_hops": 0, "max_replay_nodes": 0, "chunk_chars": 50, "top_passages": 1}
 
 
 class RemindragOptions(MethodOptions):
     """ReMindRAG options (see :func:`~langgraph_kgmem.graphs.remindrag.create_remindrag_graph`)."""
 
     METHOD: ClassVar[str] = "create_remindrag_graph"
-    FIXED_AT_BUILD: ClassVar[bool] = True
+    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"memory_scope", "synonym_threshold", "human_in_the_loop"})
 
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the memory namespace, e.g. "
                                                                  "('{user_id}',)")
@@ -33,6 +42,28 @@ class RemindragOptions(MethodOptions):
     replay: bool = Field(True, description="follow remembered edges first (False: every question is walked)")
     dense_fusion: bool = Field(True, description="fuse the walk's passages with the dense passage ranking")
     top_passages: int = Field(5, description="passages in the evidence (at least)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
+        for name, low in _INT_FLOORS.items():
+            check_int(name, opts[name], low)
+        check_int("max_steps", opts["max_steps"], 1, optional=True)
+        check_number("alpha", opts["alpha"], 0.0, 1.0)
+        check_number("lam (the replay threshold λ)", opts["lam"], -1.0, 1.0)
+        check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True, optional=True)
+        scope = opts["memory_scope"]
+        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
+            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
+        return data
+
+    @property
+    def step_cap(self) -> int:
+        """The loop's decisions at most: ``max_steps``, else ``2 * max_hops + 2``."""
+        return self.max_steps if self.max_steps is not None else 2 * self.max_hops + 2
 
 
 __all__ = ["RemindragOptions"]

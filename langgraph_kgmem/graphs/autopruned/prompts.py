@@ -1,0 +1,61 @@
+"""AutoPrunedRetriever's prompts and the answer prompt around a packed codebook."""
+
+from __future__ import annotations
+
+from langgraph_kgmem.graphs.autopruned.packing import HEADER
+from langgraph_kgmem.graphs.autopruned.schemas import CHANNEL_SECTION
+from langgraph_kgmem.graphs.common import DATA_NOTE, fence
+
+TRIPLES_PROMPT = """Turn this {kind} into a few [subject, relation, object] triples (at most 8).
+""" + DATA_NOTE + """
+
+{kind}: {text}"""
+
+ANSWER_PROMPT = """Answer the question from the knowledge below, written as a compact codebook ({legend}).
+Be brief: a name, a number, a date or a short phrase. If the knowledge does not hold the answer,
+say "no answer".{known_note}
+""" + DATA_NOTE + """
+
+{knowledge}
+
+Question: {question}
+Answer:"""
+
+LEGENDS = {
+    "words": "each line is subject | relation | object",
+    "ids": "entities and relations are numbered; each fact line is subject-number relation-number object-number",
+    "matrix": "entities and relations are numbered; [edges] numbers each fact as subject relation object; "
+              "the other sections list edge numbers",
+    "sentences": "[facts]: each line is a passage title in brackets and sentences of that passage; "
+                 "other sections: subject | relation | object",
+}
+
+KNOWN_NOTE = """
+The [known answers] section holds answers to earlier, different questions: facts to use where they
+apply, not this question's answer."""
+
+# sentences and nothing else (no stored answers or questions shown): no codebook legend to explain
+SENTENCES_PROMPT = """Answer the question from the passage sentences below (each line: [passage title] sentences).
+Be brief: a name, a number, a date or a short phrase. If they do not hold the answer, say "no answer".
+""" + DATA_NOTE + """
+
+{knowledge}
+
+Question: {question}
+Answer:"""
+
+
+def answer_prompt(question: str, packed: str, encoding: str) -> str:
+    """The answer step's prompt around a packed codebook (also used to count would-be tokens offline)."""
+    lines = packed.splitlines()
+    if encoding == "sentences" and lines[:1] == [f"[{CHANNEL_SECTION['F']}]"] and not any(
+            HEADER.match(x) for x in lines[1:]):
+        return SENTENCES_PROMPT.format(knowledge=fence(lines[1:]), question=question)
+    # a stored answer came from another question: the model is told so, never handed it as this one's
+    note = KNOWN_NOTE if any(x.startswith(f"[{CHANNEL_SECTION['A']}]") for x in lines) else ""
+    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]), known_note=note,
+                                knowledge=fence(packed.splitlines(), empty="(nothing known)"), question=question)
+
+
+
+__all__ = ["ANSWER_PROMPT", "KNOWN_NOTE", "LEGENDS", "SENTENCES_PROMPT", "TRIPLES_PROMPT", "answer_prompt"]

@@ -1,0 +1,43 @@
+"""What ReMindRAG's nodes share for the graph's lifetime: :class:`RemindragDeps`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from langgraph_kgmem.graphs.remindrag.maths import replay_weights
+from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
+from langgraph_kgmem.graphs.remindrag.view import Expansion, GraphView
+from langgraph_kgmem.memory import EdgeMemory, resolve_store
+from langgraph_kgmem.memory import memory_scope as scope_of
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+
+@dataclass(frozen=True)
+class RemindragDeps:
+    """The KG and its cached view, the build's model, store and options (bound to the nodes with
+    ``functools.partial``; a run's context may replace the model and the per-run options)."""
+
+    kg: "KnowledgeGraph"
+    view: GraphView
+    model: Any                    # the build's model, resolved once
+    options: RemindragOptions     # the build's options (the run's context on top)
+    store: Any = None             # the factory's store; None: the compiled graph's
+
+    def memory_of(self, q: np.ndarray) -> EdgeMemory:
+        """The edge memory of this KG in the run's tenant scope (``memory_scope`` is fixed at build)."""
+        return EdgeMemory(resolve_store(self.store), self.kg.name, len(q), scope_of(self.options.memory_scope))
+
+
+def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -> np.ndarray:
+    """The replay weight of each of a node's traversable edges for question vector ``q``."""
+    if not exp.edge_ids:
+        return np.zeros(0)
+    return replay_weights(exp.cos_ab, mem.many(exp.edge_ids), q, alpha)
+
+
+__all__ = ["RemindragDeps", "edge_weights"]

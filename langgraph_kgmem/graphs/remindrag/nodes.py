@@ -1,0 +1,373 @@
+"""ReMindRAG's nodes and routers: module-level functions of ``(state, runtime)``.
+
+What a node needs besides the state comes in two parts: ``deps`` (:class:`~.deps.RemindragDeps`:
+the KG and its cached view, the store, the build's model and options; bound by the factory) and
+the run's context (``runtime.context``: per-run options on top of the build's, see
+:meth:`~langgraph_kgmem.graphs.spec.MethodOptions.for_run`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+import numpy as np
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from langgraph_kgmem.graphs.common import (answer_question, check_question, content_words, data_text, emit_progress,
+                                           evidence_item, fence, fuse_with_dense, id_validator, named_in, require,
+                                           run_model)
+from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps, edge_weights
+from langgraph_kgmem.graphs.remindrag.maths import enhance, penalize, replay_weights, unit_vector
+from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
+from langgraph_kgmem.graphs.remindrag.prompts import (DECOMPOSE_PROMPT, NEXT_MOVE_PROMPT, SUFFICIENCY_PROMPT,
+                                                      USEFUL_PROMPT, node_label, render_evidence)
+from langgraph_kgmem.graphs.remindrag.schemas import (MAX_BACKWARD, MAX_CANDIDATES, METHOD, NO_UPDATES,
+                                                      OFFLINE_COVERAGE, SEED_POOL, NextMove, ReMindState, SubQuestions,
+                                                      Sufficiency, UsefulMarks, read_person_move)
+from langgraph_kgmem.graphs.remindrag.view import Expansion, effective_edges, evidence_ids, s_adjacency
+from langgraph_kgmem.graphs.spec import options_of
+from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
+from langgraph_kgmem.memory import EdgeMemory
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+
+def retrieve_seeds(state: ReMindState, runtime: Runtime[RemindragOptions],
+                   *, deps: RemindragDeps) -> dict[str, Any]:
+    """Seed entities of the question (or of each sub-question, with ``decompose``)."""
+    llm = run_model(runtime, deps.model)
+    question = check_question(state)
+    opts = options_of(runtime, deps.options)   # a bad per-run option is refused here, before any work
+    require("ReMindRAG", runtime=runtime, store=deps.store, needs_store=True, memory_scope=deps.options.memory_scope)
+    kg = deps.kg
+    usage: dict[str, Any] = {}
+    queries = [question]
+    if opts.decompose:
+        sub, usage = decide(llm, SubQuestions, render(DECOMPOSE_PROMPT, question=question), step="decompose",
+                            offline=lambda: SubQuestions.model_construct(sub_questions=[question]),
+                            context={"question": question})
+        queries = [s for s in sub.sub_questions[:4] if s.strip()] or [question]
+    seeds: list[str] = []
+    for text in queries:
+        # of the entities nearest the (sub-)question, those it names come first: a seed merely
+        # near the question in embedding space starts the walk off its subject
+        words = content_words(text)
+        near = kg.nearest(text, SEED_POOL * opts.seeds_k, kinds=("entity",))
+        hits = sorted(near, key=lambda h: not named_in(h[0].text, words))[:opts.seeds_k] or \
+            kg.nearest(text, opts.seeds_k, kinds=("chunk",))
+        seeds.extend(deps.view.unit(n.id) for n, _ in hits)
+    seeds = list(dict.fromkeys(seeds))
+    emit_progress({"event": "seeds", "method": METHOD, "seed_ids": seeds})
+    return {"seed_ids": seeds, "subgraph_nodes": list(seeds), "subgraph_edges": [], "current": seeds[0] if seeds else "",
+            "path": [], "hops": 0, "steps": 0, "traversed": False, "sufficient": False, "method": METHOD,
+            "replayed": {"nodes": [], "edges": []}, "memory_updates": dict(NO_UPDATES),
+            "usage": fresh_usage(usage), "model": model_label(llm)}
+
+
+def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
+                  *, deps: RemindragDeps) -> dict[str, Any]:
+    """Replay the edge memory, no LLM: a depth-first walk from the seeds along the edges whose
+    replay weight exceeds ``lam``, strongest first, adding at most ``max_replay_nodes`` nodes."""
+    opts = options_of(runtime, deps.options)
+    if not opts.replay:   # turned off: the walk (and a person in the loop) decides every question
+        return {"replayed": {"nodes": [], "edges": []}}
+    kg = deps.kg
+    q = kg.embed_query(state["question"])
+    mem = deps.memory_of(q)
+    nodes = list(state.get("subgraph_nodes", []))
+    in_s = set(nodes)
+    edges: list[str] = []
+    followed: list[dict[str, Any]] = []
+    stack = list(reversed(state.get("seed_ids", [])))
+    while stack and len(followed) < opts.max_replay_nodes:
+        u = stack.pop()
+        exp = deps.view.expand(u)
+        if not exp.edge_ids:
+            continue
+        w = edge_weights(exp, mem, q, opts.alpha)
+        pushed = []
+        for i in np.argsort(-w, kind="stable"):  # strongest edge first
+            if w[i] <= opts.lam:
+                break
+            b = exp.nbr_ids[i]
+            if b in in_s or len(followed) >= opts.max_replay_nodes:
+                continue
+            in_s.add(b)
+            nodes.append(b)
+            edges.append(exp.edge_ids[i])
+            followed.append({"edge": exp.edge_ids[i], "from": u, "to": b, "weight": round(float(w[i]), 4)})
+            pushed.append(b)
+        stack.extend(reversed(pushed))  # the strongest neighbour is explored next (depth first)
+    replayed = {"nodes": [f["to"] for f in followed], "edges": followed}
+    emit_progress({"event": "replay", "method": METHOD, "nodes": len(followed)})
+    # the walk (if any) starts at the first seed; replayed nodes are reachable by backward moves
+    return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed}
+
+
+def check_sufficiency(state: ReMindState, runtime: Runtime[RemindragOptions],
+                      *, deps: RemindragDeps) -> dict[str, Any]:
+    """Whether the collected subgraph already answers the question (an LLM decision; offline: a
+    passage is in it and the evidence holds most of the question's words)."""
+    opts = options_of(runtime, deps.options)
+    kg = deps.kg
+    llm = run_model(runtime, deps.model)
+    question = state["question"]
+    chunks, facts = evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
+    steps = state.get("steps", 0) + 1
+    if not chunks and not facts:  # nothing collected: cannot be sufficient, no need to ask
+        return {"sufficient": False, "steps": steps}
+    evidence_text = render_evidence(kg, question, chunks, facts, opts.chunk_chars)
+
+    def heuristic() -> Sufficiency:
+        # offline: a passage is in S and the evidence mentions most of the question's words
+        qw = content_words(question)
+        text = " ".join(kg.node(c).text + " " + str(kg.node(c).attrs.get("title") or "") for c in chunks)
+        text += " " + " ".join(kg.fact_text(kg.edge(f)) for f in facts)
+        cover = len(qw & content_words(text)) / (len(qw) or 1)
+        return Sufficiency(sufficient=bool(chunks) and cover >= OFFLINE_COVERAGE)
+
+    decision, usage = decide(
+        llm, Sufficiency, render(SUFFICIENCY_PROMPT, question=question, evidence=evidence_text),
+        step="check_sufficiency", offline=heuristic, fallback=lambda: Sufficiency(sufficient=False),
+        context={"question": question, "evidence_ids": chunks, "fact_ids": facts,
+                 "node_ids": list(state.get("subgraph_nodes", [])), "edge_ids": list(state.get("subgraph_edges", []))})
+    return {"sufficient": decision.sufficient, "steps": steps, "usage": usage}
+
+
+def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: EdgeMemory,
+                alpha: float) -> dict[str, list[tuple[str, str, float, float]]]:
+    """For each node of S with unexplored neighbours: [(neighbour, edge, w, cos(q, neighbour))], best first."""
+    in_s = set(state.get("subgraph_nodes", []))
+    open_nodes: list[tuple[str, Expansion, list[int]]] = []
+    expansions = deps.view.expand_many(state.get("subgraph_nodes", []))
+    for u in state.get("subgraph_nodes", []):
+        exp = expansions[u]
+        keep = [i for i, b in enumerate(exp.nbr_ids) if b not in in_s]
+        if keep:
+            open_nodes.append((u, exp, keep))
+    # one store read and one matrix product per step, over every open node's edges
+    all_edges = [exp.edge_ids[i] for _, exp, keep in open_nodes for i in keep]
+    if not all_edges:
+        return {}
+    cos_ab = np.concatenate([exp.cos_ab[keep] for _, exp, keep in open_nodes])
+    w = replay_weights(cos_ab, mem.many(all_edges), q, alpha)
+    qs = np.vstack([exp.nbr_vecs[keep] for _, exp, keep in open_nodes]) @ q.astype(np.float32)
+    out: dict[str, list[tuple[str, str, float, float]]] = {}
+    k = 0
+    for u, exp, keep in open_nodes:
+        best: dict[str, tuple[str, str, float, float]] = {}
+        for i in keep:  # one entry per neighbour: its strongest edge
+            b = exp.nbr_ids[i]
+            cand = (b, exp.edge_ids[i], float(w[k]), float(qs[k]))
+            k += 1
+            if b not in best or cand[2] > best[b][2]:
+                best[b] = cand
+        out[u] = sorted(best.values(), key=lambda c: (-(c[3] + c[2]), c[0]))
+    return out
+
+
+def ask_person(kg: "KnowledgeGraph", question: str, current: str, forward: Sequence[tuple[str, str, float, float]],
+               backward: Sequence[str], suggestion: NextMove, check: Any) -> NextMove:
+    """Human-in-the-loop move: ``interrupt`` with the candidates until the resume value is valid."""
+    request: dict[str, Any] = {
+        "kind": "remindrag_next_move", "question": question, "current": {"id": current, "label": node_label(kg, current)},
+        "forward": [{"id": b, "label": node_label(kg, b), "w": round(w, 4)} for b, _, w, _ in forward],
+        "backward": [{"id": u, "label": node_label(kg, u)} for u in backward],
+        "suggested": suggestion.model_dump(),
+        "resume_with": "a node id from 'forward' or 'backward', or {'direction': ..., 'node_id': ...}"}
+    while True:   # a value that is not an offered move asks again, with the reason: never a silent end
+        reply = interrupt(request)
+        try:
+            move = read_person_move(reply, [b for b, *_ in forward], backward)
+        except ValueError as exc:
+            request = {**request, "error": str(exc)}
+            continue
+        problem = check(move)
+        if problem is None:
+            return move
+        request = {**request, "error": problem}
+
+
+def traverse_step(state: ReMindState, runtime: Runtime[RemindragOptions],
+                  *, deps: RemindragDeps) -> dict[str, Any]:
+    """One move of the walk, forward to a neighbour of the current node or back to a visited node:
+    an LLM decision, a person's (``human_in_the_loop``), or offline the best-first heuristic."""
+    opts = options_of(runtime, deps.options)
+    kg = deps.kg
+    llm = run_model(runtime, deps.model)
+    question = state["question"]
+    q = kg.embed_query(question)
+    mem = deps.memory_of(q)
+    frontier = frontier_of(deps, state, q, mem, opts.alpha)
+    current = state.get("current", "")
+    forward = frontier.get(current, [])[:MAX_CANDIDATES]
+    backward = sorted((u for u in frontier if u != current), key=lambda u: -(frontier[u][0][3] + frontier[u][0][2]))
+    backward = backward[:MAX_BACKWARD]
+    fwd_ids = [c[0] for c in forward]
+
+    def best_first() -> NextMove:
+        # offline: the unexplored neighbour most similar to the question (plus its learned weight),
+        # reached forward if it hangs off the current node, else by a backward move to its parent
+        best_u = max(frontier, key=lambda u: (frontier[u][0][3] + frontier[u][0][2], u == current))
+        if best_u == current:
+            return NextMove(direction="forward", node_id=frontier[current][0][0])
+        return NextMove(direction="backward", node_id=best_u)
+
+    def check(move: NextMove) -> str | None:
+        allowed = fwd_ids if move.direction == "forward" else backward
+        if not allowed:
+            return f"no {move.direction} move is possible now; choose the other direction"
+        return id_validator(allowed, "node_id")(move)
+
+    chunks, facts = evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
+    path_text = " → ".join(data_text(node_label(kg, h["to"], 40)) + (" (back)" if h["direction"] == "backward" else "")
+                            for h in state.get("path", [])[-8:])
+    prompt = render(
+        NEXT_MOVE_PROMPT, question=question, evidence=render_evidence(kg, question, chunks, facts, opts.chunk_chars),
+        path=fence(path_text, empty="(start)", inline=True), current=fence(f"{current} {node_label(kg, current)}", inline=True),
+        forward=fence([f"- {b} {node_label(kg, b)} (w={w:.2f})" for b, _, w, _ in forward]),
+        backward=fence([f"- {u} {node_label(kg, u)}" for u in backward]))
+    if deps.options.human_in_the_loop:
+        move, usage, decided_by = ask_person(kg, question, current, forward, backward, best_first(), check), {}, "human"
+    else:
+        move, usage = decide(
+            llm, NextMove, prompt, step="traverse_step", offline=best_first, validate=check,
+            context={"question": question, "current": current, "forward": fwd_ids, "backward": list(backward),
+                     "evidence_ids": chunks, "node_ids": list(state.get("subgraph_nodes", [])),
+                     "frontier": {u: [c[0] for c in cands] for u, cands in frontier.items()}})
+        decided_by = "offline" if is_offline(llm) else ("fallback" if usage.get("fallbacks") else "llm")
+    hop: dict[str, Any] = {"step": state.get("hops", 0) + 1, "direction": move.direction, "from": current,
+                           "to": move.node_id, "edge": None, "decided_by": decided_by}
+    update: dict[str, Any] = {"hops": state.get("hops", 0) + 1, "steps": state.get("steps", 0) + 1,
+                              "traversed": True, "usage": usage, "current": move.node_id}
+    if move.direction == "forward":
+        b, eid = next((c[0], c[1]) for c in forward if c[0] == move.node_id)
+        hop["edge"] = eid
+        update["subgraph_nodes"] = list(state.get("subgraph_nodes", [])) + [b]
+        update["subgraph_edges"] = list(state.get("subgraph_edges", [])) + [eid]
+    update["path"] = list(state.get("path", [])) + [hop]
+    emit_progress({"event": "hop", "method": METHOD, **hop})
+    return update
+
+
+def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
+           *, deps: RemindragDeps) -> dict[str, Any]:
+    """The answer from the collected passages and facts (fused with the dense ranking under
+    ``dense_fusion``), and why the walk stopped."""
+    opts = options_of(runtime, deps.options)
+    kg = deps.kg
+    llm = run_model(runtime, deps.model)
+    question = state["question"]
+    chunks, facts = evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
+    if opts.dense_fusion:
+        fused = fuse_with_dense(kg, question, chunks, max(opts.top_passages, len(chunks)))
+        evidence = [evidence_item(kg, c, score=s) for c, s in fused] + [evidence_item(kg, i) for i in facts]
+    else:
+        evidence = [evidence_item(kg, i) for i in chunks + facts]
+    text, usage = answer_question(kg, llm, question, evidence,
+                                  context={"evidence_texts": [e["text"] for e in evidence], "method": METHOD})
+    reason = "sufficient" if state.get("sufficient") else (
+        "max_hops" if state.get("hops", 0) >= opts.max_hops else
+        "max_steps" if state.get("steps", 0) >= opts.step_cap else "exhausted")
+    return {"answer": text, "evidence": evidence, "usage": usage, "stop_reason": reason}
+
+
+def memorize(state: ReMindState, runtime: Runtime[RemindragOptions],
+             *, deps: RemindragDeps) -> dict[str, Any]:
+    """Mark the useful evidence (one LLM call), enhance the edges on the paths from the seeds to
+    it and penalise the rest of the subgraph's edges."""
+    kg = deps.kg
+    llm = run_model(runtime, deps.model)
+    question = state["question"]
+    q = unit_vector(kg.embed_query(question))
+    nodes, edges = state.get("subgraph_nodes", []), state.get("subgraph_edges", [])
+    chunks, facts = evidence_ids(kg, nodes, edges)
+    candidates = chunks + facts
+    usage: dict[str, Any] = {}
+    if candidates:
+        def heuristic() -> UsefulMarks:
+            # offline: the passage holding the extractive answer, then greedily the passages that
+            # cover the most question words still uncovered (the ones the sufficiency test needed)
+            ans = (state.get("answer") or "").strip().lower()
+            marked = [c for c in chunks if ans and ans in kg.node(c).text.lower()][:1]
+            todo = content_words(question)
+            words = {c: content_words(kg.node(c).text + " " + str(kg.node(c).attrs.get("title") or "")) for c in chunks}
+            for c in marked:
+                todo -= words[c]
+            while todo:
+                best = max(chunks, key=lambda c: (len(todo & words[c]), -chunks.index(c)), default=None)
+                if best is None or not todo & words[best]:
+                    break
+                marked.append(best)
+                todo -= words[best]
+            return UsefulMarks.model_construct(useful_ids=list(dict.fromkeys(marked)))
+
+        items = fence([f"- {e['id']} ({e['kind']}) {e['text'][:200]}"
+                       for e in (evidence_item(kg, i) for i in candidates)])
+        answer_text = fence(state.get("answer", ""), inline=True)
+        marks, usage = decide(
+            llm, UsefulMarks, render(USEFUL_PROMPT, question=question, answer=answer_text, items=items),
+            step="mark_useful", offline=heuristic, fallback=heuristic,
+            validate=id_validator(candidates, "useful_ids"),
+            context={"question": question, "candidates": candidates, "evidence_ids": chunks, "fact_ids": facts})
+        useful = list(dict.fromkeys(marks.useful_ids))
+    else:
+        useful = []
+    adj = s_adjacency(kg, deps.view, edges)
+    targets: list[str] = []
+    for i in useful:
+        e = kg.edge(i)
+        targets.extend([deps.view.unit(e.src), deps.view.unit(e.dst)] if e is not None else [i])
+    eff = effective_edges(adj, state.get("seed_ids", []), targets)
+    eff += [i for i in useful if kg.edge(i) is not None and i not in eff]
+    eff_set = set(eff)
+    ineff = [e for e in edges if e not in eff_set]
+    def change(k: int, old: np.ndarray) -> np.ndarray | None:
+        v = enhance(old, q) if k < len(eff) else penalize(old, q)
+        # a penalty on a zero vector changes nothing: no write
+        return v if k < len(eff) or np.any(v != old) else None
+
+    # read-modify-write under the store's lock: concurrent runs (threads, processes) lose nothing
+    written = deps.memory_of(q).update(eff + ineff, change, question=question, credited=eff)
+    updates = {"enhanced": len(eff), "penalised": len(ineff), "enhanced_ids": eff, "penalised_ids": ineff,
+               "useful_ids": useful, "written": written}
+    emit_progress({"event": "memorize", "method": METHOD, "enhanced": len(eff), "penalised": len(ineff)})
+    return {"memory_updates": updates, "usage": usage}
+
+
+def after_check(state: ReMindState, runtime: Runtime[RemindragOptions], *,
+                deps: RemindragDeps) -> Literal["traverse_step", "answer"]:
+    """Answer when the subgraph is sufficient, a cap is reached or nothing is left to explore;
+    else move."""
+    opts = options_of(runtime, deps.options)
+    if state.get("sufficient"):
+        return "answer"
+    if state.get("hops", 0) >= opts.max_hops or state.get("steps", 0) >= opts.step_cap:
+        return "answer"
+    in_s = set(state.get("subgraph_nodes", []))
+    for u in state.get("subgraph_nodes", []):
+        if any(b not in in_s for b in deps.view.expand(u).nbr_ids):
+            return "traverse_step"
+    return "answer"  # nothing left to explore
+
+
+def after_move(state: ReMindState, runtime: Runtime[RemindragOptions], *,
+               deps: RemindragDeps) -> Literal["check_sufficiency", "traverse_step", "answer"]:
+    # a backward move leaves S as it was: asking "is S sufficient?" again would repeat the last
+    # (paid) answer, so the walk goes on under the same caps
+    path = state.get("path", [])
+    if path and path[-1]["direction"] == "backward":
+        return after_check(state, runtime, deps=deps)
+    return "check_sufficiency"
+
+
+def after_answer(state: ReMindState) -> Literal["memorize", "__end__"]:
+    """Memorise only after a walk: replay alone learned nothing new."""
+    return "memorize" if state.get("traversed") else END
+
+
+__all__ = ["after_answer", "after_check", "after_move", "answer", "ask_person", "check_sufficiency", "frontier_of",
+           "memorize", "replay_memory", "retrieve_seeds", "traverse_step"]

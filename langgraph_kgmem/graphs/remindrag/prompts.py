@@ -1,0 +1,101 @@
+"""ReMindRAG's prompts (rendered strictly by ``llm.render``) and the evidence text they quote."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from langgraph_kgmem.graphs.common import DATA_NOTE, content_words, fence
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+DECOMPOSE_PROMPT = """Split this question into the sub-questions one has to answer, in order, to answer it.
+A simple question stays one sub-question.
+
+Question: {question}"""
+
+SUFFICIENCY_PROMPT = """You are collecting evidence from a knowledge graph to answer a question.
+""" + DATA_NOTE + """
+
+Question: {question}
+
+Evidence collected so far:
+{evidence}
+
+Is this evidence enough to answer the question with confidence? Answer false if any needed fact is missing."""
+
+NEXT_MOVE_PROMPT = """You are walking a knowledge graph to find the evidence that answers a question.
+The evidence collected so far is not enough yet. Choose one move.
+""" + DATA_NOTE + """
+
+Question: {question}
+
+Evidence collected so far:
+{evidence}
+
+Path so far: {path}
+You are at: {current}
+
+Forward: neighbours of the current node not yet visited (w = learned edge weight):
+{forward}
+
+Backward: visited nodes you can return to and continue from:
+{backward}
+
+Pick the move most likely to lead to the missing evidence."""
+
+USEFUL_PROMPT = DATA_NOTE + """
+
+Question: {question}
+Answer given: {answer}
+
+Evidence items:
+{items}
+
+Which items did the answer rely on? List their ids (passages and facts that were needed)."""
+
+
+
+def condense(text: str, question: str, budget: int) -> str:
+    """A long chunk cut to its sentences sharing most words with the question (in text order)."""
+    if len(text) <= budget:
+        return text
+    from langgraph_kgmem.ingest.chunking import split_sentences
+
+    sents = split_sentences(text) or [text]
+    qw = content_words(question)
+    order = sorted(range(len(sents)), key=lambda i: (-len(qw & content_words(sents[i])), i))
+    keep, used = set(), 0
+    for i in order:
+        if used + len(sents[i]) > budget and keep:
+            break
+        keep.add(i)
+        used += len(sents[i])
+    return " ".join(sents[i] for i in sorted(keep))[: budget + 200]
+
+
+def node_label(kg: "KnowledgeGraph", nid: str, limit: int = 90) -> str:
+    node = kg.node(nid)
+    if node is None:
+        return nid
+    if node.kind == "chunk":
+        title = node.attrs.get("title") or ""
+        return f"[passage] {title}: {node.text[:limit]}" if title else f"[passage] {node.text[:limit]}"
+    return f"[{node.kind}] {node.text[:limit]}"
+
+
+def render_evidence(kg: "KnowledgeGraph", question: str, chunks: Sequence[str], facts: Sequence[str],
+                    budget: int) -> str:
+    lines = []
+    for cid in chunks:
+        node = kg.node(cid)
+        title = node.attrs.get("title") or ""
+        lines.append(f"- passage {cid}{f' [{title}]' if title else ''}: {condense(node.text, question, budget)}")
+    for eid in facts:
+        lines.append(f"- fact {eid}: {kg.fact_text(kg.edge(eid))}")
+    return fence(lines, empty="(nothing yet)")
+
+
+
+__all__ = ["DECOMPOSE_PROMPT", "NEXT_MOVE_PROMPT", "SUFFICIENCY_PROMPT", "USEFUL_PROMPT", "condense", "node_label",
+           "render_evidence"]
