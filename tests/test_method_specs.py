@@ -124,6 +124,17 @@ def test_catrag_options_override_per_run_with_tenant_ids(tiny_kg):
         app.invoke({"question": QUESTION}, context={"anchoring": False})
 
 
+def test_catrag_checks_that_read_two_options_see_the_build_values_under_the_run(tiny_kg):
+    from langgraph_kgmem import create_catrag_graph
+
+    # LangGraph gives a run's context to the graph with the options it leaves out at their class
+    # defaults (rank_depth 20), not at the values the graph was built with (30)
+    app = create_catrag_graph(tiny_kg, model="offline", rank_depth=30).compile()
+    app.invoke({"question": QUESTION}, context={"top_passages": 25})
+    with pytest.raises(KgmemInputError, match="rank_depth"):
+        app.invoke({"question": QUESTION}, context={"top_passages": 31})
+
+
 def test_kgirag_options_override_per_run():
     from langgraph_kgmem import create_kgirag_graph
 

@@ -61,9 +61,11 @@ class CatragOptions(MethodOptions):
         if opts["ppr_method"] not in ("auto", "exact", "push"):
             raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
-        if opts["rank_depth"] < opts["top_passages"]:
-            raise KgmemInputError(f"rank_depth ({opts['rank_depth']}) must be ≥ top_passages ({opts['top_passages']})")
         return data
+
+    def check_together(self) -> None:
+        if self.rank_depth < self.top_passages:
+            raise KgmemInputError(f"rank_depth ({self.rank_depth}) must be ≥ top_passages ({self.top_passages})")
 
     @property
     def method(self) -> str:
