@@ -28,6 +28,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
+from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 
@@ -97,6 +98,7 @@ def _arr(v: Any) -> np.ndarray:
 
 
 def is_postgres_uri(path: object) -> bool:
+    """Whether ``path`` is a PostgreSQL URI (what this backend opens)."""
     return isinstance(path, str) and path.startswith(("postgresql://", "postgres://"))
 
 
@@ -307,8 +309,9 @@ def drop_kg(uri: str, name: str) -> bool:
 
 
 class PostgresGraphStore:
-    """:class:`~langgraph_kgmem.kg.backend.GraphBackend` on PostgreSQL, for one KG of the database."""
+    """:class:`~langgraph_kgmem.kg.backends.contract.GraphBackend` on PostgreSQL, for one KG of the database."""
 
+    kind = "postgres"
     shared = True
 
     def __init__(self, db: PgDatabase, name: str, *, create: bool = True) -> None:
@@ -330,8 +333,6 @@ class PostgresGraphStore:
     @property
     def depth(self) -> int:
         return self.db.depth
-
-    _depth = depth   # the name the facade and ingest used for the SQLite store
 
     def _log(self) -> dict[str, set[str]]:
         log = getattr(self._pending, "log", None)
@@ -624,11 +625,11 @@ class PostgresGraphStore:
         return row[0] if row else None
 
     def close(self) -> None:
-        """The database pool is closed by the KG that owns it."""
+        """The database pool is shared with the vectors: :func:`open_postgres` releases it last."""
 
 
 class PgVectorIndex:
-    """:class:`~langgraph_kgmem.kg.backend.VectorBackend` in one pgvector table per KG.
+    """:class:`~langgraph_kgmem.kg.backends.contract.VectorBackend` in one pgvector table per KG.
 
     Writes go through the calling thread's open transaction (so a document's vectors commit with
     its structure); searches use HNSW (cosine) with pgvector's iterative scan for kind filters and
@@ -636,7 +637,9 @@ class PgVectorIndex:
     result can differ from exhaustive search in its last places.
     """
 
+    kind = "pgvector"
     transactional = True
+    remote = True   # every read is a round trip: the KG caches what it read
 
     def __init__(self, db: PgDatabase, store: PostgresGraphStore) -> None:
         self.db = db
@@ -729,6 +732,9 @@ class PgVectorIndex:
 
     def flush(self) -> None:
         """Nothing deferred: writes go through the open transaction."""
+
+    def close(self) -> None:
+        """Nothing held apart from the database pool, which :func:`open_postgres` releases."""
 
     def discard_pending(self) -> None:
         """Nothing deferred: a rollback undoes the writes."""
@@ -954,3 +960,27 @@ class PgVectorIndex:
     def dimension(self) -> int | None:
         self._exists()
         return self.dim
+
+
+def open_postgres(target: str, *, name: str | None = None, create: bool = True,
+                  vector_backend: str | None = None) -> OpenedBackend:
+    """KG ``name`` (default ``"default"``) in the database ``target`` names; ``vector_backend`` is
+    not a choice here (always pgvector) and is ignored, so one call can name either kind of target."""
+    name = check_kg_name(name or "default")
+    db = PgDatabase(target)
+    try:
+        store = PostgresGraphStore(db, name, create=create)
+        vectors = PgVectorIndex(db, store)
+    except BaseException:
+        db.close()
+        raise
+    return OpenedBackend(store, vectors, backend="postgres", uri=target, releases=[db.close])
+
+
+def _scratch(workdir: Any) -> Any:
+    from langgraph_kgmem.testing_postgres import scratch_databases
+
+    return scratch_databases(workdir)
+
+
+SPEC = BackendSpec("postgres", lambda target, vb: is_postgres_uri(target), open_postgres, _scratch, server=True)
