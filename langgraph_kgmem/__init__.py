@@ -12,7 +12,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "KnowledgeGraph": "langgraph_kgmem.kg.graph",
+    "KnowledgeGraph": "langgraph_kgmem.knowledge_graph",
     "create_kgmem_tools": "langgraph_kgmem.tools",
     "create_remindrag_graph": "langgraph_kgmem.graphs.remindrag",
     "create_r3cycle_graph": "langgraph_kgmem.graphs.r3cycle",

@@ -1,4 +1,11 @@
-"""Strict deserialisation of checkpoints: what the package's checkpointers load, and nothing else.
+"""The methods' checkpointer and memory store: (checkpointer, store) pairs on one database, sync
+and async, and the strict deserialisation every checkpointer here uses.
+
+:func:`open_persistence` / :func:`open_async_persistence` put both on the KG's own PostgreSQL
+database (or ``$KGMEM_POSTGRES_URI``), else on SQLite (``memory.sqlite`` in the KG directory),
+else in memory.
+
+Strict deserialisation of checkpoints: what the package's checkpointers load, and nothing else.
 
 LangGraph's default checkpoint serializer rebuilds any ``(module, name, args)`` a msgpack payload
 names — an import and a call chosen by whoever can write the checkpoint table. A KG directory's
@@ -17,12 +24,26 @@ objects, so it needs no serializer.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import asyncio
+import logging
+import os
+import sqlite3
+import time
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterable
 
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph_kgmem.errors import UnsafeStoredDataError
+from langgraph_kgmem.errors import KgmemError, UnsafeStoredDataError
+from langgraph_kgmem.kg.backends.sqlite import MEMORY_TABLES, check_sqlite_file, sqlite_open_error
+from langgraph_kgmem.kg.files import private_file
+from langgraph_kgmem.memory.locks import sqlite_setup_lock
+
+logger = logging.getLogger(__name__)
+
+MEMORY_DB_FILE = "memory.sqlite"
 
 # (module, name) pairs a checkpoint of this package may rebuild. Method states hold JSON-native
 # values only; the rest is what LangGraph itself writes into checkpoints and pending writes
@@ -135,3 +156,140 @@ def _refused_types(payload: bytes, allowed: frozenset[tuple[str, ...]]) -> set[s
 def strict_serializer(where: str) -> StrictCheckpointSerializer:
     """The serializer every checkpointer the package opens uses (see :class:`StrictCheckpointSerializer`)."""
     return StrictCheckpointSerializer(where)
+
+
+@asynccontextmanager
+async def open_async_persistence(path: Path | None, *, uri: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The async twin of :func:`open_persistence` (same database, same tables), closed on exit."""
+    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
+    if uri:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+        from psycopg import AsyncConnection
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+
+        from langgraph_kgmem.kg.backends.postgres import SCHEMA_LOCK, database_label, storage_error
+
+        pool = AsyncConnectionPool(uri, min_size=1, max_size=8, open=False,
+                                   kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+        try:
+            await pool.open(wait=True, timeout=15)
+            saver = AsyncPostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            store = AsyncPostgresStore(pool)
+            # one migrator at a time, polled (see open_persistence)
+            async with await AsyncConnection.connect(uri, autocommit=True) as conn:
+                while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                                     (SCHEMA_LOCK[0], 1))).fetchone())[0]:
+                    await asyncio.sleep(0.05)
+                try:
+                    await saver.setup()
+                    await store.setup()
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
+        except Exception as exc:
+            await pool.close()
+            if isinstance(exc, KgmemError):
+                raise
+            raise storage_error(exc, uri, "setting up the async checkpointer and store") from exc
+        try:
+            yield saver, store
+        finally:
+            await pool.close()
+        return
+    if path is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.store.memory import InMemoryStore
+
+        yield InMemorySaver(), InMemoryStore()
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    import aiosqlite
+
+    db = str(private_file(Path(path) / MEMORY_DB_FILE))
+    # checked on a plain connection first: a foreign or corrupt file is refused before setup
+    # creates anything in it
+    with closing(sqlite3.connect(db)) as probe:
+        check_sqlite_file(probe, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
+    # the saver built on its own connection: from_conn_string takes no serializer
+    async with aiosqlite.connect(db) as conn, AsyncSqliteStore.from_conn_string(db) as store:
+        saver = AsyncSqliteSaver(conn, serde=strict_serializer(db))
+        try:
+            with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+                await saver.setup()
+                await store.setup()
+        except sqlite3.DatabaseError as exc:
+            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
+        yield saver, store
+
+
+def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any, Any]:
+    """(checkpointer, store) on one database: the KG's own PostgreSQL database (``uri``) or
+    ``KGMEM_POSTGRES_URI``, else SQLite in ``path`` (in memory without one)."""
+    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
+    if uri:
+        try:
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from langgraph.store.postgres import PostgresStore
+            from psycopg import Connection
+        except ImportError as exc:  # pragma: no cover - optional extra
+            from langgraph_kgmem.errors import ConfigurationError
+
+            raise ConfigurationError(
+                "KGMEM_POSTGRES_URI is set but the Postgres backends are missing: "
+                "pip install 'langgraph-kgmem[postgres]'") from exc
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        from langgraph_kgmem.kg.backends.postgres import SCHEMA_LOCK, database_label, storage_error
+
+        # a pool, so threads (app.batch) and the KG's own connections never share one connection
+        pool = ConnectionPool(uri, min_size=1, max_size=8, open=False,
+                              kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+        try:
+            pool.open(wait=True, timeout=15)
+            saver = PostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            store = PostgresStore(pool)
+            # one migrator at a time; a session lock, not a transaction: the saver's migrations
+            # create indexes CONCURRENTLY, which wait for every open transaction
+            # waiting is polled: a session blocked in pg_advisory_lock holds a snapshot, which such
+            # an index build waits for, while the lock holder waits for the build (a deadlock)
+            with Connection.connect(uri, autocommit=True) as conn:
+                while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SCHEMA_LOCK[0], 1)).fetchone()[0]:
+                    time.sleep(0.05)
+                try:
+                    saver.setup()
+                    store.setup()
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
+        except Exception as exc:
+            pool.close()
+            if isinstance(exc, KgmemError):
+                raise
+            raise storage_error(exc, uri, "setting up the checkpointer and store") from exc
+        return saver, store
+    if path is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.store.memory import InMemoryStore
+
+        return InMemorySaver(), InMemoryStore()
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.sqlite import SqliteStore
+
+    db = str(private_file(Path(path) / MEMORY_DB_FILE))
+    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
+    store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
+    try:
+        check_sqlite_file(saver.conn, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
+        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
+            saver.setup()
+            store.setup()
+    except BaseException as exc:
+        saver.conn.close()
+        store.conn.close()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
+        raise
+    return saver, store

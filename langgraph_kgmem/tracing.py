@@ -24,14 +24,22 @@ import inspect
 import os
 import re
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
 
-if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+
+class KnowledgeGraph(Protocol):
+    """What run metadata reads of a KG (a structural type: the KG layer itself uses this module's
+    :func:`traced`, so importing the KG class here would make the two modules import each other)."""
+
+    name: str
+
+    @property
+    def version(self) -> int: ...
 
 F = TypeVar("F", bound=Callable[..., Any])
 RUN_PREFIX = "kgmem"

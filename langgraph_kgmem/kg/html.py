@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 KIND_COLORS = {"entity": "#4e79a7", "chunk": "#f28e2b", "anchor": "#59a14f", "time": "#b07aa1",
                "location": "#76b7b2", "event": "#e15759"}

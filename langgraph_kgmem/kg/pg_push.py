@@ -398,7 +398,7 @@ class LazyPushPpr:
 
     @classmethod
     def open(cls, uri: str, *, name: str = "default", max_entries: int = MAX_ENTRIES) -> "LazyPushPpr":
-        from langgraph_kgmem.kg.postgres import PgDatabase, PostgresGraphStore, is_postgres_uri
+        from langgraph_kgmem.kg.backends.postgres import PgDatabase, PostgresGraphStore, is_postgres_uri
 
         if not is_postgres_uri(uri):
             raise KgmemInputError(f"LazyPushPpr reads a PostgreSQL KG: give a postgresql:// URI, not {uri!r}")

@@ -4,7 +4,8 @@ embedded one (SQLite + numpy or Chroma vectors in a directory) and PostgreSQL + 
 
 from langgraph_kgmem.kg.backends.contract import (DERIVED_SOURCE, BackendSpec, GraphBackend, OpenedBackend,
                                                   VectorBackend)
-from langgraph_kgmem.kg.backends.registry import backend_for, is_database, open_backend, registered_backends
+from langgraph_kgmem.kg.backends.registry import (backend_for, drop_kg, is_database, open_backend,
+                                                  registered_backends)
 
 __all__ = ["DERIVED_SOURCE", "BackendSpec", "GraphBackend", "OpenedBackend", "VectorBackend", "backend_for",
-           "is_database", "open_backend", "registered_backends"]
+           "drop_kg", "is_database", "open_backend", "registered_backends"]

@@ -194,8 +194,10 @@ class BackendSpec:
             that returns a fresh, empty target on each call (a new directory, a new database).
         open_options: keyword arguments the conformance suite passes to ``KnowledgeGraph.open``
             with a scratch target (e.g. the vector backend).
-        server: True when the scratch targets need a database server (the suite marks those
-            tests ``integration``).
+        server: True when a target holds many KGs, picked by name (a database server); the suite
+            marks its tests ``integration``.
+        drop: ``drop(target, name)`` removes KG ``name`` from a server target, True if it existed
+            (None: a KG is its directory, deleted as one).
     """
 
     name: str
@@ -204,3 +206,4 @@ class BackendSpec:
     scratch: Callable[[Path], AbstractContextManager[Callable[[], str]]]
     open_options: dict[str, Any] = field(default_factory=dict)
     server: bool = False
+    drop: Callable[[str, str], bool] | None = None

@@ -983,4 +983,5 @@ def _scratch(workdir: Any) -> Any:
     return scratch_databases(workdir)
 
 
-SPEC = BackendSpec("postgres", lambda target, vb: is_postgres_uri(target), open_postgres, _scratch, server=True)
+SPEC = BackendSpec("postgres", lambda target, vb: is_postgres_uri(target), open_postgres, _scratch, server=True,
+                   drop=drop_kg)

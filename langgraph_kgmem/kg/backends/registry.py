@@ -58,3 +58,16 @@ def open_backend(target: str | os.PathLike[str], *, name: str | None = None, cre
     """
     spec = backend_for(target, vector_backend)
     return spec.open(os.fspath(target), name=name, create=create, vector_backend=vector_backend)
+
+
+def drop_kg(target: str | os.PathLike[str], name: str) -> bool:
+    """Remove KG ``name`` from the database ``target`` names; True if it existed.
+
+    Raises:
+        KgmemInputError: ``target`` is a KG directory (delete the directory instead).
+    """
+    spec = backend_for(target)
+    if spec.drop is None:
+        raise KgmemInputError(f"{os.fspath(target)!r} is a KG directory ({spec.name}), not a database of KGs: "
+                              "an embedded KG is its directory, delete the directory")
+    return spec.drop(os.fspath(target), name)
