@@ -151,13 +151,14 @@ class TemporaryPostgres:
 @contextmanager
 def scratch_databases(workdir: Path) -> Iterator[Callable[[], str]]:
     """A function returning the URI of a new, empty database on each call, on the server
-    ``$KGMEM_TEST_POSTGRES_URI`` names or on a :class:`TemporaryPostgres` under ``workdir``; the
-    databases are dropped (and the temporary server stopped) when the block ends. The PostgreSQL
-    backend's conformance hook."""
+    ``$KGMEM_TEST_POSTGRES_URI`` names or on a new :class:`TemporaryPostgres`; the databases are
+    dropped (and the temporary server stopped) when the block ends. The PostgreSQL backend's
+    conformance hook. ``workdir`` is not used: the temporary server makes a directory of its own,
+    one its system user can reach (a test's work directory under root is closed to it)."""
     import psycopg
 
     base = os.environ.get("KGMEM_TEST_POSTGRES_URI")
-    server = None if base else TemporaryPostgres(workdir / "postgres").start()
+    server = None if base else TemporaryPostgres().start()
     base = base or server.uri  # type: ignore[union-attr]
     made: list[str] = []
 

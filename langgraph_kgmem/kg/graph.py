@@ -71,7 +71,6 @@ class KnowledgeGraphCore:
         self.path = backend.path
         self.uri = backend.uri
         self.refresh_interval = refresh_interval
-        self.embeddings = embeddings
         self._backend = backend
         self._store: GraphBackend = backend.store
         self._vectors: VectorBackend = backend.vectors
@@ -347,6 +346,15 @@ class KnowledgeGraphCore:
         return True
 
     # ------------------------------------------------------------------ embeddings
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model every vector of this KG comes from."""
+        return self._embedder.embeddings
+
+    @embeddings.setter
+    def embeddings(self, value: Embeddings) -> None:
+        self._embedder.embeddings = value
+
     @property
     def embed_seconds(self) -> float:
         """Seconds spent inside the embedding model by this KG so far (ingestion reports the part it caused)."""
