@@ -239,7 +239,5 @@ def test_a_failed_transaction_leaves_the_kg_as_it_was(spec_and_target):
 def test_writes_through_the_facade_check_their_references(spec_and_target):
     spec, target = spec_and_target
     with KnowledgeGraph.open(target, name="refs", embeddings="hash", **spec.open_options) as kg:
-        with pytest.raises(KgmemInputError, match="unknown node 'ent-nowhere'"):
-            kg.put_alias("nowhere", "ent-nowhere", 0.9)
         with pytest.raises(KgmemInputError, match="put_vectors: no node"):
             kg.put_vectors("nodes", ["ent-nowhere"], np.ones((1, 256), dtype=np.float32), ["entity"])

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, check_storable, check_storable_values
-from langgraph_kgmem.kg.time_chain import relink_time_chain
 from langgraph_kgmem.kg.types import Edge, Node, content_hash, edge_id, node_id
 
 if TYPE_CHECKING:
@@ -456,7 +455,7 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
             kg.add_nodes(nodes[off:off + batch_size], source=doc_id, embed=False)
         for off in range(0, len(edges), batch_size):
             kg.add_edges(edges[off:off + batch_size], source=doc_id, embed_facts=False)
-        chained = relink_time_chain(kg, [tids[s] for s in slots], batch_size=batch_size)
+        chained = kg.relink_time_chain([tids[s] for s in slots], batch_size=batch_size)
         kg.put_document(doc_id, title=title or f"records: {event_name}", status="done", meta=meta)
     report.records = len(obs)
     report.time_nodes = len(slots)
@@ -525,5 +524,4 @@ def temporal_index(kg: "KnowledgeGraph") -> TemporalIndex:
 
 __all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule", "TemporalIndex",
            "add_records", "normalize_records", "read_rows", "compile_rule", "temporal_index", "parse_time",
-           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id",
-           "relink_time_chain"]
+           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id"]

@@ -34,7 +34,7 @@ from langgraph_kgmem.kg.backends.embedded import open_in_memory
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
 from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, PprResult, choose_method, ppr_scores
 from langgraph_kgmem.kg.structure import GraphIndex
-from langgraph_kgmem.kg.time_chain import relink_time_chain
+from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
 from langgraph_kgmem.tracing import traced
 
@@ -566,8 +566,20 @@ class KnowledgeGraphCore:
             self._delete_vectors("facts", sorted(doomed_edges))
             self._touch()
             if relink:
-                relink_time_chain(self, sorted(relink))
+                self.relink_time_chain(sorted(relink))
         return {"nodes_removed": len(doomed_nodes), "edges_removed": len(doomed_edges)}
+
+    def relink_time_chain(self, time_ids: Iterable[str], *, batch_size: int = BATCH_SIZE) -> int:
+        """Link each time node of ``time_ids`` to its neighbours in time by ``time_next`` edges and
+        drop the chain edges around them that skip a time node, so that the chain visits every time
+        node of the KG in order, across add_records batches and after deletions. Chain edges are
+        derived structure: they live as long as both ends do. Returns the number of edges added."""
+        new, skips = chain_changes(self._graph, time_ids)
+        with self.transaction():
+            self.delete_edges(skips)
+            for off in range(0, len(new), batch_size):
+                self.add_edges(new[off:off + batch_size], source=DERIVED_SOURCE, embed_facts=False)
+        return len(new)
 
     def put_document(self, doc_id: str, *, title: str, status: Literal["pending", "done"], n_chunks: int = 0,
                      meta: dict[str, Any] | None = None) -> None:
@@ -587,8 +599,6 @@ class KnowledgeGraphCore:
     def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
         """Record that the normalised name ``alias`` denotes node ``node_id`` (an entity merged into
         it at cosine ``similarity``), so later mentions resolve without a vector search."""
-        if node_id not in self._graph.nodes:
-            raise KgmemInputError(f"alias {alias!r} points to unknown node {node_id!r}: add the node first")
         with self.transaction():
             self._store.put_alias(alias, node_id, similarity)
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.kg.backends import embedded, postgres
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
+from langgraph_kgmem.kg.backends.embedded import SPECS as EMBEDDED_SPECS
+from langgraph_kgmem.kg.backends.postgres import SPEC as POSTGRES_SPEC
 
-BACKENDS: tuple[BackendSpec, ...] = (postgres.SPEC, *embedded.SPECS)
+BACKENDS: tuple[BackendSpec, ...] = (POSTGRES_SPEC, *EMBEDDED_SPECS)
 
 
 def registered_backends() -> tuple[BackendSpec, ...]:
