@@ -289,7 +289,7 @@ def test_a_killed_writer_leaves_nothing_half_written(new_database):
     code = """
         import os, sys
         from langgraph_kgmem import KnowledgeGraph
-        from langgraph_kgmem.kg import graph as graph_module
+        from langgraph_kgmem import knowledge_graph as graph_module
         kg = KnowledgeGraph.open(sys.argv[1], name="killed", embeddings="hash")
         kg.add_triples([("Oslo", "capital of", "Norway")], source="first")
         real = graph_module.KnowledgeGraph.add_edges
