@@ -191,7 +191,8 @@ def _run_highlight(run_file: str) -> tuple[list[str], str | None]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from langgraph_kgmem.kg.html import edge_memory_counts, export_html
+    from langgraph_kgmem.kg.html import export_html
+    from langgraph_kgmem.memory import edge_memory_counts
 
     highlight, question = list(args.highlight or []), None
     if args.run:  # read before opening the KG: a bad file fails fast

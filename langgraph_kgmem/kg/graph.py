@@ -18,7 +18,6 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
@@ -36,6 +35,7 @@ from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, P
 from langgraph_kgmem.kg.structure import GraphIndex
 from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
+from langgraph_kgmem.kg.vector_cache import VectorReadCache
 from langgraph_kgmem.tracing import traced
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,6 @@ SHORT_KINDS = ("entity", "anchor")
 # so one KG never holds passages embedded both ways). The title often names what the passage never
 # repeats ("He was born in ..."), and dense retrieval over HotpotQA/MuSiQue-style corpora embeds it too.
 PASSAGE_TEXTS = ("title+text", "text")
-VECTOR_CACHE_SIZE = 20_000   # remote vector backends: vectors kept per process (bounded; cleared by writes)
 Direction = Literal["out", "in", "both"]
 KG = TypeVar("KG", bound="KnowledgeGraphCore")
 
@@ -63,7 +62,6 @@ class KnowledgeGraphCore:
     """
 
     PUSH_MIN_ENTRIES = PUSH_MIN_ENTRIES   # "auto": push once the snapshot has this many directed entries
-    VECTOR_CACHE_SIZE = VECTOR_CACHE_SIZE
 
     def __init__(self, backend: OpenedBackend, embeddings: Embeddings, *, name: str,
                  refresh_interval: float = 1.0) -> None:
@@ -77,7 +75,7 @@ class KnowledgeGraphCore:
         self._graph = GraphIndex()
         self._embedder = EmbeddingCache(embeddings, self._vectors.dimension)
         self._version = 0
-        self._vector_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._vector_cache = VectorReadCache(self._vectors)   # used by remote vector backends only
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
@@ -765,7 +763,7 @@ class KnowledgeGraphCore:
         the next write."""
         try:
             if self._vectors.remote:
-                return self._cached_vectors(space, ids)
+                return self._vector_cache.get(space, ids)
             return self._vectors.get(space, ids)
         except KeyError as exc:
             missing = [i for i, h in zip(ids, self._vectors.has(space, ids)) if not h]
@@ -778,30 +776,8 @@ class KnowledgeGraphCore:
         """Which of ``ids`` have a vector in ``space`` (only entity/chunk/anchor nodes and relation
         edges are embedded)."""
         if self._vectors.remote:
-            # read the missing vectors themselves (not just whether they exist): the caller nearly
-            # always asks for them next, and then they come from the cache
-            cache = self._vector_cache
-            todo = list(dict.fromkeys(i for i in ids if (space, i) not in cache))
-            if todo:
-                found = self._vectors.get_present(space, todo)
-                for i, v in found.items():
-                    cache[(space, i)] = v
-                while len(cache) > self.VECTOR_CACHE_SIZE:
-                    cache.popitem(last=False)
-            return [(space, i) in cache for i in ids]
+            return self._vector_cache.has(space, ids)
         return self._vectors.has(space, ids)
-
-    def _cached_vectors(self, space: str, ids: Sequence[str]) -> np.ndarray:
-        cache = self._vector_cache
-        todo = list(dict.fromkeys(i for i in ids if (space, i) not in cache))
-        if todo:
-            for i, v in zip(todo, self._vectors.get(space, todo)):
-                cache[(space, i)] = v
-            while len(cache) > self.VECTOR_CACHE_SIZE:
-                cache.popitem(last=False)
-        if not ids:
-            return np.zeros((0, self._vectors.dimension() or 0), dtype=np.float32)
-        return np.asarray([cache[(space, i)] for i in ids], dtype=np.float32)
 
     def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
         """Every vector of these kinds (analysis, migration). On the server backend this copies them

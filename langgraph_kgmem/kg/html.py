@@ -113,24 +113,13 @@ def run_highlight(run: Mapping[str, Any]) -> list[str]:
     return ids
 
 
-def edge_memory_counts(store: Any, kg_name: str) -> dict[str, int]:
-    """Updates ReMindRAG's memory applied per edge of KG ``kg_name``, summed over memory scopes."""
-    from langgraph_kgmem.memory import _list_all, memory_namespaces
-
-    counts: dict[str, int] = {}
-    for ns in memory_namespaces(store, kg_name, "edge"):
-        for it in _list_all(store, ns):
-            counts[it.key] = counts.get(it.key, 0) + max(int(it.value.get("n", 0)), 1)
-    return counts
-
-
 def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[str] = (), max_nodes: int = 1500,
                 title: str | None = None, seed: int = 7, question: str | None = None,
                 memory: Mapping[str, int] | None = None) -> Path:
     """Write the interactive view to ``path``. ``highlight``: node and/or edge ids (a run's path,
     its evidence) drawn in red, with ``question`` (the question that run answered) in the header;
     the view keeps them even when the graph is cut to ``max_nodes``. ``memory``: edge id → updates
-    (:func:`edge_memory_counts`), drawn as green edges whose width grows with the count."""
+    (:func:`langgraph_kgmem.memory.edge_memory_counts`), drawn as green edges whose width grows with the count."""
     import networkx as nx
 
     hl = set(highlight)
