@@ -181,6 +181,7 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
             async with await AsyncConnection.connect(uri, autocommit=True) as conn:
                 while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
                                                      (SCHEMA_LOCK[0], 1))).fetchone())[0]:
+                    logger.debug("waiting for another process to set up the checkpoint tables")
                     await asyncio.sleep(0.05)
                 try:
                     await saver.setup()
@@ -258,6 +259,7 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
             # an index build waits for, while the lock holder waits for the build (a deadlock)
             with Connection.connect(uri, autocommit=True) as conn:
                 while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SCHEMA_LOCK[0], 1)).fetchone()[0]:
+                    logger.debug("waiting for another process to set up the checkpoint tables")
                     time.sleep(0.05)
                 try:
                     saver.setup()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,8 @@ from langgraph_kgmem.llm import decision_summary, empty_usage, is_offline, merge
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
+
+logger = logging.getLogger(__name__)
 
 MAX_DOCUMENT_CHARS = 5_000_000
 EMBED_WINDOW_CHUNKS = 64   # chunks a bulk ingest embeds together and writes in one transaction
@@ -669,6 +672,8 @@ class _IngestRun:
                     for item, extractions in done:
                         reports.append(self.write(item, extractions, merger))
             except Exception:
+                logger.warning("KG %r: a window of %d documents failed at document %d; writing the %d before it "
+                               "one transaction each", kg.name, len(done), len(reports) + 1, len(reports))
                 self._commit_begun()
                 for item, extractions in done[:len(reports)]:
                     self.report.merge(self.write(item, extractions))
@@ -676,6 +681,8 @@ class _IngestRun:
             self.begun.clear()
             for r in reports:
                 self.report.merge(r)
+            logger.debug("KG %r: wrote a window of %d documents (%d chunks) in one transaction", kg.name, len(done),
+                         sum(len(cs) for (_, cs, _), _ in done))
 
     def passages_ahead(self, items: list[tuple[SourceDocument, list[str], str]]) -> dict[str, np.ndarray]:
         """Vectors of the window's passages. When some are missing, the passages of the window's

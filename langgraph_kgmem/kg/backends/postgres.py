@@ -19,6 +19,7 @@ Concurrency contract (README, "PostgreSQL"):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from contextlib import contextmanager
@@ -31,6 +32,8 @@ from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageE
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
+
+logger = logging.getLogger(__name__)
 
 LOCK_CLASS = 0x6B676D   # advisory-lock namespace ("kgm"); the second key is the KG id
 SCHEMA_LOCK = (LOCK_CLASS, 0)
@@ -178,6 +181,8 @@ class PgDatabase:
     def _lost(self, exc: BaseException, doing: str) -> StorageError:
         """The server went away: a fresh pool reconnects at the next use (the old one would back
         off for minutes before trying again)."""
+        logger.warning("PostgreSQL at %s failed while %s; a new connection pool reconnects at the next use",
+                       _where(self.uri), doing)
         old, self.pool = self.pool, self._new_pool()
         self.pool.open(wait=False)
         old.close(timeout=0)
