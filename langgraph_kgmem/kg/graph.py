@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-import time
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
@@ -33,6 +31,7 @@ from langgraph_kgmem.kg.backends.embedded import open_in_memory
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
 from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, PprResult, choose_method, ppr_scores
 from langgraph_kgmem.kg.structure import GraphIndex
+from langgraph_kgmem.kg.sync import ChangeFeed
 from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
 from langgraph_kgmem.kg.vector_cache import VectorReadCache
@@ -68,7 +67,6 @@ class KnowledgeGraphCore:
         self.name = name
         self.path = backend.path
         self.uri = backend.uri
-        self.refresh_interval = refresh_interval
         self._backend = backend
         self._store: GraphBackend = backend.store
         self._vectors: VectorBackend = backend.vectors
@@ -81,10 +79,8 @@ class KnowledgeGraphCore:
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
         # documents ingested since the planner statistics were last refreshed, and the KG's documents then
         self._unanalyzed, self._analyzed_docs = 0, 0
-        # shared (server) backend: the database version this cache reflects, and when it was checked
-        self._db_version = 0
-        self._checked_at = 0.0
-        self._sync_lock = threading.RLock()
+        self._feed = ChangeFeed(self._store, self._graph, name=name, reload=self._reload, changed=self._changed,
+                                refresh_interval=refresh_interval)
         self._load_all()
         self._check_embeddings()
 
@@ -206,7 +202,7 @@ class KnowledgeGraphCore:
         vectors only after the commit (a rollback never loses the vector of a node it restores)."""
         outer = self._store.depth == 0
         if outer:
-            self._sync_lock.acquire()
+            self._feed.lock.acquire()
         try:
             if outer and self._store.shared:
                 self._store.on_begin = self._sync_in_transaction
@@ -224,21 +220,19 @@ class KnowledgeGraphCore:
                 except Exception:  # noqa: BLE001 - the database is gone: reload at the next access
                     logger.warning("KG %r: reloading after a rollback failed; retrying at the next access",
                                    self.name)
-                    self._checked_at, self._db_version = 0.0, -1
+                    self._feed.lost()
                 finally:
-                    self._sync_lock.release()
+                    self._feed.lock.release()
             raise
         if outer:
             try:
                 if self._store.shared:
-                    committed = self._store.last_committed_version()
-                    if committed is not None:
-                        self._db_version = committed
+                    self._feed.committed()
                 while self._doomed_vectors:
                     space, ids = self._doomed_vectors.pop()
                     self._vectors.delete(space, ids)
             finally:
-                self._sync_lock.release()
+                self._feed.lock.release()
 
     def _has_live_vectors(self, space: str, ids: list[str]) -> list[bool]:
         """Which ids have a vector that survives this transaction (one deleted earlier in it, on a
@@ -271,8 +265,7 @@ class KnowledgeGraphCore:
         version, nodes, edges = self._store.load_all()
         self._graph.load(nodes, edges)
         if self._store.shared:
-            self._db_version = version
-            self._checked_at = time.monotonic()
+            self._feed.loaded(version)
         if not self._vectors.transactional:
             self._drop_orphan_vectors()  # left by a crash between the vector write and the structure's commit
 
@@ -301,47 +294,30 @@ class KnowledgeGraphCore:
         backend; a no-op on the embedded one), reading only the rows those writes touched. Returns
         True when something changed. Runs by itself at most every ``refresh_interval`` seconds on
         reads, at the start of every method run, and under the write lock before every write."""
-        if not self._store.shared or self._closed:
-            return False
-        if not self._sync_lock.acquire(blocking=False):
-            return False   # this process is writing: its cache is the newest there is
-        try:
-            if self._store.depth:
-                return False
-            if self._db_version < 0:   # a failed write lost the connection: reload everything
-                self._reload()
-                return True
-            return self._apply_changes(self._store.changes_since(self._db_version))
-        finally:
-            self._sync_lock.release()
+        return not self._closed and self._feed.refresh()
+
+    @property
+    def refresh_interval(self) -> float:
+        """Server backend: at most this many seconds pass between reads' checks for other
+        processes' writes."""
+        return self._feed.refresh_interval
+
+    @refresh_interval.setter
+    def refresh_interval(self, seconds: float) -> None:
+        self._feed.refresh_interval = seconds
 
     def _maybe_refresh(self) -> None:
-        if self._store.shared and time.monotonic() - self._checked_at >= self.refresh_interval:
+        if self._feed.due():
             self.refresh()
 
     def _sync_in_transaction(self, conn: Any) -> None:
         """Called by the server backend under the KG's write lock, before the block's writes."""
-        if self._db_version < 0:
-            self._reload()
-        else:
-            self._apply_changes(self._store.changes_since(self._db_version, conn))
+        self._feed.catch_up(conn)
 
-    def _apply_changes(self, changes: tuple | None) -> bool:
-        self._checked_at = time.monotonic()
-        if changes is None:   # the change log no longer reaches back to our version
-            logger.info("KG %r: the change log no longer reaches version %d; reloading", self.name, self._db_version)
-            self._reload()
-            return True
-        version, nodes, dead_nodes, edges, dead_edges = changes
-        if version == self._db_version and not (nodes or dead_nodes or edges or dead_edges):
-            return False
-        logger.debug("KG %r: version %d -> %d from other processes (%d nodes, %d edges changed)", self.name,
-                     self._db_version, version, len(nodes) + len(dead_nodes), len(edges) + len(dead_edges))
-        self._graph.apply(nodes, dead_nodes, edges, dead_edges)
-        self._db_version = version
+    def _changed(self) -> None:
+        """Other processes' writes were applied to the cache."""
         self._synonyms_done = None
         self._touch()
-        return True
 
     # ------------------------------------------------------------------ embeddings
     @property
