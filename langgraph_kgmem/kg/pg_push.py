@@ -1,6 +1,6 @@
 """Forward-push PPR over a PostgreSQL KG without loading its edges (issue #16, item 1).
 
-A :class:`~langgraph_kgmem.kg.graph.KnowledgeGraph` on PostgreSQL keeps the whole structure in
+A :class:`~langgraph_kgmem.knowledge_graph.KnowledgeGraph` on PostgreSQL keeps the whole structure in
 each worker's memory and answers PPR from a CSR snapshot of it. :class:`LazyPushPpr` is the
 other option of the server backend, for workers that only need PPR: it holds no graph at all and
 reads adjacency on demand.
