@@ -1,4 +1,4 @@
-"""Forward-push PPR over a PostgreSQL KG without loading its edges (issue #16, item 1).
+"""Forward-push PPR over a PostgreSQL KG without loading its edges.
 
 A :class:`~langgraph_kgmem.knowledge_graph.KnowledgeGraph` on PostgreSQL keeps the whole structure in
 each worker's memory and answers PPR from a CSR snapshot of it. :class:`LazyPushPpr` is the
