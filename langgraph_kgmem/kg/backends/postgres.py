@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
@@ -74,6 +75,10 @@ CREATE TABLE IF NOT EXISTS kgmem_changes(kg BIGINT NOT NULL, version BIGINT NOT 
     id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS kgmem_changes_kg_version ON kgmem_changes(kg, version);
 """
+# the last object SCHEMA creates: the schema is created in one transaction, so once this exists all
+# of it does, and opening runs no DDL (CREATE INDEX IF NOT EXISTS takes a table lock even when the
+# index exists, and deadlocks with another process writing to two of the tables meanwhile)
+SCHEMA_LAST = re.findall(r"CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)", SCHEMA)[-1]
 # every per-KG table, for drop_kg
 _KG_TABLES = ("kgmem_meta", "kgmem_nodes", "kgmem_edges", "kgmem_node_sources", "kgmem_edge_sources",
               "kgmem_documents", "kgmem_aliases", "kgmem_changes")
@@ -192,6 +197,8 @@ class PgDatabase:
     def _setup(conn: Any) -> None:
         """pgvector and the schema, created once (under a lock: processes may start together)."""
         psycopg = _psycopg()
+        if conn.execute("SELECT to_regclass(%s)", (SCHEMA_LAST,)).fetchone()[0] is not None:
+            return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", SCHEMA_LOCK)
             if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
