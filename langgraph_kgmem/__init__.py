@@ -18,7 +18,7 @@ if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and 
     from langgraph_kgmem.graphs.kgirag import create_kgirag_graph
     from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
     from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
     from langgraph_kgmem.llm import resolve_model
     from langgraph_kgmem.tools import create_kgmem_tools
 
@@ -30,7 +30,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 # every method's factory (create_<method>_graph) is exported too: the registry names them
 _EXPORTS = {
-    "KnowledgeGraph": "langgraph_kgmem.kg.graph",
+    "KnowledgeGraph": "langgraph_kgmem.knowledge_graph",
     "create_kgmem_tools": "langgraph_kgmem.tools",
     "get_embeddings": "langgraph_kgmem.config",
     "resolve_model": "langgraph_kgmem.llm",

@@ -28,7 +28,7 @@ from langgraph_kgmem.graphs.registry import METHODS, get_factory, get_method, re
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 _RESULT = (" Input: one self-contained question. Returns JSON: `answer` (short text), `evidence_ids` (KG ids "
            "of the chunks/facts used) and `evidence` (their first lines).")

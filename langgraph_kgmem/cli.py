@@ -46,7 +46,7 @@ def _model_arg(value: str | None) -> str:
 
 
 def _open(args: argparse.Namespace, *, create: bool):
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
     return KnowledgeGraph.open(args.kg, name=args.name, embeddings=args.embeddings, create=create)
 
@@ -92,7 +92,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_docs(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
-        docs = kg.graph_store.documents()
+        docs = kg.documents()
         if args.json:
             print(json.dumps(docs, indent=2, default=str))
         else:
@@ -195,7 +195,8 @@ def _run_highlight(run_file: str) -> tuple[list[str], list[dict[str, str]], str 
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from langgraph_kgmem.kg.html import edge_memory_counts, export_html
+    from langgraph_kgmem.kg.html import export_html
+    from langgraph_kgmem.memory import edge_memory_counts
 
     highlight, route, question = list(args.highlight or []), [], None
     if args.run:  # read before opening the KG: a bad file fails fast
@@ -367,18 +368,15 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from langgraph_kgmem.kg.migrate import migrate
+    from langgraph_kgmem.migrate import migrate
 
     print(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings, to_name=args.to_name))
     return 0
 
 
 def cmd_drop(args: argparse.Namespace) -> int:
-    from langgraph_kgmem.kg.postgres import drop_kg, is_postgres_uri
+    from langgraph_kgmem.kg.backends import drop_kg
 
-    if not is_postgres_uri(args.kg):
-        raise KgmemInputError("kgmem drop removes a KG from a PostgreSQL database (--kg postgresql://...); "
-                              "an embedded KG is its directory: delete the directory")
     if not drop_kg(args.kg, args.name):
         raise KgmemInputError(f"no KG named {args.name!r} in that database")
     print(f"dropped KG {args.name!r}")

@@ -40,8 +40,7 @@ from typing import Any, Awaitable, Callable
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_kgmem.errors import ConfigurationError
-from langgraph_kgmem.kg.files import detect_vector_backend
-from langgraph_kgmem.kg.postgres import is_postgres_uri
+from langgraph_kgmem.kg.backends import is_database
 
 ENV_KG_DIR = "KGMEM_KG_DIR"
 ENV_KG_NAME = "KGMEM_KG_NAME"
@@ -56,16 +55,16 @@ _lock = threading.Lock()
 _opened: list[Any] = []  # KGs opened by this process, closed by close_served() or at exit
 
 
-def _vector_backend(root: Path) -> str:
+def _vector_backend() -> str | None:
     backend = os.environ.get(ENV_VECTOR_BACKEND) or None
     if backend not in (None, "chroma", "memory"):
         raise ConfigurationError(f"{ENV_VECTOR_BACKEND}={backend!r}: use 'chroma' or 'memory'")
-    return detect_vector_backend(root, backend)
+    return backend
 
 
 @lru_cache(maxsize=None)
-def _open_kg(path: str, name: str | None, embeddings: str | None, backend: str) -> Any:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+def _open_kg(path: str, name: str | None, embeddings: str | None, backend: str | None) -> Any:
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
     kg = KnowledgeGraph.open(path, name=name, embeddings=embeddings, vector_backend=backend,  # type: ignore[arg-type]
                              create=False)
@@ -81,14 +80,11 @@ def served_kg() -> Any:
         raise ConfigurationError(
             f"Set {ENV_KG_DIR} to a KG directory before starting the server (build one with "
             f"`kgmem ingest FILE --kg DIR`); optionally {ENV_KG_NAME}, {ENV_MODEL}, {ENV_EMBEDDINGS}.")
-    if is_postgres_uri(path):
-        with _lock:
-            return _open_kg(path, os.environ.get(ENV_KG_NAME) or None, os.environ.get(ENV_EMBEDDINGS) or None,
-                            "chroma")
-    root = Path(path).expanduser().resolve()
+    backend = _vector_backend()
+    if not is_database(path):   # a directory: one cache entry however it is spelled
+        path = str(Path(path).expanduser().resolve())
     with _lock:
-        return _open_kg(str(root), os.environ.get(ENV_KG_NAME) or None,
-                        os.environ.get(ENV_EMBEDDINGS) or None, _vector_backend(root))
+        return _open_kg(path, os.environ.get(ENV_KG_NAME) or None, os.environ.get(ENV_EMBEDDINGS) or None, backend)
 
 
 def model_spec(config: RunnableConfig | None = None) -> str:

@@ -18,8 +18,10 @@ import socket
 import stat
 import subprocess
 import tempfile
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from langgraph_kgmem.errors import ConfigurationError
 
@@ -146,4 +148,37 @@ class TemporaryPostgres:
         self.stop()
 
 
-__all__ = ["TemporaryPostgres"]
+@contextmanager
+def scratch_databases(workdir: Path) -> Iterator[Callable[[], str]]:
+    """A function returning the URI of a new, empty database on each call, on the server
+    ``$KGMEM_TEST_POSTGRES_URI`` names or on a new :class:`TemporaryPostgres`; the databases are
+    dropped (and the temporary server stopped) when the block ends. The PostgreSQL backend's
+    conformance hook. ``workdir`` is not used: the temporary server makes a directory of its own,
+    one its system user can reach (a test's work directory under root is closed to it)."""
+    import psycopg
+
+    base = os.environ.get("KGMEM_TEST_POSTGRES_URI")
+    server = None if base else TemporaryPostgres().start()
+    base = base or server.uri  # type: ignore[union-attr]
+    made: list[str] = []
+
+    def new_database() -> str:
+        name = f"kgmem_t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        made.append(name)
+        return base.rsplit("/", 1)[0] + "/" + name
+
+    try:
+        yield new_database
+    finally:
+        try:
+            with psycopg.connect(base, autocommit=True) as conn:
+                for name in made:
+                    conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        finally:
+            if server is not None:
+                server.stop()
+
+
+__all__ = ["TemporaryPostgres", "scratch_databases"]

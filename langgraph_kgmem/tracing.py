@@ -23,7 +23,7 @@ import functools
 import inspect
 import os
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.runnables import RunnableConfig
@@ -32,8 +32,16 @@ from langchain_core.runnables.config import ensure_config
 # the redaction lives below every layer that keeps text (model, storage, tracing); tracing re-exports it
 from langgraph_kgmem.redaction import REDACTED, holds_secret, redact, redact_secrets
 
-if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+
+
+class KnowledgeGraph(Protocol):
+    """What run metadata reads of a KG (a structural type: the KG layer itself uses this module's
+    :func:`traced`, so importing the KG class here would make the two modules import each other)."""
+
+    name: str
+
+    @property
+    def version(self) -> int: ...
 
 F = TypeVar("F", bound=Callable[..., Any])
 RUN_PREFIX = "kgmem"

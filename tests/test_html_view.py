@@ -315,7 +315,8 @@ def people_docs(n: int) -> list[dict]:
 def sized_pages(tmp_path_factory):
     """Views of a KG of about 50 and about 500 nodes, each with a ReMindRAG run drawn on it."""
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.kg.html import edge_memory_counts, export_html, run_highlight, run_route
+    from langgraph_kgmem.kg.html import export_html, run_highlight, run_route
+    from langgraph_kgmem.memory import edge_memory_counts
 
     from method_cases import compile_method
 

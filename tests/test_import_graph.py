@@ -9,9 +9,6 @@ count, as they never run. ``from a.b import c`` is an edge to the module ``a.b.c
 one, else to ``a.b``. Importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__init__``: those
 packages count as imported too, unless the importer lives inside them (a package's own modules
 importing each other while its ``__init__`` re-exports them is how packages are written).
-
-Cycles through ``kg``/``ingest`` are being removed in other branches: their assertions are strict
-xfails, one per package, which the merge flips (everything else must pass now).
 """
 
 from __future__ import annotations
@@ -189,13 +186,6 @@ def _area(module: str) -> str:
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else ""
 
 
-def _pending(*packages: str, what: str) -> list:
-    """One parameter per package, each a strict xfail: the merge that removes the package's
-    violations turns its xfail into a failure, which is the signal to drop the mark."""
-    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"{what} {p}/: removed in another branch"))
-            for p in packages]
-
-
 # --------------------------------------------------------------------------------------------
 # the checker itself
 
@@ -232,19 +222,10 @@ def test_the_checker_finds_cycles_private_names_and_long_functions(tmp_path):
 PKG_MODULES = module_files(PACKAGE, "langgraph_kgmem")
 PKG_IMPORTS = module_imports(PKG_MODULES)
 PKG_CYCLES = import_cycles(import_graph(PKG_IMPORTS, PKG_MODULES))
-#: Packages whose import cycles other branches are removing.
-CYCLES_PENDING = ("kg", "ingest")
 
 
-def test_no_import_cycles_outside_kg_and_ingest():
-    found = [c for c in PKG_CYCLES if not any(_area(m) in CYCLES_PENDING for m in c)]
-    assert found == [], f"import cycles: {found}"
-
-
-@pytest.mark.parametrize("package", _pending(*CYCLES_PENDING, what="import cycles through"))
-def test_no_import_cycles_through(package):
-    found = [c for c in PKG_CYCLES if any(_area(m) == package for m in c)]
-    assert found == [], f"import cycles through {package}/: {found}"
+def test_no_import_cycles():
+    assert PKG_CYCLES == [], f"import cycles: {PKG_CYCLES}"
 
 
 def test_no_module_imports_another_modules_private_names():

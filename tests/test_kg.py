@@ -225,7 +225,7 @@ def test_interrupted_ingest_is_completed_by_rerun(tmp_path, sample_docs):
 
 
 def test_vector_index_upsert_delete_and_compaction():
-    from langgraph_kgmem.kg.vectors import NumpyVectorIndex
+    from langgraph_kgmem.kg.backends.embedded_vectors import NumpyVectorIndex
 
     idx = NumpyVectorIndex()
     eye = np.eye(4, dtype=np.float32)
@@ -245,7 +245,7 @@ def test_vector_index_upsert_delete_and_compaction():
 
 
 def test_vector_search_never_returns_deleted_or_filtered_rows_and_is_exact():
-    from langgraph_kgmem.kg.vectors import NumpyVectorIndex
+    from langgraph_kgmem.kg.backends.embedded_vectors import NumpyVectorIndex
 
     rng = np.random.default_rng(3)
     vecs = rng.normal(size=(300, 16)).astype(np.float32)
@@ -271,7 +271,7 @@ def test_vector_search_never_returns_deleted_or_filtered_rows_and_is_exact():
 def test_scores_follow_every_write_though_their_rows_are_cached():
     """``scores`` (dense scores of every passage) keeps each kind filter's rows and ids until the
     next write: an upsert, a kind change and a delete (with compaction) each show at once."""
-    from langgraph_kgmem.kg.vectors import NumpyVectorIndex
+    from langgraph_kgmem.kg.backends.embedded_vectors import NumpyVectorIndex
 
     rng = np.random.default_rng(5)
     vecs = rng.normal(size=(40, 8)).astype(np.float32)
@@ -375,7 +375,7 @@ def _embeds_chunk_text_alone(target, title: str, text: str) -> None:
 def test_a_kg_created_before_titles_were_embedded_keeps_embedding_chunk_text_alone(tmp_path, new_database):
     import sqlite3
 
-    from langgraph_kgmem.kg.migrate import migrate
+    from langgraph_kgmem.migrate import migrate
 
     g = KnowledgeGraph.open(tmp_path / "old", name="old", embeddings="hash", vector_backend="memory")
     g.add_documents([{"title": "Marie Curie", "text": "She was born in Warsaw in 1867."}], model="offline")

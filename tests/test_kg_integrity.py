@@ -239,8 +239,8 @@ def test_vector_journal_with_a_torn_tail_still_opens(tmp_path):
     g.add_triples([("Bergen", "city in", "Norway")], source="b")
     journal = root / "vectors.journal"
     size = journal.stat().st_size
-    g._lock.release()   # simulate a crash while the last record was being written
-    g._store.close()
+    g.graph_store.close()   # simulate a crash while the last record was being written:
+    g._backend.releases[-1]()   # the directory lock goes with the process, nothing is flushed
     with open(journal, "r+b") as fh:
         fh.truncate(size - 100)
     with KnowledgeGraph.open(root, embeddings="hash", vector_backend="memory") as g2:
@@ -250,7 +250,7 @@ def test_vector_journal_with_a_torn_tail_still_opens(tmp_path):
 def test_close_releases_lock_and_connection_when_saving_fails(tmp_path, monkeypatch):
     import sqlite3
 
-    import langgraph_kgmem.kg.graph as graph_module
+    from langgraph_kgmem.kg.backends import embedded_vectors
 
     monkeypatch.setenv("KGMEM_LOCK_TIMEOUT", "0.2")
     g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
@@ -259,7 +259,7 @@ def test_close_releases_lock_and_connection_when_saving_fails(tmp_path, monkeypa
     def broken(*_a, **_k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(graph_module, "save_npz_vectors", broken)
+    monkeypatch.setattr(embedded_vectors, "save_npz_vectors", broken)
     with pytest.raises(OSError, match="disk full"):
         g.close()
     with pytest.raises(sqlite3.ProgrammingError):
@@ -424,9 +424,9 @@ def test_chroma_gets_the_documents_vectors_in_one_upsert_per_space_and_persists_
 
 
 def test_chroma_writes_once_the_journal_holds_enough_rows(tmp_path, monkeypatch, sample_docs):
-    from langgraph_kgmem.kg import vectors
+    from langgraph_kgmem.kg.backends import embedded_vectors
 
-    monkeypatch.setattr(vectors, "CHROMA_FLUSH_ROWS", 20)
+    monkeypatch.setattr(embedded_vectors, "CHROMA_FLUSH_ROWS", 20)
     calls = _count_chroma_upserts(monkeypatch)
     root = tmp_path / "kg"
     with KnowledgeGraph.open(root, embeddings="hash", vector_backend="chroma") as g:

@@ -15,7 +15,7 @@ import pytest
 from method_cases import compile_method
 
 from langgraph_kgmem import KnowledgeGraph
-from langgraph_kgmem.kg.graph import MEMORY_DB_FILE
+from langgraph_kgmem.persistence import MEMORY_DB_FILE
 from langgraph_kgmem.memory import EdgeMemory, RecordMemory
 from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 from tests.conftest import SAMPLE_DOCS
@@ -77,7 +77,7 @@ WORKER = """
         _, store = kg.persistence()
     else:   # an embedded KG per process, built the same way, over one shared SQLite memory file
         from pathlib import Path
-        from langgraph_kgmem.kg.graph import open_persistence
+        from langgraph_kgmem.persistence import open_persistence
         kg = KnowledgeGraph.in_memory(name="shared")
         kg.add_documents(SAMPLE_DOCS, model="offline")
         _, store = open_persistence(Path(store_file))
@@ -163,7 +163,7 @@ def test_three_processes_store_every_autopruned_question_run_on_one_sqlite_store
 OPENER = """
     import sys, time
     from pathlib import Path
-    from langgraph_kgmem.kg.graph import open_persistence
+    from langgraph_kgmem.persistence import open_persistence
     time.sleep(max(0.0, float(sys.argv[2]) - time.time()))   # every process starts at one instant
     saver, store = open_persistence(Path(sys.argv[1]))
     store.put(("opened",), sys.argv[3], {"ok": True})
@@ -184,7 +184,7 @@ def test_processes_opening_one_new_sqlite_memory_at_once_all_set_it_up(tmp_path)
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err[-3000:]
-    from langgraph_kgmem.kg.graph import open_persistence
+    from langgraph_kgmem.persistence import open_persistence
 
     _, store = open_persistence(tmp_path)
     assert {item.key for item in store.search(("opened",), limit=20)} == {str(i) for i in range(8)}

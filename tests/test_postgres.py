@@ -17,7 +17,7 @@ import pytest
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
-from langgraph_kgmem.kg.postgres import drop_kg, list_kgs
+from langgraph_kgmem.kg.backends.postgres import drop_kg, list_kgs
 from langgraph_kgmem.memory import EdgeMemory
 from tests.conftest import SAMPLE_DOCS
 
@@ -289,7 +289,7 @@ def test_a_killed_writer_leaves_nothing_half_written(new_database):
     code = """
         import os, sys
         from langgraph_kgmem import KnowledgeGraph
-        from langgraph_kgmem.kg import graph as graph_module
+        from langgraph_kgmem import knowledge_graph as graph_module
         kg = KnowledgeGraph.open(sys.argv[1], name="killed", embeddings="hash")
         kg.add_triples([("Oslo", "capital of", "Norway")], source="first")
         real = graph_module.KnowledgeGraph.add_edges
@@ -391,7 +391,7 @@ def test_cli_drop_removes_one_kg(new_database, capsys):
 
 
 def test_a_space_gets_its_hnsw_index_once_it_is_large_and_search_agrees_with_exact(new_database, monkeypatch):
-    from langgraph_kgmem.kg import postgres
+    from langgraph_kgmem.kg.backends import postgres
 
     monkeypatch.setattr(postgres, "HNSW_MIN_ROWS", 12)
     uri = new_database()

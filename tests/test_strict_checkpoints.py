@@ -19,8 +19,7 @@ from langgraph.types import Send
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import StorageError, UnsafeStoredDataError
-from langgraph_kgmem.kg.graph import MEMORY_DB_FILE
-from langgraph_kgmem.kg.serde import StrictCheckpointSerializer
+from langgraph_kgmem.persistence import MEMORY_DB_FILE, StrictCheckpointSerializer
 
 CFG = {"configurable": {"thread_id": "t1"}}
 

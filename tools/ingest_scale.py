@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     relative: list[float] = []   # batch rate / yardstick rate
     merged = 0
     print(f"ingest_scale: {args.docs} documents, batches of {args.batch}, embeddings {args.embeddings}, "
-          f"backend {kg._vector_backend}", flush=True)
+          f"backend {kg.stats()['vector_backend']}", flush=True)
     # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
     print(f"{'docs':>8} {'entities':>9} {'merged':>7} {'seconds':>8} {'docs/s':>8} {'vs first':>8} "
           f"{'cpu s':>8} {'docs/cpu s':>10} {'vs first':>8}" + (f" {'yardstick':>9} {'vs first':>8}" if args.reference else ""),

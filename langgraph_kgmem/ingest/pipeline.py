@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,7 +28,9 @@ from langgraph_kgmem.kg.vectors import unit_rows
 from langgraph_kgmem.llm import decision_summary, empty_usage, is_offline, merge_usage, resolve_model
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
+
+logger = logging.getLogger(__name__)
 
 MAX_DOCUMENT_CHARS = 5_000_000
 EMBED_WINDOW_CHUNKS = 64   # chunks a bulk ingest embeds together and writes in one transaction
@@ -229,7 +232,7 @@ class _Merger:
         ask = list(dict.fromkeys(a for n in names if (a := normalize_name(n)) and a not in self._aliases
                                  and not self.kg.has_node(entity_id(n))))
         if ask:
-            found = self.kg.graph_store.alias_targets(ask)
+            found = self.kg.alias_targets(ask)
             self._aliases.update((a, found.get(a)) for a in ask)
 
     def lookup(self, name: str) -> str | None:
@@ -239,7 +242,7 @@ class _Merger:
             return eid
         alias = normalize_name(name)
         if alias not in self._aliases:
-            self._aliases[alias] = self.kg.graph_store.alias_target(alias)
+            self._aliases[alias] = self.kg.alias_target(alias)
         target = self._aliases[alias]
         return target if target and self.kg.has_node(target) else None
 
@@ -294,7 +297,7 @@ class _Writer:
     def resolve_entities(self, names: Sequence[str]) -> dict[str, str]:
         """Map each name to an entity id, creating entity nodes; merges near-duplicates (see
         :class:`_Merger`)."""
-        kg, store, m = self.kg, self.kg.graph_store, self.merger
+        kg, m = self.kg, self.merger
         todo: list[str] = []
         m.prefetch_aliases([n for n in names if n not in self._resolved])
         for name in dict.fromkeys(names):
@@ -320,7 +323,7 @@ class _Writer:
             merged = m.closest(name, units[i])
             if merged is not None:
                 self._resolved[name] = merged[0]
-                store.put_alias(normalize_name(name), merged[0], round(merged[1], 6))
+                kg.put_alias(normalize_name(name), merged[0], round(merged[1], 6))
                 m.merged(name, merged[0])
                 self.report.entities_merged += 1
                 continue
@@ -338,7 +341,7 @@ class _Writer:
         """Existing or merged entities this document mentions get it as a source too, so deleting
         another document never removes an entity this one still needs."""
         ids = sorted({self._resolved[n] for n in names if n in self._resolved})
-        self.kg.graph_store.add_sources(ids, [], self.doc_id)
+        self.kg.add_sources(ids, [], self.doc_id)
 
     def write_chunk(self, index: int, text: str | None, extraction: Extraction, *, title: str,
                     generated_title: bool = False) -> dict[str, str]:
@@ -448,7 +451,7 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     meta = dict(meta or {})
     _check_meta(meta, source or "add_triples")
     doc_id = source or document_id(text if text is not None else repr([t.text() for t in trips]), title or "")
-    existing = kg.graph_store.document(doc_id)
+    existing = kg.document(doc_id)
     report = IngestReport()
     if existing and existing["status"] == "done":
         report.documents_skipped = 1
@@ -463,10 +466,10 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     # is most of one chunk's embedding time
     texts = _texts_to_embed(kg, [(title or "", [text] if text is not None else [], [ex])])
     with kg.transaction(), kg.prefetch_embeddings(*texts):
-        kg.graph_store.put_document(doc_id, title=title or "", status="pending", meta=meta)
+        kg.put_document(doc_id, title=title or "", status="pending", meta=meta)
         w = _Writer(kg, doc_id, merge_threshold)
         w.write_chunk(0, text, ex, title=title or "")
-        kg.graph_store.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta)
+        kg.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta)
     report.merge(w.report)
     report.documents_added = 1
     report.document_ids.append(doc_id)
@@ -588,7 +591,7 @@ class _IngestRun:
                 continue
             seen.add(src.id)
             chunks = chunk_text(src.text, chunk_tokens)
-            stored = kg.graph_store.document(src.id)
+            stored = kg.document(src.id)
             if stored is None:
                 self.work.append((src, chunks, "add"))
             elif stored["status"] != "done":
@@ -624,7 +627,7 @@ class _IngestRun:
     def _record_begun(self) -> None:
         """The documents begun since the last commit, recorded as pending (in the caller's transaction)."""
         for src in self.begun:
-            self.kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+            self.kg.put_document(src.id, title=src.title, status="pending", meta=src.meta)
 
     def _commit_begun(self) -> None:
         with self.kg.transaction():
@@ -687,6 +690,8 @@ class _IngestRun:
                     for item, extractions in done:
                         reports.append(self.write(item, extractions, merger))
             except Exception:
+                logger.warning("KG %r: a window of %d documents failed at document %d; writing the %d before it "
+                               "one transaction each", kg.name, len(done), len(reports) + 1, len(reports))
                 self._commit_begun()
                 for item, extractions in done[:len(reports)]:
                     self.report.merge(self.write(item, extractions))
@@ -694,6 +699,8 @@ class _IngestRun:
             self.begun.clear()
             for r in reports:
                 self.report.merge(r)
+            logger.debug("KG %r: wrote a window of %d documents (%d chunks) in one transaction", kg.name, len(done),
+                         sum(len(cs) for (_, cs, _), _ in done))
 
     def passages_ahead(self, items: list[tuple[SourceDocument, list[str], str]]) -> dict[str, np.ndarray]:
         """Vectors of the window's passages. When some are missing, the passages of the window's
@@ -723,16 +730,16 @@ class _IngestRun:
         with kg.transaction():   # its texts were embedded for its window (write_window)
             before = None
             if action == "replace":
-                before = (set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id)))
+                before = (set(kg.document_nodes(src.id)), set(kg.document_edges(src.id)))
                 kg.delete_document(src.id)
-                kg.graph_store.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+                kg.put_document(src.id, title=src.title, status="pending", meta=src.meta)
             w = _Writer(kg, src.id, self.merge_threshold, merger)
             w.merger.prepare([x for ex in extractions for x in _names(ex)])
             for i, (c, ex) in enumerate(zip(chunks, extractions)):
                 w.write_chunk(i, c, ex, title=src.title or ex.title, generated_title=not src.title)
-            kg.graph_store.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
+            kg.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
             if before is not None:
-                nodes, edges = set(kg.graph_store.doc_node_ids(src.id)), set(kg.graph_store.doc_edge_ids(src.id))
+                nodes, edges = set(kg.document_nodes(src.id)), set(kg.document_edges(src.id))
                 report.changes[src.id] = {
                     "nodes_removed": len(before[0] - nodes), "nodes_added": len(nodes - before[0]),
                     "edges_removed": len(before[1] - edges), "edges_added": len(edges - before[1]),

@@ -33,16 +33,15 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, check_storable, check_storable_values
-from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE
 from langgraph_kgmem.kg.types import Edge, Node, content_hash, edge_id, node_id
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 TIME_FORMAT = "%Y-%m-%d %H:%M"
 DEFAULT_LOCATION = "site"
@@ -50,7 +49,6 @@ BATCH_SIZE = 5000
 TEMPORAL_TEXT = "has an observation at"
 SPATIAL_TEXT = "recorded"
 CAUSAL_TEXT = "observed"
-TIME_NEXT_TEXT = "is followed by"
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}
@@ -422,8 +420,7 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
         "records", event_name, description,
         *(f"{o.slot}|{o.location}|{sorted(o.values.items())}|{o.abnormal}" for o in obs))
     report = RecordsReport(doc_id, event_rule=description)
-    store = kg.graph_store
-    existing = store.document(doc_id)
+    existing = kg.document(doc_id)
     if existing and existing["status"] == "done":
         report.skipped = True
         return report
@@ -453,13 +450,13 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
             "locations": locs, "start": format_time(time_of_slot(slots[0])),
             "end": format_time(time_of_slot(slots[-1]))}
     with kg.transaction():
-        store.put_document(doc_id, title=title or f"records: {event_name}", status="pending", meta=meta)
+        kg.put_document(doc_id, title=title or f"records: {event_name}", status="pending", meta=meta)
         for off in range(0, len(nodes), batch_size):
             kg.add_nodes(nodes[off:off + batch_size], source=doc_id, embed=False)
         for off in range(0, len(edges), batch_size):
             kg.add_edges(edges[off:off + batch_size], source=doc_id, embed_facts=False)
-        chained = relink_time_chain(kg, [tids[s] for s in slots], batch_size=batch_size)
-        store.put_document(doc_id, title=title or f"records: {event_name}", status="done", meta=meta)
+        chained = kg.relink_time_chain([tids[s] for s in slots], batch_size=batch_size)
+        kg.put_document(doc_id, title=title or f"records: {event_name}", status="done", meta=meta)
     report.records = len(obs)
     report.time_nodes = len(slots)
     report.locations = len(locs)
@@ -468,31 +465,6 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
     report.edges = len(edges) + chained
     report.seconds = _time.perf_counter() - t0
     return report
-
-
-def relink_time_chain(kg: "KnowledgeGraph", time_ids: Iterable[str], *, batch_size: int = BATCH_SIZE) -> int:
-    """Link each time node of ``time_ids`` to its neighbours in time by ``time_next`` edges and
-    drop the chain edges around them that skip a time node, so that the chain visits every time
-    node of the KG in order, across add_records batches and after deletions. Chain edges are
-    derived structure: they live as long as both ends do. Returns the number of edges added."""
-    times = sorted((int(n.attrs["slot"]), n.id) for n in kg.nodes("time") if "slot" in n.attrs)
-    pos = {nid: i for i, (_, nid) in enumerate(times)}
-    touched = sorted({pos[t] for t in time_ids if t in pos})
-    add: dict[str, Edge] = {}
-    for i in touched:
-        for (a, ta), (b, tb) in ((times[j], times[j + 1]) for j in (i - 1, i) if 0 <= j < len(times) - 1):
-            eid = edge_id(ta, tb, "time_next", TIME_NEXT_TEXT)
-            if kg.edge(eid) is None:
-                add[eid] = Edge(eid, ta, tb, "time_next", TIME_NEXT_TEXT, 1.0, {"gap_hours": b - a})
-    around = {times[j][1] for i in touched for j in (i - 1, i, i + 1) if 0 <= j < len(times)}
-    skips = {e.id for nid in around for e in kg.edges_of(nid)
-             if e.kind == "time_next" and pos.get(e.dst, -1) != pos.get(e.src, -3) + 1}
-    new = list(add.values())
-    with kg.transaction():
-        kg.delete_edges(skips)
-        for off in range(0, len(new), batch_size):
-            kg.add_edges(new[off:off + batch_size], source=DERIVED_SOURCE, embed_facts=False)
-    return len(new)
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -552,5 +524,4 @@ def temporal_index(kg: "KnowledgeGraph") -> TemporalIndex:
 
 __all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule", "TemporalIndex",
            "add_records", "normalize_records", "read_rows", "compile_rule", "temporal_index", "parse_time",
-           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id",
-           "relink_time_chain"]
+           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id"]

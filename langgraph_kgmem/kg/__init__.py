@@ -1,9 +1,13 @@
-"""The knowledge-graph layer: typed nodes/edges, SQLite structure, vector index, PPR."""
+"""The knowledge-graph layer: typed nodes/edges, the storage backends, caches, transactions, PPR.
 
-from langgraph_kgmem.kg.graph import KnowledgeGraph, open_persistence
+The public :class:`langgraph_kgmem.KnowledgeGraph` builds on :class:`KnowledgeGraphCore` and adds
+ingestion and the methods' persistence; this package imports nothing above it.
+"""
+
+from langgraph_kgmem.kg.graph import KnowledgeGraphCore
 from langgraph_kgmem.kg.pg_push import LazyPushPpr
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, Triple, edge_id, entity_id, node_id
 
-__all__ = ["KnowledgeGraph", "open_persistence", "LazyPushPpr", "GraphSnapshot", "personalized_pagerank", "Node",
-           "Edge", "Triple", "NODE_KINDS", "EDGE_KINDS", "edge_id", "entity_id", "node_id"]
+__all__ = ["KnowledgeGraphCore", "LazyPushPpr", "GraphSnapshot", "personalized_pagerank", "Node", "Edge", "Triple",
+           "NODE_KINDS", "EDGE_KINDS", "edge_id", "entity_id", "node_id"]

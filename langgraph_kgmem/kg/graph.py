@@ -1,52 +1,44 @@
-"""The knowledge graph every method shares: one facade over two storage backends.
+"""The knowledge graph every method shares: one facade over a registered storage backend.
 
-Embedded (default): structure in SQLite (``kg.sqlite``), vectors in a Chroma PersistentClient
-(``chroma/``) or a numpy index (``vector_backend="memory"``), in one private KG directory, one
-writer process at a time. Server: ``KnowledgeGraph.open("postgresql://...", name=...)`` keeps the
-structure in PostgreSQL tables and the vectors in pgvector, shared by any number of processes and
-KGs (see :mod:`langgraph_kgmem.kg.postgres` for the concurrency contract).
+:class:`KnowledgeGraphCore` holds what every KG does whatever stores it: reads, writes (each in
+:meth:`~KnowledgeGraphCore.transaction`, the one write path), the in-memory structure cache
+(:mod:`~langgraph_kgmem.kg.structure`, refreshed from the database's change log when another
+process writes), the embedding cache (:mod:`~langgraph_kgmem.kg.embedding_cache`), vector reads
+and the PPR entry points. Which backend stores it is decided once, by
+:func:`~langgraph_kgmem.kg.backends.open_backend`: a directory (SQLite + Chroma or numpy vectors,
+one writer process) or a ``postgresql://`` URI (PostgreSQL + pgvector, many processes and KGs).
 
-Either way the whole structure is also kept in memory as adjacency dicts (a cache of the stored
-graph, refreshed from the database's change log when another process writes); graph algorithms
-run on a cached CSR snapshot that is rebuilt lazily after writes.
+The public :class:`langgraph_kgmem.KnowledgeGraph` adds, above this layer, the ingest verbs
+(``add_documents``, ``add_triples``, ``add_records``) and the methods' checkpointer and memory.
 """
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import os
-import sqlite3
-import threading
-import time
-from collections import OrderedDict
-from contextlib import asynccontextmanager, closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
-from typing import Any, AsyncIterator, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.config import embeddings_id, get_embeddings
-from langgraph_kgmem.errors import KgmemError, KgmemInputError, NotAKnowledgeGraphError, check_storable
-from langgraph_kgmem.fast_embeddings import (block_cosines, embed_short_texts, has_short_space, short_similarity,
-                                             short_threshold)
-from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, check_kg_entries, detect_vector_backend,
-                                     load_npz_vectors, private_dir, private_file, restrict_tree, save_npz_vectors)
-from langgraph_kgmem.kg.ppr import (PUSH_MIN_ENTRIES, GraphSnapshot, NodeTable, PprMethod, PprResult, build_snapshot,
-                                   choose_method, degree_order, extend_snapshot, ppr_scores)
-from langgraph_kgmem.kg.backend import GraphBackend, VectorBackend
-from langgraph_kgmem.kg.postgres import is_postgres_uri
-from langgraph_kgmem.kg.serde import strict_serializer
-from langgraph_kgmem.kg.sqlite_store import (DERIVED_SOURCE, MEMORY_TABLES, SqliteGraphStore, check_sqlite_file,
-                                             sqlite_open_error)
+from langgraph_kgmem.errors import KgmemInputError, check_storable
+from langgraph_kgmem.fast_embeddings import block_cosines, short_similarity, short_threshold
+from langgraph_kgmem.kg.backends import DERIVED_SOURCE, GraphBackend, OpenedBackend, VectorBackend, open_backend
+from langgraph_kgmem.kg.backends.embedded import open_in_memory
+from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
+from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, PprResult, choose_method, ppr_scores
+from langgraph_kgmem.kg.structure import GraphIndex
+from langgraph_kgmem.kg.sync import ChangeFeed
+from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
-from langgraph_kgmem.kg.vectors import ChromaVectorIndex, NumpyVectorIndex, check_vectors
-from langgraph_kgmem.memory.locks import sqlite_setup_lock
+from langgraph_kgmem.kg.vector_cache import VectorReadCache
 from langgraph_kgmem.tracing import traced
 
-DB_FILE = "kg.sqlite"
-MEMORY_DB_FILE = "memory.sqlite"
+logger = logging.getLogger(__name__)
+
 FORMAT_VERSION = "1"
 ANALYZE_AFTER_DOCUMENTS = 100   # an ingest of this many documents refreshes the planner's statistics
 # node kinds whose text is embedded (time/location/event nodes are found by structure, not text)
@@ -59,61 +51,45 @@ SHORT_KINDS = ("entity", "anchor")
 # repeats ("He was born in ..."), and dense retrieval over HotpotQA/MuSiQue-style corpora embeds it too.
 PASSAGE_TEXTS = ("title+text", "text")
 Direction = Literal["out", "in", "both"]
+KG = TypeVar("KG", bound="KnowledgeGraphCore")
 
 
-class KnowledgeGraph:
-    """A named, persistent knowledge graph.
+class KnowledgeGraphCore:
+    """A named, persistent knowledge graph: reads, writes, transactions, caches and PPR.
 
-    Open one with :meth:`open` (a directory, created if needed) or :meth:`in_memory` (tests).
+    Open one with :meth:`open` (a directory or a database URI) or :meth:`in_memory` (tests).
     """
 
-    def __init__(self, store: GraphBackend, vectors: VectorBackend, embeddings: Embeddings, *,
-                 name: str, path: Path | None, lock: Any = None, uri: str | None = None,
+    PUSH_MIN_ENTRIES = PUSH_MIN_ENTRIES   # "auto": consider push once the snapshot has this many directed entries
+
+    def __init__(self, backend: OpenedBackend, embeddings: Embeddings, *, name: str,
                  refresh_interval: float = 1.0) -> None:
         self.name = name
-        self.path = path
-        self.uri = uri
-        self.refresh_interval = refresh_interval
-        self.embeddings = embeddings
-        self._store = store
-        self._vectors = vectors
-        self._lock = lock
-        self._nodes: dict[str, Node] = {}
-        self._edges: dict[str, Edge] = {}
-        self._out: dict[str, list[str]] = {}
-        self._in: dict[str, list[str]] = {}
+        self.path = backend.path
+        self.uri = backend.uri
+        self._backend = backend
+        self._store: GraphBackend = backend.store
+        self._vectors: VectorBackend = backend.vectors
+        self._graph = GraphIndex()
+        self._embedder = EmbeddingCache(embeddings, self._vectors.dimension)
         self._version = 0
-        self._snapshots: dict[tuple, GraphSnapshot] = {}
-        self._node_table: NodeTable | None = None      # rows of the cached snapshots
-        self._graph_log: list[tuple] = []              # structure changes the snapshots have not seen yet
-        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._prefetched: dict[tuple[bool, str], np.ndarray] = {}   # (short?, text) -> vector
-        self._vector_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._persistence: tuple[Any, Any] | None = None
+        self._vector_cache = VectorReadCache(self._vectors)   # used by remote vector backends only
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
         # documents ingested since the planner statistics were last refreshed, and the KG's documents then
         self._unanalyzed, self._analyzed_docs = 0, 0
-        # memory backend on disk: vectors.npz + a journal of the vectors each transaction adds
-        self._npz_root = path if path is not None and isinstance(vectors, NumpyVectorIndex) \
-            and not isinstance(vectors, ChromaVectorIndex) else None
-        if isinstance(vectors, NumpyVectorIndex) and self._npz_root is not None:
-            vectors.journal_to(self._npz_root)
-        # shared (server) backend: the database version this cache reflects, and when it was checked
-        self._db_version = 0
-        self._checked_at = 0.0
-        self._sync_lock = threading.RLock()
+        self._feed = ChangeFeed(self._store, self._graph, name=name, reload=self._reload, changed=self._changed,
+                                refresh_interval=refresh_interval)
         self._load_all()
-        self._saved_state = self._vector_state()
         self._check_embeddings()
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, name: str | None = None,
+    def open(cls: type[KG], path: str | os.PathLike[str], *, name: str | None = None,
              embeddings: Embeddings | str | None = None,
              vector_backend: Literal["chroma", "memory"] | None = None, create: bool = True,
-             refresh_interval: float = 1.0) -> "KnowledgeGraph":
+             refresh_interval: float = 1.0) -> KG:
         """Create or reopen a KG: in directory ``path`` (embedded), or in the PostgreSQL database a
         ``postgresql://`` URI names (server backend; pgvector needed; many KGs per database).
 
@@ -121,8 +97,11 @@ class KnowledgeGraph:
             name: the KG's name, which keys its memory namespace. ``None`` reopens with the stored
                 name (a new KG is called ``"default"``); a name other than the stored one is an error.
                 In a database, the name picks the KG.
+            embeddings: an Embeddings object or a name (``"local"``, ``"fast"``, ``"hash"``, ...);
+                default ``$KGMEM_EMBEDDINGS``. A KG must be reopened with the embeddings it was built with.
             vector_backend: embedded KGs: ``"chroma"`` (default for a new KG) or ``"memory"`` (numpy,
                 saved to ``vectors.npz``); an existing directory's own backend by default.
+            create: False: refuse a target that holds no KG yet.
             refresh_interval: server backend only: at most this many seconds pass between checks for
                 other processes' writes (every method run also checks at its start).
 
@@ -138,84 +117,24 @@ class KnowledgeGraph:
             KgmemRecoveryWarning: the vector journal ended in a record a crash cut short; it was
                 dropped (``kg.vector_index.journal_dropped_bytes`` says how many bytes).
         """
-        if is_postgres_uri(path):
-            return cls._open_postgres(str(path), name=name, embeddings=embeddings, create=create,
-                                      refresh_interval=refresh_interval)
         if name is not None:
             check_kg_name(name)
-        root = Path(path)
-        if root.exists() and not root.is_dir():
-            raise NotAKnowledgeGraphError(f"{root} is a file, not a KG directory: pass a directory path")
-        if root.is_dir():
-            check_kg_entries(root)   # before the lock file, SQLite or Chroma open (and follow) anything there
-        db = root / DB_FILE
-        if not db.exists():
-            if not create:
-                raise NotAKnowledgeGraphError(
-                    f"{root} is not a langgraph_kgmem KG directory (no {DB_FILE}); "
-                    "create one with KnowledgeGraph.open(path) or `kgmem ingest FILE --kg DIR`")
-            if root.exists() and any(p.name not in {".lock"} for p in root.iterdir()):
-                raise NotAKnowledgeGraphError(
-                    f"{root} is a non-empty directory without {DB_FILE}: refusing to turn it into a KG. "
-                    "Choose an empty or new directory.")
-        private_dir(root)
-        from filelock import FileLock, Timeout
-
-        lock = FileLock(str(root / ".lock"), mode=0o600)
+        backend = open_backend(path, name=name, create=create, vector_backend=vector_backend)
         try:
-            lock.acquire(timeout=float(os.environ.get("KGMEM_LOCK_TIMEOUT", "5")))
-        except Timeout as exc:
-            raise NotAKnowledgeGraphError(
-                f"{root} is open by another writer (one writer per KG directory: Chroma's persistent "
-                "client is not safe for several). Close the other KnowledgeGraph (kg.close()) or use "
-                "a Chroma server.") from exc
-        try:
-            store = SqliteGraphStore(private_file(db))
-            emb = get_embeddings(embeddings)
-            legacy = False
-            vector_backend = detect_vector_backend(root, vector_backend)  # type: ignore[assignment]
-            if vector_backend == "chroma":
-                vectors: NumpyVectorIndex = ChromaVectorIndex(root / "chroma", journal=root / CHROMA_JOURNAL_FILE)
-                restrict_tree(root / "chroma")
-            else:
-                vectors = NumpyVectorIndex()
-                legacy = load_npz_vectors(root, vectors)
-            kg = cls(store, vectors, emb, name=_identity(name, store.get_meta("name"), str(root)), path=root,
-                     lock=lock)
-            if legacy:  # old pickled format: rewrite it once without pickles
-                save_npz_vectors(root, vectors)
-        except BaseException:
-            lock.release()
-            raise
-        kg._vector_backend = vector_backend
-        return kg
-
-    @classmethod
-    def _open_postgres(cls, uri: str, *, name: str | None, embeddings: Embeddings | str | None, create: bool,
-                       refresh_interval: float) -> "KnowledgeGraph":
-        from langgraph_kgmem.kg.postgres import PgDatabase, PgVectorIndex, PostgresGraphStore
-
-        name = check_kg_name(name or "default")
-        db = PgDatabase(uri)
-        try:
-            store = PostgresGraphStore(db, name, create=create)
-            kg = cls(store, PgVectorIndex(db, store), get_embeddings(embeddings), name=name, path=None, uri=uri,
+            stored = backend.store.get_meta("name")
+            kg = cls(backend, get_embeddings(embeddings), name=_identity(name, stored, str(path)),
                      refresh_interval=refresh_interval)
         except BaseException:
-            db.close()
+            backend.close()
             raise
-        kg._vector_backend = "pgvector"
+        logger.info("opened KG %r (%s) with %d nodes, %d edges", kg.name, backend.backend, kg.node_count(),
+                    kg.edge_count())
         return kg
 
     @classmethod
-    def in_memory(cls, *, name: str = "default", embeddings: Embeddings | str | None = "hash") -> "KnowledgeGraph":
+    def in_memory(cls: type[KG], *, name: str = "default", embeddings: Embeddings | str | None = "hash") -> KG:
         """A throw-away KG (SQLite ``:memory:`` + numpy vectors); defaults to the hashing embedding."""
-        kg = cls(SqliteGraphStore(":memory:"), NumpyVectorIndex(), get_embeddings(embeddings), name=check_kg_name(name),
-                 path=None)
-        kg._vector_backend = "memory"
-        return kg
-
-    _vector_backend: str = "memory"
+        return cls(open_in_memory(), get_embeddings(embeddings), name=check_kg_name(name))
 
     def _check_embeddings(self) -> None:
         eid = embeddings_id(self.embeddings)
@@ -245,164 +164,24 @@ class KnowledgeGraph:
                 "it was written by a newer langgraph-kgmem (upgrade) or edited by hand")
 
     def close(self) -> None:
-        """Flush and release the directory lock (also when flushing fails). Safe to call twice."""
+        """Write what is deferred and release the storage (the directory lock too, also when
+        writing fails). Safe to call twice."""
         if self._closed:
             return
         self._closed = True
-        try:
-            self._vectors.flush()
-            if self._npz_root is not None and (self._vector_state() != self._saved_state
-                                               or (self._npz_root / JOURNAL_FILE).exists()):
-                save_npz_vectors(self._npz_root, self._vectors)
-        finally:
-            try:
-                if self._persistence is not None:
-                    for obj in self._persistence:
-                        conn = getattr(obj, "conn", None)
-                        if conn is not None:
-                            try:
-                                conn.close()
-                            except Exception:  # pragma: no cover - already closed
-                                pass
-                    self._persistence = None
-                self._store.close()
-                db = getattr(self._store, "db", None)
-                if db is not None:
-                    db.close()
-                if self.path is not None and (self.path / "chroma").exists():
-                    restrict_tree(self.path / "chroma")
-            finally:
-                if self._lock is not None:
-                    self._lock.release()
+        self._backend.close()
 
-    def __enter__(self) -> "KnowledgeGraph":
+    def __enter__(self: KG) -> KG:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"KnowledgeGraph(name={self.name!r}, path={str(self.path) if self.path else None!r}, " \
-               f"nodes={len(self._nodes)}, edges={len(self._edges)})"
+        return f"{type(self).__name__}(name={self.name!r}, path={str(self.path) if self.path else None!r}, " \
+               f"nodes={len(self._graph.nodes)}, edges={len(self._graph.edges)})"
 
-    # ------------------------------------------------------------------ persistence for methods
-    def persistence(self) -> tuple[Any, Any]:
-        """The shared (checkpointer, store) pair of this KG, backed by one database.
-
-        SQLite file ``memory.sqlite`` in the KG directory (SqliteSaver + SqliteStore); for an
-        in-memory KG, InMemorySaver + InMemoryStore. ``KGMEM_POSTGRES_URI`` switches to
-        PostgresSaver + PostgresStore (needs ``langgraph-checkpoint-postgres``). The checkpointers
-        load only the types the methods store (:mod:`langgraph_kgmem.kg.serde`): a checkpoint naming
-        anything else raises :class:`~langgraph_kgmem.errors.UnsafeStoredDataError` and runs nothing.
-        """
-        if self._persistence is None:
-            self._persistence = open_persistence(self.path, uri=self.uri)
-        return self._persistence
-
-    def memory(self, kind: str | None = None, *, store: Any = None, limit: int = 20) -> list[dict[str, Any]]:
-        """What the methods remember about this KG, per namespace (edge memories, trajectories,
-        reflections, codebook, summaries; every memory scope), with each item as a person reads it:
-        see :func:`memory.view.describe_memory`. ``store``: default the KG's own :meth:`persistence` store."""
-        from langgraph_kgmem.memory.view import describe_memory
-
-        return describe_memory(self, store if store is not None else self.persistence()[1], kind, limit=limit)
-
-    def reset_memory(self, kind: str | None = None, *, scope: Sequence[str] | None = None, store: Any = None) -> int:
-        """Forget what the methods remember about this KG (one ``kind``, one ``scope``, or all);
-        the graph itself is untouched. Returns the number of items deleted."""
-        from langgraph_kgmem.memory import reset_memory
-
-        return reset_memory(store if store is not None else self.persistence()[1], self.name, kind, scope=scope)
-
-    @asynccontextmanager
-    async def apersistence(self) -> AsyncIterator[tuple[Any, Any]]:
-        """The async (checkpointer, store) pair on the same database as :meth:`persistence`, for
-        ``ainvoke``/``astream``: AsyncSqliteSaver + AsyncSqliteStore in the KG directory, the async
-        Postgres pair on a PostgreSQL KG (or ``KGMEM_POSTGRES_URI``), in-memory ones for an
-        in-memory KG. Closed when the block ends::
-
-            async with kg.apersistence() as (checkpointer, store):
-                app = create_catrag_graph(kg).compile(checkpointer=checkpointer, store=store)
-                out = await app.ainvoke({"question": "..."}, {"configurable": {"thread_id": "t1"}})
-        """
-        async with open_async_persistence(self.path, uri=self.uri) as pair:
-            yield pair
-
-    async def aadd_documents(self, docs: Iterable[Any], *, model: Any = None, **options: Any) -> "Any":
-        """:meth:`add_documents` for async code (see ingest.pipeline.aadd_documents): LLM extraction
-        as coroutines, ``max_concurrency`` chunks in flight on the event loop; database work in a
-        worker thread, so the loop is never blocked."""
-        from langgraph_kgmem.ingest.pipeline import aadd_documents
-
-        report = await aadd_documents(self, list(docs), model=model, **options)
-        if self._analyze_due(report):
-            await asyncio.to_thread(self._store.analyze)
-        return report
-
-    def _analyze_due(self, report: Any) -> bool:
-        """Whether an ingest leaves the planner statistics stale enough to refresh them: at least
-        :data:`ANALYZE_AFTER_DOCUMENTS` documents since the last refresh, and a quarter of the
-        documents the KG had then. ANALYZE reads the whole KG, so refreshing after every bulk
-        ingest made each document cost more as the KG grew; refreshing as it grows by a fixed
-        fraction keeps that cost per document flat, and statistics describe proportions, which a
-        quarter more of the same documents hardly moves."""
-        self._unanalyzed += getattr(report, "documents_added", 0)
-        if self._unanalyzed < max(ANALYZE_AFTER_DOCUMENTS, self._analyzed_docs // 4):
-            return False
-        self._analyzed_docs = self._store.document_count()   # an ANALYZE reads them all anyway
-        self._unanalyzed = 0
-        return True
-
-    # ------------------------------------------------------------------ in-memory index
-    def _index_node(self, n: Node) -> None:
-        if self._snapshots and n.id not in self._nodes:
-            self._log_graph(("node", n.id, n.kind))
-        self._nodes[n.id] = n
-        self._out.setdefault(n.id, [])
-        self._in.setdefault(n.id, [])
-
-    def _index_edge(self, e: Edge) -> None:
-        if e.id in self._edges:
-            old = self._edges[e.id]
-            if self._snapshots and (old.src, old.dst, old.kind, old.weight) != (e.src, e.dst, e.kind, e.weight):
-                self._log_graph(("edge", old.src, old.dst, old.kind, -old.weight))
-                self._log_graph(("edge", e.src, e.dst, e.kind, e.weight))
-            self._edges[e.id] = e
-            return
-        if self._snapshots:
-            self._log_graph(("edge", e.src, e.dst, e.kind, e.weight))
-        self._edges[e.id] = e
-        self._out.setdefault(e.src, []).append(e.id)
-        self._in.setdefault(e.dst, []).append(e.id)
-
-    def _unindex_edge(self, eid: str) -> None:
-        e = self._edges.pop(eid, None)
-        if e is None:
-            return
-        if self._snapshots:
-            self._log_graph(("edge", e.src, e.dst, e.kind, -e.weight))
-        self._out[e.src].remove(eid)
-        self._in[e.dst].remove(eid)
-
-    def _unindex_node(self, nid: str) -> None:
-        """Forget a node (its edges are unindexed first by the caller)."""
-        if self._nodes.pop(nid, None) is not None and self._snapshots:
-            self._log_graph(("drop",))   # rows cannot be taken out of a snapshot: rebuild it
-        self._out.pop(nid, None)
-        self._in.pop(nid, None)
-
-    def _log_graph(self, change: tuple) -> None:
-        """Record a structure change for the cached snapshots (see :meth:`snapshot`); past a
-        quarter of the graph replaying it costs more than a rebuild, so the snapshots go."""
-        self._graph_log.append(change)
-        if change[0] == "drop" or len(self._graph_log) > max(50_000, len(self._edges) // 4):
-            self._drop_snapshots()
-
-    def _drop_snapshots(self) -> None:
-        self._snapshots.clear()
-        self._graph_log.clear()
-        self._node_table = None
-
+    # ------------------------------------------------------------------ transactions and caches
     def _touch(self) -> None:
         self._version += 1
         self._vector_cache.clear()
@@ -414,17 +193,16 @@ class KnowledgeGraph:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group writes: all of them land in SQLite or none.
+        """Group writes: all of them land in the store or none.
 
-        On failure the in-memory cache is reloaded from SQLite and the vectors the failed block
-        added are dropped, so structure and vectors agree again. The outermost block appends the
-        vectors it added to the backend's journal (memory: ``vectors.journal``, Chroma:
-        ``chroma.journal``) just before it commits (a crash in between leaves vectors without
-        nodes, dropped at the next open), and deletes vectors only after the commit (a rollback
-        never loses the vector of a node it restores)."""
+        On failure the in-memory cache is reloaded from the store and the vectors the failed block
+        added are dropped, so structure and vectors agree again. The outermost block makes the
+        vectors it added durable (a journal on the embedded backend) just before it commits (a
+        crash in between leaves vectors without nodes, dropped at the next open), and deletes
+        vectors only after the commit (a rollback never loses the vector of a node it restores)."""
         outer = self._store.depth == 0
         if outer:
-            self._sync_lock.acquire()
+            self._feed.lock.acquire()
         try:
             if outer and self._store.shared:
                 self._store.on_begin = self._sync_in_transaction
@@ -434,26 +212,27 @@ class KnowledgeGraph:
                     self._vectors.commit()   # the block's vectors are durable (journaled) before its structure commits
         except BaseException:
             if outer:
+                logger.debug("KG %r: a transaction rolled back; reloading the cache", self.name)
                 self._doomed_vectors.clear()
                 self._vectors.discard_pending()
                 try:
                     self._reload()
                 except Exception:  # noqa: BLE001 - the database is gone: reload at the next access
-                    self._checked_at, self._db_version = 0.0, -1
+                    logger.warning("KG %r: reloading after a rollback failed; retrying at the next access",
+                                   self.name)
+                    self._feed.lost()
                 finally:
-                    self._sync_lock.release()
+                    self._feed.lock.release()
             raise
         if outer:
             try:
                 if self._store.shared:
-                    committed = self._store.last_committed_version()
-                    if committed is not None:
-                        self._db_version = committed
+                    self._feed.committed()
                 while self._doomed_vectors:
                     space, ids = self._doomed_vectors.pop()
                     self._vectors.delete(space, ids)
             finally:
-                self._sync_lock.release()
+                self._feed.lock.release()
 
     def _has_live_vectors(self, space: str, ids: list[str]) -> list[bool]:
         """Which ids have a vector that survives this transaction (one deleted earlier in it, on a
@@ -462,9 +241,10 @@ class KnowledgeGraph:
         doomed = {i for sp, d in self._doomed_vectors if sp == space for i in d}
         return [h and i not in doomed for i, h in zip(ids, have)]
 
-    def _upsert_vectors(self, space: str, ids: list[str], vectors: np.ndarray, kinds: list[str]) -> None:
+    def _upsert_vectors(self, space: str, ids: list[str], vectors: np.ndarray, kinds: list[str], *,
+                        normalized: bool = False) -> None:
         """Write vectors; ids deleted earlier in this transaction are no longer deleted at commit."""
-        self._vectors.upsert(space, ids, vectors, kinds)
+        self._vectors.upsert(space, ids, vectors, kinds, normalized=normalized)
         if not self._store.depth:
             self._vectors.commit()
         if self._doomed_vectors:
@@ -482,24 +262,31 @@ class KnowledgeGraph:
 
     def _load_all(self) -> None:
         """(Re)build the in-memory cache from the store, in one consistent read."""
-        self._drop_snapshots()
-        self._nodes, self._edges, self._out, self._in = {}, {}, {}, {}
+        version, nodes, edges = self._store.load_all()
+        self._graph.load(nodes, edges)
         if self._store.shared:
-            self._db_version, nodes, edges = self._store.load_all()
-            self._checked_at = time.monotonic()
-        else:
-            nodes, edges = self._store.load_nodes(), self._store.load_edges()
-        for n in nodes:
-            self._index_node(n)
-        for e in edges:
-            self._index_edge(e)
+            self._feed.loaded(version)
         if not self._vectors.transactional:
-            self._drop_orphan_vectors()  # left by a crash between the vector write and the SQLite commit
+            self._drop_orphan_vectors()  # left by a crash between the vector write and the structure's commit
 
     def _reload(self) -> None:
         self._load_all()
         self._synonyms_done = None
         self._touch()
+
+    def _drop_orphan_vectors(self) -> None:
+        """Remove vectors whose node (space "nodes") or relation edge (space "facts") is gone."""
+        for space, alive in (("nodes", self._graph.nodes), ("facts", self._graph.edges)):
+            orphans = [i for i in self._vectors.ids(space) if i not in alive]
+            if orphans:
+                logger.info("KG %r: dropping %d %s vectors a crash left without their graph rows",
+                            self.name, len(orphans), space)
+                self._vectors.delete(space, orphans)
+
+    def drop_snapshots(self) -> None:
+        """Forget the cached PPR snapshots: the next :meth:`snapshot` builds them from scratch, as
+        a fresh process would (the cache is otherwise kept up to date by every write)."""
+        self._graph.drop_snapshots()
 
     # ------------------------------------------------------------------ other processes' writes
     def refresh(self) -> bool:
@@ -507,148 +294,78 @@ class KnowledgeGraph:
         backend; a no-op on the embedded one), reading only the rows those writes touched. Returns
         True when something changed. Runs by itself at most every ``refresh_interval`` seconds on
         reads, at the start of every method run, and under the write lock before every write."""
-        if not self._store.shared or self._closed:
-            return False
-        if not self._sync_lock.acquire(blocking=False):
-            return False   # this process is writing: its cache is the newest there is
-        try:
-            if self._store.depth:
-                return False
-            if self._db_version < 0:   # a failed write lost the connection: reload everything
-                self._reload()
-                return True
-            return self._apply_changes(self._store.changes_since(self._db_version))
-        finally:
-            self._sync_lock.release()
+        return not self._closed and self._feed.refresh()
+
+    @property
+    def refresh_interval(self) -> float:
+        """Server backend: at most this many seconds pass between reads' checks for other
+        processes' writes."""
+        return self._feed.refresh_interval
+
+    @refresh_interval.setter
+    def refresh_interval(self, seconds: float) -> None:
+        self._feed.refresh_interval = seconds
 
     def _maybe_refresh(self) -> None:
-        if self._store.shared and time.monotonic() - self._checked_at >= self.refresh_interval:
+        if self._feed.due():
             self.refresh()
 
     def _sync_in_transaction(self, conn: Any) -> None:
         """Called by the server backend under the KG's write lock, before the block's writes."""
-        if self._db_version < 0:
-            self._reload()
-        else:
-            self._apply_changes(self._store.changes_since(self._db_version, conn))
+        self._feed.catch_up(conn)
 
-    def _apply_changes(self, changes: tuple | None) -> bool:
-        self._checked_at = time.monotonic()
-        if changes is None:   # the change log no longer reaches back to our version
-            self._reload()
-            return True
-        version, nodes, dead_nodes, edges, dead_edges = changes
-        if version == self._db_version and not (nodes or dead_nodes or edges or dead_edges):
-            return False
-        for n in nodes:
-            self._index_node(n)
-        for eid in dead_edges:
-            self._unindex_edge(eid)
-        for e in edges:
-            old = self._edges.get(e.id)
-            if old is not None and (old.src, old.dst) != (e.src, e.dst):
-                self._unindex_edge(e.id)
-            self._index_edge(e)
-        for nid in dead_nodes:
-            for eid in list(self._out.get(nid, [])) + list(self._in.get(nid, [])):
-                self._unindex_edge(eid)
-            self._unindex_node(nid)
-        self._db_version = version
+    def _changed(self) -> None:
+        """Other processes' writes were applied to the cache."""
         self._synonyms_done = None
         self._touch()
-        return True
-
-    def _drop_orphan_vectors(self) -> None:
-        """Remove vectors whose node (space "nodes") or relation edge (space "facts") is gone."""
-        for space, alive in (("nodes", self._nodes), ("facts", self._edges)):
-            orphans = [i for i in self._vectors.ids(space) if i not in alive]
-            if orphans:
-                self._vectors.delete(space, orphans)
-
-    def _vector_state(self) -> tuple[int, int]:
-        return self._vectors.version("nodes"), self._vectors.version("facts")
 
     # ------------------------------------------------------------------ embeddings
-    embed_seconds: float = 0.0  # time spent inside the embedding model (reported by ingestion)
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model every vector of this KG comes from."""
+        return self._embedder.embeddings
+
+    @embeddings.setter
+    def embeddings(self, value: Embeddings) -> None:
+        self._embedder.embeddings = value
+
+    @property
+    def embed_seconds(self) -> float:
+        """Seconds spent inside the embedding model by this KG so far (ingestion reports the part it caused)."""
+        return self._embedder.seconds
 
     def embed_texts(self, texts: Sequence[str], batch_size: int = 256, *, short: bool = False) -> np.ndarray:
         """Embed texts in batches; texts prefetched by :meth:`prefetch_embeddings` are not re-sent.
 
         ``short=True`` for entity names, titles and fact strings: an embedding with a space of its own
         for them (``"fast"``) uses it; any other embedding treats both alike."""
-        missing = list(dict.fromkeys(t for t in texts if (short, t) not in self._prefetched))
-        fresh: dict[str, list[float]] = {}
-        if missing:
-            t0 = time.perf_counter()
-            for off in range(0, len(missing), batch_size):
-                batch = missing[off:off + batch_size]
-                vecs = embed_short_texts(self.embeddings, batch) if short else self.embeddings.embed_documents(batch)
-                fresh.update(zip(batch, check_vectors(vecs, batch, self._vectors.dimension())))
-            self.embed_seconds += time.perf_counter() - t0
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.asarray([self._prefetched[(short, t)] if (short, t) in self._prefetched else fresh[t] for t in texts],
-                          dtype=np.float32)
+        return self._embedder.embed_texts(texts, batch_size, short=short)
 
-    @contextmanager
     def prefetch_embeddings(self, texts: Iterable[str], short_texts: Iterable[str] = (), *,
-                            vectors: Mapping[str, np.ndarray] | None = None) -> Iterator[None]:
-        """Embed ``texts`` (passages) and ``short_texts`` (names, titles, facts: see :meth:`embed_texts`)
-        in one batched call each and serve them from memory inside the block (ingestion embeds a
-        whole document's chunks, titles, names and facts at once, and a bulk ingest several
-        documents' at once). ``vectors``: passages the caller already embedded with this KG's
-        embeddings (:meth:`embed_texts`), served as they are. Blocks nest: each forgets only what
-        it fetched."""
-        added: list[tuple[bool, str]] = []
-        try:
-            texts = list(texts)
-            for t in dict.fromkeys(texts):
-                if vectors is not None and t in vectors and (False, t) not in self._prefetched:
-                    self._prefetched[(False, t)] = vectors[t]
-                    added.append((False, t))
-            wanted = [(short, t) for short, group in ((False, texts), (True, short_texts))
-                      for t in dict.fromkeys(group) if t and (short, t) not in self._prefetched]
-            if has_short_space(self.embeddings):   # two spaces: a call each
-                groups = [[k for k in wanted if not k[0]], [k for k in wanted if k[0]]]
-            else:   # one model for both: one call (a model call's fixed cost dominates small ingests)
-                groups = [wanted]
-            for group in groups:
-                todo = list(dict.fromkeys(t for _, t in group))
-                if todo:
-                    vec = dict(zip(todo, self.embed_texts(todo, short=group[0][0])))
-                    added += group
-                    self._prefetched.update((k, vec[k[1]]) for k in group)
-            yield
-        finally:
-            for key in added:
-                self._prefetched.pop(key, None)
+                            vectors: Mapping[str, np.ndarray] | None = None) -> Any:
+        """Context manager: embed ``texts`` (passages) and ``short_texts`` (names, titles, facts: see
+        :meth:`embed_texts`) in one batched call each and serve them from memory inside the block
+        (ingestion embeds a whole document's chunks, titles, names and facts at once, and a bulk
+        ingest several documents' at once). ``vectors``: passages the caller already embedded with
+        this KG's embeddings, served as they are. Blocks nest: each forgets only what it fetched."""
+        return self._embedder.prefetch_embeddings(texts, short_texts, vectors=vectors)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Unit query vector, LRU-cached (the same question is embedded once per process)."""
+        return self._embedder.embed_query(text)
 
     def passage_embedding_text(self, text: str, title: str | None) -> str:
-        """The string a chunk's vector embeds: ``"title\ntext"`` in a KG whose ``passage_text`` is
+        """The string a chunk's vector embeds: ``"title\\ntext"`` in a KG whose ``passage_text`` is
         ``"title+text"`` and whose document has a title, else the chunk text."""
         return f"{title}\n{text}" if title and self.passage_text == "title+text" else text
 
-    def _embedding_text(self, n: Node) -> str:
+    def embedding_text(self, n: Node) -> str:
+        """The string node ``n``'s vector embeds (its text; a chunk's as :meth:`passage_embedding_text`)."""
         if n.kind != "chunk":
             return n.text
         # a title the extractor made up (an untitled document's) is shown, not embedded: offline it
         # is the passage's own first words
         return self.passage_embedding_text(n.text, None if n.attrs.get("generated_title") else n.attrs.get("title"))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Unit query vector, LRU-cached (the same question is embedded once per process)."""
-        vec = self._query_cache.get(text)
-        if vec is None:
-            t0 = time.perf_counter()
-            vec = check_vectors([self.embeddings.embed_query(text)], [text], self._vectors.dimension())[0]
-            self.embed_seconds += time.perf_counter() - t0
-            vec = vec / (np.linalg.norm(vec) or 1.0)
-            self._query_cache[text] = vec
-            if len(self._query_cache) > 2048:
-                self._query_cache.popitem(last=False)
-        else:
-            self._query_cache.move_to_end(text)
-        return vec
 
     # ------------------------------------------------------------------ writes
     def add_nodes(self, nodes: Sequence[Node], *, source: str | None = None, embed: bool = True,
@@ -663,7 +380,7 @@ class KnowledgeGraph:
                 raise KgmemInputError(f"unknown node kind {n.kind!r}; allowed: {', '.join(NODE_KINDS)}")
             check_storable(n.id, f"node id {n.id!r}")
             check_storable(n.text, f"the text of node {n.id!r}")
-            old = self._nodes.get(n.id)
+            old = self._graph.nodes.get(n.id)
             kind = kinds.setdefault(n.id, old.kind if old is not None else n.kind)
             if kind != n.kind:
                 raise KgmemInputError(
@@ -674,7 +391,7 @@ class KnowledgeGraph:
             if source is not None:
                 self._store.add_sources([n.id for n in nodes], [], source)
             for n in nodes:
-                self._index_node(n)
+                self._graph.index_node(n)
             if vectors is not None:
                 self._upsert_vectors("nodes", [n.id for n in nodes], vectors, [n.kind for n in nodes])
             elif embed:
@@ -685,13 +402,15 @@ class KnowledgeGraph:
                     part = [n for n in todo if (n.kind in SHORT_KINDS) == short]
                     if part:
                         self._upsert_vectors("nodes", [n.id for n in part],
-                                             self.embed_texts([self._embedding_text(n) for n in part], short=short),
+                                             self.embed_texts([self.embedding_text(n) for n in part], short=short),
                                              [n.kind for n in part])
             self._touch()
         return [n.id for n in nodes]
 
     def add_node(self, kind: str, text: str, *, id: str | None = None, attrs: dict[str, Any] | None = None,
                  source: str | None = None, embed: bool = True) -> str:
+        """Add one node (id derived from ``kind`` and ``text`` unless given) and return its id; see
+        :meth:`add_nodes`."""
         check_storable(text, f"the text of node {id or text[:40]!r}")   # before it is hashed into an id
         nid = id or (entity_id(text) if kind == "entity" else node_id(kind, text))
         self.add_nodes([Node(nid, kind, text, attrs or {})], source=source, embed=embed)
@@ -704,15 +423,15 @@ class KnowledgeGraph:
                 raise KgmemInputError(f"unknown edge kind {e.kind!r}; allowed: {', '.join(EDGE_KINDS)}")
             check_storable(e.id, f"edge id {e.id!r}")
             check_storable(e.text, f"the text of edge {e.id!r}")
-            if e.src not in self._nodes or e.dst not in self._nodes:
-                missing = e.src if e.src not in self._nodes else e.dst
+            if e.src not in self._graph.nodes or e.dst not in self._graph.nodes:
+                missing = e.src if e.src not in self._graph.nodes else e.dst
                 raise KgmemInputError(f"edge {e.id} refers to unknown node {missing!r}: add the node first")
         with self.transaction():
             self._store.upsert_edges(edges)
             if source is not None:
                 self._store.add_sources([], [e.id for e in edges], source)
             for e in edges:
-                self._index_edge(e)
+                self._graph.index_edge(e)
             if embed_facts:
                 facts = [e for e in edges if e.kind == "relation"]
                 have = self._has_live_vectors("facts", [e.id for e in facts])
@@ -725,47 +444,24 @@ class KnowledgeGraph:
 
     def delete_edges(self, ids: Iterable[str]) -> int:
         """Remove edges (and their fact vectors); their end nodes stay. Returns how many existed."""
-        ids = sorted({i for i in ids if i in self._edges})
+        ids = sorted({i for i in ids if i in self._graph.edges})
         if ids:
             with self.transaction():
                 self._store.delete_edges(ids)
                 for eid in ids:
-                    self._unindex_edge(eid)
+                    self._graph.unindex_edge(eid)
                 self._delete_vectors("facts", ids)
                 self._touch()
         return len(ids)
 
     def add_edge(self, src: str, dst: str, kind: str, *, text: str = "", weight: float = 1.0,
                  attrs: dict[str, Any] | None = None, source: str | None = None) -> str:
+        """Add one edge from ``src`` to ``dst`` (id derived from them, ``kind`` and ``text``) and
+        return its id; see :meth:`add_edges`."""
         check_storable(text, f"the text of edge {src!r} -> {dst!r}")   # before it is hashed into an id
         e = Edge(edge_id(src, dst, kind, text), src, dst, kind, text, weight, attrs or {})
         self.add_edges([e], source=source)
         return e.id
-
-    def add_triples(self, triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
-                    title: str | None = None, merge_threshold: float | None = 0.85,
-                    meta: dict[str, Any] | None = None) -> "Any":
-        """Add pre-extracted ``[subject, relation, object]`` triples (see ingest.pipeline); ``meta``
-        is stored with the document row (provenance)."""
-        from langgraph_kgmem.ingest.pipeline import add_triples
-
-        return add_triples(self, triples, source=source, text=text, title=title, merge_threshold=merge_threshold,
-                           meta=meta)
-
-    def add_documents(self, docs: Iterable[Any], *, model: Any = None, **options: Any) -> "Any":
-        """Chunk, extract and merge documents into the KG (see ingest.pipeline.add_documents)."""
-        from langgraph_kgmem.ingest.pipeline import add_documents
-
-        report = add_documents(self, docs, model=model, **options)
-        if self._analyze_due(report):
-            self._store.analyze()   # planner statistics for the bulk just loaded
-        return report
-
-    def add_records(self, records: Any, **options: Any) -> "Any":
-        """Time-stamped observations → time/location/event nodes (see ingest.records)."""
-        from langgraph_kgmem.ingest.records import add_records
-
-        return add_records(self, records, **options)
 
     def add_synonym_edges(self, *, threshold: float = 0.8, weight_scale: float = 2.0, max_per_node: int = 50,
                           block: int = 2048) -> int:
@@ -787,11 +483,11 @@ class KnowledgeGraph:
                                                   max_per_node, since)
         new: list[Edge] = []
         for a, b, sim in pairs:
-            if a not in self._nodes or b not in self._nodes:   # vectors of nodes deleted in this transaction
+            if a not in self._graph.nodes or b not in self._graph.nodes:   # vectors of nodes deleted in this transaction
                 continue
             sim = short_similarity(self.embeddings, sim)
             e = Edge(edge_id(a, b, "synonym"), a, b, "synonym", "", weight_scale * sim, {"similarity": round(sim, 6)})
-            old = self._edges.get(e.id)
+            old = self._graph.edges.get(e.id)
             if old is None or abs(old.weight - e.weight) > 1e-5 or \
                     abs(old.attrs.get("similarity", -2.0) - e.attrs["similarity"]) > 1e-5:
                 new.append(e)
@@ -816,71 +512,156 @@ class KnowledgeGraph:
             doomed_nodes = set(nodes)
             doomed_edges = set(edges)
             for nid in doomed_nodes:
-                doomed_edges.update(self._out.get(nid, []))
-                doomed_edges.update(self._in.get(nid, []))
+                doomed_edges.update(self._graph.out.get(nid, []))
+                doomed_edges.update(self._graph.into.get(nid, []))
             # relation edges other documents keep must stop citing this document's chunks
             pruned = []
             for eid in doc_edges:
-                e = self._edges.get(eid)
+                e = self._graph.edges.get(eid)
                 if e is None or eid in doomed_edges or not e.attrs.get("chunks"):
                     continue
                 chunks = [c for c in e.attrs["chunks"] if c not in doomed_nodes]
                 if len(chunks) < len(e.attrs["chunks"]):
                     pruned.append(replace(e, attrs={**e.attrs, "chunks": chunks}))
             # time nodes that lose a time_next neighbour get relinked to the surviving ones
-            relink = {x for eid in doomed_edges if (e := self._edges.get(eid)) is not None and e.kind == "time_next"
+            relink = {x for eid in doomed_edges if (e := self._graph.edges.get(eid)) is not None and e.kind == "time_next"
                       for x in (e.src, e.dst)} - doomed_nodes
             self._store.delete_edges(sorted(doomed_edges))
             self._store.delete_nodes(sorted(doomed_nodes))
             self._store.upsert_edges(pruned)
             self._store.delete_document_row(doc_id)
             for eid in sorted(doomed_edges):
-                self._unindex_edge(eid)
+                self._graph.unindex_edge(eid)
             for e in pruned:
-                self._index_edge(e)
+                self._graph.index_edge(e)
             for nid in doomed_nodes:
-                self._unindex_node(nid)
+                self._graph.unindex_node(nid)
             self._delete_vectors("nodes", sorted(doomed_nodes))
             self._delete_vectors("facts", sorted(doomed_edges))
             self._touch()
             if relink:
-                from langgraph_kgmem.ingest.records import relink_time_chain
-
-                relink_time_chain(self, sorted(relink))
+                self.relink_time_chain(sorted(relink))
         return {"nodes_removed": len(doomed_nodes), "edges_removed": len(doomed_edges)}
+
+    def relink_time_chain(self, time_ids: Iterable[str], *, batch_size: int = BATCH_SIZE) -> int:
+        """Link each time node of ``time_ids`` to its neighbours in time by ``time_next`` edges and
+        drop the chain edges around them that skip a time node, so that the chain visits every time
+        node of the KG in order, across add_records batches and after deletions. Chain edges are
+        derived structure: they live as long as both ends do. Returns the number of edges added."""
+        new, skips = chain_changes(self._graph, time_ids)
+        with self.transaction():
+            self.delete_edges(skips)
+            for off in range(0, len(new), batch_size):
+                self.add_edges(new[off:off + batch_size], source=DERIVED_SOURCE, embed_facts=False)
+        return len(new)
+
+    def put_document(self, doc_id: str, *, title: str, status: Literal["pending", "done"], n_chunks: int = 0,
+                     meta: dict[str, Any] | None = None) -> None:
+        """Record (or update) document ``doc_id``'s row: its title, whether its ingest is
+        ``"pending"`` or ``"done"``, its chunk count and provenance ``meta``. Ingestion marks a
+        document pending before its first write and done in the transaction of its last."""
+        check_storable(doc_id, f"document id {doc_id!r}")
+        with self.transaction():
+            self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta)
+
+    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
+        """Record that document ``doc_id`` contributed these nodes and edges (deleting the document
+        removes what no other document contributed); :data:`DERIVED_SOURCE` for derived structure."""
+        with self.transaction():
+            self._store.add_sources(list(node_ids), list(edge_ids), doc_id)
+
+    def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
+        """Record that the normalised name ``alias`` denotes node ``node_id`` (an entity merged into
+        it at cosine ``similarity``), so later mentions resolve without a vector search."""
+        with self.transaction():
+            self._store.put_alias(alias, node_id, similarity)
+
+    def put_vectors(self, space: Literal["nodes", "facts"], ids: Sequence[str], vectors: np.ndarray,
+                    kinds: Sequence[str], *, normalized: bool = False) -> None:
+        """Store vectors computed elsewhere (a migration copies them as stored, without embedding
+        anything) for nodes (``"nodes"``) or relation edges (``"facts"``) already in the graph.
+        ``normalized=True``: the rows are unit already."""
+        alive = self._graph.nodes if space == "nodes" else self._graph.edges
+        missing = [i for i in ids if i not in alive]
+        if missing:
+            raise KgmemInputError(f"put_vectors: no {space[:-1]} {missing[:3]} in KG {self.name!r}: add them first")
+        with self.transaction():
+            self._upsert_vectors(space, list(ids), vectors, list(kinds), normalized=normalized)
+            self._touch()
+
+    def adopt_passage_text(self, passage_text: str) -> None:
+        """Embed passages as another KG does (``"title+text"`` or ``"text"``, see :data:`PASSAGE_TEXTS`),
+        so vectors copied from it stay comparable. Only while this KG holds no node."""
+        if passage_text not in PASSAGE_TEXTS:
+            raise KgmemInputError(f"passage_text {passage_text!r}: use one of {', '.join(PASSAGE_TEXTS)}")
+        if self._graph.nodes:
+            raise KgmemInputError(f"KG {self.name!r} already holds nodes embedded as {self.passage_text!r}: "
+                                  "adopt another passage text only in an empty KG")
+        with self.transaction():
+            self._store.set_meta("passage_text", passage_text)
+        self.passage_text = passage_text
+
+    def note_ingested(self, documents_added: int) -> None:
+        """Tell the KG an ingest added this many documents: once enough have come in since the
+        last refresh, the database's planner statistics are refreshed. ANALYZE reads the whole KG,
+        so refreshing after every bulk ingest made each document cost more as the KG grew;
+        refreshing as it grows by a fixed fraction (a quarter, and at least
+        :data:`ANALYZE_AFTER_DOCUMENTS` documents) keeps that cost per document flat, and statistics
+        describe proportions, which a quarter more of the same documents hardly moves."""
+        self._unanalyzed += documents_added
+        if self._unanalyzed < max(ANALYZE_AFTER_DOCUMENTS, self._analyzed_docs // 4):
+            return
+        self._analyzed_docs = self._store.document_count()   # an ANALYZE reads them all anyway
+        self._unanalyzed = 0
+        logger.debug("KG %r: refreshing planner statistics at %d documents", self.name, self._analyzed_docs)
+        self.analyze()
+
+    def analyze(self) -> None:
+        """Refresh the database's planner statistics now (after a bulk load; :meth:`note_ingested`
+        does it as ingestion grows the KG)."""
+        self._store.analyze()
 
     # ------------------------------------------------------------------ reads
     def node(self, nid: str) -> Node | None:
+        """The node with id ``nid``, or None."""
         self._maybe_refresh()
-        return self._nodes.get(nid)
+        return self._graph.nodes.get(nid)
 
     def edge(self, eid: str) -> Edge | None:
-        return self._edges.get(eid)
+        """The edge with id ``eid``, or None."""
+        return self._graph.edges.get(eid)
 
     def has_node(self, nid: str) -> bool:
-        return nid in self._nodes
+        """Whether node ``nid`` is in the graph (no refresh: the cache as it is)."""
+        return nid in self._graph.nodes
 
     def nodes(self, kind: str | None = None) -> list[Node]:
+        """Every node (of ``kind``), in insertion order."""
         self._maybe_refresh()
-        return [n for n in self._nodes.values() if kind is None or n.kind == kind]
+        return [n for n in self._graph.nodes.values() if kind is None or n.kind == kind]
 
     def edges(self, kind: str | None = None) -> list[Edge]:
+        """Every edge (of ``kind``), in insertion order."""
         self._maybe_refresh()
-        return [e for e in self._edges.values() if kind is None or e.kind == kind]
+        return [e for e in self._graph.edges.values() if kind is None or e.kind == kind]
 
     def node_count(self) -> int:
-        return len(self._nodes)
+        """Number of nodes."""
+        return len(self._graph.nodes)
 
     def edge_count(self) -> int:
-        return len(self._edges)
+        """Number of edges."""
+        return len(self._graph.edges)
 
     def edges_of(self, nid: str, *, direction: Direction = "both") -> list[Edge]:
+        """Edges leaving (``"out"``), entering (``"in"``) or touching (``"both"``) node ``nid``,
+        outgoing first, each in insertion order."""
         ids: list[str] = []
         if direction in ("out", "both"):
-            ids.extend(self._out.get(nid, []))
+            ids.extend(self._graph.out.get(nid, []))
         if direction in ("in", "both"):
-            ids.extend(self._in.get(nid, []))
-        return [self._edges[e] for e in ids]
+            ids.extend(self._graph.into.get(nid, []))
+        return [self._graph.edges[e] for e in ids]
 
     def neighbors(self, nid: str, *, kinds: Sequence[str] | None = None, relation: str | None = None,
                   node_kinds: Sequence[str] | None = None, direction: Direction = "both") -> list[tuple[Edge, Node]]:
@@ -895,38 +676,57 @@ class KnowledgeGraph:
             if rel is not None and rel not in e.text.lower() and rel != e.kind:
                 continue
             other = e.dst if e.src == nid else e.src
-            node = self._nodes.get(other)
+            node = self._graph.nodes.get(other)
             if node is None or (node_kinds is not None and node.kind not in node_kinds):
                 continue
             out.append((e, node))
         return out
 
     def degree(self, nid: str, *, kinds: Sequence[str] | None = None) -> int:
+        """Number of edges (of these ``kinds``) touching node ``nid``."""
         return len(self.neighbors(nid, kinds=kinds))
 
     def sources_of(self, nid: str) -> list[str]:
         """Document ids that contributed node (or edge) ``nid``."""
-        if nid in self._edges:
+        if nid in self._graph.edges:
             return self._store.edge_sources(nid)
         return self._store.node_sources(nid)
 
     def document_nodes(self, doc_id: str) -> list[str]:
+        """Ids of the nodes document ``doc_id`` contributed."""
         return self._store.doc_node_ids(doc_id)
 
+    def document_edges(self, doc_id: str) -> list[str]:
+        """Ids of the edges document ``doc_id`` contributed."""
+        return self._store.doc_edge_ids(doc_id)
+
     def documents(self) -> list[dict[str, Any]]:
+        """Every document row: ``{"id", "title", "status", "n_chunks", "meta"}``, in ingest order."""
         return self._store.documents()
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
+        """Document ``doc_id``'s row (see :meth:`documents`), or None."""
         return self._store.document(doc_id)
 
     def aliases(self, nid: str | None = None) -> list[tuple[str, str, float]]:
+        """Recorded aliases ``(alias, node id, similarity)`` (of node ``nid``): names merged into an entity."""
         return self._store.aliases(nid)
 
+    def alias_target(self, alias: str) -> str | None:
+        """The node the normalised name ``alias`` was merged into, or None."""
+        return self._store.alias_target(alias)
+
+    def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]:
+        """:meth:`alias_target` of many names in one read; names without a target are left out."""
+        return self._store.alias_targets(aliases)
+
     def fact_text(self, e: Edge) -> str:
-        s, o = self._nodes.get(e.src), self._nodes.get(e.dst)
+        """A relation edge as the text its fact vector embeds: ``"subject relation object"``."""
+        s, o = self._graph.nodes.get(e.src), self._graph.nodes.get(e.dst)
         return f"{s.text if s else e.src} {e.text} {o.text if o else e.dst}".strip()
 
     def chunk_of_anchor(self, anchor_id: str) -> Node | None:
+        """The chunk node an anchor node stands for (None if it has none)."""
         for e, n in self.neighbors(anchor_id, kinds=("anchor_chunk",)):
             if n.kind == "chunk":
                 return n
@@ -934,11 +734,12 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ vectors
     def vectors(self, ids: Sequence[str], space: str = "nodes") -> np.ndarray:
-        """Unit vectors of ``ids`` (rows in the given order); see :meth:`has_vectors`. On the server
-        backend recently read vectors are kept in a bounded cache until the next write."""
+        """Unit vectors of ``ids`` (rows in the given order); see :meth:`has_vectors`. On a remote
+        vector backend (a database server) recently read vectors are kept in a bounded cache until
+        the next write."""
         try:
-            if self._store.shared:
-                return self._cached_vectors(space, ids)
+            if self._vectors.remote:
+                return self._vector_cache.get(space, ids)
             return self._vectors.get(space, ids)
         except KeyError as exc:
             missing = [i for i, h in zip(ids, self._vectors.has(space, ids)) if not h]
@@ -948,33 +749,11 @@ class KnowledgeGraph:
                 "embedded; filter ids with kg.has_vectors(ids) first") from exc
 
     def has_vectors(self, ids: Sequence[str], space: str = "nodes") -> list[bool]:
-        if self._store.shared:
-            # read the missing vectors themselves (not just whether they exist): the caller nearly
-            # always asks for them next, and then they come from the cache
-            cache = self._vector_cache
-            todo = list(dict.fromkeys(i for i in ids if (space, i) not in cache))
-            if todo:
-                found = self._vectors.get_present(space, todo)
-                for i, v in found.items():
-                    cache[(space, i)] = v
-                while len(cache) > self.VECTOR_CACHE_SIZE:
-                    cache.popitem(last=False)
-            return [(space, i) in cache for i in ids]
+        """Which of ``ids`` have a vector in ``space`` (only entity/chunk/anchor nodes and relation
+        edges are embedded)."""
+        if self._vectors.remote:
+            return self._vector_cache.has(space, ids)
         return self._vectors.has(space, ids)
-
-    VECTOR_CACHE_SIZE = 20_000   # server backend: vectors kept per process (bounded; cleared by writes)
-
-    def _cached_vectors(self, space: str, ids: Sequence[str]) -> np.ndarray:
-        cache = self._vector_cache
-        todo = list(dict.fromkeys(i for i in ids if (space, i) not in cache))
-        if todo:
-            for i, v in zip(todo, self._vectors.get(space, todo)):
-                cache[(space, i)] = v
-            while len(cache) > self.VECTOR_CACHE_SIZE:
-                cache.popitem(last=False)
-        if not ids:
-            return np.zeros((0, self._vectors.dimension() or 0), dtype=np.float32)
-        return np.asarray([cache[(space, i)] for i in ids], dtype=np.float32)
 
     def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
         """Every vector of these kinds (analysis, migration). On the server backend this copies them
@@ -996,7 +775,7 @@ class KnowledgeGraph:
         elif kinds is not None and not any(k in SHORT_KINDS for k in kinds):
             short = False   # e.g. every passage: no per-id lookup
         else:
-            short = [(n := self._nodes.get(i)) is not None and n.kind in SHORT_KINDS for i in ids]
+            short = [(n := self._graph.nodes.get(i)) is not None and n.kind in SHORT_KINDS for i in ids]
         return ids, block_cosines(self.embeddings, vec, scores, short).astype(np.asarray(scores).dtype)
 
     @traced("kg.nearest")
@@ -1005,23 +784,24 @@ class KnowledgeGraph:
         """Nodes most similar to ``query`` (text or vector), best first, deterministic ties."""
         self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
-        hits = [(self._nodes[i], s) for i, s in self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
-                if i in self._nodes]
+        hits = [(self._graph.nodes[i], s) for i, s in self._vectors.search("nodes", vec, k, kinds=kinds, restrict=restrict)
+                if i in self._graph.nodes]
         scores = block_cosines(self.embeddings, vec, [s for _, s in hits], [n.kind in SHORT_KINDS for n, _ in hits])
         return [(n, float(s)) for (n, _), s in zip(hits, scores)]
 
     @traced("kg.nearest_facts")
     def nearest_facts(self, query: str | np.ndarray, k: int = 5) -> list[tuple[Edge, float]]:
+        """Relation edges whose fact text is most similar to ``query``, best first."""
         self._maybe_refresh()
         vec = self.embed_query(query) if isinstance(query, str) else query
-        hits = [(self._edges[i], s) for i, s in self._vectors.search("facts", vec, k) if i in self._edges]
+        hits = [(self._graph.edges[i], s) for i, s in self._vectors.search("facts", vec, k) if i in self._graph.edges]
         scores = block_cosines(self.embeddings, vec, [s for _, s in hits], [True] * len(hits))
         return [(e, float(s)) for (e, _), s in zip(hits, scores)]
 
     # ------------------------------------------------------------------ subgraphs & algorithms
     def subgraph(self, node_ids: Iterable[str], *, hops: int = 0, edge_kinds: Sequence[str] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Nodes within ``hops`` of ``node_ids`` and the edges among them, as plain dicts."""
-        frontier = [n for n in dict.fromkeys(node_ids) if n in self._nodes]
+        frontier = [n for n in dict.fromkeys(node_ids) if n in self._graph.nodes]
         seen = dict.fromkeys(frontier)
         for _ in range(hops):
             nxt = []
@@ -1036,7 +816,7 @@ class KnowledgeGraph:
             for e in self.edges_of(nid, direction="out"):
                 if e.dst in seen and (edge_kinds is None or e.kind in edge_kinds):
                     edges[e.id] = e
-        return {"nodes": [self._nodes[n].to_dict() for n in seen], "edges": [e.to_dict() for e in edges.values()]}
+        return {"nodes": [self._graph.nodes[n].to_dict() for n in seen], "edges": [e.to_dict() for e in edges.values()]}
 
     def snapshot(self, edge_kinds: Sequence[str] | None = None, *, symmetric: bool = True) -> GraphSnapshot:
         """CSR snapshot over the given edge kinds (all by default), cached.
@@ -1047,55 +827,7 @@ class KnowledgeGraph:
         for another process's writes, which :meth:`refresh` brings in as the same changes. Only a
         removed node, or more changes than a quarter of the graph, rebuilds it."""
         self._maybe_refresh()
-        if self._graph_log:
-            self._replay_graph_log()
-        key = (tuple(sorted(edge_kinds)) if edge_kinds is not None else None, symmetric)
-        snap = self._snapshots.get(key)
-        if snap is None:
-            table = self._node_table
-            fresh = table is None or len(table) != len(self._nodes)
-            ids = list(self._nodes)
-            index = {nid: i for i, nid in enumerate(ids)} if fresh else table.index
-            es = [e for e in self._edges.values() if edge_kinds is None or e.kind in edge_kinds]
-            src = np.fromiter((index[e.src] for e in es), dtype=np.int64, count=len(es))
-            dst = np.fromiter((index[e.dst] for e in es), dtype=np.int64, count=len(es))
-            w = np.fromiter((e.weight for e in es), dtype=np.float64, count=len(es))
-            if fresh:
-                # rows by falling degree: the hubs' scores, read by most of the power iteration's
-                # gathers, sit together in cache (1.5x faster on power-law graphs)
-                order = degree_order(len(ids), src, dst)
-                rank = np.empty(len(ids), dtype=np.int64)
-                rank[order] = np.arange(len(ids))
-                src, dst = rank[src], rank[dst]
-                ids = [ids[i] for i in order.tolist()]
-                table = self._node_table = NodeTable(ids, [self._nodes[i].kind for i in ids])
-            snap = build_snapshot(table.ids, (), src, dst, w, symmetric=symmetric, table=table)
-            self._snapshots[key] = snap
-        return snap
-
-    def _replay_graph_log(self) -> None:
-        log, self._graph_log = self._graph_log, []
-        table = self._node_table
-        if not self._snapshots or table is None:
-            self._drop_snapshots()
-            return
-        added = [c for c in log if c[0] == "node"]
-        if added:
-            table.append([c[1] for c in added], [c[2] for c in added])
-        edges = [c for c in log if c[0] == "edge"]
-        if len(table) != len(self._nodes) or any(c[1] not in table.index or c[2] not in table.index for c in edges):
-            self._drop_snapshots()   # the cache changed in a way the log did not see: start over
-            return
-        for (kinds, symmetric), snap in list(self._snapshots.items()):
-            mine = [c for c in edges if kinds is None or c[3] in kinds]
-            src = np.fromiter((table.index[c[1]] for c in mine), dtype=np.int64, count=len(mine))
-            dst = np.fromiter((table.index[c[2]] for c in mine), dtype=np.int64, count=len(mine))
-            dw = np.fromiter((c[4] for c in mine), dtype=np.float64, count=len(mine))
-            if symmetric:
-                src, dst, dw = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([dw, dw])
-            self._snapshots[(kinds, symmetric)] = extend_snapshot(snap, len(table), src, dst, dw)
-
-    PUSH_MIN_ENTRIES = PUSH_MIN_ENTRIES   # "auto": consider push once the snapshot has this many directed entries
+        return self._graph.snapshot(edge_kinds, symmetric=symmetric)
 
     def ppr_scores(self, seeds: Mapping[str, float] | np.ndarray, *, snapshot: GraphSnapshot | None = None,
                    edge_kinds: Sequence[str] | None = None, damping: float = 0.5,
@@ -1159,63 +891,65 @@ class KnowledgeGraph:
         snap = self.snapshot(edge_kinds)
         used = choose_method(snap, method, self.PUSH_MIN_ENTRIES, strict=strict)
         # rows of the wanted kinds: a whole-graph pass, cached per snapshot, that a forced push never needs
-        rows = self._kind_rows(snap, node_kinds) if node_kinds is not None and used != "push" else None
+        rows = snap.kind_rows(node_kinds) if node_kinds is not None and used != "push" else None
         res = self.ppr_scores(seeds, snapshot=snap, damping=damping, overrides=overrides, method=used, eps=eps,
                               tol=tol, max_iter=max_iter, strict=strict, top_k=top_k, top_rows=rows)
         if node_kinds is not None:
             if res.method == "push":
                 rows = res.rows[np.isin(snap.kinds[res.rows], list(node_kinds))]
             elif rows is None:   # push fell back to the exact method (no seed in the graph)
-                rows = self._kind_rows(snap, node_kinds)
+                rows = snap.kind_rows(node_kinds)
         return [(snap.node_ids[r], s) for r, s in res.ranked(rows, top_k)]
 
-    def _kind_rows(self, snap: GraphSnapshot, node_kinds: Sequence[str]) -> np.ndarray:
-        kinds = sorted(node_kinds)
-        return snap._cached(f"rows:{kinds}", lambda: np.flatnonzero(np.isin(snap.kinds, kinds)))
 
     def to_networkx(self) -> Any:
         """A networkx MultiDiGraph copy (for analysis and drawing; not used on hot paths)."""
         import networkx as nx
 
         g = nx.MultiDiGraph(name=self.name)
-        for n in self._nodes.values():
+        for n in self._graph.nodes.values():
             g.add_node(n.id, kind=n.kind, text=n.text)
-        for e in self._edges.values():
+        for e in self._graph.edges.values():
             g.add_edge(e.src, e.dst, key=e.id, kind=e.kind, text=e.text, weight=e.weight)
         return g
 
     def stats(self) -> dict[str, Any]:
+        """What the KG holds and where: name, path, backend labels, embeddings, and counts of
+        documents, nodes and edges (per kind), aliases and vectors."""
         self._maybe_refresh()
         nodes: dict[str, int] = {}
-        for n in self._nodes.values():
+        for n in self._graph.nodes.values():
             nodes[n.kind] = nodes.get(n.kind, 0) + 1
         edges: dict[str, int] = {}
-        for e in self._edges.values():
+        for e in self._graph.edges.values():
             edges[e.kind] = edges.get(e.kind, 0) + 1
         return {
             "name": self.name,
             "path": str(self.path) if self.path else None,
-            "backend": "postgres" if self._store.shared else "sqlite",
-            "vector_backend": self._vector_backend,
+            "backend": self._store.kind,
+            "vector_backend": self._vectors.kind,
             "embeddings": embeddings_id(self.embeddings),
             "embedding_layout": getattr(self.embeddings, "layout", None),
             "passage_text": self.passage_text,
             "documents": self._store.document_count(),
-            "nodes": len(self._nodes),
-            "edges": len(self._edges),
+            "nodes": len(self._graph.nodes),
+            "edges": len(self._graph.edges),
             "nodes_by_kind": dict(sorted(nodes.items())),
             "edges_by_kind": dict(sorted(edges.items())),
             "aliases": self._store.alias_count(),
             "vectors": {"nodes": self._vectors.count("nodes"), "facts": self._vectors.count("facts")},
         }
 
-    # internal access for ingestion
     @property
     def graph_store(self) -> GraphBackend:
+        """The structure store, for inspection (tests, diagnostics). Write through the KG's own
+        methods: they keep the caches and the transaction rules."""
         return self._store
 
     @property
     def vector_index(self) -> VectorBackend:
+        """The vector store, for inspection and read-only queries (entity resolution's ``best``).
+        Write through the KG's own methods."""
         return self._vectors
 
 
@@ -1228,141 +962,3 @@ def _identity(name: str | None, stored: str | None, where: str) -> str:
             f"{where} holds KG {stored!r}, not {name!r}: its memory lives under {stored!r}. Open it with "
             f"name={stored!r} or without a name, or use another directory for a KG called {name!r}")
     return stored
-
-
-@asynccontextmanager
-async def open_async_persistence(path: Path | None, *, uri: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
-    """The async twin of :func:`open_persistence` (same database, same tables), closed on exit."""
-    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
-    if uri:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from langgraph.store.postgres.aio import AsyncPostgresStore
-        from psycopg import AsyncConnection
-        from psycopg.rows import dict_row
-        from psycopg_pool import AsyncConnectionPool
-
-        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, database_label, storage_error
-
-        pool = AsyncConnectionPool(uri, min_size=1, max_size=8, open=False,
-                                   kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-        try:
-            await pool.open(wait=True, timeout=15)
-            saver = AsyncPostgresSaver(pool, serde=strict_serializer(database_label(uri)))
-            store = AsyncPostgresStore(pool)
-            # one migrator at a time, polled (see open_persistence)
-            async with await AsyncConnection.connect(uri, autocommit=True) as conn:
-                while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
-                                                     (SCHEMA_LOCK[0], 1))).fetchone())[0]:
-                    await asyncio.sleep(0.05)
-                try:
-                    await saver.setup()
-                    await store.setup()
-                finally:
-                    await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
-        except Exception as exc:
-            await pool.close()
-            if isinstance(exc, KgmemError):
-                raise
-            raise storage_error(exc, uri, "setting up the async checkpointer and store") from exc
-        try:
-            yield saver, store
-        finally:
-            await pool.close()
-        return
-    if path is None:
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.store.memory import InMemoryStore
-
-        yield InMemorySaver(), InMemoryStore()
-        return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    from langgraph.store.sqlite.aio import AsyncSqliteStore
-
-    import aiosqlite
-
-    db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    # checked on a plain connection first: a foreign or corrupt file is refused before setup
-    # creates anything in it
-    with closing(sqlite3.connect(db)) as probe:
-        check_sqlite_file(probe, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
-    # the saver built on its own connection: from_conn_string takes no serializer
-    async with aiosqlite.connect(db) as conn, AsyncSqliteStore.from_conn_string(db) as store:
-        saver = AsyncSqliteSaver(conn, serde=strict_serializer(db))
-        try:
-            with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-                await saver.setup()
-                await store.setup()
-        except sqlite3.DatabaseError as exc:
-            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
-        yield saver, store
-
-
-def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any, Any]:
-    """(checkpointer, store) on one database: the KG's own PostgreSQL database (``uri``) or
-    ``KGMEM_POSTGRES_URI``, else SQLite in ``path`` (in memory without one)."""
-    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
-    if uri:
-        try:
-            from langgraph.checkpoint.postgres import PostgresSaver
-            from langgraph.store.postgres import PostgresStore
-            from psycopg import Connection
-        except ImportError as exc:  # pragma: no cover - optional extra
-            from langgraph_kgmem.errors import ConfigurationError
-
-            raise ConfigurationError(
-                f"{'KGMEM_POSTGRES_URI is set' if uri == os.environ.get('KGMEM_POSTGRES_URI') else 'a postgresql:// KG'}"
-                " needs the Postgres checkpointer and store, which are missing: "
-                "pip install 'langgraph-kgmem[postgres]'") from exc
-        from psycopg.rows import dict_row
-        from psycopg_pool import ConnectionPool
-
-        from langgraph_kgmem.kg.postgres import SCHEMA_LOCK, database_label, storage_error
-
-        # a pool, so threads (app.batch) and the KG's own connections never share one connection
-        pool = ConnectionPool(uri, min_size=1, max_size=8, open=False,
-                              kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-        try:
-            pool.open(wait=True, timeout=15)
-            saver = PostgresSaver(pool, serde=strict_serializer(database_label(uri)))
-            store = PostgresStore(pool)
-            # one migrator at a time; a session lock, not a transaction: the saver's migrations
-            # create indexes CONCURRENTLY, which wait for every open transaction
-            # waiting is polled: a session blocked in pg_advisory_lock holds a snapshot, which such
-            # an index build waits for, while the lock holder waits for the build (a deadlock)
-            with Connection.connect(uri, autocommit=True) as conn:
-                while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SCHEMA_LOCK[0], 1)).fetchone()[0]:
-                    time.sleep(0.05)
-                try:
-                    saver.setup()
-                    store.setup()
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
-        except Exception as exc:
-            pool.close()
-            if isinstance(exc, KgmemError):
-                raise
-            raise storage_error(exc, uri, "setting up the checkpointer and store") from exc
-        return saver, store
-    if path is None:
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.store.memory import InMemoryStore
-
-        return InMemorySaver(), InMemoryStore()
-    from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.store.sqlite import SqliteStore
-
-    db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
-    store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
-    try:
-        check_sqlite_file(saver.conn, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
-        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-            saver.setup()
-            store.setup()
-    except BaseException as exc:
-        saver.conn.close()
-        store.conn.close()
-        if isinstance(exc, sqlite3.DatabaseError):
-            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
-        raise
-    return saver, store

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
     from langgraph_kgmem.kg.types import Node
 
 KIND_COLORS = {"entity": "#4e79a7", "chunk": "#f28e2b", "anchor": "#59a14f", "time": "#b07aa1",
@@ -180,17 +180,6 @@ def run_route(run: Mapping[str, Any]) -> list[dict[str, str]]:
     return route
 
 
-def edge_memory_counts(store: Any, kg_name: str) -> dict[str, int]:
-    """Updates ReMindRAG's memory applied per edge of KG ``kg_name``, summed over memory scopes."""
-    from langgraph_kgmem.memory import list_items, memory_namespaces
-
-    counts: dict[str, int] = {}
-    for ns in memory_namespaces(store, kg_name, "edge"):
-        for it in list_items(store, ns):
-            counts[it.key] = counts.get(it.key, 0) + max(int(it.value.get("n", 0)), 1)
-    return counts
-
-
 def node_label(node: "Node") -> str:
     """The short text drawn beside a node: an entity's (or record node's) name, a section's title,
     a passage's opening words after a pilcrow (its title is its section's label)."""
@@ -238,7 +227,7 @@ def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[s
     its evidence) drawn in red, with ``question`` (the question that run answered) in the header;
     the view keeps them even when the graph is cut to ``max_nodes``. ``route``: the edges the run
     walked, in order (:func:`run_route`), drawn as numbered red arrows. ``memory``: edge id →
-    updates (:func:`edge_memory_counts`), drawn as green edges whose width grows with the count.
+    updates (:func:`langgraph_kgmem.memory.edge_memory_counts`), drawn as green edges whose width grows with the count.
     Every node carries a label; the page shows as many as fit without overlapping (the path's
     first, then the best connected) and more on zooming in."""
     from langgraph_kgmem.kg.layout import graph_layout

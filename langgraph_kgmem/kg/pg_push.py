@@ -1,6 +1,6 @@
-"""Forward-push PPR over a PostgreSQL KG without loading its edges (issue #16, item 1).
+"""Forward-push PPR over a PostgreSQL KG without loading its edges.
 
-A :class:`~langgraph_kgmem.kg.graph.KnowledgeGraph` on PostgreSQL keeps the whole structure in
+A :class:`~langgraph_kgmem.knowledge_graph.KnowledgeGraph` on PostgreSQL keeps the whole structure in
 each worker's memory and answers PPR from a CSR snapshot of it. :class:`LazyPushPpr` is the
 other option of the server backend, for workers that only need PPR: it holds no graph at all and
 reads adjacency on demand.
@@ -398,7 +398,7 @@ class LazyPushPpr:
 
     @classmethod
     def open(cls, uri: str, *, name: str = "default", max_entries: int = MAX_ENTRIES) -> "LazyPushPpr":
-        from langgraph_kgmem.kg.postgres import PgDatabase, PostgresGraphStore, is_postgres_uri
+        from langgraph_kgmem.kg.backends.postgres import PgDatabase, PostgresGraphStore, is_postgres_uri
 
         if not is_postgres_uri(uri):
             raise KgmemInputError(f"LazyPushPpr reads a PostgreSQL KG: give a postgresql:// URI, not {uri!r}")

@@ -180,6 +180,11 @@ class GraphSnapshot:
 
         return self._cached("symmetric", make)
 
+    def kind_rows(self, node_kinds: Sequence[str]) -> np.ndarray:
+        """Rows whose node is of one of ``node_kinds`` (a whole-graph pass, memoised per snapshot)."""
+        kinds = sorted(node_kinds)
+        return self._cached(f"rows:{kinds}", lambda: np.flatnonzero(np.isin(self.kinds, kinds)))
+
     def wt_as(self, dtype: Any) -> sp.csr_matrix:
         if np.dtype(dtype) == self.wt.dtype:
             return self.wt

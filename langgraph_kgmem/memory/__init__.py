@@ -282,5 +282,15 @@ def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
     return deleted
 
 
-__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "list_items", "list_memory", "memory_namespaces",
-           "memory_scope", "namespace", "reset_memory", "resolve_store"]
+def edge_memory_counts(store: BaseStore, kg_name: str) -> dict[str, int]:
+    """Updates ReMindRAG's memory applied per edge of KG ``kg_name``, summed over memory scopes
+    (what the HTML view draws as green edges)."""
+    counts: dict[str, int] = {}
+    for ns in memory_namespaces(store, kg_name, "edge"):
+        for it in list_items(store, ns):
+            counts[it.key] = counts.get(it.key, 0) + max(int(it.value.get("n", 0)), 1)
+    return counts
+
+
+__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
+           "memory_namespaces", "memory_scope", "namespace", "reset_memory", "resolve_store"]

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from langgraph_kgmem.tools.graph_env import GraphEnv, load_grbench
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 
 class RetrieveNodeArgs(BaseModel):

@@ -15,7 +15,7 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg.types import Edge, Node, edge_id
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 MAX_LISTED = 30
 
@@ -143,6 +143,5 @@ def load_grbench(kg: "KnowledgeGraph", data: dict[str, Any] | str | Path, *, sou
                     eid = edge_id(str(nid), t, "relation", rel)
                     edges[eid] = Edge(eid, str(nid), t, "relation", rel)
     kg.add_edges(list(edges.values()), source=source, embed_facts=False)
-    with kg.transaction():
-        kg.graph_store.put_document(source, title=source, status="done")
+    kg.put_document(source, title=source, status="done")
     return {"nodes": len(nodes), "edges": len(edges), "dangling_neighbours": dangling}

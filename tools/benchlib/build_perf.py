@@ -44,7 +44,7 @@ def build_once(docs: list[dict[str, str]], spec: str) -> tuple[dict[str, Any], l
             kg.add_documents(docs, model="offline", progress=False)
             embed = kg.embed_seconds - e0
             stats = kg.stats()
-            passages = [kg._embedding_text(n) for n in kg.nodes("chunk")]
+            passages = [kg.embedding_text(n) for n in kg.nodes("chunk")]
         finally:
             kg.close()
         total = time.perf_counter() - t0

@@ -244,7 +244,7 @@ def incremental_suite(edges: int, seed: int, docs: int = 5) -> dict[str, Any]:
     snap = kg.snapshot()
     delta = snap.delta.nnz if snap.delta is not None else 0
     t0 = time.perf_counter()
-    kg._drop_snapshots()
+    kg.drop_snapshots()
     kg.snapshot()
     rebuild = time.perf_counter() - t0
     kg.close()

@@ -15,7 +15,7 @@ from langgraph_kgmem.kg.ppr import GraphSnapshot
 from langgraph_kgmem.ranking import best_first, interleave
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 
 @dataclass

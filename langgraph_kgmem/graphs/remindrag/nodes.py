@@ -32,7 +32,7 @@ from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, re
 from langgraph_kgmem.memory import EdgeMemory
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
+    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 
 def retrieve_seeds(state: ReMindState, runtime: Runtime[RemindragOptions],

@@ -93,14 +93,12 @@ class _Foreign(Exception):
     pass
 
 
-# sources that are not documents: derived edges (synonyms) live as long as both endpoints do
-DERIVED_SOURCE = "__derived__"
-
 
 class SqliteGraphStore:
-    """Persistent structure of one KG (the embedded :class:`~langgraph_kgmem.kg.backend.GraphBackend`).
+    """Persistent structure of one KG (the embedded :class:`~langgraph_kgmem.kg.backends.contract.GraphBackend`).
     Writes are grouped with :meth:`transaction`; one process writes a KG directory at a time."""
 
+    kind = "sqlite"
     shared = False
     on_begin = None   # the shared backend's hook; one writer here, nothing to catch up on
 
@@ -151,6 +149,10 @@ class SqliteGraphStore:
 
     def last_committed_version(self) -> None:
         return None
+
+    def load_all(self) -> tuple[int, Iterator[Node], Iterator[Edge]]:
+        """One writer: nothing can change between the two reads."""
+        return 0, self.load_nodes(), self.load_edges()
 
     # meta
     def get_meta(self, key: str) -> str | None:

@@ -16,7 +16,8 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.kg.sqlite_store import DERIVED_SOURCE
+from langgraph_kgmem.kg.backends import DERIVED_SOURCE
+from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 
 @dataclass
@@ -57,8 +58,6 @@ def migrate(source: str | os.PathLike[str], destination: str | os.PathLike[str],
         KgmemInputError: the source does not exist, or the destination already holds that KG with
             content (migrate into an empty KG; drop the old one first).
     """
-    from langgraph_kgmem.kg.graph import KnowledgeGraph
-
     src = KnowledgeGraph.open(source, name=name, embeddings=embeddings, vector_backend=vector_backend,  # type: ignore[arg-type]
                               create=False)
     try:
@@ -77,36 +76,29 @@ def migrate(source: str | os.PathLike[str], destination: str | os.PathLike[str],
     return report
 
 
-def _copy(src: Any, dst: Any) -> MigrationReport:
+def _copy(src: KnowledgeGraph, dst: KnowledgeGraph) -> MigrationReport:
     report = MigrationReport(src.name, renamed_to=dst.name if dst.name != src.name else None)
     nodes, edges = src.nodes(), src.edges()
     node_kind = {n.id: n.kind for n in nodes}
-    s_store, d_store = src.graph_store, dst.graph_store
     with dst.transaction():
         # the vectors are copied as stored, so the new KG embeds its future chunks as they were embedded
-        d_store.set_meta("passage_text", src.passage_text)
-        dst.passage_text = src.passage_text
+        dst.adopt_passage_text(src.passage_text)
         ids, mat = src.vector_matrix(space="nodes")
-        d_store.upsert_nodes(nodes)
-        for n in nodes:
-            dst._index_node(n)
+        dst.add_nodes(nodes, embed=False)
         if ids:
-            dst.vector_index.upsert("nodes", ids, mat, [node_kind[i] for i in ids], normalized=True)
-        d_store.upsert_edges(edges)
-        for e in edges:
-            dst._index_edge(e)
+            dst.put_vectors("nodes", ids, mat, [node_kind[i] for i in ids], normalized=True)
+        dst.add_edges(edges, embed_facts=False)
         fids, fmat = src.vector_matrix(space="facts")
         if fids:
-            dst.vector_index.upsert("facts", fids, fmat, ["relation"] * len(fids), normalized=True)
+            dst.put_vectors("facts", fids, fmat, ["relation"] * len(fids), normalized=True)
         docs = src.documents()
         for d in docs:
-            d_store.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"])
+            dst.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"])
         for doc_id in [d["id"] for d in docs] + [DERIVED_SOURCE]:
-            d_store.add_sources(s_store.doc_node_ids(doc_id), s_store.doc_edge_ids(doc_id), doc_id)
+            dst.add_sources(src.document_nodes(doc_id), src.document_edges(doc_id), doc_id)
         for alias, node_id, sim in src.aliases():
-            d_store.put_alias(alias, node_id, sim)
-        dst._touch()
-    d_store.analyze()   # a bulk-filled table without planner statistics is planned as if empty
+            dst.put_alias(alias, node_id, sim)
+    dst.analyze()   # a bulk-filled table without planner statistics is planned as if empty
     report.nodes, report.edges, report.documents = len(nodes), len(edges), len(docs)
     report.vectors = {"nodes": len(ids), "facts": len(fids)}
     _, s_mem = src.persistence()

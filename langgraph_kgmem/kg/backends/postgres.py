@@ -19,7 +19,9 @@ Concurrency contract (README, "PostgreSQL"):
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
@@ -28,8 +30,11 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
+from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
+
+logger = logging.getLogger(__name__)
 
 LOCK_CLASS = 0x6B676D   # advisory-lock namespace ("kgm"); the second key is the KG id
 SCHEMA_LOCK = (LOCK_CLASS, 0)
@@ -70,6 +75,10 @@ CREATE TABLE IF NOT EXISTS kgmem_changes(kg BIGINT NOT NULL, version BIGINT NOT 
     id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS kgmem_changes_kg_version ON kgmem_changes(kg, version);
 """
+# the last object SCHEMA creates: the schema is created in one transaction, so once this exists all
+# of it does, and opening runs no DDL (CREATE INDEX IF NOT EXISTS takes a table lock even when the
+# index exists, and deadlocks with another process writing to two of the tables meanwhile)
+SCHEMA_LAST = re.findall(r"CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)", SCHEMA)[-1]
 # every per-KG table, for drop_kg
 _KG_TABLES = ("kgmem_meta", "kgmem_nodes", "kgmem_edges", "kgmem_node_sources", "kgmem_edge_sources",
               "kgmem_documents", "kgmem_aliases", "kgmem_changes")
@@ -97,6 +106,7 @@ def _arr(v: Any) -> np.ndarray:
 
 
 def is_postgres_uri(path: object) -> bool:
+    """Whether ``path`` is a PostgreSQL URI (what this backend opens)."""
     return isinstance(path, str) and path.startswith(("postgresql://", "postgres://"))
 
 
@@ -183,6 +193,8 @@ class PgDatabase:
     def _lost(self, exc: BaseException, doing: str) -> StorageError:
         """The server went away: a fresh pool reconnects at the next use (the old one would back
         off for minutes before trying again)."""
+        logger.warning("PostgreSQL at %s failed while %s; a new connection pool reconnects at the next use",
+                       _where(self.uri), doing)
         old, self.pool = self.pool, self._new_pool()
         self.pool.open(wait=False)
         old.close(timeout=0)
@@ -192,6 +204,8 @@ class PgDatabase:
     def _setup(conn: Any) -> None:
         """pgvector and the schema, created once (under a lock: processes may start together)."""
         psycopg = _psycopg()
+        if conn.execute("SELECT to_regclass(%s)", (SCHEMA_LAST,)).fetchone()[0] is not None:
+            return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", SCHEMA_LOCK)
             if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
@@ -314,8 +328,9 @@ def drop_kg(uri: str, name: str) -> bool:
 
 
 class PostgresGraphStore:
-    """:class:`~langgraph_kgmem.kg.backend.GraphBackend` on PostgreSQL, for one KG of the database."""
+    """:class:`~langgraph_kgmem.kg.backends.contract.GraphBackend` on PostgreSQL, for one KG of the database."""
 
+    kind = "postgres"
     shared = True
 
     def __init__(self, db: PgDatabase, name: str, *, create: bool = True) -> None:
@@ -337,8 +352,6 @@ class PostgresGraphStore:
     @property
     def depth(self) -> int:
         return self.db.depth
-
-    _depth = depth   # the name the facade and ingest used for the SQLite store
 
     def _log(self) -> dict[str, set[str]]:
         log = getattr(self._pending, "log", None)
@@ -631,11 +644,11 @@ class PostgresGraphStore:
         return row[0] if row else None
 
     def close(self) -> None:
-        """The database pool is closed by the KG that owns it."""
+        """The database pool is shared with the vectors: :func:`open_postgres` releases it last."""
 
 
 class PgVectorIndex:
-    """:class:`~langgraph_kgmem.kg.backend.VectorBackend` in one pgvector table per KG.
+    """:class:`~langgraph_kgmem.kg.backends.contract.VectorBackend` in one pgvector table per KG.
 
     Writes go through the calling thread's open transaction (so a document's vectors commit with
     its structure); searches use HNSW (cosine) with pgvector's iterative scan for kind filters and
@@ -643,7 +656,9 @@ class PgVectorIndex:
     result can differ from exhaustive search in its last places.
     """
 
+    kind = "pgvector"
     transactional = True
+    remote = True   # every read is a round trip: the KG caches what it read
 
     def __init__(self, db: PgDatabase, store: PostgresGraphStore) -> None:
         self.db = db
@@ -736,6 +751,9 @@ class PgVectorIndex:
 
     def flush(self) -> None:
         """Nothing deferred: writes go through the open transaction."""
+
+    def close(self) -> None:
+        """Nothing held apart from the database pool, which :func:`open_postgres` releases."""
 
     def discard_pending(self) -> None:
         """Nothing deferred: a rollback undoes the writes."""
@@ -961,3 +979,28 @@ class PgVectorIndex:
     def dimension(self) -> int | None:
         self._exists()
         return self.dim
+
+
+def open_postgres(target: str, *, name: str | None = None, create: bool = True,
+                  vector_backend: str | None = None) -> OpenedBackend:
+    """KG ``name`` (default ``"default"``) in the database ``target`` names; ``vector_backend`` is
+    not a choice here (always pgvector) and is ignored, so one call can name either kind of target."""
+    name = check_kg_name(name or "default")
+    db = PgDatabase(target)
+    try:
+        store = PostgresGraphStore(db, name, create=create)
+        vectors = PgVectorIndex(db, store)
+    except BaseException:
+        db.close()
+        raise
+    return OpenedBackend(store, vectors, backend="postgres", uri=target, releases=[db.close])
+
+
+def _scratch(workdir: Any) -> Any:
+    from langgraph_kgmem.testing_postgres import scratch_databases
+
+    return scratch_databases(workdir)
+
+
+SPEC = BackendSpec("postgres", lambda target, vb: is_postgres_uri(target), open_postgres, _scratch, server=True,
+                   drop=drop_kg)

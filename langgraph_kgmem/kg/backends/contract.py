@@ -1,0 +1,209 @@
+"""The storage contract of a knowledge graph: everything the KG facade asks of a backend.
+
+A backend is a pair: a :class:`GraphBackend` (nodes, edges, provenance, documents, aliases,
+metadata, transactions) and a :class:`VectorBackend` (unit vectors of nodes and facts), bundled
+by its opener into an :class:`OpenedBackend`. The facade
+(:class:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore`) is the only code that calls these
+methods; ingest, memory, tools and the CLI write through the facade, so transactions and cache
+rules live in one place. Nothing outside this module's declarations is used: a new backend
+implements what is here, registers a :class:`BackendSpec` in
+:mod:`~langgraph_kgmem.kg.backends.registry`, and the conformance suite runs against it.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+
+import numpy as np
+
+from langgraph_kgmem.kg.types import Edge, Node
+
+#: Provenance of structure no document contributed (synonym and time-chain edges): it lives as
+#: long as both end nodes do.
+DERIVED_SOURCE = "__derived__"
+
+#: (new version, nodes upserted, node ids deleted, edges upserted, edge ids deleted)
+Changes = tuple[int, list[Node], list[str], list[Edge], list[str]]
+
+
+class GraphBackend(Protocol):
+    """Nodes, edges, provenance, documents, aliases and metadata of one KG."""
+
+    #: short label of the structure store, reported by ``kg.stats()["backend"]`` (e.g. ``"sqlite"``)
+    kind: str
+    #: True when several processes may open the KG at once (the facade then refreshes its cache
+    #: from :meth:`changes_since` and serialises writes per KG)
+    shared: bool
+    #: set by the facade on a shared backend: called with the connection right after the outermost
+    #: transaction took the KG's write lock, before the block's writes (to catch up on others' writes)
+    on_begin: Callable[[Any], None] | None
+
+    @property
+    def depth(self) -> int:
+        """Nesting depth of the calling thread's open transaction (0 outside one)."""
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """Nested-safe: only the outermost block commits; an exception rolls everything back.
+        On a shared backend the outermost block also takes the KG's write lock."""
+
+    def get_meta(self, key: str) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def load_nodes(self) -> Iterator[Node]: ...
+    def load_edges(self) -> Iterator[Edge]: ...
+
+    def load_all(self) -> tuple[int, Iterable[Node], Iterable[Edge]]:
+        """(version, nodes, edges) read consistently: the whole graph as of one committed version."""
+
+    def upsert_nodes(self, nodes: Iterable[Node]) -> None: ...
+    def upsert_edges(self, edges: Iterable[Edge]) -> None: ...
+    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None: ...
+    def node_sources(self, node_id: str) -> list[str]: ...
+    def edge_sources(self, edge_id: str) -> list[str]: ...
+    def doc_node_ids(self, doc_id: str) -> list[str]: ...
+    def doc_edge_ids(self, doc_id: str) -> list[str]: ...
+    def remove_document_sources(self, doc_id: str) -> tuple[list[str], list[str]]:
+        """Drop ``doc_id``'s provenance rows; returns (node ids, edge ids) no source cites any more."""
+    def delete_nodes(self, ids: list[str]) -> None: ...
+    def delete_edges(self, ids: list[str]) -> None: ...
+    def document(self, doc_id: str) -> dict[str, Any] | None: ...
+    def documents(self) -> list[dict[str, Any]]: ...
+    def document_count(self) -> int: ...
+    def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
+                     meta: dict[str, Any] | None = None) -> None: ...
+    def delete_document_row(self, doc_id: str) -> None: ...
+    def put_alias(self, alias: str, node_id: str, similarity: float) -> None: ...
+    def aliases(self, node_id: str | None = None) -> list[tuple[str, str, float]]: ...
+    def alias_count(self) -> int: ...
+    def alias_target(self, alias: str) -> str | None: ...
+    def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]: ...
+
+    def version(self) -> int:
+        """The KG's committed write version (0 on a backend that is not shared)."""
+
+    def last_committed_version(self) -> int | None:
+        """The version the calling thread's last outermost transaction committed, then forgotten
+        (None on a backend that is not shared, or when that transaction wrote nothing)."""
+
+    def changes_since(self, version: int, conn: Any = None) -> Changes | None:
+        """What changed since ``version`` (see :data:`Changes`); None when the change log no longer
+        reaches back that far (reload all). ``conn``: read on this connection (the write lock's)."""
+
+    def analyze(self) -> None:
+        """Refresh the database's planner statistics (after a bulk load)."""
+
+    def close(self) -> None: ...
+
+
+class VectorBackend(Protocol):
+    """Unit vectors in spaces ("nodes": entities, chunks, anchors; "facts": relation edges), each
+    row tagged with its node/edge kind. Ties in every ranking go to the earlier-inserted row."""
+
+    #: short label, reported by ``kg.stats()["vector_backend"]`` (e.g. ``"chroma"``)
+    kind: str
+    #: True when writes land in the structure's transaction (nothing to reconcile after a crash)
+    transactional: bool
+    #: True when reads cost a round trip (a database server): the facade then keeps recently read
+    #: vectors in a bounded cache of its own
+    remote: bool
+
+    def upsert(self, space: str, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
+               normalized: bool = False) -> None:
+        """Store ``vectors`` as unit rows; ``normalized=True``: they are unit already (copied from
+        another index), so they are stored as they are."""
+    def delete(self, space: str, ids: Iterable[str]) -> None: ...
+    def commit(self) -> None:
+        """Make the transaction's upserts durable (a journal may stand in for the store); the KG
+        calls it just before each outermost commit. Reads must see upserts before it."""
+    def flush(self) -> None:
+        """Write every deferred upsert to the store; the KG calls it at close, and a backend before
+        its own deletes."""
+    def discard_pending(self) -> None:
+        """Forget the transaction's upserts not yet committed (the KG's transaction rolled back)."""
+    def get(self, space: str, ids: Sequence[str]) -> np.ndarray:
+        """Rows in the order of ``ids``; KeyError naming the ids without a vector."""
+    def get_present(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of those ``ids`` that have one, in one read."""
+    def has(self, space: str, ids: Sequence[str]) -> list[bool]: ...
+    def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
+               restrict: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
+    def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None,
+             columns: slice | None = None) -> list[tuple[str | None, float]]:
+        """Top-1 (id, cosine) per query row; ``(None, -1.0)`` when nothing matches. ``columns``: a
+        hint that queries and rows are zero outside these columns (a backend may compare only them)."""
+    def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+        """Cosine of ``query`` with every row of these kinds, rows in insertion order."""
+    def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,
+                      since: int = 0) -> tuple[list[tuple[str, str, float]], int]:
+        """Unordered pairs of ``kind`` rows with cosine ≥ ``threshold`` (each row keeps at most
+        ``max_per_node`` best partners), and a watermark to pass as ``since`` next time so only
+        pairs involving rows added after it are computed again (0: all)."""
+    def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]: ...
+    def count(self, space: str) -> int: ...
+    def ids(self, space: str, kinds: Sequence[str] | None = None) -> list[str]: ...
+    def version(self, space: str) -> int:
+        """Increases whenever the space's rows change (caches keyed on it stay valid until then)."""
+    def dimension(self) -> int | None: ...
+    def close(self) -> None:
+        """Write what is deferred and release the vectors' storage (the KG calls it once, at close)."""
+
+
+@dataclass
+class OpenedBackend:
+    """What :func:`~langgraph_kgmem.kg.backends.registry.open_backend` hands the facade: the two
+    stores of one KG, where they live, and what to release when the KG closes."""
+
+    store: GraphBackend
+    vectors: VectorBackend
+    #: the registered backend's name (``BackendSpec.name``)
+    backend: str
+    #: KG directory of an embedded backend (None for a database or an in-memory KG)
+    path: Path | None = None
+    #: database URI of a server backend; the KG's checkpointer and memory store live there too
+    uri: str | None = None
+    #: released after the stores, in order, each even when one before it failed (locks, pools)
+    releases: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Close the vectors, then the structure, then each release; every step runs even when an
+        earlier one raised, and the first error is raised at the end."""
+        first: BaseException | None = None
+        for step in [self.vectors.close, self.store.close, *self.releases]:
+            try:
+                step()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after the other steps
+                first = first or exc
+        if first is not None:
+            raise first
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One registered backend: which targets it opens, how, and how the conformance suite gets a
+    fresh one.
+
+    Attributes:
+        name: unique, e.g. ``"sqlite+chroma"``.
+        claims: ``claims(target, vector_backend)``: whether this backend opens ``target`` (a path
+            or URI string) when ``vector_backend`` is asked for (None: no preference).
+        open: ``open(target, *, name, create, vector_backend)`` → :class:`OpenedBackend`. ``name``
+            is the KG's name or None (an embedded KG then keeps its stored name).
+        scratch: conformance hook: a context manager, given a work directory, yielding a function
+            that returns a fresh, empty target on each call (a new directory, a new database).
+        open_options: keyword arguments the conformance suite passes to ``KnowledgeGraph.open``
+            with a scratch target (e.g. the vector backend).
+        server: True when a target holds many KGs, picked by name (a database server); the suite
+            marks its tests ``integration``.
+        drop: ``drop(target, name)`` removes KG ``name`` from a server target, True if it existed
+            (None: a KG is its directory, deleted as one).
+    """
+
+    name: str
+    claims: Callable[[str, str | None], bool]
+    open: Callable[..., OpenedBackend]
+    scratch: Callable[[Path], AbstractContextManager[Callable[[], str]]]
+    open_options: dict[str, Any] = field(default_factory=dict)
+    server: bool = False
+    drop: Callable[[str, str], bool] | None = None

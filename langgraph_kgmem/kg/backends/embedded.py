@@ -1,0 +1,124 @@
+"""The embedded backend: one private KG directory holding the structure in SQLite (``kg.sqlite``)
+and the vectors in Chroma (``chroma/``) or numpy (``vectors.npz`` + ``vectors.journal``).
+
+One writer process per directory, enforced by a file lock (``.lock``) held while the KG is open:
+Chroma's persistent client is not safe for several. Everything in the directory is checked before
+anything opens it (no symbolic links, no special files, nothing foreign), see
+:mod:`~langgraph_kgmem.kg.files`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from langgraph_kgmem.errors import NotAKnowledgeGraphError
+from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
+from langgraph_kgmem.kg.backends.embedded_vectors import ChromaVectorIndex, NumpyVectorIndex
+from langgraph_kgmem.kg.backends.sqlite import SqliteGraphStore
+from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, check_kg_entries, detect_vector_backend, load_npz_vectors,
+                                     private_dir, private_file, restrict_tree, save_npz_vectors)
+
+logger = logging.getLogger(__name__)
+
+DB_FILE = "kg.sqlite"
+LOCK_FILE = ".lock"
+
+
+def is_directory_target(target: str) -> bool:
+    """Anything that is not a URI (``scheme://``) names a KG directory."""
+    return "://" not in target
+
+
+def check_directory(root: Path, *, create: bool) -> None:
+    """Refuse a file, a foreign non-empty directory, or a missing KG with ``create=False``, before
+    the lock file, SQLite or Chroma open (and follow) anything there."""
+    if root.exists() and not root.is_dir():
+        raise NotAKnowledgeGraphError(f"{root} is a file, not a KG directory: pass a directory path")
+    if root.is_dir():
+        check_kg_entries(root)
+    if (root / DB_FILE).exists():
+        return
+    if not create:
+        raise NotAKnowledgeGraphError(
+            f"{root} is not a langgraph_kgmem KG directory (no {DB_FILE}); "
+            "create one with KnowledgeGraph.open(path) or `kgmem ingest FILE --kg DIR`")
+    if root.exists() and any(p.name != LOCK_FILE for p in root.iterdir()):
+        raise NotAKnowledgeGraphError(
+            f"{root} is a non-empty directory without {DB_FILE}: refusing to turn it into a KG. "
+            "Choose an empty or new directory.")
+
+
+def lock_directory(root: Path) -> Callable[[], None]:
+    """Take the directory's writer lock (waiting ``$KGMEM_LOCK_TIMEOUT`` seconds, default 5);
+    returns its release."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(root / LOCK_FILE), mode=0o600)
+    timeout = float(os.environ.get("KGMEM_LOCK_TIMEOUT", "5"))
+    logger.debug("waiting up to %.1fs for the writer lock of %s", timeout, root)
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout as exc:
+        raise NotAKnowledgeGraphError(
+            f"{root} is open by another writer (one writer per KG directory: Chroma's persistent "
+            "client is not safe for several). Close the other KnowledgeGraph (kg.close()) or use "
+            "a Chroma server.") from exc
+    return lock.release
+
+
+def open_directory(target: str, *, name: str | None = None, create: bool = True,
+                   vector_backend: str | None = None) -> OpenedBackend:
+    """Open (or create) the KG directory ``target``; ``vector_backend`` None: the directory's own
+    (Chroma for a new one). ``name`` is checked by the facade against the stored one."""
+    root = Path(target)
+    check_directory(root, create=create)
+    private_dir(root)
+    release = lock_directory(root)
+    store = None
+    try:
+        store = SqliteGraphStore(private_file(root / DB_FILE))
+        chosen = detect_vector_backend(root, vector_backend)
+        if chosen == "chroma":
+            vectors: NumpyVectorIndex = ChromaVectorIndex(root / "chroma", journal=root / CHROMA_JOURNAL_FILE)
+            restrict_tree(root / "chroma")
+            releases = [lambda: restrict_tree(root / "chroma") if (root / "chroma").exists() else None, release]
+        else:
+            vectors = NumpyVectorIndex()
+            if load_npz_vectors(root, vectors):   # old pickled format: rewritten once without pickles
+                save_npz_vectors(root, vectors)
+            vectors.journal_to(root)
+            releases = [release]
+    except BaseException:
+        try:
+            if store is not None:
+                store.close()
+        finally:
+            release()
+        raise
+    logger.debug("opened KG directory %s (vectors: %s)", root, chosen)
+    return OpenedBackend(store, vectors, backend=f"sqlite+{chosen}", path=root, releases=releases)
+
+
+def open_in_memory() -> OpenedBackend:
+    """A throw-away backend: SQLite ``:memory:`` and numpy vectors, nothing on disk."""
+    return OpenedBackend(SqliteGraphStore(":memory:"), NumpyVectorIndex(), backend="sqlite+memory")
+
+
+@contextmanager
+def scratch_directories(workdir: Path) -> Iterator[Callable[[], str]]:
+    """Conformance hook: a new, not yet existing KG directory under ``workdir`` per call."""
+    count = iter(range(1_000_000))
+    yield lambda: str(workdir / f"kg{next(count)}")
+
+
+SPECS = (
+    BackendSpec("sqlite+memory", lambda target, vb: is_directory_target(target) and vb == "memory",
+                open_directory, scratch_directories, open_options={"vector_backend": "memory"}),
+    # a directory without a vector backend asked for: its own (open_directory detects it), Chroma if new
+    BackendSpec("sqlite+chroma", lambda target, vb: is_directory_target(target) and vb != "memory",
+                open_directory, scratch_directories, open_options={"vector_backend": "chroma"}),
+)

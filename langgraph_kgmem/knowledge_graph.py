@@ -1,0 +1,173 @@
+"""The public :class:`KnowledgeGraph`: the KG layer's facade plus the verbs that fill it (text,
+triples, records) and the methods' persistence (checkpointer, memory store).
+
+The storage, caches, transactions and PPR live below, in
+:class:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore`; ingestion (:mod:`langgraph_kgmem.ingest`)
+works on that core, so ``kg/`` never imports ``ingest/``. This subclass sits above both and binds
+them together, which keeps ``KnowledgeGraph.open(...)`` / ``kg.add_documents(...)`` one object
+without an import cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+
+from langgraph_kgmem.ingest.pipeline import MAX_DOCUMENT_CHARS, IngestReport, aadd_documents, add_documents, add_triples
+from langgraph_kgmem.ingest.records import RecordsReport, add_records
+from langgraph_kgmem.kg.graph import KnowledgeGraphCore
+from langgraph_kgmem.memory import reset_memory
+from langgraph_kgmem.memory.view import describe_memory
+from langgraph_kgmem.persistence import open_async_persistence, open_persistence
+
+logger = logging.getLogger(__name__)
+
+#: ``on_progress`` callback of :meth:`KnowledgeGraph.add_documents`
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+class KnowledgeGraph(KnowledgeGraphCore):
+    """A named, persistent knowledge graph: reads, writes, PPR, ingestion and method memory.
+
+    Open one with :meth:`open` (a directory, or a ``postgresql://`` URI) or :meth:`in_memory`
+    (tests)::
+
+        >>> from langgraph_kgmem import KnowledgeGraph
+        >>> kg = KnowledgeGraph.in_memory()
+        >>> report = kg.add_documents(["Marie Curie was born in Warsaw."], model="offline")
+        >>> report.documents_added
+        1
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._persistence: tuple[Any, Any] | None = None
+        super().__init__(*args, **kwargs)
+
+    # ------------------------------------------------------------------ ingestion
+    def add_documents(self, docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
+                      merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                      progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
+                      on_progress: ProgressCallback | None = None) -> IngestReport:
+        """Chunk, extract and merge documents (str, Path, LangChain Document, or dict with
+        text/title/id) into the KG.
+
+        Args:
+            model: chat model for extraction; ``"offline"`` uses the rule-based extractor; ``None``
+                uses ``$KGMEM_MODEL`` (error if unset).
+            chunk_tokens: chunk size in o200k tokens.
+            merge_threshold: cosine at which a new entity merges into an existing one (None: never).
+            max_chars: longest document accepted, in characters.
+            progress: show a progress bar over chunks (default: when stderr is a terminal and there
+                are more than 3 documents).
+            extractor: an object with ``extract(text, title) -> Extraction`` overriding ``model``.
+            max_concurrency: chunks extracted at once; documents are still written in input order,
+                so the KG is the same as with ``max_concurrency=1``.
+            on_progress: called after each chunk's extraction with
+                ``{"doc_id", "chunk", "chunks", "done", "total"}``.
+
+        Returns:
+            What was added, skipped, repaired or replaced, with timings and LLM usage.
+
+        Raises:
+            KgmemInputError: a document is invalid (all are checked before anything is written).
+
+        A document id already stored with the same chunks is skipped; with different text (or
+        title) it is replaced in one transaction, and edges both versions share keep their memories
+        (``report.changes``).
+        """
+        logger.info("KG %r: ingesting documents (model=%s)", self.name, model)
+        report = add_documents(self, docs, model=model, chunk_tokens=chunk_tokens, merge_threshold=merge_threshold,
+                               max_chars=max_chars, progress=progress, extractor=extractor,
+                               max_concurrency=max_concurrency, on_progress=on_progress)
+        self.note_ingested(report.documents_added)
+        logger.info("KG %r: %s", self.name, report)
+        return report
+
+    async def aadd_documents(self, docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
+                             merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                             progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
+                             on_progress: ProgressCallback | None = None) -> IngestReport:
+        """:meth:`add_documents` for async code, same arguments and result: LLM extraction as
+        coroutines, ``max_concurrency`` chunks in flight on the event loop; database work in a
+        worker thread, so the loop is never blocked."""
+        logger.info("KG %r: ingesting documents asynchronously (model=%s)", self.name, model)
+        report = await aadd_documents(self, list(docs), model=model, chunk_tokens=chunk_tokens,
+                                      merge_threshold=merge_threshold, max_chars=max_chars, progress=progress,
+                                      extractor=extractor, max_concurrency=max_concurrency, on_progress=on_progress)
+        await asyncio.to_thread(self.note_ingested, report.documents_added)
+        logger.info("KG %r: %s", self.name, report)
+        return report
+
+    def add_triples(self, triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
+                    title: str | None = None, merge_threshold: float | None = 0.85,
+                    meta: dict[str, Any] | None = None) -> IngestReport:
+        """Add pre-extracted ``[subject, relation, object]`` triples (lists, tuples or
+        :class:`~langgraph_kgmem.kg.types.Triple`), optionally with the passage ``text`` they came
+        from (a chunk linked to their entities). ``source`` is the document id (default: a hash of
+        the text or triples); ``meta`` is stored with the document row. Idempotent per source."""
+        return add_triples(self, triples, source=source, text=text, title=title, merge_threshold=merge_threshold,
+                           meta=meta)
+
+    def add_records(self, records: Any, **options: Any) -> RecordsReport:
+        """Time-stamped observations (rows, a CSV path or a DataFrame) → time, location and event
+        nodes linked in time; see :func:`langgraph_kgmem.ingest.records.add_records` for the options
+        (event rule, columns, batch size)."""
+        return add_records(self, records, **options)
+
+    # ------------------------------------------------------------------ persistence for methods
+    def persistence(self) -> tuple[Any, Any]:
+        """The shared (checkpointer, store) pair of this KG, backed by one database.
+
+        SQLite file ``memory.sqlite`` in the KG directory (SqliteSaver + SqliteStore); for an
+        in-memory KG, InMemorySaver + InMemoryStore. ``KGMEM_POSTGRES_URI`` (or a PostgreSQL KG)
+        switches to PostgresSaver + PostgresStore. The checkpointers load only the types the
+        methods store (:class:`~langgraph_kgmem.persistence.StrictCheckpointSerializer`): a
+        checkpoint naming anything else raises
+        :class:`~langgraph_kgmem.errors.UnsafeStoredDataError` and runs nothing.
+        """
+        if self._persistence is None:
+            self._persistence = open_persistence(self.path, uri=self.uri)
+        return self._persistence
+
+    @asynccontextmanager
+    async def apersistence(self) -> AsyncIterator[tuple[Any, Any]]:
+        """The async (checkpointer, store) pair on the same database as :meth:`persistence`, for
+        ``ainvoke``/``astream``, closed when the block ends::
+
+            async with kg.apersistence() as (checkpointer, store):
+                app = create_catrag_graph(kg).compile(checkpointer=checkpointer, store=store)
+                out = await app.ainvoke({"question": "..."}, {"configurable": {"thread_id": "t1"}})
+        """
+        async with open_async_persistence(self.path, uri=self.uri) as pair:
+            yield pair
+
+    def memory(self, kind: str | None = None, *, store: Any = None, limit: int = 20) -> list[dict[str, Any]]:
+        """What the methods remember about this KG, per namespace (edge memories, trajectories,
+        reflections, codebook, summaries; every memory scope), with each item as a person reads it:
+        see :func:`memory.view.describe_memory`. ``store``: default the KG's own :meth:`persistence` store."""
+        return describe_memory(self, store if store is not None else self.persistence()[1], kind, limit=limit)
+
+    def reset_memory(self, kind: str | None = None, *, scope: Sequence[str] | None = None, store: Any = None) -> int:
+        """Forget what the methods remember about this KG (one ``kind``, one ``scope``, or all);
+        the graph itself is untouched. Returns the number of items deleted."""
+        return reset_memory(store if store is not None else self.persistence()[1], self.name, kind, scope=scope)
+
+    def close(self) -> None:
+        """Close the methods' checkpointer and store connections, then the KG (see
+        :meth:`KnowledgeGraphCore.close`). Safe to call twice."""
+        try:
+            pair, self._persistence = self._persistence, None
+            for obj in pair or ():
+                conn = getattr(obj, "conn", None)
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001 - already closed
+                        pass
+        finally:
+            super().close()
+
+
+__all__ = ["KnowledgeGraph", "IngestReport", "RecordsReport"]
