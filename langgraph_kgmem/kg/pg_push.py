@@ -24,9 +24,9 @@ reads adjacency on demand.
   rounding; elsewhere it pushes a little less (each score still never above the exact one, and
   low by at most ``eps`` × the node's incident edges).
 
-  Learning the distinct degree would mean reading every edge of every hub the residual reaches:
-  measured on the 1M-edge power-law graph, one such round read 707k edges and took 3.5 s of
-  server time; counted in the indexes, 0.25 s.
+  Learning the distinct degree would mean reading every edge of every hub the residual reaches,
+  on a power-law graph most of the graph in a single round; the incident-edge count comes from
+  index-only scans without reading an edge row (figures in docs/tutorials/postgres.md).
 
 Rows read during one query may come from versions newer than the one the query started at (a
 write committed meanwhile): the result is then that of a graph between the two, as it would be

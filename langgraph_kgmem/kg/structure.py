@@ -126,7 +126,7 @@ class GraphIndex:
             w = np.fromiter((e.weight for e in es), dtype=np.float64, count=len(es))
             if fresh:
                 # rows by falling degree: the hubs' scores, read by most of the power iteration's
-                # gathers, sit together in cache (1.5x faster on power-law graphs)
+                # gathers, sit together in cache (sweeps get faster the more skewed the degrees)
                 order = degree_order(len(ids), src, dst)
                 rank = np.empty(len(ids), dtype=np.int64)
                 rank[order] = np.arange(len(ids))

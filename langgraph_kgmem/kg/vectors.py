@@ -75,7 +75,7 @@ TAIL_ROWS = 2048    # newest rows, compared exactly, before they are filed into 
 class HyperplaneIndex:
     """Top-1 cosine search whose cost per query grows far slower than the rows: entity resolution
     asks, for every new name, for the closest existing name, and comparing it with all of them
-    made ingest slower with every document the KG held.
+    would make ingest slower with every document the KG holds.
 
     Locality-sensitive hashing with random hyperplanes: a row's key in a table is the side of
     each of the table's :data:`LSH_BITS` hyperplanes it lies on. A query is compared exactly with

@@ -159,8 +159,8 @@ class _Space:
 
 
 
-# Chroma: journaled vectors gathered before one upsert per space (a ~30-vector document's
-# transaction each would cost a ~50 ms call; 4,096 rows are about 130 HotpotQA passages)
+# Chroma: journaled vectors gathered before one upsert per space. A Chroma call has a fixed cost
+# that dwarfs one document's few dozen vectors, so a batch gathers those of a hundred-odd passages.
 CHROMA_FLUSH_ROWS = 4096
 _Part = tuple[list[str], np.ndarray, list[str]]   # (ids, vectors, kinds) of one upsert call
 
@@ -336,8 +336,8 @@ class ChromaVectorIndex(NumpyVectorIndex):
     """Chroma PersistentClient storage with a numpy search mirror loaded at open.
 
     Every upsert reaches the mirror at once (every read sees it). Chroma is written in batches:
-    a call costs ~40-50 ms here whatever its size, and a document's transaction holds only ~30
-    vectors. With a ``journal`` file, :meth:`commit` appends the transaction's vectors to it (they
+    a call has a fixed cost whatever its size, large beside what a document's transaction holds
+    (a few dozen vectors). With a ``journal`` file, :meth:`commit` appends the transaction's vectors to it (they
     are durable before the structure commits) and Chroma gets them in one upsert per space once
     :data:`CHROMA_FLUSH_ROWS` have gathered, at :meth:`flush` (close) or before a delete; opening
     replays a journal a crash left into Chroma. Without one, each commit writes Chroma."""

@@ -4,7 +4,7 @@ One database holds many KGs (tenants): every structure row carries its KG's id, 
 vector table of its own (``kgmem_vec_<id>``, its own dimension, HNSW indexes per space, cosine).
 Searches run in the server; a worker holds no vectors in RAM.
 
-Concurrency contract (README, "PostgreSQL"):
+Concurrency contract (docs/tutorials/postgres.md, "Concurrency contract"):
 
 - Any number of processes read while others write. Writes to one KG serialise on a
   transaction-scoped advisory lock keyed by the KG (other KGs in the database are not blocked);
@@ -435,7 +435,7 @@ class PostgresGraphStore:
 
     def analyze(self) -> None:
         """Refresh the planner's statistics after a bulk load (without them a freshly filled
-        table is planned as if empty: a migrated KG answered ReMindRAG 1.7× slower)."""
+        table is planned as if it were empty, and every query on a freshly migrated KG pays for it)."""
         with self.db.read() as conn:
             for table in (*_KG_TABLES, f"kgmem_vec_{self.kg_id}"):
                 if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
@@ -713,7 +713,8 @@ class PgVectorIndex:
             mat = unit_rows(mat)
         last: dict[str, int] = {i: r for r, i in enumerate(ids)}   # the same id twice: the last wins
         rows = list(last.values())
-        # one statement for the batch (see PostgresGraphStore._upsert); vectors go binary: 13x faster than text
+        # one statement for the batch (see PostgresGraphStore._upsert); vectors go binary: far
+        # cheaper to send and parse than as text
         with self.store._write() as conn:
             conn.execute(f"INSERT INTO {self.table}(space, id, kind, v) "
                          f"SELECT %s, * FROM unnest(%s::text[], %s::text[], %b::vector[]) "
@@ -729,8 +730,8 @@ class PgVectorIndex:
 
     def _maybe_index(self, conn: Any, space: str, added: int) -> None:
         """Build the space's HNSW index once it holds :data:`HNSW_MIN_ROWS` vectors. Below that an
-        exact scan is fast, and every row an HNSW index takes on insert costs about 1.5 ms of
-        server time (measured), more than the whole rest of a small KG's ingest; one bulk build
+        exact scan is fast, and every row an HNSW index takes on insert costs more server time than
+        the whole rest of that row's ingest, which would dominate a small KG's build; one bulk build
         later costs far less than the incremental inserts would have."""
         if space in self._indexed(conn):
             return
@@ -855,7 +856,7 @@ class PgVectorIndex:
     def _resolution_rows(self, space: str, kinds: Sequence[str] | None) -> tuple[list[str], np.ndarray] | None:
         """The vectors ``best`` searches (entity resolution during ingest), kept in this process
         and topped up by ``seq``, with a :class:`HyperplaneIndex` over them: a server-side exact
-        scan per document grew with the KG (7 ms a document at 3k entities). Rows deleted or
+        scan per document would grow with the KG. Rows deleted or
         rolled back since are noticed by a count and the copy (and its index) is rebuilt. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
         (HNSW by then) answers instead (None)."""
         key = (space, tuple(kinds) if kinds is not None else None)
