@@ -1,6 +1,6 @@
 """The ``"fast"`` embedding: a static model for short texts, all-MiniLM-L6-v2 for passages.
 
-Most of what ingestion embeds is short — entity names, titles and fact strings ("s r o"), about 30
+Most of what ingestion embeds is short — entity names, titles and fact strings ("s r o"), dozens
 per passage — and a transformer spends most of its time on them. The fast embedding keeps the
 transformer for passages and answers short texts with a *static* model: one vector per word piece,
 distilled once, offline, from the bundled MiniLM, and mean-pooled (a table lookup per token).
@@ -44,10 +44,10 @@ DISTILL_BATCH = 512
 # bump when the distillation changes: it names the cache file and the embeddings id, so a KG built
 # with another distillation refuses to open instead of mixing two static spaces
 DISTILL_VERSION = 1
-# Static name vectors sit closer together than MiniLM's: on the 4,000 first entity names of the
-# HotpotQA pool, as many names have a neighbour above MiniLM cosine t as above static cosine
-# 1 - 0.77 (1 - t) (t = 0.8, 0.85, 0.9: 1304/1142-at-0.85, 865/890-at-0.88, 462/535-at-0.92).
-# Thresholds and weights written for MiniLM's cosine (entity merging, synonym edges) go through it.
+# Static name vectors sit closer together than MiniLM's: a MiniLM cosine threshold t matches about
+# as many entity names as the static cosine 1 - NAME_COSINE_SLOPE · (1 - t) (fitted on entity
+# names from a QA corpus; see docs/configuration.md). Thresholds and weights written for MiniLM's
+# cosine (entity merging, synonym edges) go through it.
 NAME_COSINE_SLOPE = 0.77
 
 
@@ -111,7 +111,7 @@ def _model_path() -> Path:
 class StaticEmbeddings(Embeddings):
     """Mean-pooled static word-piece vectors distilled from all-MiniLM-L6-v2 (see :func:`distill_static`).
 
-    The matrix is built on first use (about half a minute on two cores) and cached as
+    The matrix is built once, on first use (minutes on a CPU), and cached as
     ``<cache_dir>/static/<name>.npy``; later uses load it in milliseconds. Nothing is downloaded.
     """
 

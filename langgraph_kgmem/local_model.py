@@ -74,8 +74,8 @@ def _free_port() -> int:
 def _die_with_parent() -> None:
     """In the server's process, before it starts (Linux): end it when the process that started it
     ends (SIGKILL: a server mid-generation does not stop for SIGTERM), so a killed test run or
-    benchmark leaves no model server holding the cores. Two servers sharing two cores slow each
-    other's generation a hundredfold (llama.cpp's threads spin). Linux ties this to the starting
+    benchmark leaves no model server holding the cores. Two servers sharing the cores slow each
+    other's generation drastically (llama.cpp's threads spin). Linux ties this to the starting
     *thread*: start a server from a thread that outlives it."""
     if sys.platform.startswith("linux"):
         import ctypes

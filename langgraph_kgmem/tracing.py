@@ -238,7 +238,7 @@ _TRACING_ENV = ("LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_
 
 
 def _env_tracing() -> bool:
-    # a cheap check of the variables that switch LangSmith on (langsmith's own check costs ~30 us);
+    # a cheap check of the variables that switch LangSmith on (langsmith's own check costs far more);
     # inside a run, an active LangSmith tracer is already among the config's callbacks
     return any(os.environ.get(k, "").strip().lower() == "true" for k in _TRACING_ENV)
 

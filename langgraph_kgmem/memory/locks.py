@@ -67,7 +67,7 @@ _sqlite_paths: "weakref.WeakKeyDictionary[Any, tuple[Path | None]]" = weakref.We
 def _file_lock(path: str) -> Iterator[None]:
     """An exclusive lock on file ``path`` across processes: ``flock`` on a descriptor opened for
     the block (closing it releases the lock, also when the process dies) where the OS has it —
-    5 µs against ``filelock.FileLock``'s 0.17–0.28 ms, taken a few times per question; the same
+    far cheaper than ``filelock.FileLock``, and taken a few times per question; the same
     ``flock`` that ``FileLock`` takes on Unix, so both exclude each other — else ``FileLock``.
     The caller's thread lock keeps this process's threads apart."""
     try:
