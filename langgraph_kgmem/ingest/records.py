@@ -1,4 +1,4 @@
-"""Time-stamped records → temporal KG (the index of KG-IRAG, METHODS.md §4).
+"""Time-stamped records → temporal KG (the index of KG-IRAG, docs/methods/kgirag.md).
 
 A record is one observation d_i = (t_i, l_i, e_i): a timestamp, a location and the measured
 values, plus whether it is an *abnormal event* under an event rule (rain > 0 mm, traffic volume

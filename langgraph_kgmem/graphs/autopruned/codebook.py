@@ -88,8 +88,9 @@ SIM_ROWS_KEPT = 256  # entity similarity rows kept for the next consolidation (C
 LEGACY_PAGE = 1000  # the page size of codebooks saved before the size was recorded in their meta
 FORMAT = 1
 ALIAS_THRESHOLD = 0.93
-# Layer 2 never merges two entities below this cosine (all-MiniLM-L6-v2). Chosen by judging sampled
-# merges on 1,000 HotpotQA passages (README, AutoPrunedRetriever): see LAYER2_FLOOR's measurement there.
+# Layer 2 never merges two entities below this cosine (all-MiniLM-L6-v2): chosen by judging sampled
+# layer-2 merges by hand: above it nearly every merged pair names one entity, below it many do not
+# (docs/methods/autopruned.md, Consolidation).
 LAYER2_FLOOR = 0.85
 LAYER2_RETRY = 0.05   # share of the budget the codebook must grow by before layer 2 is retried
 MAX_ENTITY_CHARS = 200     # longest entity symbol the codebook holds (see the module docstring)
@@ -941,7 +942,7 @@ class Codebook:
 
     def _same_numbers(self, a: int, b: int) -> bool:
         """Whether entities ``a`` and ``b`` hold the same numbers: an embedding puts "Apollo 11" and
-        "Apollo 12", "1998" and "1999" at cosine 0.82-0.93, but a different number names another
+        "Apollo 12", "1998" and "1999" as close as aliases, but a different number names another
         thing, so consolidation never merges them."""
         return _DIGITS.findall(self.ent_text[a]) == _DIGITS.findall(self.ent_text[b])
 

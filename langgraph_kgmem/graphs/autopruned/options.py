@@ -81,7 +81,7 @@ The options, one by one:
     consolidate / alias_threshold / entity_budget / layer2_min_cos: see
         :meth:`~langgraph_kgmem.graphs.autopruned.codebook.Codebook.consolidate`. ``entity_budget`` is a
         ceiling, not a target: layer 2 merges only pairs at cosine ≥ ``layer2_min_cos`` (the
-        measured floor :data:`~langgraph_kgmem.graphs.autopruned.codebook.LAYER2_FLOOR`), so a codebook of
+        floor :data:`~langgraph_kgmem.graphs.autopruned.codebook.LAYER2_FLOOR`), so a codebook of
         unrelated entities stays over its budget rather than merge them.
 """
 

@@ -1,4 +1,4 @@
-"""CatRAG: query-aware Personalized PageRank on a HippoRAG-2 graph (METHODS.md §3).
+"""CatRAG: query-aware Personalized PageRank on a HippoRAG-2 graph (docs/methods/catrag.md).
 
 The graph is HippoRAG 2's: entity and passage (chunk) nodes, ``relation`` edges from triples,
 ``context`` edges entity → passage and ``synonym`` edges between near-identical entities

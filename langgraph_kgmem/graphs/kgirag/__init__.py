@@ -1,4 +1,4 @@
-"""KG-IRAG: iterative retrieval over a temporal knowledge graph (METHODS.md §4).
+"""KG-IRAG: iterative retrieval over a temporal knowledge graph (docs/methods/kgirag.md).
 
 The KG holds time-stamped records as ``time``/``location``/``event`` nodes with
 (t —temporal→ l), (l —spatial→ e), (t —causal→ e) and (t —time_next→ t+1) edges

@@ -1,4 +1,4 @@
-"""ReMindRAG: LLM-guided KG traversal that remembers which edges helped (METHODS.md §1).
+"""ReMindRAG: LLM-guided KG traversal that remembers which edges helped (docs/methods/remindrag.md).
 
 Every edge of the KG owns a memory vector ``v`` (zero until first used) kept in the LangGraph
 store, namespace ``("kgmem", <kg name>, "edge_memory")``. A question first *replays* memory: a DFS
