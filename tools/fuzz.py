@@ -1,4 +1,4 @@
-"""Fuzz every method with a hostile chat model (issue #14): no uncaught exception, no runaway run.
+"""Fuzz every method with a hostile chat model: no uncaught exception, no runaway run.
 
 Each run picks a method (round robin over the registry: ReMindRAG, CatRAG, HippoRAG 2,
 AutoPrunedRetriever, KG-IRAG, R3-Cycle, Graph-CoT) and a question, and answers it with
@@ -14,7 +14,7 @@ A run ends as ``ok`` (every failure taken as a recorded fallback), ``documented`
 ``KgmemError`` subclass raised, e.g. ``KgmemModelError``) or ``crash`` (anything else). The
 report gives crashes with their seeds, the slowest run, and fallbacks by kind and step.
 
-    python tools/fuzz.py --runs 10000            # the long run (about 10 minutes on 2 cores)
+    python tools/fuzz.py --runs 10000            # the long run (minutes; see docs/reliability.md)
     python tools/fuzz.py --runs 300 --json out.json
     python tools/fuzz.py --replay 4711           # one run again, traceback shown
 """
