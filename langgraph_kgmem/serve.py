@@ -145,7 +145,7 @@ def close_served() -> None:
 
 
 def graph_factory(method: str) -> Callable[[RunnableConfig], Awaitable[Any]]:
-    """A LangGraph Server graph factory for ``method`` (what ``graphs/<method>.py`` exports).
+    """A LangGraph Server graph factory for ``method`` (what ``graphs/served.py`` exports under that name).
 
     The factory is async and opens the KG in a worker thread: the server's event loop never waits
     on disk (``langgraph dev`` rejects blocking calls in it).
