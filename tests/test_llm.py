@@ -128,7 +128,7 @@ def test_add_documents_with_scripted_model_counts_usage(kg):
     assert any(e.text == "was born in" for e in kg.edges("relation"))
 
 
-# ------------------------------------------------------------------ hostile output (issue #14)
+# ------------------------------------------------------------------ hostile output
 
 
 def test_deeply_nested_output_is_malformed_not_a_crash():
