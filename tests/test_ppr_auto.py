@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bench_helpers import TOOLS  # noqa: F401  (puts tools/ on sys.path)
+import bench_helpers  # noqa: F401  (puts tools/ on sys.path)
 
 from benchlib.perf import power_law_graph, random_graph
 from langgraph_kgmem.kg import ppr as ppr_mod

@@ -80,7 +80,6 @@ class ReMindRAGAdapter:
         return app
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
-        kg = ctx.kg
         out = self._app(ctx, model).invoke({"question": q.question})
         evidence = out.get("evidence") or []
         # offline: the answer prompt the graph's answer step would send (decision prompts are not built)
