@@ -86,24 +86,23 @@ def parse_grid(spec: str | None) -> tuple[Constant, ...]:
 
 
 def shipped_value(adapter: Any, option: str) -> Any:
-    """The value the adapter runs with: its own option, else its method factory's default."""
-    import inspect
-
+    """The value the adapter runs with: its own option, else its method's preset, else the default
+    of the method's options model."""
     from langgraph_kgmem.errors import KgmemInputError
-    from langgraph_kgmem.graphs.registry import get_factory
+    from langgraph_kgmem.graphs.registry import get_method
 
     if option in adapter.options:
         return adapter.options[option]
     try:
-        factory, preset = get_factory(adapter.name)
+        entry = get_method(adapter.name)
     except KgmemInputError as exc:
         raise ValidateError(f"cannot read the default of {adapter.name}'s {option!r}: {exc}") from exc
-    if option in preset:
-        return preset[option]
-    param = inspect.signature(factory).parameters.get(option)
-    if param is None or param.default is inspect.Parameter.empty:
+    if option in entry.preset:
+        return entry.preset[option]
+    field = entry.spec.options.model_fields.get(option)
+    if field is None or field.is_required():
         raise ValidateError(f"method {adapter.name!r} has no option {option!r} with a default")
-    return param.default
+    return field.get_default(call_default_factory=True)
 
 
 def variant(adapter: Any, option: str, value: Any) -> Any:
