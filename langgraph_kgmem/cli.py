@@ -248,7 +248,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _add_parser = sub.add_parser
-
     def add_parser(*a: Any, **kw: Any) -> argparse.ArgumentParser:   # every command's help shows defaults
         return _add_parser(*a, formatter_class=_ShowDefaults, **kw)
 
