@@ -68,6 +68,7 @@ def _expand(paths: Sequence[str]) -> list[tuple[Path, str]]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    """``kgmem ingest``: add text files (and the text files of folders) to the KG; 1 when any was skipped."""
     from langgraph_kgmem.ingest.pipeline import read_text_file
 
     docs, skipped = [], []
@@ -91,6 +92,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    """``kgmem docs``: list the KG's documents (id, status, chunks, title), or print them as JSON."""
     with _open(args, create=False) as kg:
         docs = kg.documents()
         if args.json:
@@ -103,6 +105,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    """``kgmem delete``: delete documents by id, with the nodes and edges only they cited."""
     with _open(args, create=False) as kg:
         for doc_id in args.ids:
             gone = kg.delete_document(doc_id)
@@ -111,6 +114,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
+    """``kgmem memory``: show the KG's cross-session memory, or delete it (``--reset``, by kind or scope)."""
     from langgraph_kgmem.memory.view import format_memory
 
     with _open(args, create=False) as kg:
@@ -128,6 +132,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 
 def cmd_records(args: argparse.Namespace) -> int:
+    """``kgmem records``: ingest time-stamped CSV records as a temporal KG of abnormal events."""
     from langgraph_kgmem.ingest.records import HourOfWeekPercentileRule
 
     if (args.event_rule is None) == (args.percentile_of is None):
@@ -144,6 +149,7 @@ def cmd_records(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """``kgmem stats``: print the KG's counts and settings as JSON."""
     with _open(args, create=False) as kg:
         print(json.dumps(kg.stats(), indent=2))
     return 0
@@ -159,6 +165,7 @@ def _invoke(kg: Any, method: str, question: str, model: Any, thread: str) -> dic
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    """``kgmem ask``: answer a question with one method and print the answer, evidence and usage."""
     with _open(args, create=False) as kg:
         out = _invoke(kg, args.method, args.question, _model_arg(args.model), args.thread or uuid.uuid4().hex)
         if args.json:
@@ -195,6 +202,7 @@ def _run_highlight(run_file: str) -> tuple[list[str], list[dict[str, str]], str 
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """``kgmem export``: write the KG as an interactive HTML page, optionally highlighting a run's route."""
     from langgraph_kgmem.kg.html import export_html
     from langgraph_kgmem.memory import edge_memory_counts
 
@@ -235,11 +243,11 @@ class _ShowDefaults(argparse.RawDescriptionHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``kgmem`` argument parser: one subcommand per ``cmd_*`` function, each bound as ``func``."""
     p = argparse.ArgumentParser(prog="kgmem", description="Knowledge-graph memory for LangGraph agents.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _add_parser = sub.add_parser
-
     def add_parser(*a: Any, **kw: Any) -> argparse.ArgumentParser:   # every command's help shows defaults
         return _add_parser(*a, formatter_class=_ShowDefaults, **kw)
 
@@ -357,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
+    """``kgmem serve-model``: serve a local GGUF model over the OpenAI API on 127.0.0.1 until stopped."""
     from langgraph_kgmem.local_model import main as serve
 
     argv = ["--port", str(args.port), "--n-ctx", str(args.n_ctx)]
@@ -368,6 +377,7 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    """``kgmem migrate``: copy a KG (structure, vectors, memory) to another KG directory or database."""
     from langgraph_kgmem.migrate import migrate
 
     print(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings, to_name=args.to_name))
@@ -375,6 +385,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_drop(args: argparse.Namespace) -> int:
+    """``kgmem drop``: delete one KG from a PostgreSQL database (its other KGs stay)."""
     from langgraph_kgmem.kg.backends import drop_kg
 
     if not drop_kg(args.kg, args.name):
@@ -384,6 +395,10 @@ def cmd_drop(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kgmem`` with ``argv`` (default: the command line) and return its exit status.
+
+    A :class:`~langgraph_kgmem.errors.KgmemError` prints ``error: ...`` and returns 2; a reader that
+    went away (``kgmem stats | head``) returns 141, as a command killed by SIGPIPE would."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     args = build_parser().parse_args(argv)

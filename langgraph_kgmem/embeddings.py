@@ -61,9 +61,11 @@ class HashingEmbeddings(Embeddings):
         return (vec / norm).tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One unit vector per text (the same text always gets the same vector)."""
         return [self._embed(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
+        """The unit vector of ``text``: queries and documents share one space."""
         return self._embed(text)
 
 
@@ -129,6 +131,8 @@ class LocalSentenceTransformerEmbeddings(Embeddings):
     PADDED_CHARS_PER_BATCH = 64 * 400
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Unit vectors of ``texts`` in their order, batched shortest first (see ``PADDED_CHARS_PER_BATCH``);
+        loads the model on first use."""
         if not texts:
             return []
         model = self._load()
@@ -151,6 +155,7 @@ class LocalSentenceTransformerEmbeddings(Embeddings):
         return out.tolist() if out is not None else []
 
     def embed_query(self, text: str) -> list[float]:
+        """The unit vector of ``text`` (queries and documents share one space)."""
         return self.embed_documents([text])[0]
 
 

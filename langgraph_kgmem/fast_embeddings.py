@@ -124,6 +124,8 @@ class StaticEmbeddings(Embeddings):
 
     @property
     def cache_file(self) -> Path:
+        """Where the distilled token matrix is kept, named by dimension and distillation version (a
+        changed recipe writes a new file instead of reading a stale one)."""
         return self.cache_dir / "static" / f"{self.model_name}.npy"
 
     def _load(self) -> tuple[np.ndarray, Any]:
@@ -170,9 +172,11 @@ class StaticEmbeddings(Embeddings):
         return out / norms[:, None]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """:meth:`embed_array` as lists of floats (LangChain's ``Embeddings`` interface)."""
         return self.embed_array(texts).astype(np.float64).tolist()
 
     def embed_query(self, text: str) -> list[float]:
+        """The static vector of ``text`` (queries and documents share one space)."""
         return self.embed_documents([text])[0]
 
 
@@ -259,9 +263,14 @@ class FastEmbeddings(Embeddings):
         return out
 
     def embed_short_texts(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of names and facts: the static part filled, the passage part zero."""
         return self.embed_short_array(texts).astype(np.float64).tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Vectors of passages: the passage model's part filled, the static part zero.
+
+        Raises:
+            ConfigurationError: the passage model's vectors are not ``passage_dim`` long."""
         if not texts:
             return []
         block = np.asarray(self.passages.embed_documents(texts), dtype=np.float64)
@@ -271,6 +280,8 @@ class FastEmbeddings(Embeddings):
         return np.hstack([np.zeros((len(block), self.static.dim)), block]).tolist()
 
     def embed_query(self, text: str) -> list[float]:
+        """A query's vector: both parts, each unit and scaled by 1/sqrt(2), so it scores against short
+        texts and passages alike."""
         s = self.static.embed_array([text])[0].astype(np.float64)
         p = np.asarray(self.passages.embed_query(text), dtype=np.float64)
         p = p / (np.linalg.norm(p) or 1.0)

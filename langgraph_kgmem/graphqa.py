@@ -122,6 +122,7 @@ class GraphQuestion:
     gold_path: list[dict[str, Any]] = field(default_factory=list)   # [{"tool", "args"}], ends with Finish
 
     def as_dict(self) -> dict[str, Any]:
+        """The question as a JSON-native dict (the gold path's steps copied)."""
         return {"id": self.id, "question": self.question, "answer": self.answer, "level": self.level,
                 "template": self.template, "gold_path": [dict(s) for s in self.gold_path]}
 

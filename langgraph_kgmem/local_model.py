@@ -134,6 +134,11 @@ class LocalModelServer:
         return cmd
 
     def start(self) -> "LocalModelServer":
+        """Start the server (on a free port unless one was given) and wait until it answers; returns self.
+
+        Raises:
+            ConfigurationError: llama-cpp-python's server is not installed, or the server exited or did
+                not answer within ``startup_timeout`` (with the end of its log)."""
         if not server_available():
             raise ConfigurationError(
                 "llama-cpp-python's server is not installed: CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON "
@@ -160,12 +165,14 @@ class LocalModelServer:
                                  f"{self.log_tail()}")
 
     def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of the server's log (for error messages)."""
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no server log)"
 
     def stop(self) -> None:
+        """Stop the server if it runs: terminate, then kill if it has not exited within 10 seconds."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()

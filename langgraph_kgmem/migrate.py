@@ -22,6 +22,8 @@ from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 @dataclass
 class MigrationReport:
+    """What :func:`migrate` copied: documents, nodes, edges, vectors per space and memory items, and
+    the KG's new name when it was renamed."""
     name: str
     nodes: int = 0
     edges: int = 0

@@ -97,12 +97,18 @@ class StrictCheckpointSerializer(JsonPlusSerializer):
                          allowed_msgpack_modules=tuple(self.allowed))
 
     def with_msgpack_allowlist(self, extra_allowlist: Iterable[tuple[str, ...] | type]) -> "StrictCheckpointSerializer":
+        """This serializer with ``extra_allowlist`` allowed too (itself when nothing is new), still strict."""
         # LangGraph calls this (checkpointer.with_allowlist) with the types of a graph's state
         # schema; the copy must stay strict and check the merged list itself
         merged = _names(extra_allowlist) | self.allowed
         return self if merged == self.allowed else StrictCheckpointSerializer(self.where, merged)
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """Load one stored ``(kind, payload)``, after refusing a kind the package never writes and a
+        msgpack payload naming a type outside the allowlist.
+
+        Raises:
+            UnsafeStoredDataError: naming what was refused; nothing in the payload was run."""
         kind, payload = data
         if kind not in LOADABLE_KINDS:
             raise UnsafeStoredDataError(

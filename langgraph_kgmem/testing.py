@@ -130,10 +130,14 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
+        """The model with ``tools`` bound in OpenAI format (recorded with each call; replies stay scripted)."""
         formatted = [convert_to_openai_tool(t) for t in tools]
         return self.bind(tools=formatted, **kwargs)
 
     def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Runnable:
+        """A runnable that invokes the model and parses its reply into ``schema``: the first tool call's
+        arguments, else a JSON object in the text. With ``include_raw`` the result is
+        ``{"raw", "parsed", "parsing_error"}`` instead of raising on a malformed reply."""
         def as_messages(messages: Any) -> Any:
             if hasattr(messages, "to_messages"):
                 return messages.to_messages()
@@ -169,6 +173,7 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def call_count(self) -> int:
+        """How many times the model was called."""
         return len(self.calls)
 
 
@@ -440,9 +445,12 @@ class HostileChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Runnable:
+        """The model with ``tools`` bound in OpenAI format (the replies ignore them)."""
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Runnable:
+        """LangChain's default structured output (through :meth:`bind_tools`); with an odd seed it raises
+        ``NotImplementedError``, like a model without structured output, so decisions take the text path."""
         # odd seeds: a model without structured output, so decisions take the plain-text JSON path
         if self.seed % 2:
             raise NotImplementedError("this hostile model has no structured output")

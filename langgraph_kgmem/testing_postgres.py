@@ -72,6 +72,7 @@ class TemporaryPostgres:
 
     @property
     def uri(self) -> str:
+        """The URI of the ``postgres`` database as the ``postgres`` superuser (valid once started)."""
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, exe: str, *args: str, timeout: float = 120) -> str:
@@ -86,6 +87,11 @@ class TemporaryPostgres:
         return res.stdout
 
     def start(self) -> "TemporaryPostgres":
+        """Initialise the data directory on first use, start the server on 127.0.0.1 (a restart keeps its
+        port) and create pgvector; returns self.
+
+        Raises:
+            ConfigurationError: a PostgreSQL program failed, with the end of the server log."""
         bins = _bin_dir()
         data = self.root / "data"
         if os.geteuid() == 0:
@@ -132,6 +138,7 @@ class TemporaryPostgres:
             self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop", timeout=60)
 
     def stop(self) -> None:
+        """Stop the server (best effort) and delete its directory when this object made it."""
         if self._started:
             self._started = False
             try:

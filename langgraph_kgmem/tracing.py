@@ -41,7 +41,8 @@ class KnowledgeGraph(Protocol):
     name: str
 
     @property
-    def version(self) -> int: ...
+    def version(self) -> int:
+        """The KG's write version (recorded in a run's metadata)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 RUN_PREFIX = "kgmem"
@@ -56,6 +57,7 @@ def run_name(method: str, step: str | None = None) -> str:
 
 
 def run_tags(method: str) -> list[str]:
+    """The tags of a method's runs: ``kgmem`` and ``kgmem:<method>``."""
     return [RUN_PREFIX, f"{RUN_PREFIX}:{method}"]
 
 
@@ -216,6 +218,7 @@ class Span:
         return self._manager is not None
 
     def set_outputs(self, **outputs: Any) -> None:
+        """Add ``outputs`` to the span's outputs (scrubbed when the span ends)."""
         self.outputs.update(outputs)
 
 

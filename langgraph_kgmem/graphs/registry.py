@@ -31,6 +31,7 @@ class Registered:
 
     @property
     def factory(self) -> Callable[..., Any]:
+        """The method's ``create_<method>_graph`` (from its spec)."""
         return self.spec.factory
 
 

@@ -14,6 +14,8 @@ MAX_ENCODE_CHARS = 20_000
 
 
 def split_sentences(text: str) -> list[str]:
+    """``text`` split into sentences: after ``.``, ``!`` or ``?`` and whitespace when a capital, digit,
+    quote or bracket follows, and at blank lines; stripped, empty ones dropped."""
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 

@@ -41,6 +41,9 @@ PASSAGES_AHEAD_CHUNKS = 1024
 
 @dataclass
 class IngestReport:
+    """What an ingest call did: documents added, skipped (already present), repaired and replaced,
+    chunks, entities added and merged, relations added, the time taken (embedding apart), the
+    document ids, the model usage, and per replaced document what it lost, gained and kept."""
     documents_added: int = 0
     documents_skipped: int = 0
     documents_repaired: int = 0
@@ -57,6 +60,7 @@ class IngestReport:
     changes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def merge(self, other: "IngestReport") -> None:
+        """Add ``other``'s counts, document ids, changes and usage to this report (its times are left as they are)."""
         for k in ("documents_added", "documents_skipped", "documents_repaired", "documents_replaced", "chunks",
                   "entities_added", "entities_merged", "relations_added"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
@@ -71,6 +75,7 @@ class IngestReport:
         return decision_summary(self.usage)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as a JSON-native dict, with :attr:`decisions` added."""
         return {**asdict(self), "decisions": self.decisions}
 
     def change_totals(self) -> dict[str, int]:
@@ -97,6 +102,7 @@ class IngestReport:
 
 @dataclass
 class SourceDocument:
+    """One document to ingest: its id, text, title and the metadata stored with it."""
     id: str
     text: str
     title: str

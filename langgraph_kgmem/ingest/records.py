@@ -59,6 +59,7 @@ _CONDITION = re.compile(r"^\s*([A-Za-z_][\w.()%-]*)\s*(>=|<=|==|!=|>|<)\s*([-+]?
 
 
 def format_time(dt: datetime) -> str:
+    """``dt`` as the KG's time text, ``"YYYY-MM-DD HH:MM"`` (time node texts and ids are built from it)."""
     return dt.strftime(TIME_FORMAT)
 
 
@@ -68,6 +69,7 @@ def slot_of(dt: datetime) -> int:
 
 
 def time_of_slot(slot: int) -> datetime:
+    """The naive timestamp at the start of hour ``slot`` (the inverse of :func:`slot_of`)."""
     return datetime(1970, 1, 1) + timedelta(hours=int(slot))
 
 
@@ -91,14 +93,17 @@ def parse_time(value: Any, *, time_format: str | None = None) -> datetime:
 
 
 def time_node_id(slot: int) -> str:
+    """Id of the time node of hour ``slot`` (the same hour gives the same node in every records batch)."""
     return node_id("time", format_time(time_of_slot(slot)))
 
 
 def location_node_id(name: str) -> str:
+    """Id of the location node named ``name`` (surrounding whitespace ignored)."""
     return node_id("location", name.strip())
 
 
 def event_node_id(slot: int, location: str) -> str:
+    """Id of the event node of ``location`` in hour ``slot``: one event per place and hour."""
     return node_id("event", f"{location.strip()}@{format_time(time_of_slot(slot))}")
 
 
@@ -129,6 +134,7 @@ class ThresholdRule:
 
     @property
     def columns(self) -> list[str]:
+        """The columns the rule compares, in the order written (they are kept even when not value columns)."""
         return [c for c, _, _ in self.conditions]
 
     def __call__(self, row: Mapping[str, Any]) -> bool:
@@ -157,13 +163,18 @@ class HourOfWeekPercentileRule:
 
     @property
     def columns(self) -> list[str]:
+        """The one column the rule reads."""
         return [self.column]
 
     @staticmethod
     def hour_of_week(dt: datetime) -> int:
+        """0 (Monday 00:00) to 167 (Sunday 23:00): which of the 168 thresholds applies to ``dt``."""
         return dt.weekday() * 24 + dt.hour
 
     def fit(self, observations: Sequence["Observation"]) -> "HourOfWeekPercentileRule":
+        """Set the 168 thresholds to the ``q``-th percentile of the column's numeric values in each hour of
+        the week of ``observations``; an hour without values gets ``inf`` (nothing there is abnormal).
+        Returns the rule itself."""
         buckets: list[list[float]] = [[] for _ in range(168)]
         for o in observations:
             v = o.values.get(self.column)
@@ -205,6 +216,9 @@ def compile_rule(rule: Any) -> tuple[EventRule | None, str]:
 
 @dataclass
 class Observation:
+    """One place in one hour: the records of that ``(slot, location)`` merged (numbers by their
+    maximum, other values joined with ``/``), whether the event rule finds it abnormal, and how many
+    records were merged into it."""
     slot: int
     time: datetime
     location: str
@@ -214,6 +228,7 @@ class Observation:
 
     @property
     def time_text(self) -> str:
+        """The observation's hour as the KG's time text (:func:`format_time`)."""
         return format_time(self.time)
 
 
@@ -353,6 +368,9 @@ def normalize_records(records: Any, *, time_col: Any = "time", location_col: str
 
 @dataclass
 class RecordsReport:
+    """What :func:`add_records` wrote: counts of observations (``records``, one per place and hour),
+    time points, locations, events, abnormal events and edges, the time taken, the rule's
+    description, and ``skipped`` when the same records were already in the KG."""
     document_id: str
     records: int = 0
     time_nodes: int = 0
@@ -380,6 +398,7 @@ def _values_text(values: Mapping[str, Any], limit: int = 6) -> str:
 
 
 def event_text(o: Observation, event_name: str) -> str:
+    """The text of an observation's event node: place, time, up to six values and whether it is abnormal."""
     status = f"{event_name} (abnormal)" if o.abnormal else f"no {event_name}"
     return f"{o.location} at {o.time_text}: {_values_text(o.values)} — {status}"
 
@@ -504,6 +523,8 @@ _INDEXES: "weakref.WeakKeyDictionary[Any, tuple[int, TemporalIndex]]" = weakref.
 
 
 def temporal_index(kg: "KnowledgeGraph") -> TemporalIndex:
+    """The KG's :class:`TemporalIndex` (time slots, locations, events, event name and rules), built from
+    its nodes once per KG version and cached while the KG lives."""
     cached = _INDEXES.get(kg)
     if cached is not None and cached[0] == kg.version:
         return cached[1]

@@ -53,6 +53,8 @@ _Q23_RE = re.compile(r"meet (?P<event>.+?) at (?P<location>.+?) on a (?P<hours>\
 
 @dataclass
 class TemporalQuestion:
+    """One generated question with its exact gold ``answer`` and the records it needs (``required``);
+    ``kind`` is Q1, Q2 or Q3 (see the module docstring), ``horizon`` is 0 for Q1."""
     id: str
     kind: str                       # Q1 | Q2 | Q3
     question: str
@@ -66,14 +68,18 @@ class TemporalQuestion:
 
     @property
     def task(self) -> str:
+        """The KG-IRAG task of the question's kind: ``"detect"`` (Q1), ``"latest"`` (Q2) or ``"earliest"`` (Q3)."""
         return TASK_OF_KIND[self.kind]
 
     def to_dict(self) -> dict[str, Any]:
+        """The question as a JSON-native dict of its fields (a row of a question file)."""
         return asdict(self)
 
 
 @dataclass
 class ParsedQuestion:
+    """What :func:`parse_question` reads back from a question's text: the task, place, departure time
+    (``"YYYY-MM-DD HH:MM"``), trip hours, horizon (0 for Q1) and event name."""
     task: str
     location: str
     time: str
@@ -115,6 +121,10 @@ def window_clear(abnormal: Abnormal, start: int, hours: int) -> bool | None:
 
 
 def q1_truth(abnormal: Abnormal, t: int, hours: int) -> str:
+    """Q1's gold answer: ``"yes"`` when the trip window [t, t+hours) is clear, else ``"no"``.
+
+    Raises:
+        KgmemInputError: a record in the window is missing (the truth would depend on missing data)."""
     clear = window_clear(abnormal, t, hours)
     if clear is None:
         raise KgmemInputError(f"Q1 at {format_time(time_of_slot(t))}: a record in the window is missing")
@@ -166,6 +176,7 @@ def required_slots(abnormal: Abnormal, kind: str, t: int, hours: int, horizon: i
 
 
 def answer_text(slot: int | None) -> str:
+    """The gold answer of a Q2/Q3 departure ``slot``: its time text, or ``"none"`` when there is none."""
     return NO_DEPARTURE if slot is None else format_time(time_of_slot(slot))
 
 
@@ -179,6 +190,8 @@ def ground_truth(abnormal: Abnormal, kind: str, t: int, hours: int, horizon: int
 
 def make_question(kind: str, *, location: str, t: int, hours: int, horizon: int, event: str,
                   abnormal: Abnormal, qid: str) -> TemporalQuestion:
+    """A :class:`TemporalQuestion` of ``kind`` written with its template, with its ground truth and
+    required records computed from ``abnormal`` (the location's hour slot -> abnormal map)."""
     template = {"Q1": Q1_TEMPLATE, "Q2": Q2_TEMPLATE, "Q3": Q3_TEMPLATE}[kind]
     when = format_time(time_of_slot(t))
     text = template.format(event=event, location=location, time=when, hours=hours, horizon=horizon)
@@ -191,6 +204,7 @@ def make_question(kind: str, *, location: str, t: int, hours: int, horizon: int,
 
 
 def abnormal_by_location(observations: Sequence[Observation]) -> dict[str, dict[int, bool]]:
+    """Location -> (hour slot -> abnormal) from ``observations``: the maps the ground truth reads."""
     out: dict[str, dict[int, bool]] = {}
     for o in observations:
         out.setdefault(o.location, {})[o.slot] = bool(o.abnormal)

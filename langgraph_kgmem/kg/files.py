@@ -240,6 +240,8 @@ def _read_npz(path: Path) -> tuple[dict[str, np.ndarray], bool]:
 
 
 def kinds_of(index: Any, space: str, ids: Sequence[str]) -> list[str]:
+    """The kind stored with each of ``ids`` in ``space`` of an embedded vector index, in their order
+    (KeyError for an id without a row)."""
     s = index._space(space)
     return [s.kinds[s.row[i]] for i in ids]
 

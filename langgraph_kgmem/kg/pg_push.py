@@ -84,6 +84,7 @@ class NeighbourCache:
 
     # ------------------------------------------------------------------ storage
     def clear(self) -> None:
+        """Drop every cached row and the table of local ids (a fresh, empty cache)."""
         self.ids: list[str] = []
         self.index: dict[str, int] = {}
         self.start = np.zeros(1024, dtype=np.int64)
@@ -100,6 +101,7 @@ class NeighbourCache:
 
     @property
     def cached_rows(self) -> int:
+        """How many nodes have their row cached now."""
         return int((self.length[:len(self.ids)] >= 0).sum())
 
     def intern(self, names: Sequence[str]) -> np.ndarray:
@@ -139,6 +141,8 @@ class NeighbourCache:
         self.vals = np.concatenate([self.vals[:self.used], np.zeros(size - self.used)])
 
     def drop(self, rows: np.ndarray) -> int:
+        """Mark ``rows`` (local ids) as not cached, their buffer slices left as holes that a later
+        compaction reclaims; returns how many of them were cached."""
         rows = rows[self.length[rows] >= 0]
         self.entries -= int(self.length[rows].sum())
         self.length[rows] = -1
@@ -398,6 +402,11 @@ class LazyPushPpr:
 
     @classmethod
     def open(cls, uri: str, *, name: str = "default", max_entries: int = MAX_ENTRIES) -> "LazyPushPpr":
+        """A reader over KG ``name`` of the database at ``uri``, with a small connection pool of its own
+        (closed by :meth:`close`).
+
+        Raises:
+            KgmemInputError: ``uri`` is not a PostgreSQL URI, or the database has no KG ``name``."""
         from langgraph_kgmem.kg.backends.postgres import PgDatabase, PostgresGraphStore, is_postgres_uri
 
         if not is_postgres_uri(uri):
@@ -411,6 +420,7 @@ class LazyPushPpr:
         return cls(store, max_entries=max_entries, own_db=True)
 
     def cache(self, edge_kinds: Sequence[str] | None = None) -> NeighbourCache:
+        """The neighbour cache of these edge kinds (None: all), made on first use and kept."""
         key = tuple(sorted(edge_kinds)) if edge_kinds is not None else None
         c = self._caches.get(key)
         if c is None:
@@ -444,6 +454,8 @@ class LazyPushPpr:
             cache.trim()
 
     def stats(self) -> dict[str, Any]:
+        """Per neighbour cache (keyed by its edge kinds, ``"all"`` for every kind): the KG version it is
+        at, its size, and its counters (queries, round trips, rows fetched and hit, invalidations...)."""
         out: dict[str, Any] = {}
         for key, c in self._caches.items():
             s = c.stats
@@ -456,6 +468,7 @@ class LazyPushPpr:
         return out
 
     def close(self) -> None:
+        """Close the connection pool when :meth:`open` made it (a store passed in is its owner's to close)."""
         if self._own_db:
             self.store.db.close()
 

@@ -63,6 +63,7 @@ class NodeTable:
         return len(self.ids)
 
     def append(self, ids: Sequence[str], kinds: Sequence[str]) -> None:
+        """Add nodes as new rows after the existing ones (the rows earlier snapshots use stay as they are)."""
         n = len(self.ids)
         if n + len(ids) > len(self._kinds):   # amortised doubling; earlier snapshots keep their views
             grown = np.empty(2 * (n + len(ids)), dtype=object)
@@ -74,6 +75,7 @@ class NodeTable:
         self.ids.extend(ids)
 
     def kinds(self, n: int) -> np.ndarray:
+        """The node kind of each of the first ``n`` rows (a view, not a copy)."""
         return self._kinds[:n]
 
 
@@ -111,6 +113,7 @@ class RowIndex(Mapping[str, int]):
         return i
 
     def get(self, nid: str, default: Any = None) -> Any:
+        """The row of ``nid``, or ``default`` when it is not among the first ``n`` rows."""
         i = self._index.get(nid)
         return default if i is None or i >= self._n else i
 
@@ -148,6 +151,7 @@ class GraphSnapshot:
 
     @property
     def n(self) -> int:
+        """How many nodes (rows) the snapshot has."""
         return len(self.node_ids)
 
     @property
@@ -186,6 +190,7 @@ class GraphSnapshot:
         return self._cached(f"rows:{kinds}", lambda: np.flatnonzero(np.isin(self.kinds, kinds)))
 
     def wt_as(self, dtype: Any) -> sp.csr_matrix:
+        """:attr:`wt` with its weights in ``dtype`` (memoised; the matrix itself when it already is)."""
         if np.dtype(dtype) == self.wt.dtype:
             return self.wt
         return self._cached(f"wt:{np.dtype(dtype)}", lambda: sp.csr_matrix(

@@ -37,6 +37,7 @@ class GraphIndex:
             self.index_edge(e)
 
     def index_node(self, n: Node) -> None:
+        """Add or replace a node (a new one is logged for the cached snapshots)."""
         if self._snapshots and n.id not in self.nodes:
             self.log_change(("node", n.id, n.kind))
         self.nodes[n.id] = n
@@ -44,6 +45,8 @@ class GraphIndex:
         self.into.setdefault(n.id, [])
 
     def index_edge(self, e: Edge) -> None:
+        """Add an edge to the adjacency lists, or replace a known one in place (a change of its ends,
+        kind or weight is logged for the cached snapshots)."""
         if e.id in self.edges:
             old = self.edges[e.id]
             if self._snapshots and (old.src, old.dst, old.kind, old.weight) != (e.src, e.dst, e.kind, e.weight):
@@ -58,6 +61,7 @@ class GraphIndex:
         self.into.setdefault(e.dst, []).append(e.id)
 
     def unindex_edge(self, eid: str) -> None:
+        """Forget an edge (no-op when unknown), logging its removal for the cached snapshots."""
         e = self.edges.pop(eid, None)
         if e is None:
             return
@@ -81,6 +85,7 @@ class GraphIndex:
             self.drop_snapshots()
 
     def drop_snapshots(self) -> None:
+        """Forget the cached PPR snapshots, their change log and node table (the next one is rebuilt)."""
         self._snapshots.clear()
         self._graph_log.clear()
         self._node_table = None

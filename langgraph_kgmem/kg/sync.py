@@ -79,6 +79,8 @@ class ChangeFeed:
             self.apply(self._store.changes_since(self.version, conn))
 
     def apply(self, changes: Changes | None) -> bool:
+        """Apply one change set of :meth:`GraphBackend.changes_since` to the cache; None (the log no
+        longer reaches back) reloads everything. True when anything changed."""
         self.checked_at = time.monotonic()
         if changes is None:   # the change log no longer reaches back to our version
             logger.info("KG %r: the change log no longer reaches version %d; reloading", self._name, self.version)

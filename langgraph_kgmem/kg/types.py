@@ -49,6 +49,8 @@ def normalize_name(name: str) -> str:
 
 
 def content_hash(*parts: str, size: int = 16) -> str:
+    """Hex digest (``size`` hex characters) of ``parts`` joined with a separator no text holds, so
+    ``("ab", "c")`` and ``("a", "bc")`` differ: the hash part of every id."""
     h = hashlib.blake2b(digest_size=size // 2)
     for p in parts:
         h.update(p.encode("utf-8"))
@@ -63,6 +65,8 @@ def node_id(kind: str, key: str) -> str:
 
 @lru_cache(maxsize=1 << 16)
 def entity_id(name: str) -> str:
+    """Id of the entity called ``name``: names that differ only in case, spacing or trailing
+    punctuation (:func:`normalize_name`) are the same entity."""
     return node_id("entity", normalize_name(name))
 
 
@@ -73,22 +77,29 @@ def document_id(text: str, title: str = "") -> str:
 
 
 def edge_id(src: str, dst: str, kind: str, text: str = "") -> str:
+    """Id of the edge ``src`` -> ``dst`` of ``kind`` and ``text`` (text case-folded): the same statement
+    written twice is one edge."""
     return f"rel-{content_hash(src, dst, kind, text.strip().lower())}"
 
 
 @dataclass
 class Node:
+    """A node of the KG: its id (prefixed content hash, see :func:`node_id`), one of :data:`NODE_KINDS`,
+    its text (name, passage, timestamp...) and JSON-native attributes."""
     id: str
     kind: str
     text: str
     attrs: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The node as a JSON-native dict (the attributes copied, so changing the dict leaves the node alone)."""
         return {"id": self.id, "kind": self.kind, "text": self.text, "attrs": dict(self.attrs)}
 
 
 @dataclass
 class Edge:
+    """A directed edge of the KG: its id (:func:`edge_id`), its ends, one of :data:`EDGE_KINDS`, its text
+    (the relation sentence of a ``relation`` edge), its weight and JSON-native attributes."""
     id: str
     src: str
     dst: str
@@ -98,18 +109,25 @@ class Edge:
     attrs: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The edge as a JSON-native dict (the attributes copied)."""
         return {"id": self.id, "src": self.src, "dst": self.dst, "kind": self.kind, "text": self.text,
                 "weight": self.weight, "attrs": dict(self.attrs)}
 
 
 @dataclass(frozen=True)
 class Triple:
+    """One extracted statement: subject, relation, object, as text."""
     subject: str
     relation: str
     object: str
 
     @classmethod
     def coerce(cls, value: Any) -> "Triple":
+        """A :class:`Triple` from a triple, a ``[subject, relation, object]`` list or tuple, or a dict with
+        those keys (values made strings).
+
+        Raises:
+            ValueError: for anything else, showing the value."""
         if isinstance(value, Triple):
             return value
         if isinstance(value, dict):
@@ -121,4 +139,5 @@ class Triple:
         )
 
     def text(self) -> str:
+        """The statement as one line, ``"subject relation object"``."""
         return f"{self.subject} {self.relation} {self.object}"

@@ -22,6 +22,7 @@ class VectorReadCache:
         self._cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     def clear(self) -> None:
+        """Forget every cached vector (a write may have changed any of them)."""
         self._cache.clear()
 
     def _trim(self) -> None:

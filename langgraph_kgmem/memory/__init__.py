@@ -31,6 +31,9 @@ KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "ref
 
 
 def namespace(kg_name: str, kind: str, scope: Sequence[str] = ()) -> tuple[str, ...]:
+    """The store namespace of memory ``kind`` of KG ``kg_name`` for tenant ``scope``:
+    ``("kgmem", kg_name, *scope, kind)``, each part checked (:func:`check_kg_name`,
+    :func:`check_scope_label`) so no two KGs or tenants can share one."""
     return (ROOT, check_kg_name(kg_name), *(check_scope_label(x) for x in scope), kind)
 
 
@@ -94,6 +97,10 @@ def _context_scope_values() -> dict[str, Any]:
 
 
 def resolve_store(store: BaseStore | None) -> BaseStore:
+    """``store`` when given, else the running graph's store.
+
+    Raises:
+        ConfigurationError: neither is there; says how to give the graph a store."""
     if store is not None:
         return store
     try:
@@ -128,16 +135,20 @@ class RecordMemory:
         self.ns = namespace(kg_name, kind, scope)
 
     def put(self, key: str, value: Mapping[str, Any]) -> None:
+        """Store ``value`` under ``key`` (a copy, not indexed for semantic search), replacing what was there."""
         self.store.put(self.ns, key, dict(value), index=False)
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The record under ``key`` as a new dict, None when there is none."""
         item = self.store.get(self.ns, key)
         return dict(item.value) if item else None
 
     def delete(self, key: str) -> None:
+        """Delete the record under ``key`` (no error when there is none)."""
         self.store.delete(self.ns, key)
 
     def all(self) -> dict[str, dict[str, Any]]:
+        """Every record of the namespace by key, in key order."""
         return {it.key: dict(it.value) for it in sorted(list_items(self.store, self.ns), key=lambda i: i.key)}
 
 
@@ -154,6 +165,8 @@ class EdgeMemory:
         self.dim = dim
 
     def many(self, edge_ids: Iterable[str]) -> np.ndarray:
+        """The memory vectors of ``edge_ids`` as rows, in their order, in one batched read (zero rows for
+        edges without memory)."""
         ids = list(edge_ids)
         out = np.zeros((len(ids), self.dim))
         if ids:
@@ -163,10 +176,14 @@ class EdgeMemory:
         return out
 
     def get(self, edge_id: str) -> np.ndarray:
+        """The memory vector of ``edge_id`` (zeros when it has none)."""
         return self.many([edge_id])[0]
 
     def put_many(self, vectors: Mapping[str, np.ndarray], counts: Mapping[str, int] | None = None,
                  questions: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Write the records of these edges in one batch, replacing what was there: each vector (rounded to
+        7 decimals), its update count from ``counts`` (0 when absent) and its kept ``questions``. A plain
+        overwrite: :meth:`update` is the read-modify-write that concurrent writers need."""
         def record(e: str, v: np.ndarray) -> dict[str, Any]:
             rec: dict[str, Any] = {"v": [round(float(x), 7) for x in np.asarray(v, dtype=np.float64)],
                                    "n": int((counts or {}).get(e, 0))}

@@ -19,20 +19,24 @@ if TYPE_CHECKING:
 
 
 class RetrieveNodeArgs(BaseModel):
+    """The arguments of the RetrieveNode tool."""
     keyword: str = Field(description="words naming the thing to find, e.g. 'Marie Curie'")
 
 
 class NodeFeatureArgs(BaseModel):
+    """The arguments of the NodeFeature tool."""
     node_id: str = Field(description="a node id returned by RetrieveNode or NeighbourCheck")
     feature: str = Field(description="the attribute to read, e.g. 'name', 'description', 'year'")
 
 
 class NeighbourArgs(BaseModel):
+    """The arguments of the NeighbourCheck and NodeDegree tools."""
     node_id: str = Field(description="a node id returned by RetrieveNode or NeighbourCheck")
     relation: str = Field(description="the relation to follow, e.g. 'author' or 'was born in'")
 
 
 class RememberArgs(BaseModel):
+    """The arguments of the Remember tool: one fact and where it comes from."""
     subject: str = Field(description="the entity the fact is about, e.g. 'Marie Curie'")
     relation: str = Field(description="a short relation phrase, e.g. 'was born in'")
     object: str = Field(description="the other entity or value, e.g. 'Warsaw'")

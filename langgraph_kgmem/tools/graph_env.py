@@ -28,6 +28,9 @@ class GraphEnv:
 
     # -- features -----------------------------------------------------------------------------
     def features(self, node: Node) -> dict[str, Any]:
+        """A node's features: its stored ``features`` (else its name), its kind, and for an entity without
+        stored features its source passages and a description from the first one; chunks and anchors
+        add their text."""
         feats = dict(node.attrs.get("features", {}))
         if not feats:
             feats["name"] = node.text
@@ -42,6 +45,7 @@ class GraphEnv:
         return feats
 
     def relations(self, node_id: str) -> list[str]:
+        """The relations a node has, sorted: a relation edge's text, else the edge's kind."""
         rels = []
         for e in self.kg.edges_of(node_id):
             rels.append(e.text if e.kind == "relation" and e.text else e.kind)
@@ -53,6 +57,7 @@ class GraphEnv:
 
     # -- observations ---------------------------------------------------------------------------
     def retrieve_node(self, keyword: str, top_n: int = 1) -> str:
+        """Observation: the id of the entity closest to ``keyword`` (or the ``top_n`` closest with scores)."""
         if not keyword or not keyword.strip():
             return "RetrieveNode needs a non-empty keyword."
         hits = self.kg.nearest(keyword, max(1, top_n), kinds=("entity",))
@@ -65,6 +70,7 @@ class GraphEnv:
             keyword, "; ".join(f"{n.id} ({n.text!r}, {s:.2f})" for n, s in hits))
 
     def node_feature(self, node_id: str, feature: str) -> str:
+        """Observation: one feature of a node, or the features it has when ``feature`` is not one."""
         node = self.kg.node(node_id)
         if node is None:
             return self._unknown_node(node_id)
@@ -76,6 +82,8 @@ class GraphEnv:
         return f"The {feature} of node {node_id} is: {json.dumps(val) if not isinstance(val, str) else val}"
 
     def neighbour_ids(self, node_id: str, relation: str) -> list[Edge] | None:
+        """The edges of ``node_id`` along ``relation`` (matched exactly on the edge text or kind, else as
+        the KG's neighbour search matches it); None when the node does not exist."""
         if self.kg.node(node_id) is None:
             return None
         exact = [e for e in self.kg.edges_of(node_id) if (e.text == relation) or (e.kind == relation and not e.text)]
@@ -84,6 +92,8 @@ class GraphEnv:
         return [e for e, _ in self.kg.neighbors(node_id, relation=relation)]
 
     def neighbour_check(self, node_id: str, relation: str) -> str:
+        """Observation: the neighbours along ``relation`` (at most ``MAX_LISTED`` shown), or the node's
+        relations when it has none along that one."""
         edges = self.neighbour_ids(node_id, relation)
         if edges is None:
             return self._unknown_node(node_id)
@@ -97,6 +107,7 @@ class GraphEnv:
         return f"The {relation} neighbours of {node_id} are: {shown}{more}."
 
     def node_degree(self, node_id: str, relation: str) -> str:
+        """Observation: how many distinct neighbours a node has along ``relation`` (its relations when 0)."""
         edges = self.neighbour_ids(node_id, relation)
         if edges is None:
             return self._unknown_node(node_id)

@@ -317,6 +317,8 @@ def segment_runs(heads: Sequence[int], tails: Sequence[int], vecs: np.ndarray, *
 
 @dataclass
 class Run:
+    """One run: a short sequence of edge ids in channel ``F`` (facts of one passage chunk), ``Q`` (an
+    earlier question) or ``A`` (an earlier answer), with what the channel records beside it."""
     id: str
     channel: Channel
     edges: list[int]
@@ -328,6 +330,7 @@ class Run:
     by: str = ""                                        # the decider that gave the answer (A)
 
     def to_json(self) -> dict[str, Any]:
+        """The run as a JSON-native dict for a store page (``by`` only when set, so fact runs stay as they were)."""
         # tuples (JSON arrays in a database): a dict of strings, ints and such tuples is one the
         # cyclic GC stops tracking (see Codebook.save)
         out = {"id": self.id, "channel": self.channel, "edges": tuple(self.edges), "chunks": tuple(self.chunks),
@@ -338,6 +341,7 @@ class Run:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Run":
+        """A run read back from :meth:`to_json`'s dict (fields a page written before them lacks take their defaults)."""
         return cls(d["id"], d["channel"], [int(x) for x in d["edges"]], list(d.get("chunks", [])),
                    d.get("text", ""), list(d.get("links", [])), d.get("doc", ""), int(d.get("seq", 0)),
                    d.get("by", ""))
@@ -437,11 +441,13 @@ class Codebook:
         return i
 
     def resolve_entity(self, i: int) -> int:
+        """The live representative of entity ``i``: itself, or where consolidation merged it (followed to the end)."""
         while self.ent_rep[i] != i:
             i = self.ent_rep[i]
         return i
 
     def resolve_edge(self, i: int) -> int:
+        """The live representative of edge ``i``: itself, or the edge it became a duplicate of (followed to the end)."""
         while self.edge_rep[i] != i:
             i = self.edge_rep[i]
         return i
@@ -484,15 +490,19 @@ class Codebook:
         return out
 
     def triple(self, e: int) -> tuple[str, str, str]:
+        """Edge ``e`` as ``(head, relation, tail)`` text, through the representatives of the edge and its entities."""
         h, r, t = self.edge_hrt[self.resolve_edge(e)]
         return self.ent_text[self.resolve_entity(h)], self.rel_text[r], self.ent_text[self.resolve_entity(t)]
 
     def line(self, e: int) -> str:
+        """Edge ``e`` as one line ``"h r t"`` (the text its line vector embeds)."""
         return " ".join(self.triple(e))
 
     # ------------------------------------------------------------------ runs
     def add_run(self, channel: Channel, edges: Sequence[int], *, chunks: Sequence[str] = (), text: str = "",
                 doc: str = "", by: str = "") -> Run:
+        """Append a run of ``edges`` to ``channel`` with the next sequence number (its id is the channel
+        letter and that number, e.g. ``"Q12"``) and mark its page for saving."""
         self.run_counter += 1
         run = Run(f"{channel}{self.run_counter}", channel, list(edges), list(chunks), text, [], doc,
                   self.run_counter, by)
@@ -515,6 +525,7 @@ class Codebook:
         self._dirty["runs"].add(run.seq // self.page)
 
     def remove_run(self, run_id: str) -> None:
+        """Remove run ``run_id`` (no-op when it is gone) and mark its page for saving."""
         run = self.runs.pop(run_id, None)
         if run is not None:
             if run.channel == "Q":
@@ -529,6 +540,7 @@ class Codebook:
                     self._runs_with.get(e, set()).discard(run.id)
 
     def runs_of(self, channel: Channel) -> list[Run]:
+        """The runs of ``channel``, oldest first."""
         return [self.runs[r] for r in self._by_channel[channel]]
 
     def question_runs(self, question: str) -> list[Run]:
@@ -674,6 +686,8 @@ class Codebook:
         return mat
 
     def entity_vectors(self, kg: "KnowledgeGraph") -> np.ndarray:
+        """Unit vectors of every entity slot, one row per id (merged ones included); slots added since the
+        last call are embedded now, the rest come from the in-memory table."""
         have = getattr(self, "_ent_have", 0)
         self._ent_vecs = self._fill(kg, self._ent_vecs, have, self.ent_text, self.ent_kg, "nodes")
         self._ent_have = len(self.ent_text)
@@ -707,6 +721,7 @@ class Codebook:
         return out
 
     def relation_vectors(self, kg: "KnowledgeGraph") -> np.ndarray:
+        """Unit vectors of every relation, one row per id; relations added since the last call are embedded now."""
         have = getattr(self, "_rel_have", 0)
         self._rel_vecs = self._fill(kg, self._rel_vecs, have, self.rel_text, None, "nodes")
         self._rel_have = len(self.rel_text)
@@ -842,6 +857,7 @@ class Codebook:
 
     # ------------------------------------------------------------------ consolidation
     def size(self) -> dict[str, int]:
+        """Counts of live entities, relations, live edges, runs per channel, entity slots and indexed documents."""
         counts = {c: len(ids) for c, ids in self._by_channel.items()}
         return {
             "entities": len(self.ent_text) - self._dead_entities,
@@ -1127,6 +1143,7 @@ class Codebook:
 
     # ------------------------------------------------------------------ persistence
     def mark_all_dirty(self) -> None:
+        """Have the next :meth:`save` rewrite every page, not only the changed ones."""
         self._dirty_all = True
 
     def save(self, store: "BaseStore") -> int:
@@ -1174,6 +1191,8 @@ class Codebook:
 
     @staticmethod
     def stored_revision(store: "BaseStore", kg_name: str, scope: Sequence[str] = ()) -> int | None:
+        """The revision of the codebook stored for ``kg_name`` in ``scope`` (None when there is none), read
+        without loading it: how a session finds that another one saved a newer codebook."""
         from langgraph_kgmem.memory import namespace
 
         ns = namespace(kg_name, "codebook", scope)

@@ -124,9 +124,11 @@ class AutoprunedDeps:
         return self._synced.get((id(store), scope)) == self.kg.version
 
     def mark_synced(self, store: Any, scope: tuple[str, ...]) -> None:
+        """Record that the codebook of ``store`` and ``scope`` this process holds indexes the KG's current version."""
         self._synced[(id(store), scope)] = self.kg.version
 
     def lock_key(self, scope: tuple[str, ...] = ()) -> str:
+        """The memory-lock key of the codebook of tenant ``scope`` of this KG (``"codebook:<kg>/<scope...>"``)."""
         return "codebook:" + "/".join((self.kg.name, *scope))
 
     @contextmanager

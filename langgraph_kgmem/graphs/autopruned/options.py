@@ -203,6 +203,10 @@ class AutoprunedOptions(MethodOptions):
         return data
 
     def check_together(self) -> None:
+        """Refuse ``sentence_budget`` without ``show="sentences"``: only sentences fill a budget.
+
+        Raises:
+            KgmemInputError: naming both options."""
         if self.sentence_budget is not None and self.show != "sentences":
             raise KgmemInputError(f"{self.METHOD}: sentence_budget needs show='sentences' (it fills the facts "
                                   "block with sentences)")

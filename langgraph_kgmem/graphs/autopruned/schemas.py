@@ -44,6 +44,9 @@ class FineScoring:
 
 
 class AutoPrunedState(BaseState, total=False):
+    """AutoPrunedRetriever's working state: the question's triples and edges in the codebook, the
+    coarse and fine candidates, the runs selected per channel and shown, answer memory (replayed,
+    stored or not), and the packed prompt with its encoding."""
     query_triples: list[list[str]]
     query_edges: list[int]
     codebook_revision: int                  # the codebook revision query_edges index into

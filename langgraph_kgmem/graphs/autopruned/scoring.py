@@ -22,6 +22,8 @@ def default_selection_policy(channel: Channel, runs: list[dict[str, Any]], featu
 
 
 def segment_max(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """The maximum of each segment of ``values``; segment i is ``values[ptr[i]:ptr[i + 1]]`` (CSR
+    offsets, each segment non-empty)."""
     if len(ptr) <= 1:
         return np.zeros(0)
     return np.maximum.reduceat(values, ptr[:-1])

@@ -64,6 +64,10 @@ class CatragOptions(MethodOptions):
         return data
 
     def check_together(self) -> None:
+        """Refuse ``rank_depth`` below ``top_passages``: the evidence passages head the ranked list.
+
+        Raises:
+            KgmemInputError: naming both values."""
         if self.rank_depth < self.top_passages:
             raise KgmemInputError(f"rank_depth ({self.rank_depth}) must be ≥ top_passages ({self.top_passages})")
 

@@ -42,6 +42,8 @@ def score_multiplier(score: Any) -> tuple[float, Tier]:
 
 
 class CatragState(BaseState, total=False):
+    """CatRAG's working state: candidate and verified facts, anchors, per-query edge weight overrides,
+    the ranked passages, PPR diagnostics, the fallback taken and step timings."""
     candidates: list[dict[str, Any]]      # retrieved facts {id, text, score, src, dst, chunks}
     facts: list[dict[str, Any]]           # verified seed facts T_seed
     anchors: list[dict[str, Any]]         # {name, id, text, passages, weight}
@@ -54,6 +56,8 @@ class CatragState(BaseState, total=False):
 
 
 class CatragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
+    """What a CatRAG run returns besides the common keys: facts, anchors, edge tiers, ranked passages,
+    PPR diagnostics, the fallback taken and timings."""
     facts: list[dict[str, Any]]
     anchors: list[dict[str, Any]]
     edge_weights: dict[str, int]
@@ -82,6 +86,7 @@ class QueryEntities(BaseModel):
 
 
 class NeighbourScore(BaseModel):
+    """One numbered neighbour and its score."""
     neighbour: int = Field(ge=1, le=10_000, description="the neighbour's number")
     score: Any = Field(description="0-10: how useful following this edge is for answering the question")
 

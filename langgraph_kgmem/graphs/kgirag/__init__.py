@@ -78,6 +78,8 @@ KgiragContext = KgiragOptions  # the graph's context_schema (the name earlier re
 
 
 class KgiragState(BaseState, total=False):
+    """KG-IRAG's working state: the plan, the current anchor hour and scan direction, the rounds'
+    hop counts and sizes, the triples and events read so far, and the judge's notes."""
     plan: dict[str, Any]              # task, location, time, hours, horizon, step, k0, reasoning, event
     anchor: int | None                # current anchor slot τ(t) (hours since epoch)
     direction: str                    # forward | backward
@@ -95,6 +97,8 @@ class KgiragState(BaseState, total=False):
 
 
 class KgiragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
+    """What a KG-IRAG run returns besides the common keys: its plan, rounds, anchors, hop counts,
+    triples and events read, and why there is no answer when there is none."""
     plan: dict[str, Any]
     no_answer_reason: str
     iterations: int
@@ -201,6 +205,8 @@ def hop_count(previous: int, first: int, *, k_min: int = 1) -> int:
 
 @dataclass
 class ScanResult:
+    """What the rule-based judge (:func:`scan_records`) found: ``done`` with the ``answer``, or not done
+    with the hour to read next (``need``) and the direction of the scan."""
     done: bool
     answer: str | None = None       # when done
     need: int | None = None         # when not done: the next slot to read
@@ -315,6 +321,7 @@ def known_records(kg: "KnowledgeGraph", event_ids: Sequence[str]) -> dict[int, b
 
 
 def record_lines(kg: "KnowledgeGraph", event_ids: Sequence[str], limit: int = 400) -> str:
+    """The texts of these event nodes, in time order, at most ``limit``, fenced as data for a prompt."""
     nodes = sorted((kg.node(e) for e in dict.fromkeys(event_ids) if kg.node(e) is not None),
                    key=lambda n: int(n.attrs["slot"]))
     return fence([f"- {n.text}" for n in nodes[:limit]])
@@ -598,10 +605,13 @@ def judge_retrieval(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps
     return out
 
 def route_after_plan(state: KgiragState) -> str:
+    """Retrieve when the plan is valid and has an anchor hour, else go straight to the answer."""
     return "retrieve_triples" if state["plan"].get("valid") and state.get("anchor") is not None \
         else "synthesize_answer"
 
 def route_after_judge(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> str:
+    """Answer once the judge stopped or a limit is reached (``t_max`` rounds, ``kappa`` triples), else
+    retrieve another round."""
     opts = options_of(runtime, deps.options)
     if state.get("stopped") or state.get("iterations", 0) >= opts.t_max or \
             len(state.get("triples", [])) >= opts.kappa:
@@ -625,6 +635,7 @@ def retrieve_window(state: KgiragState, *, deps: KgiragDeps) -> dict[str, Any]:
             "method": "singlepass"}
 
 def route_after_plan_singlepass(state: KgiragState) -> str:
+    """Single pass: read the whole window when the plan is valid, else go straight to the answer."""
     return "retrieve_window" if state["plan"].get("valid") else "synthesize_answer"
 
 

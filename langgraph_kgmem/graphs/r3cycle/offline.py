@@ -58,6 +58,8 @@ def _match(name: str, words: set[str]) -> int:
 
 
 def observed_value(observation: str) -> str:
+    """The value an observation reports: a feature's value, a neighbour count, or the whole
+    observation when it is neither."""
     m = re.search(r" is: (.*)$", observation, re.S)
     if m:
         return m.group(1).strip().strip('"')
@@ -128,6 +130,8 @@ def offline_action(env: GraphEnv, question: str, steps: Sequence[dict[str, Any]]
 
 
 def offline_reflection(state: dict[str, Any], failure: FailureType, reason: str) -> Reflection:
+    """The heuristic reflection used with ``model="offline"``: after a halt, go directly and avoid the
+    calls that failed; after a rejected answer, avoid the last read (no retry when there was none)."""
     steps = state.get("steps", [])
     if failure == "halted":
         tried = [action_signature(s["tool"], s["args"]) for s in steps if s.get("error")]
@@ -145,6 +149,8 @@ def offline_reflection(state: dict[str, Any], failure: FailureType, reason: str)
 
 
 def offline_verdict(answer: str, steps: Sequence[dict[str, Any]], question: str = "") -> Verdict:
+    """The heuristic verifier used with ``model="offline"``: an answer passes when it is not empty,
+    not "no answer", not words of the question, and appears in an observation."""
     a = normalize_answer(answer)
     if not a or a == normalize_answer(NO_ANSWER):
         return Verdict(ok=False, reason="no answer was given")

@@ -67,6 +67,7 @@ def action_signature(tool: str, args: dict[str, Any]) -> str:
 
 
 def log_text(steps: Sequence[dict[str, Any]]) -> str:
+    """An attempt's steps (thought, action, observation), numbered and fenced as data for a prompt."""
     if not steps:
         return "(no steps)"
     return fence([f"{i}. Thought: {s['thought']} | Action: {action_signature(s['tool'], s['args'])} | "
@@ -74,10 +75,12 @@ def log_text(steps: Sequence[dict[str, Any]]) -> str:
 
 
 def path_text(path: Sequence[dict[str, Any]]) -> str:
+    """An attempt's knowledge path (:func:`path_lines`) fenced as data for a prompt."""
     return fence(path_lines(path), empty="(no hop)")
 
 
 def path_lines(path: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per hop of a knowledge path: a retrieval, a relation followed, a degree or a feature read."""
     if not path:
         return []
     parts = []

@@ -53,6 +53,8 @@ def as_verdict(result: Any) -> tuple[Verdict, dict[str, Any]]:
 
 
 def close_attempt(state: dict[str, Any], outcome: Outcome, verdict: dict[str, Any] | None) -> dict[str, Any]:
+    """The record of a finished attempt: its budget, outcome, answer, guidance, steps, path, visited
+    nodes and verdict (copies of the state's lists)."""
     return {"attempt": state["attempt"], "budget": state["budget"], "outcome": outcome,
             "answer": state.get("final"), "guidance": state.get("guidance", ""),
             "steps": list(state.get("steps", [])), "path": list(state.get("path", [])),

@@ -23,6 +23,8 @@ Outcome = Literal["correct", "incorrect_answer", "halted", "finished"]   # "fini
 
 
 class R3State(BaseState, total=False):
+    """R3-Cycle's working state: the current attempt (budget, steps, path, visited nodes, pending tool
+    call, answer, verdict) and the closed attempts and reflections of the run."""
     run_id: str
     attempt: int                       # 0-based index of the current attempt
     budget: int                        # step budget of the current attempt
@@ -39,6 +41,8 @@ class R3State(BaseState, total=False):
 
 
 class R3Output(TypedDict, total=False):
+    """What an R3-Cycle (or Graph-CoT) run returns: the answer, evidence and usage, the method and
+    model, the run id and every attempt and reflection."""
     answer: str
     evidence: list[dict[str, Any]]
     usage: dict[str, Any]
@@ -91,6 +95,7 @@ class ToolStep(BaseModel):
 
 
 class FinishArgs(BaseModel):
+    """The arguments of the Finish tool: the attempt's final answer."""
     answer: str = Field(max_length=MAX_ARG_CHARS,
                         description="the final short answer: a name, a number, a date or a short phrase")
 

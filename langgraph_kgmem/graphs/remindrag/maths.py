@@ -41,6 +41,7 @@ def replay_weights(cos_ab: np.ndarray, memory: np.ndarray, q: np.ndarray, alpha:
 
 
 def unit_vector(q: np.ndarray) -> np.ndarray:
+    """``q`` flattened to float64 and scaled to length 1 (a zero vector stays zero)."""
     q = np.asarray(q, dtype=np.float64).ravel()
     n = np.linalg.norm(q)
     return q / n if n > 0 else q

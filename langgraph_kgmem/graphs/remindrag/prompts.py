@@ -75,6 +75,8 @@ def condense(text: str, question: str, budget: int) -> str:
 
 
 def node_label(kg: "KnowledgeGraph", nid: str, limit: int = 90) -> str:
+    """How a node is shown in a prompt: ``[kind] text`` cut to ``limit`` characters (a passage with its
+    title); the id itself when the node is gone."""
     node = kg.node(nid)
     if node is None:
         return nid
@@ -86,6 +88,8 @@ def node_label(kg: "KnowledgeGraph", nid: str, limit: int = 90) -> str:
 
 def render_evidence(kg: "KnowledgeGraph", question: str, chunks: Sequence[str], facts: Sequence[str],
                     budget: int) -> str:
+    """The evidence so far as a fenced data block: each passage condensed towards the question
+    (:func:`condense`, ``budget`` characters), then each fact's text."""
     lines = []
     for cid in chunks:
         node = kg.node(cid)

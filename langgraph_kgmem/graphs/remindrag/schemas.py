@@ -23,6 +23,8 @@ NO_UPDATES: dict[str, Any] = {"enhanced": 0, "penalised": 0, "enhanced_ids": [],
 
 
 class ReMindState(BaseState, total=False):
+    """ReMindRAG's working state: the seeds, the subgraph S grown so far, what memory replayed, the
+    node the traversal stands on, its path, counters, and why it stopped."""
     seed_ids: list[str]
     subgraph_nodes: list[str]          # S: evidence-unit and entity ids, in discovery order
     subgraph_edges: list[str]          # S: edge ids (each joined S together with one node)
@@ -38,6 +40,8 @@ class ReMindState(BaseState, total=False):
 
 
 class ReMindOutput(BaseState, total=False):
+    """What a ReMindRAG run returns besides the common keys: seeds, path, what memory replayed, the
+    memory updates it made and why the traversal stopped."""
     seed_ids: list[str]
     path: list[dict[str, Any]]
     replayed: dict[str, Any]

@@ -37,6 +37,7 @@ class GraphView:
 
     @property
     def dim(self) -> int:
+        """The KG's embedding dimension (embedding one probe text once, on first use)."""
         if self._dim is None:
             self._dim = len(self.kg.embed_query("dimension probe"))
         return self._dim
@@ -48,6 +49,7 @@ class GraphView:
             self._anchor.clear()
 
     def unit(self, nid: str) -> str:
+        """The evidence unit of node ``nid``: an anchor stands for its chunk; any other node for itself."""
         node = self.kg.node(nid)
         if node is not None and node.kind == "anchor":
             chunk = self.kg.chunk_of_anchor(nid)
@@ -55,6 +57,7 @@ class GraphView:
         return nid
 
     def anchor_of(self, chunk_id: str) -> str | None:
+        """The anchor node of chunk ``chunk_id`` (None without one), cached until the KG changes."""
         self._check()
         if chunk_id not in self._anchor:
             found = [n.id for _, n in self.kg.neighbors(chunk_id, kinds=("anchor_chunk",)) if n.kind == "anchor"]
@@ -109,6 +112,7 @@ class GraphView:
         return {n: self._exp[n] for n in nids}
 
     def expand(self, nid: str) -> Expansion:
+        """The :class:`Expansion` of one node (see :meth:`expand_many`)."""
         return self.expand_many([nid])[nid]
 
 
@@ -122,6 +126,8 @@ def evidence_ids(kg: "KnowledgeGraph", nodes: Sequence[str], edges: Sequence[str
 
 
 def s_adjacency(kg: "KnowledgeGraph", view: GraphView, edges: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """Undirected adjacency of subgraph S over evidence units: unit -> [(neighbour unit, edge id)],
+    edges gone from the KG skipped."""
     adj: dict[str, list[tuple[str, str]]] = {}
     for eid in edges:
         e = kg.edge(eid)

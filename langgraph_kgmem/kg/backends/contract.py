@@ -49,36 +49,88 @@ class GraphBackend(Protocol):
         """Nested-safe: only the outermost block commits; an exception rolls everything back.
         On a shared backend the outermost block also takes the KG's write lock."""
 
-    def get_meta(self, key: str) -> str | None: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def load_nodes(self) -> Iterator[Node]: ...
-    def load_edges(self) -> Iterator[Edge]: ...
+    def get_meta(self, key: str) -> str | None:
+        """The KG's metadata value under ``key`` (name, embedding model...), None when unset."""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set metadata ``key`` to ``value``, replacing an earlier value."""
+
+    def load_nodes(self) -> Iterator[Node]:
+        """Every node, in insertion order (the facade's cache and PPR rows keep that order)."""
+
+    def load_edges(self) -> Iterator[Edge]:
+        """Every edge, in insertion order."""
 
     def load_all(self) -> tuple[int, Iterable[Node], Iterable[Edge]]:
         """(version, nodes, edges) read consistently: the whole graph as of one committed version."""
 
-    def upsert_nodes(self, nodes: Iterable[Node]) -> None: ...
-    def upsert_edges(self, edges: Iterable[Edge]) -> None: ...
-    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None: ...
-    def node_sources(self, node_id: str) -> list[str]: ...
-    def edge_sources(self, edge_id: str) -> list[str]: ...
-    def doc_node_ids(self, doc_id: str) -> list[str]: ...
-    def doc_edge_ids(self, doc_id: str) -> list[str]: ...
+    def upsert_nodes(self, nodes: Iterable[Node]) -> None:
+        """Insert nodes, or replace the kind, text and attributes of those already there (the facade
+        refuses a kind change before calling this); of one id given twice, the last wins."""
+
+    def upsert_edges(self, edges: Iterable[Edge]) -> None:
+        """Insert edges; an edge already there keeps its ends, kind and text and takes the new
+        weight and attributes (its id is a hash of those, so they cannot differ)."""
+
+    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
+        """Record that document ``doc_id`` cites these nodes and edges (recording one twice is a no-op)."""
+
+    def node_sources(self, node_id: str) -> list[str]:
+        """Ids of the documents citing node ``node_id``, sorted."""
+
+    def edge_sources(self, edge_id: str) -> list[str]:
+        """Ids of the documents citing edge ``edge_id``, sorted."""
+
+    def doc_node_ids(self, doc_id: str) -> list[str]:
+        """Ids of the nodes document ``doc_id`` cites, sorted."""
+
+    def doc_edge_ids(self, doc_id: str) -> list[str]:
+        """Ids of the edges document ``doc_id`` cites, sorted."""
+
     def remove_document_sources(self, doc_id: str) -> tuple[list[str], list[str]]:
         """Drop ``doc_id``'s provenance rows; returns (node ids, edge ids) no source cites any more."""
-    def delete_nodes(self, ids: list[str]) -> None: ...
-    def delete_edges(self, ids: list[str]) -> None: ...
-    def document(self, doc_id: str) -> dict[str, Any] | None: ...
-    def documents(self) -> list[dict[str, Any]]: ...
-    def document_count(self) -> int: ...
+
+    def delete_nodes(self, ids: list[str]) -> None:
+        """Delete these nodes with their provenance rows and the aliases pointing at them; edges
+        are left alone (the facade deletes a node's edges itself)."""
+
+    def delete_edges(self, ids: list[str]) -> None:
+        """Delete these edges with their provenance rows."""
+
+    def document(self, doc_id: str) -> dict[str, Any] | None:
+        """Document ``doc_id``'s row as a dict (``id``, ``title``, ``status``, ``n_chunks``,
+        ``meta``, ``seq``), None when there is none."""
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Every document row (as :meth:`document` returns them), in the order they were first put."""
+
+    def document_count(self) -> int:
+        """How many document rows there are."""
+
     def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
-                     meta: dict[str, Any] | None = None) -> None: ...
-    def delete_document_row(self, doc_id: str) -> None: ...
-    def put_alias(self, alias: str, node_id: str, similarity: float) -> None: ...
-    def aliases(self, node_id: str | None = None) -> list[tuple[str, str, float]]: ...
-    def alias_count(self) -> int: ...
-    def alias_target(self, alias: str) -> str | None: ...
-    def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]: ...
+                     meta: dict[str, Any] | None = None) -> None:
+        """Insert or update document ``doc_id``'s row; a new row gets the next ``seq``, an updated
+        one keeps its own (so :meth:`documents` keeps the order documents were first added)."""
+
+    def delete_document_row(self, doc_id: str) -> None:
+        """Delete only the document's row; its provenance goes with :meth:`remove_document_sources`."""
+
+    def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
+        """Record that the name ``alias`` was merged into node ``node_id`` at cosine ``similarity``
+        (an alias recorded before points at the new node)."""
+
+    def aliases(self, node_id: str | None = None) -> list[tuple[str, str, float]]:
+        """(alias, node id, similarity) rows sorted by alias: all of them, or those of ``node_id``."""
+
+    def alias_count(self) -> int:
+        """How many aliases are recorded."""
+
+    def alias_target(self, alias: str) -> str | None:
+        """The node ``alias`` was merged into, None when it is not an alias."""
+
+    def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]:
+        """Alias -> node id for those of ``aliases`` that are recorded (the others are left out), in
+        one read where the backend can."""
 
     def version(self) -> int:
         """The KG's committed write version (0 on a backend that is not shared)."""
@@ -94,7 +146,9 @@ class GraphBackend(Protocol):
     def analyze(self) -> None:
         """Refresh the database's planner statistics (after a bulk load)."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the structure's connection (the facade calls it once; a pool shared with the
+        vectors is released by the opener's ``releases``, after both stores closed)."""
 
 
 class VectorBackend(Protocol):
@@ -113,39 +167,64 @@ class VectorBackend(Protocol):
                normalized: bool = False) -> None:
         """Store ``vectors`` as unit rows; ``normalized=True``: they are unit already (copied from
         another index), so they are stored as they are."""
-    def delete(self, space: str, ids: Iterable[str]) -> None: ...
+
+    def delete(self, space: str, ids: Iterable[str]) -> None:
+        """Remove the rows of these ids from ``space`` (ids without a row are skipped)."""
+
     def commit(self) -> None:
         """Make the transaction's upserts durable (a journal may stand in for the store); the KG
         calls it just before each outermost commit. Reads must see upserts before it."""
+
     def flush(self) -> None:
         """Write every deferred upsert to the store; the KG calls it at close, and a backend before
         its own deletes."""
+
     def discard_pending(self) -> None:
         """Forget the transaction's upserts not yet committed (the KG's transaction rolled back)."""
+
     def get(self, space: str, ids: Sequence[str]) -> np.ndarray:
         """Rows in the order of ``ids``; KeyError naming the ids without a vector."""
+
     def get_present(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of those ``ids`` that have one, in one read."""
-    def has(self, space: str, ids: Sequence[str]) -> list[bool]: ...
+
+    def has(self, space: str, ids: Sequence[str]) -> list[bool]:
+        """Whether each of ``ids`` has a vector in ``space``, in the order of ``ids``."""
+
     def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
-               restrict: Sequence[str] | None = None) -> list[tuple[str, float]]: ...
+               restrict: Sequence[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` rows closest to ``query`` as (id, cosine), best first, ties to the earlier row;
+        only rows of these ``kinds`` (None: all), or, with ``restrict``, only those ids."""
+
     def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None,
              columns: slice | None = None) -> list[tuple[str | None, float]]:
         """Top-1 (id, cosine) per query row; ``(None, -1.0)`` when nothing matches. ``columns``: a
         hint that queries and rows are zero outside these columns (a backend may compare only them)."""
+
     def scores(self, space: str, query: np.ndarray, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
         """Cosine of ``query`` with every row of these kinds, rows in insertion order."""
+
     def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,
                       since: int = 0) -> tuple[list[tuple[str, str, float]], int]:
         """Unordered pairs of ``kind`` rows with cosine ≥ ``threshold`` (each row keeps at most
         ``max_per_node`` best partners), and a watermark to pass as ``since`` next time so only
         pairs involving rows added after it are computed again (0: all)."""
-    def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]: ...
-    def count(self, space: str) -> int: ...
-    def ids(self, space: str, kinds: Sequence[str] | None = None) -> list[str]: ...
+
+    def matrix(self, space: str, kinds: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+        """(ids, unit rows) of every row of these kinds (None: all), in insertion order."""
+
+    def count(self, space: str) -> int:
+        """How many rows ``space`` holds."""
+
+    def ids(self, space: str, kinds: Sequence[str] | None = None) -> list[str]:
+        """Ids of the rows of these kinds (None: all), in insertion order."""
+
     def version(self, space: str) -> int:
         """Increases whenever the space's rows change (caches keyed on it stay valid until then)."""
-    def dimension(self) -> int | None: ...
+
+    def dimension(self) -> int | None:
+        """The vectors' dimension, None while nothing is stored."""
+
     def close(self) -> None:
         """Write what is deferred and release the vectors' storage (the KG calls it once, at close)."""
 

@@ -235,6 +235,7 @@ class PgDatabase:
     # -------------------------------------------------------------- connections
     @property
     def depth(self) -> int:
+        """Nesting depth of the calling thread's open write transaction (0 outside one)."""
         return getattr(self._local, "depth", 0)
 
     @contextmanager
@@ -285,6 +286,7 @@ class PgDatabase:
             raise self._lost(exc, "writing") from exc
 
     def close(self) -> None:
+        """Close the connection pool; the opener calls it after the stores using it closed."""
         self.pool.close()
 
 
@@ -953,6 +955,8 @@ class PgVectorIndex:
         return [r[0] for r in rows], np.asarray([_arr(r[1]) for r in rows], dtype=np.float32)
 
     def kinds(self, space: str, ids: Sequence[str]) -> list[str]:
+        """The kind each of ``ids`` was stored with, in the order of ``ids``, in one read (KeyError
+        for an id without a row; an addition to the contract)."""
         with self.db.read() as conn:
             found = {r[0]: r[1] for r in conn.execute(
                 f"SELECT id, kind FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, list(ids)))}
