@@ -138,8 +138,12 @@ def lowercase_words(text: str) -> frozenset[str]:
     return frozenset(_LOWER_WORD.findall(text))
 
 
+def _is_year(tok: str) -> bool:
+    return bool(_YEAR.match(tok.rstrip(".")))
+
+
 def _is_cap(tok: str) -> bool:
-    return tok[:1].isupper() or bool(_YEAR.match(tok))
+    return tok[:1].isupper() or _is_year(tok)
 
 
 def _ordinary_opener(tok: str, common: frozenset[str]) -> bool:
@@ -165,7 +169,7 @@ def _span_end(toks: list[re.Match[str]], i: int) -> int:
         return j
     while j < len(toks):
         t = toks[j].group()
-        if _is_cap(t) and not _YEAR.match(t) and t[:1].isalnum():
+        if _is_cap(t) and not _is_year(t) and t[:1].isalnum():
             j += 1
             if _POSSESSIVE.search(t):
                 break
@@ -199,8 +203,9 @@ def entity_mentions(sentence: str, common: frozenset[str] = frozenset()) -> list
                 continue
             i += 1
             continue
-        if _YEAR.match(t):
-            out.append(Mention(t, toks[i].start(), toks[i].end(), i == 0))
+        if _is_year(t):
+            year = t.rstrip(".")
+            out.append(Mention(year, toks[i].start(), toks[i].start() + len(year), i == 0))
             i += 1
             continue
         if not t[:1].isupper():
@@ -302,10 +307,14 @@ def clause_triples(sentence: str, mentions: Sequence[Mention], focus: str | None
         return None, out[:limit]
     verb = ""
     prev_end = subject_end
+    asides = [(p.start(), p.end()) for p in _PARENS.finditer(sentence)]
     for m in mentions:
-        if m.name == subject or m.start < 0:
+        if m.name == subject:
             continue
-        if m.start >= subject_end:
+        aside = next((a for a in asides if a[0] < m.start < a[1]), None)
+        if aside is not None:   # a name in parentheses: an alias, a gloss, a date
+            rel = _relation(sentence[aside[0] + 1:m.start], 4)
+        elif m.start >= subject_end:
             local = _relation(sentence[prev_end:m.start], 4)
             if not verb:
                 verb = _relation(sentence[subject_end:m.start], MAX_RELATION_WORDS)
