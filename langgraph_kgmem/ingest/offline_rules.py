@@ -45,9 +45,9 @@ During When While Although However But And Or If There Here Also Both Since Unti
 Every Then Thus Today Who What Which Where Why How Our Your My One Two Three Four Five Six Seven Eight Nine Ten
 Despite Following According Because Later Under Between Within Over Among Upon Through Throughout Unlike Like
 Along Even Yet So Now Once Currently Originally Additionally Furthermore Moreover Meanwhile Several Various Only
-All Another Any No Not Neither Either First Second Third Last Next Whether Though To Of Upon Around About Against
+All Another Any No Not Neither Either First Second Third Last Next Whether Though To Of Around About Against
 Without Toward Towards Into Onto Near Outside Inside Beyond Above Below Behind Beside Besides Instead Rather
-Although Whose Whom Whatever Whenever Wherever Him Them Us Me Let Please Note See Yes
+Whose Whom Whatever Whenever Wherever Him Them Us Me Let Please Note See Yes
 """.split())
 PLACE_PREFIXES = frozenset("North South East West Northern Southern Eastern Western Central Upper Lower Middle New "
                            "Greater Old Great Little Saint St. San Santa Los Las Le La".split())
@@ -96,7 +96,6 @@ class Mention:
     name: str
     start: int     # character offsets in the sentence
     end: int
-    first: bool    # whether it opens the sentence
 
 
 def sentences_of(text: str) -> list[str]:
@@ -198,14 +197,14 @@ def entity_mentions(sentence: str, common: frozenset[str] = frozenset()) -> list
             if j > 0:
                 name = canonical_name(sentence[toks[i + 1].start():toks[j - 1].end()])
                 if len(name) > 1:
-                    out.append(Mention(name, toks[i].start(), toks[j].end(), i == 0))
+                    out.append(Mention(name, toks[i].start(), toks[j].end()))
                 i = j + 1
                 continue
             i += 1
             continue
         if _is_year(t):
             year = t.rstrip(".")
-            out.append(Mention(year, toks[i].start(), toks[i].start() + len(year), i == 0))
+            out.append(Mention(year, toks[i].start(), toks[i].start() + len(year)))
             i += 1
             continue
         if not t[:1].isupper():
@@ -224,7 +223,7 @@ def entity_mentions(sentence: str, common: frozenset[str] = frozenset()) -> list
         if not single_opener and not lone_stop:
             name = canonical_name(sentence[toks[start].start():toks[j - 1].end()])
             if len(name) > 1 and name not in STOP_START:
-                out.append(Mention(name, toks[start].start(), toks[j - 1].end(), i == 0))
+                out.append(Mention(name, toks[start].start(), toks[j - 1].end()))
         i = j
     return out
 
@@ -270,10 +269,12 @@ def _subject_of(sentence: str, mentions: Sequence[Mention], focus: str | None) -
         return focus, len(words[0])
     if focus and first == "The" and len(words) > 1 and words[1].strip(",.;:") in HEAD_NOUNS:
         return focus, sentence.find(words[1]) + len(words[1])
-    opener = first.lower() in _ADVERBIAL_OPENERS or (len(first) > 4 and first.lower().endswith(("ed", "ing")))
-    for start in (0, sentence.find(",") + 1 if opener else 0):
-        if start and start > len(sentence) // 2:
-            break
+    starts = [0]
+    comma = sentence.find(",")
+    if (first.lower() in _ADVERBIAL_OPENERS or (len(first) > 4 and first.lower().endswith(("ed", "ing")))) \
+            and 0 < comma < len(sentence) // 2:
+        starts.append(comma + 1)
+    for start in starts:
         m = next((m for m in mentions if m.start >= start), None)
         lead = sentence[start:m.start if m else len(sentence)].split()
         if m is not None and all(w.strip("\"“”'(") in {"The", "the", "A", "An", ""} for w in lead[:2]) and len(lead) <= 1:
@@ -281,8 +282,6 @@ def _subject_of(sentence: str, mentions: Sequence[Mention], focus: str | None) -
             return name, m.end
         if focus and lead and lead[0].strip("\"“”'(").lower() in PRONOUNS:
             return focus, start + sentence[start:].find(lead[0]) + len(lead[0])
-        if start == 0 and not words[0][:1].isupper():
-            break
     return None, 0
 
 
