@@ -33,6 +33,13 @@ def test_a_pronoun_subject_is_read_as_the_passages_subject():
     assert ("Marie Curie", "1903") in {(s, o) for s, _, o in got}
 
 
+def test_a_possessive_opener_introduces_the_sentences_subject():
+    got = facts("Her husband Pierre Curie taught at the Sorbonne. His first book was Radioactivity.", "Marie Curie")
+    assert ("Pierre Curie", "taught at the", "Sorbonne") in got
+    assert ("Marie Curie", "her husband", "Pierre Curie") in got
+    assert ("Marie Curie", "Radioactivity") in {(s, o) for s, _, o in got}
+
+
 def test_a_pronoun_in_untitled_text_is_read_as_the_last_subject_named():
     got = pairs("Ada Lovelace was a mathematician. She worked with Charles Babbage in London.")
     assert ("Ada Lovelace", "Charles Babbage") in got and ("Ada Lovelace", "London") in got

@@ -55,6 +55,7 @@ PLACE_PREFIXES = frozenset("North South East West Northern Southern Eastern West
 LEGAL_FORMS = frozenset({"Inc", "Ltd", "Co", "Corp", "LLC", "PLC", "plc", "GmbH", "AG", "SA", "LLP"})
 MONTHS = frozenset("January February March April May June July August September October November December".split())
 PRONOUNS = frozenset({"he", "she", "it", "they", "his", "her", "its", "their"})
+POSSESSIVES = frozenset({"his", "her", "its", "their"})
 # "The <noun> ..." opening a sentence of a titled passage names the passage's subject
 HEAD_NOUNS = frozenset("""
 film movie series show programme program episode band group duo trio company corporation firm album song single
@@ -266,7 +267,8 @@ def _subject_of(sentence: str, mentions: Sequence[Mention], focus: str | None) -
         return None, 0
     first = words[0].strip("\"“”'(")
     if focus and first.lower() in PRONOUNS:
-        return focus, len(words[0])
+        named = _possessed(sentence, mentions) if first.lower() in POSSESSIVES else None
+        return (named.name, named.end) if named is not None else (focus, len(words[0]))
     if focus and first == "The" and len(words) > 1 and words[1].strip(",.;:") in HEAD_NOUNS:
         return focus, sentence.find(words[1]) + len(words[1])
     starts = [0]
@@ -285,6 +287,15 @@ def _subject_of(sentence: str, mentions: Sequence[Mention], focus: str | None) -
     return None, 0
 
 
+def _possessed(sentence: str, mentions: Sequence[Mention]) -> Mention | None:
+    """The name a possessive opener introduces ("Her husband Pierre Curie taught ..."): the
+    sentence's subject is he, not the passage's subject; ``None`` when no name follows closely."""
+    if not mentions:
+        return None
+    lead = sentence[:mentions[0].start].split()[1:]
+    return mentions[0] if 1 <= len(lead) <= 2 and all(w.islower() for w in lead) else None
+
+
 def _significant(words: str) -> bool:
     return any(w.lower() not in CONNECT and w.lower() not in {"and", "or", "a", "an", "as", "in"} for w in words.split())
 
@@ -297,7 +308,9 @@ def clause_triples(sentence: str, mentions: Sequence[Mention], focus: str | None
     ("moved to ... in" 1949)."""
     subject, subject_end = _subject_of(sentence, mentions, focus)
     out: list[tuple[str, str, str]] = []
-    if subject is None:
+    if focus and subject and subject != focus and mentions and sentence.split(None, 1)[0].lower() in POSSESSIVES \
+            and mentions[0].name == subject:
+        out.append((focus, _relation(sentence[:mentions[0].start]).lower(), subject))   # "her husband"
         seen: set[frozenset[str]] = set()
         for a, b in zip(mentions, mentions[1:]):
             if a.name != b.name and frozenset((a.name, b.name)) not in seen:
