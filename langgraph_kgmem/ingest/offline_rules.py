@@ -310,7 +310,8 @@ def clause_triples(sentence: str, mentions: Sequence[Mention], focus: str | None
     out: list[tuple[str, str, str]] = []
     if focus and subject and subject != focus and mentions and sentence.split(None, 1)[0].lower() in POSSESSIVES \
             and mentions[0].name == subject:
-        out.append((focus, _relation(sentence[:mentions[0].start]).lower(), subject))   # "her husband"
+        out.append((focus, _relation(sentence[:mentions[0].start]).lower() or "is related to", subject))
+    if subject is None:
         seen: set[frozenset[str]] = set()
         for a, b in zip(mentions, mentions[1:]):
             if a.name != b.name and frozenset((a.name, b.name)) not in seen:
