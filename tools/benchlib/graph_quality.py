@@ -27,7 +27,6 @@ written as JSON (``--json``, default ``bench_output/graph-quality-<dataset>.json
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from collections import defaultdict
@@ -159,7 +158,6 @@ def run_graph_quality(args: Any) -> int:
             row = measure(kg, questions)
         finally:
             kg.close()
-        shutil.rmtree(tmp, ignore_errors=True)
     row = {"dataset": dataset_label(args.dataset), "passages": built.passages, **row,
            "build_seconds_first_time": round(built.build_seconds, 2), "measure_seconds": round(time.perf_counter() - t0, 2)}
     out = Path(args.json) if args.json else OUTPUT_DIR / f"graph-quality-{dataset_label(args.dataset)}.json"
