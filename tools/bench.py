@@ -7,6 +7,7 @@
     python tools/bench.py --perf           # KG performance suite (PPR, overrides, ingest)
     python tools/bench.py --backends --embeddings hash   # embedded vs PostgreSQL: query ms, ingest, memory
     python tools/bench.py --extraction     # concurrent LLM extraction at a simulated 0.3 s per call
+    python tools/bench.py --graph-quality --dataset musique-train100   # gold passages within 1-3 hops
 
 Writes ``{"results": [...]}`` (one row per method × decider × dataset × pass) and prints a
 Markdown table. See docs/benchmarks.md and tools/benchlib/api.py for the adapter contract.

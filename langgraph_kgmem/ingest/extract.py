@@ -4,23 +4,26 @@ Two extractors share one output type, :class:`Extraction`:
 
 - :class:`LLMExtractor`: three typed decisions per chunk (entities, then triples over those
   entities, then a title), each with the offline extractor as its recorded fallback.
-- :class:`OfflineExtractor`: no LLM. Entities are capitalised spans, years and numbers with
-  units; triples link consecutive entities of a sentence by the words between them, and the
-  chunk's title entity to the entities of its first sentence. Honest quality note: it finds
-  names well and relations poorly (a relation is a verbatim snippet, not a normalised
-  predicate; pronoun subjects are lost), so offline graphs are denser in co-mention edges and
-  weaker in precise relations than LLM graphs. It is deterministic and fast (~0.2 ms/sentence).
+- :class:`OfflineExtractor`: no LLM, the rules of :mod:`~langgraph_kgmem.ingest.offline_rules`.
+  Entities are capitalised spans, years and quoted titles, in one canonical form so the same
+  entity meets itself across passages (a titled passage's title, and its bare name without a
+  disambiguation, are entities of every chunk; a lone surname is read as the passage's full
+  name). Triples relate each sentence's subject (a pronoun read as the passage's subject) to
+  the sentence's other entities by the words between them. Honest quality note: it finds names
+  well and relations roughly (a relation is a verbatim snippet, not a normalised predicate, and
+  there is no parse tree), so offline graphs are weaker in precise relations than LLM graphs.
+  It is deterministic and fast (a fraction of a millisecond per sentence).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from typing import Any, Generator
+from dataclasses import dataclass, field, replace
+from typing import Any, Generator, Literal
 
 from pydantic import BaseModel, Field
 
-from langgraph_kgmem.ingest.chunking import split_sentences
+from langgraph_kgmem.ingest.offline_rules import (Mention, PassageNames, clause_triples, entity_mentions,
+                                                  lowercase_words, sentences_of, title_names)
 from langgraph_kgmem.kg.types import Triple
 from langgraph_kgmem.llm import adecide, adrive, decide, drive, merge_usage, render
 from langgraph_kgmem.llm.prompts import DATA_NOTE, fence
@@ -36,103 +39,64 @@ class Extraction:
 
 # ------------------------------------------------------------------------------- offline
 
-_CONNECT = {"of", "the", "de", "la", "von", "van", "der", "and", "for", "in", "on", "du", "del", "y", "&"}
-_STOP_START = {
-    "The", "A", "An", "He", "She", "It", "They", "We", "I", "His", "Her", "Its", "Their", "This", "That",
-    "These", "Those", "In", "On", "At", "By", "For", "From", "With", "As", "After", "Before", "During",
-    "When", "While", "Although", "However", "But", "And", "Or", "If", "There", "Here", "Also", "Both",
-    "Since", "Until", "Other", "Some", "Many", "Most", "Such", "Each", "Every", "Then", "Thus", "Today",
-    "Who", "What", "Which", "Where", "Why", "How", "Its", "Our", "Your", "My", "One", "Two",
-}
-_WORD = re.compile(r"[A-Za-z0-9][\w'’.\-]*|[\"“”]")
-_YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
-
-
-def _is_cap(tok: str) -> bool:
-    return tok[:1].isupper() or bool(_YEAR.match(tok))
-
-
 def offline_entities(sentence: str) -> list[str]:
-    """Capitalised spans (with short connectors like 'of the'), years and quoted titles."""
-    toks = _WORD.findall(sentence)
-    out: list[str] = []
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t in {'"', "“", "”"}:
-            j = i + 1
-            while j < len(toks) and toks[j] not in {'"', "“", "”"}:
-                j += 1
-            if j < len(toks) and 0 < j - i - 1 <= 8:
-                out.append(" ".join(toks[i + 1:j]))
-                i = j + 1
-                continue
-            i += 1
-            continue
-        if _YEAR.match(t):
-            out.append(t)
-            i += 1
-            continue
-        if _is_cap(t) and not (i == 0 and t in _STOP_START and (len(toks) < 2 or not _is_cap(toks[1]))):
-            j = i + 1
-            while j < len(toks):
-                if _is_cap(toks[j]) and not _YEAR.match(toks[j]):
-                    j += 1
-                elif toks[j].lower() in _CONNECT and j + 1 < len(toks) and toks[j + 1][:1].isupper():
-                    j += 2
-                else:
-                    break
-            span = [w.rstrip(".,;:") for w in toks[i:j]]
-            if span and span[0] in _STOP_START and len(span) > 1:
-                span = span[1:]
-            name = " ".join(span).strip(" .,'’")
-            if name and (len(name) > 1) and name not in _STOP_START:
-                out.append(name)
-            i = j
-            continue
-        i += 1
-    # keep order, drop duplicates
-    return list(dict.fromkeys(out))
-
-
-def _between(sentence: str, a: str, b: str) -> str:
-    ia = sentence.find(a)
-    ib = sentence.find(b, ia + len(a)) if ia >= 0 else -1
-    if ia < 0 or ib < 0:
-        return ""
-    words = sentence[ia + len(a):ib].strip(" ,;:()").split()
-    return " ".join(words[:10]).strip(" ,;:()")
+    """Entity names in one sentence (a question, say), in order, each once: capitalised spans
+    with short connectors, years and quoted titles, in the canonical form the offline extractor
+    stores them under (see :mod:`~langgraph_kgmem.ingest.offline_rules`)."""
+    return list(dict.fromkeys(m.name for m in entity_mentions(sentence)))
 
 
 class OfflineExtractor:
-    """Deterministic rule-based extraction (see module docstring for its quality)."""
+    """Deterministic rule-based extraction (see the module docstring for its quality).
+
+    Args:
+        max_triples_per_sentence: relations kept per sentence (the first ones, in reading order).
+        relations: ``"clauses"`` (default) relates each sentence's subject (a pronoun read as the
+            passage's subject) to the other entities of the sentence; ``"cooccurrence"`` links
+            neighbouring entities of a sentence instead, the earlier rule, kept for comparison.
+    """
 
     name = "offline"
 
-    def __init__(self, max_triples_per_sentence: int = 6) -> None:
+    def __init__(self, max_triples_per_sentence: int = 6, *,
+                 relations: Literal["clauses", "cooccurrence"] = "clauses") -> None:
+        if relations not in ("clauses", "cooccurrence"):
+            raise ValueError(f"relations must be 'clauses' or 'cooccurrence', got {relations!r}")
         self.max_triples_per_sentence = max_triples_per_sentence
+        self.relations = relations
 
     def extract(self, text: str, title: str | None = None) -> Extraction:
-        sentences = split_sentences(text) or [text]
-        entities: list[str] = [title] if title else []
+        sentences = sentences_of(text)
+        common = lowercase_words(text)
+        found = [entity_mentions(s, common) for s in sentences]
+        titles = title_names(title) if title else []
+        names = PassageNames(titles, (m for ms in found for m in ms))
+        found = [[replace(m, name=names.resolve(m.name)) for m in ms] for ms in found]
+        entities = list(titles)
         triples: list[Triple] = []
-        for si, sent in enumerate(sentences):
-            ents = offline_entities(sent)
-            if title:
-                ents = [e for e in ents if e.lower() != title.lower()]
-            entities.extend(ents)
-            pairs = []
-            for a, b in zip(ents, ents[1:]):
-                rel = _between(sent, a, b) or "is mentioned with"
-                pairs.append(Triple(a, rel, b))
-            if title and ents and si < 2:
-                # the passage title is usually the subject of its opening sentences
-                for e in ents[:3]:
-                    rel = _between(sent, title, e) if title in sent else ""
-                    pairs.append(Triple(title, rel or "is related to", e))
-            triples.extend(pairs[: self.max_triples_per_sentence])
+        if len(titles) == 2:   # "Kiss and Tell (1945 film)" is the entity its text calls "Kiss and Tell"
+            triples.append(Triple(titles[0], "is also called", titles[1]))
+        focus = titles[-1] if titles else None
+        for si, (sent, mentions) in enumerate(zip(sentences, found)):
+            entities.extend(m.name for m in mentions)
+            if self.relations == "clauses":
+                subject, trips = clause_triples(sent, mentions, focus, self.max_triples_per_sentence)
+                if not titles and subject and not subject.isdigit():
+                    focus = subject   # untitled text: a pronoun refers to the last subject named
+            else:
+                trips = [(a.name, _between(sent, a, b) or "is mentioned with", b.name)
+                         for a, b in zip(mentions, mentions[1:]) if a.name != b.name]
+            if focus and si == 0 and not any(s == focus for s, _, _ in trips):
+                # the passage title is usually the subject of its opening sentence
+                trips += [(focus, "is related to", m.name) for m in mentions[:3] if m.name != focus]
+            triples.extend(Triple(*t) for t in trips[: self.max_triples_per_sentence])
         head = title or " ".join(sentences[0].split()[:12])
         return Extraction(list(dict.fromkeys(entities)), list(dict.fromkeys(triples)), head, {})
+
+
+def _between(sentence: str, a: Mention, b: Mention) -> str:
+    words = sentence[a.end:b.start].split()
+    return " ".join(words[:10]).strip(" ,;:()")
 
 
 # ------------------------------------------------------------------------------- LLM

@@ -31,7 +31,7 @@ CACHE_DIR = Path(os.environ.get("KGMEM_BENCH_CACHE", REPO_ROOT / ".bench_cache")
 # index work when the cache copies and reopens KGs many times; the graph itself is SQLite in both cases.
 DEFAULT_BACKEND = "memory"
 KG_NAME = "bench"
-_EXTRACTOR_SOURCES = ("ingest/extract.py", "ingest/pipeline.py", "ingest/chunking.py", "kg/types.py")
+_EXTRACTOR_SOURCES = ("ingest/extract.py", "ingest/offline_rules.py", "ingest/pipeline.py", "ingest/chunking.py", "kg/types.py")
 
 
 @dataclass

@@ -438,6 +438,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="who builds the QA KGs: the offline extractor (default) or local-llm (the GGUF of "
                          "--gguf served on 127.0.0.1 while a KG is built; cached per model like any KG), so "
                          "methods can be compared on a KG a real model extracted, with any --decider")
+    ap.add_argument("--graph-quality", action="store_true",
+                    help="measure the pooled KG instead: the share of gold supporting passages within 1, 2 and 3 "
+                         "hops of the entities each question names (no method, no decider)")
     ap.add_argument("--extraction", action="store_true",
                     help="time concurrent LLM extraction instead (scripted model with simulated latency)")
     ap.add_argument("--extraction-latency", type=float, default=0.3, help="--extraction: seconds per LLM call")
@@ -492,6 +495,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchlib.build_perf import run_build_only
 
         return run_build_only(args)
+    if args.graph_quality:
+        from benchlib.graph_quality import run_graph_quality
+
+        try:
+            return run_graph_quality(args)
+        except (BenchError, DatasetError) as exc:
+            print(f"bench: error: {exc}", file=sys.stderr)
+            return 2
     if args.extraction:
         from benchlib.extraction_perf import run_extraction
 
