@@ -1,114 +1,219 @@
-"""Import cycles and sizes of the package, read from the source (nothing is imported).
+"""The shape of the code base, read from its source (nothing is imported): import cycles, modules
+using another module's private names, overlong functions; ``python tools/code_metrics.py`` prints
+the cycles and the largest modules and functions, and ``tests/test_import_graph.py`` asserts on
+the same functions.
 
-``python tools/code_metrics.py [REPO_ROOT] [--edges PREFIX]`` prints the import cycles among
-``langgraph_kgmem`` modules (strongly connected components of the module import graph, with
-imports inside functions and under ``TYPE_CHECKING`` counted, and a package ``__init__``'s lazy
-exports named as module strings), then the largest modules and functions. ``--edges PREFIX``
-also lists the imports of every module whose name starts with PREFIX.
+An import counts wherever it is written (module level, inside a function, inside ``try``),
+because a function-level import is only a cycle put off until the function runs; imports under
+``if TYPE_CHECKING:`` do not count, as they never run. ``from a.b import c`` is an edge to the
+module ``a.b.c`` when there is one, else to ``a.b``. Importing ``a.b.c`` also runs ``a/__init__``
+and ``a/b/__init__``: those packages count as imported too, unless the importer lives inside them
+(a package's own modules importing each other while its ``__init__`` re-exports them is how
+packages are written).
 """
+
 
 from __future__ import annotations
 
-import argparse
 import ast
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator
 
-PACKAGE = "langgraph_kgmem"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "langgraph_kgmem"
+BENCHLIB = ROOT / "tools" / "benchlib"
 
-
-def module_name(root: Path, path: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports_of(name: str, path: Path, tree: ast.Module, modules: set[str]) -> set[str]:
-    """The package modules ``name`` imports, anywhere in its source."""
-    found: set[str] = set()
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    for node in ast.walk(tree):
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = ".".join(package[:len(package) - node.level + 1] + [node.module or ""]).strip(".") \
-                if node.level else node.module or ""
-            targets = [base] + [f"{base}.{a.name}" for a in node.names]
-        elif path.name == "__init__.py" and isinstance(node, ast.Constant) and isinstance(node.value, str):
-            targets = [node.value]   # lazy exports: {"Name": "langgraph_kgmem.module"}
-        found.update(t for t in targets if t in modules and t != name)
-    return found
+#: Functions longer than this many lines (decorators and docstring included) are too long to read.
+MAX_FUNCTION_LINES = 120
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
+@dataclass(frozen=True)
+class Import:
+    """One import statement's edge: ``importer`` imports ``target`` (a module of the same tree),
+    taking ``names`` from it (empty for ``import target``), at ``line``."""
+
+    importer: str
+    target: str
+    names: tuple[str, ...]
+    line: int
+
+
+def module_files(root: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file under ``root`` (named ``package``)."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join([package, *parts])] = path
+    return out
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+
+
+def _absolute(module: str | None, level: int, importer: str, is_package: bool) -> str:
+    if not level:
+        return module or ""
+    base = importer.split(".")
+    base = base if is_package else base[:-1]
+    base = base[:len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def module_imports(modules: dict[str, Path]) -> list[Import]:
+    """Every import among ``modules`` (imports of anything outside them are left out)."""
+    found: list[Import] = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node in _runtime_nodes(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in modules:
+                        found.append(Import(name, alias.name, (), node.lineno))
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(node.module, node.level, name, is_package)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    if sub in modules:          # `from pkg import module`
+                        found.append(Import(name, sub, (), node.lineno))
+                    elif base in modules:
+                        found.append(Import(name, base, (alias.name,), node.lineno))
+    return [i for i in found if i.target != i.importer]
+
+
+def _packages_entered(importer: str, target: str) -> list[str]:
+    """``target`` and the packages above it whose ``__init__`` importing it runs for ``importer``."""
+    parts = target.split(".")
+    above = [".".join(parts[:n]) for n in range(1, len(parts))]
+    return [target, *(p for p in above if not (importer + ".").startswith(p + "."))]
+
+
+def import_graph(imports: Iterable[Import], modules: Iterable[str] = ()) -> dict[str, set[str]]:
+    """Module -> the modules importing it runs (see the module docstring); ``modules`` adds the
+    packages entered on the way, when they are among them."""
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        for target in _packages_entered(imp.importer, imp.target):
+            if target == imp.target or target in known:
+                graph.setdefault(imp.importer, set()).add(target)
+                graph.setdefault(target, set())
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative),
+    each sorted, in a deterministic order."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
-    stack: list[str] = []
     on_stack: set[str] = set()
-    found: list[list[str]] = []
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
     for start in sorted(graph):
         if start in index:
             continue
         work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
+        index[start] = low[start] = counter
+        counter += 1
         stack.append(start)
         on_stack.add(start)
         while work:
-            v, children = work[-1]
+            node, children = work[-1]
             child = next(children, None)
             if child is not None:
                 if child not in index:
-                    index[child] = low[child] = len(index)
+                    index[child] = low[child] = counter
+                    counter += 1
                     stack.append(child)
                     on_stack.add(child)
                     work.append((child, iter(sorted(graph[child]))))
                 elif child in on_stack:
-                    low[v] = min(low[v], index[child])
+                    low[node] = min(low[node], index[child])
                 continue
             work.pop()
             if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
                 component = []
                 while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    component.append(w)
-                    if w == v:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
                         break
                 if len(component) > 1:
-                    found.append(sorted(component))
-    return sorted(found, key=len, reverse=True)
+                    out.append(sorted(component))
+    return sorted(out)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parents[1]))
-    ap.add_argument("--edges", metavar="PREFIX", help="list the imports of modules starting with PREFIX")
-    ap.add_argument("--top", type=int, default=8, help="largest modules and functions to list")
-    args = ap.parse_args()
-    root = Path(args.root)
-    paths = {module_name(root, p): p for p in sorted((root / PACKAGE).rglob("*.py"))}
-    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in paths.items()}
-    graph = {m: imports_of(m, paths[m], trees[m], set(paths)) for m in paths}
-    short = len(PACKAGE) + 1
+def private_imports(imports: Iterable[Import]) -> list[Import]:
+    """Imports that take a private (``_x``, not dunder) name from another module."""
+    return [i for i in imports
+            if any(n.startswith("_") and not n.startswith("__") for n in i.names)]
+
+
+def long_functions(modules: dict[str, Path], limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int]]:
+    """``module:function`` and its length in lines, for every function (nested ones too) over ``limit``."""
+    out = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                length = (node.end_lineno or node.lineno) - first + 1
+                if length > limit:
+                    out.append((f"{name}:{node.name}", length))
+    return sorted(out)
+
+
+def area(module: str) -> str:
+    """The subpackage of ``langgraph_kgmem`` a module belongs to (``""`` for a top-level module)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else ""
+
+
+def module_sizes(modules: dict[str, Path]) -> list[tuple[str, int]]:
+    """Modules by falling line count."""
+    return sorted(((m, len(p.read_text(encoding="utf-8").splitlines())) for m, p in modules.items()),
+                  key=lambda x: -x[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the package's import cycles, private-name imports and largest modules and functions."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("root", nargs="?", default=str(ROOT), help="repository root (default: this one)")
+    ap.add_argument("--top", type=int, default=8, help="how many modules and functions to list (default 8)")
+    args = ap.parse_args(argv)
+    modules = module_files(Path(args.root) / "langgraph_kgmem", "langgraph_kgmem")
+    imports = module_imports(modules)
     print("import cycles (strongly connected components):")
-    for component in cycles(graph) or [["none"]]:
-        print(f"  {len(component)}: {', '.join(m[short:] for m in component)}")
+    for c in import_cycles(import_graph(imports, modules)) or [["none"]]:
+        print(f"  {len(c)}: {', '.join(c)}" if c != ["none"] else "  none")
+    print(f"private names imported across modules: {len(private_imports(imports))}")
     print("largest modules (lines):")
-    sizes = sorted(((len(p.read_text(encoding='utf-8').splitlines()), m) for m, p in paths.items()), reverse=True)
-    for n, m in sizes[:args.top]:
-        print(f"  {n:5d} {m[short:]}")
+    for m, n in module_sizes(modules)[:args.top]:
+        print(f"  {n:5d} {m}")
     print("largest functions (lines):")
-    funcs = [(node.end_lineno - node.lineno + 1, f"{m[short:]}:{node.name}") for m, tree in trees.items()
-             for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for n, f in sorted(funcs, reverse=True)[:args.top]:
+    for f, n in sorted(long_functions(modules, 0), key=lambda x: -x[1])[:args.top]:
         print(f"  {n:5d} {f}")
-    if args.edges:
-        for m in sorted(graph):
-            if m.startswith(args.edges):
-                print(f"{m[short:]} -> {', '.join(sorted(x[short:] for x in graph[m]))}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
