@@ -12,7 +12,7 @@ import numpy as np
 
 from langgraph_kgmem.graphs.catrag.schemas import HUB_FRACTION, HUB_TOP, PPR_EDGE_KINDS
 from langgraph_kgmem.kg.ppr import GraphSnapshot
-from langgraph_kgmem.ranking import best_first, interleave
+from langgraph_kgmem.ranking import adaptive_fuse, best_first, interleave, overlap_at, trust_share
 
 if TYPE_CHECKING:
     from langgraph_kgmem.knowledge_graph import KnowledgeGraph
@@ -171,6 +171,44 @@ def fuse_dense(idx: CatragIndex, scores: np.ndarray, dense: np.ndarray, k: int) 
              "dense": round(float(dense[i]), 6)} for i, s in fused]
 
 
+def ppr_signals(sub: np.ndarray, dense: np.ndarray, seeds: int, k: int) -> dict[str, float]:
+    """What the walk itself says about how far to trust its passage ranking (``sub``: PPR mass per
+    passage): ``concentration``, the top two passages' share of the top ``2k``'s mass (a walk that
+    found its evidence piles mass on a few passages; one that wandered spreads it); ``seeds``, the
+    question's linked entities; ``agreement``, the share of PPR's top ``k`` that vector search also
+    ranks in its top ``k``."""
+    top = best_first(sub, 2 * k)
+    mass = float(sub[top].sum()) if len(top) else 0.0
+    return {"concentration": round(float(sub[top[:2]].sum()) / mass, 6) if mass > 0 else 0.0,
+            "seeds": float(seeds),
+            "agreement": round(overlap_at(top[:k].tolist(), best_first(dense, k).tolist(), k), 6)}
+
+
+def ppr_confidence(signals: dict[str, float]) -> float:
+    """CatRAG's trust in its own ranking, in [0, 1], from :func:`ppr_signals`: the mass
+    concentration, zero when no question entity linked (the walk then only spreads the passages'
+    own dense reset)."""
+    return float(signals["concentration"]) if signals["seeds"] > 0 else 0.0
+
+
+def fuse_adaptive(idx: CatragIndex, scores: np.ndarray, dense: np.ndarray, k: int, *, seeds: int, weak: float,
+                  strong: float, top: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The top ``k`` passages of the PPR ranking fused with the dense ranking as far as this run's
+    :func:`ppr_confidence` trusts PPR (:func:`~langgraph_kgmem.ranking.adaptive_fuse`, its
+    guarantee reckoned on the evidence's ``top`` passages), and what decided it: the signals, the
+    confidence, the share of places PPR got, and both rankings' first ``2 · top`` passages."""
+    sub = scores[idx.chunk_rows]
+    signals = ppr_signals(sub, dense, seeds, top)
+    conf = ppr_confidence(signals)
+    fused = adaptive_fuse(best_first(sub, k).tolist(), best_first(dense, k).tolist(), top, confidence=conf,
+                          weak=weak, strong=strong, depth=k)[:k]
+    shown = best_first(sub, 2 * top).tolist(), best_first(dense, 2 * top).tolist()
+    info = {"confidence": round(conf, 6), "share": trust_share(conf, weak=weak, strong=strong, k=top), **signals,
+            "own": [idx.chunk_ids[i] for i in shown[0]], "dense": [idx.chunk_ids[i] for i in shown[1]]}
+    return ([{"id": idx.chunk_ids[i], "score": round(float(s), 8), "ppr": round(float(sub[i]), 8),
+              "dense": round(float(dense[i]), 6)} for i, s in fused], info)
+
 
 __all__ = ["CatragIndex", "kg_index", "prepare_catrag_kg", "hub_mask", "hub_mass", "hub_mass_of", "entity_text",
-           "passage_count", "entity_seeds", "dense_scores", "minmax", "rank_rows", "fuse_dense"]
+           "passage_count", "entity_seeds", "dense_scores", "minmax", "rank_rows", "fuse_dense",
+           "ppr_signals", "ppr_confidence", "fuse_adaptive"]
