@@ -40,6 +40,9 @@ def create_remindrag_graph(
     replay: bool = True,
     dense_fusion: bool = True,
     top_passages: int = 5,
+    fusion: str = "fixed",
+    fusion_weak: float = 0.4,
+    fusion_strong: float = 1.01,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -94,10 +97,17 @@ def create_remindrag_graph(
             walk's evidence). Costs no LLM call; the answer prompt holds up to ``top_passages``
             passages more. ``False``: the walk's passages alone, in discovery order (the paper).
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
+        fusion: with ``dense_fusion``, ``"fixed"`` (default) is the turn-taking above; ``"adaptive"``
+            gives the walk a share of the first ``top_passages`` places by its confidence (the share
+            of its first finds that vector search also ranks in its top ``top_passages``): one place
+            below ``fusion_weak`` (vector search keeps all but one of its top passages), the walk's
+            own order from ``fusion_strong`` on, every other place between; the output's ``fusion``
+            records the signals (:func:`~langgraph_kgmem.ranking.adaptive_fuse`).
 
     Returns:
         An uncompiled ``StateGraph``; input ``{"question"}``, output ``answer``, ``evidence``,
-        ``usage``, ``method``, ``path``, ``replayed``, ``memory_updates``, ``seed_ids``, ``stop_reason``.
+        ``usage``, ``method``, ``path``, ``replayed``, ``memory_updates``, ``seed_ids``, ``stop_reason``
+        (and ``fusion`` with adaptive fusion).
 
     Raises:
         KgmemInputError: an option is out of range (the message names it); at run start, the same
@@ -117,6 +127,7 @@ def create_remindrag_graph(
         memory_scope=memory_scope, seeds_k=seeds_k, alpha=alpha, lam=lam, max_hops=max_hops, max_steps=max_steps,
         max_replay_nodes=max_replay_nodes, synonym_threshold=synonym_threshold, decompose=decompose,
         chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, dense_fusion=dense_fusion,
+        fusion=fusion, fusion_weak=fusion_weak, fusion_strong=fusion_strong,
         top_passages=top_passages)
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)

@@ -35,6 +35,7 @@ class ReMindState(BaseState, total=False):
     traversed: bool
     stop_reason: str
     memory_updates: dict[str, Any]
+    fusion: dict[str, Any]             # adaptive fusion: signals, confidence, the walk's share, both rankings
 
 
 class ReMindOutput(BaseState, total=False):
@@ -43,6 +44,7 @@ class ReMindOutput(BaseState, total=False):
     replayed: dict[str, Any]
     memory_updates: dict[str, Any]
     stop_reason: str
+    fusion: dict[str, Any]
 
 
 
