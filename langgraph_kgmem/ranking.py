@@ -1,4 +1,9 @@
-"""Deterministic top-k and rank fusion: the ranking routines every search and method uses."""
+"""Deterministic top-k and rank fusion: the ranking routines every search and method uses.
+
+Fixed fusion (:func:`interleave`, :func:`dense_led`) merges a graph method's ranking with vector
+search's the same way for every question; adaptive fusion (:func:`adaptive_fuse`) lets the method
+decide per question how many places its own ranking earns, from a confidence the method computes
+from its own signals, with a stated guarantee at either end."""
 
 from __future__ import annotations
 
