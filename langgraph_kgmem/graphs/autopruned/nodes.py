@@ -25,7 +25,8 @@ from langgraph_kgmem.graphs.autopruned.prompts import answer_prompt
 from langgraph_kgmem.graphs.autopruned.schemas import (CHANNEL_SECTION, METHOD, NO_ANSWER, SELECTION_MODES,
                                                        AutoPrunedState)
 from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_selection_policy, fine_confidence,
-                                                       fuse_dense, run_passages, segment_max, stacked_fine_scores, unique_runs)
+                                                       fuse_dense, run_passages, segment_max, stacked_fine_scores,
+                                                       unique_runs)
 from langgraph_kgmem.graphs.autopruned.sentences import fact_sentences, ranked_sentences
 from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, extractive_answer, require,
                                            run_model)

@@ -176,8 +176,9 @@ class AutoprunedOptions(MethodOptions):
         "fixed", description="with dense_fusion: 'fixed' opens with vector search's best passage, then takes turns; "
                              "'adaptive' gives the fine ranking one place, every other place or all of them by its "
                              "confidence (fusion_weak, fusion_strong)")
-    fusion_weak: float = Field(0.4, description="adaptive fusion: below this confidence the fine ranking gets one place")
-    fusion_strong: float = Field(1.01, description="adaptive fusion: from this confidence on, the fine ranking alone")
+    fusion_weak: float = Field(0.45, description="adaptive fusion: below this confidence the fine ranking gets "
+                                                 "one place")
+    fusion_strong: float = Field(0.85, description="adaptive fusion: from this confidence on, the fine ranking alone")
 
     @model_validator(mode="before")
     @classmethod

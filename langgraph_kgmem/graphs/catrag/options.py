@@ -48,7 +48,7 @@ class CatragOptions(MethodOptions):
     fusion: Literal["fixed", "adaptive"] = Field(
         "fixed", description="with dense_fusion: 'fixed' takes turns always; 'adaptive' gives PPR one place, every "
                              "other place or all of them by its confidence (fusion_weak, fusion_strong)")
-    fusion_weak: float = Field(0.5, description="adaptive fusion: below this confidence PPR gets one evidence place")
+    fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence PPR gets one evidence place")
     fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
 
     @model_validator(mode="before")

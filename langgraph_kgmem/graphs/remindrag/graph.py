@@ -41,7 +41,7 @@ def create_remindrag_graph(
     dense_fusion: bool = True,
     top_passages: int = 5,
     fusion: str = "fixed",
-    fusion_weak: float = 0.4,
+    fusion_weak: float = 0.0,
     fusion_strong: float = 1.01,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
