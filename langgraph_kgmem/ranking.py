@@ -1,4 +1,9 @@
-"""Deterministic top-k and rank fusion: the ranking routines every search and method uses."""
+"""Deterministic top-k and rank fusion: the ranking routines every search and method uses.
+
+Fixed fusion (:func:`interleave`, :func:`dense_led`) merges a graph method's ranking with vector
+search's the same way for every question; adaptive fusion (:func:`adaptive_fuse`) lets the method
+decide per question how many places its own ranking earns, from a confidence the method computes
+from its own signals, with a stated guarantee at either end."""
 
 from __future__ import annotations
 
@@ -104,3 +109,74 @@ def dense_led(own: Sequence[K], dense: Sequence[K], k: int | None = None) -> lis
     ``own``'s first ``m`` items and vector search's top ``m + 1``. Callers leave out of ``own``
     what vector search ranks far from the question (beyond :func:`fusion_depth`)."""
     return interleave([list(dense[:1]) + list(own), dense], k)
+
+
+def shared_turns(own: Sequence[K], dense: Sequence[K], k: int | None = None, *,
+                 share: float) -> list[tuple[K, float]]:
+    """Merge a method's own ranking with vector search's, ``own`` holding about ``share`` of the
+    places: place ``n`` (from 1) is ``own``'s turn while ``own`` has fewer than ``share · n`` of the
+    places so far (``own`` opens whenever ``share > 0``); on its turn a list gives its best item not
+    yet taken, and a list that has run out hands its turns to the other. Returns the first ``k``
+    (all when None) as ``(item, 1 / place)``, best first.
+
+    ``share`` 1 is ``own`` as it is, then vector search's remaining items; 0 the reverse; 0.5 is
+    :func:`interleave` with ``own`` first. The first ``k`` places hold ``ceil(share · k)`` turns of
+    ``own`` at most, so they hold all but that many of vector search's top ``k`` (an ``own`` turn that
+    picks one of those costs nothing)."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be within [0, 1], got {share}")
+    lists = (iter(own), iter(dense))
+    taken: dict[K, float] = {}
+    limit = None if k is None else max(0, int(k))
+    live = [True, True]
+    mine = 0
+    while any(live) and (limit is None or len(taken) < limit):
+        turn = 0 if live[0] and (not live[1] or mine < share * (len(taken) + 1) - 1e-9) else 1
+        for item in lists[turn]:
+            if item not in taken:
+                taken[item] = 1.0 / (len(taken) + 1)
+                mine += turn == 0
+                break
+        else:
+            live[turn] = False
+    return list(taken.items())
+
+
+def trust_share(confidence: float, *, weak: float, strong: float, k: int) -> float:
+    """How much of a fused top ``k`` a method's own ranking earns from its ``confidence`` (in
+    [0, 1], the method's own reading of its signals): below ``weak`` one place in ``k`` (vector
+    search keeps all but one of its top ``k``), from ``strong`` on all of them (the method's full
+    ranking), between the two every other place (:func:`interleave`)."""
+    if not 0.0 <= weak <= strong:
+        raise ValueError(f"fusion thresholds need 0 <= weak <= strong, got weak={weak}, strong={strong}")
+    if confidence >= strong:
+        return 1.0
+    if confidence < weak:
+        return 1.0 / max(1, int(k))
+    return 0.5
+
+
+def adaptive_fuse(own: Sequence[K], dense: Sequence[K], k: int, *, confidence: float, weak: float,
+                  strong: float, depth: int | None = None) -> list[tuple[K, float]]:
+    """A method's ranking fused with vector search's as far as the method trusts it this time
+    (:func:`trust_share` of ``confidence``, then :func:`shared_turns`); all of both lists, best
+    first, as ``(item, 1 / place)``.
+
+    The guarantee, whatever the signals say: with ``confidence`` below ``weak`` the top ``k`` holds
+    all but at most one of vector search's top ``k`` (so Recall@k is at most one passage below vector
+    search's); with ``confidence`` at ``strong`` or above it is the method's own top ``k`` exactly.
+    ``depth`` (default :func:`fusion_depth`) is how far each list is read for the merge; items
+    beyond it follow, ``own``'s first."""
+    depth = fusion_depth(k) if depth is None else max(int(k), int(depth))
+    share = trust_share(confidence, weak=weak, strong=strong, k=k)
+    fused = shared_turns(list(own[:depth]), list(dense[:depth]), share=share)
+    taken = {x for x, _ in fused}
+    rest = [x for x in dict.fromkeys([*own[depth:], *dense[depth:]]) if x not in taken]
+    return fused + [(x, 1.0 / (len(fused) + i + 1)) for i, x in enumerate(rest)]
+
+
+def overlap_at(a: Sequence[K], b: Sequence[K], k: int) -> float:
+    """Share of ``a``'s first ``k`` items that are among ``b``'s first ``k``: how far two rankings
+    agree at the top (0 when ``k`` is 0 or ``a`` is empty)."""
+    top = list(dict.fromkeys(a))[:max(0, int(k))]
+    return len(set(top) & set(list(dict.fromkeys(b))[:max(0, int(k))])) / len(top) if top else 0.0

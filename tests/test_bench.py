@@ -17,6 +17,7 @@ from benchlib import corpus as corpora
 from benchlib import datasets, metrics, runner
 from benchlib.api import BenchContext, BenchQuestion, MethodResult, titles_of
 from benchlib.registry import discover
+import fusion_rules  # noqa: E402  (tools/, put on the path by bench_helpers)
 
 
 @pytest.fixture
@@ -228,6 +229,20 @@ def test_run_writes_contract_json_and_markdown(bench_cache, tmp_path, capsys):
     runner.main(["--method", "bm25", "--dataset", str(FIXTURE), "--json", str(out), "--embeddings", "hash",
                  "--passes", "1"])
     assert json.loads(out.read_text())["meta"]["kg"]["per-question"]["from_cache"] is True
+
+
+def test_per_question_records_feed_the_offline_fusion_rules(bench_cache, tmp_path, capsys):
+    out, rec = tmp_path / "r.json", tmp_path / "q.jsonl"
+    rc = runner.main(["--method", "dense,catrag-adaptive", "--dataset", str(FIXTURE), "--questions", "3",
+                      "--passes", "1", "--json", str(out), "--embeddings", "hash", "--per-question", str(rec)])
+    assert rc == 0
+    rows = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert [r["method"] for r in rows] == ["dense"] * 3 + ["catrag-adaptive"] * 3
+    assert all(r["dataset"] == "bench_tiny" and r["pass"] == 1 and r["gold"] for r in rows)
+    fused = [r["extra"]["fusion"] for r in rows[3:] if "fusion" in r["extra"]]
+    assert all({"confidence", "share", "own_keys", "dense_keys"} <= set(f) for f in fused)
+    assert fusion_rules.main(["--tune", str(rec)]) == 0
+    assert "| catrag |" in capsys.readouterr().out
 
 
 class _MemoryProbe:

@@ -25,7 +25,8 @@ def _pooled_kg(questions: list[BenchQuestion]):
 def test_every_ablation_is_registered_on_the_pooled_corpus():
     names = {a.name: a for a in ADAPTERS}
     assert set(names) == {"catrag", "hipporag2", "catrag-noanchor", "catrag-noweight", "catrag-noboost",
-                          "catrag-serial", "catrag-nofusion", "hipporag2-nofusion"}
+                          "catrag-serial", "catrag-nofusion", "hipporag2-nofusion", "catrag-adaptive",
+                          "hipporag2-adaptive"}
     assert all(a.corpus == "pooled" for a in ADAPTERS)
     assert names["hipporag2"].options == {"anchoring": False, "dynamic_weighting": False, "key_fact_boost": False}
     assert names["catrag-serial"].options == {"llm_concurrency": 1} and not names["catrag-serial"].in_default_run
@@ -33,6 +34,9 @@ def test_every_ablation_is_registered_on_the_pooled_corpus():
     assert names["catrag-nofusion"].options == {"dense_fusion": False} and not names["catrag-nofusion"].in_default_run
     assert names["hipporag2-nofusion"].options == {**names["hipporag2"].options, "dense_fusion": False}
     assert not names["hipporag2-nofusion"].in_default_run
+    # adaptive fusion, only when named: PPR's share of the evidence by its confidence
+    assert names["catrag-adaptive"].options == {"fusion": "adaptive"} and not names["catrag-adaptive"].in_default_run
+    assert names["hipporag2-adaptive"].options == {**names["hipporag2"].options, "fusion": "adaptive"}
 
 
 def test_adapters_run_under_oracle_and_offline():

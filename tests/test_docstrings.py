@@ -22,17 +22,7 @@ PACKAGE = ROOT / "langgraph_kgmem"
 
 #: Files other work is rewriting right now, relative to the repository root; checked again once
 #: that work has landed (then this set is emptied).
-PENDING_FILES = frozenset({
-    "langgraph_kgmem/ingest/extract.py",
-    "langgraph_kgmem/ranking.py",
-    "langgraph_kgmem/graphs/autopruned/nodes.py",
-    "langgraph_kgmem/graphs/catrag/nodes.py",
-    "langgraph_kgmem/graphs/r3cycle/nodes.py",
-    "langgraph_kgmem/graphs/remindrag/nodes.py",
-    "langgraph_kgmem/graphs/catrag/index.py",
-    "langgraph_kgmem/graphs/autopruned/packing.py",
-    "langgraph_kgmem/graphs/common.py",
-})
+PENDING_FILES: frozenset[str] = frozenset()
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 

@@ -185,7 +185,10 @@ def test_r3cycle_options_override_per_run(tiny_kg):
 
     app = create_r3cycle_graph(tiny_kg, model="offline").compile(store=InMemoryStore())
     default = app.invoke({"question": QUESTION})
-    assert default["attempts"][0]["budget"] == 10 and len(default["attempts"]) == 2
+    assert default["attempts"][0]["budget"] == 10
+    halted = app.invoke({"question": QUESTION}, context={"max_steps": 1})   # a halted attempt is retried
+    assert [(a["budget"], a["outcome"]) for a in halted["attempts"]][0] == (1, "halted")
+    assert len(halted["attempts"]) == 2
     short = app.invoke({"question": QUESTION}, context={"max_steps": 1, "max_cycles": 0})
     assert [(a["budget"], a["outcome"], len(a["steps"])) for a in short["attempts"]] == [(1, "halted", 1)]
     # top_n: RetrieveNode lists several nodes for this run only

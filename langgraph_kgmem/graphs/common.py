@@ -53,10 +53,12 @@ def emit_progress(event: dict[str, Any]) -> None:
 
 
 class InputState(TypedDict):
+    """What every method takes: the question."""
     question: str
 
 
 class BaseState(TypedDict, total=False):
+    """The keys every method's state and output share (answer, evidence, usage, method, model)."""
     question: str
     answer: str
     evidence: list[dict[str, Any]]
@@ -225,6 +227,28 @@ def fuse_with_dense(kg: "KnowledgeGraph", question: str, found: Sequence[str], k
     taken = {c for c, _ in fused}
     far = [c for c in dict.fromkeys(found) if c not in taken]
     return fused + [(c, 1.0 / (len(fused) + i + 1)) for i, c in enumerate(far)]
+
+
+def fuse_with_dense_adaptive(kg: "KnowledgeGraph", question: str, found: Sequence[str], k: int, *,
+                             confidence: Callable[[Sequence[str], Sequence[str]], tuple[float, dict[str, float]]],
+                             weak: float, strong: float, top: int) -> tuple[list[tuple[str, float]], dict[str, Any]]:
+    """A walk's passages (chunk ids in discovery order) fused with the dense ranking as far as the
+    method trusts its walk this time: ``confidence(found, dense)`` is the method's own reading,
+    ``(confidence in [0, 1], the signals behind it)``; :func:`~langgraph_kgmem.ranking.adaptive_fuse`
+    turns it into the walk's share of the ``top`` evidence places. Returns the top ``k`` (every
+    find included, as :func:`fuse_with_dense` does) and the record of what decided it: signals,
+    confidence, share, and both rankings' first ``2 · top`` passages."""
+    from langgraph_kgmem.ranking import adaptive_fuse, fusion_depth, trust_share
+
+    dense = dense_passages(kg, question, fusion_depth(k))
+    conf, signals = confidence(found, dense)
+    fused = adaptive_fuse(list(dict.fromkeys(found)), dense, top, confidence=conf, weak=weak, strong=strong,
+                          depth=fusion_depth(k))
+    cut = max(k, len(set(found)))
+    kept = fused[:cut] + [x for x in fused[cut:] if x[0] in set(found)]
+    info = {"confidence": round(conf, 6), "share": trust_share(conf, weak=weak, strong=strong, k=top), **signals,
+            "own": list(dict.fromkeys(found))[:2 * top], "dense": list(dense[:2 * top])}
+    return kept, info
 
 
 def format_evidence(evidence: Sequence[dict[str, Any]], max_chars: int = 1200) -> str:

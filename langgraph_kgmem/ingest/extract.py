@@ -31,6 +31,7 @@ from langgraph_kgmem.llm.prompts import DATA_NOTE, fence
 
 @dataclass
 class Extraction:
+    """What extraction found in one chunk: entities, triples, a title and the calls it cost."""
     entities: list[str]
     triples: list[Triple]
     title: str
@@ -66,6 +67,7 @@ class OfflineExtractor:
         self.relations = relations
 
     def extract(self, text: str, title: str | None = None) -> Extraction:
+        """The chunk's entities, clause relations and title, by the offline rules."""
         sentences = sentences_of(text)
         common = lowercase_words(text)
         found = [entity_mentions(s, common) for s in sentences]
@@ -109,6 +111,7 @@ class ExtractedEntities(BaseModel):
 
 
 class ExtractedTriple(BaseModel):
+    """One fact the text states: subject and object from the entity list, and the relation between them."""
     subject: str = Field(description="an entity from the given list")
     relation: str = Field(description="a short relation phrase or sentence, e.g. 'was born in'")
     object: str = Field(description="an entity from the given list (or a literal value)")
@@ -160,6 +163,8 @@ class LLMExtractor:
         self._offline = OfflineExtractor()
 
     def extract(self, text: str, title: str | None = None) -> Extraction:
+        """The chunk's entities, triples and title, each a typed decision of the model (the offline
+        extractor answers any that fails)."""
         return drive(self._steps(text, title), lambda kw: decide(self.model, **kw))
 
     async def aextract(self, text: str, title: str | None = None) -> Extraction:

@@ -211,6 +211,18 @@ def ranked_passages(kg: Any, ids: Sequence[str]) -> RankedPassages:
     return RankedPassages(keys, titles)
 
 
+def fusion_extra(kg: Any, fusion: dict[str, Any] | None) -> dict[str, Any]:
+    """A method's adaptive-fusion record (signals, confidence, share, both rankings' top chunk ids)
+    as a result's ``extra`` entry, the rankings as passage keys so that candidate rules can be
+    graded offline on the same keys the metrics use; empty when the run did not fuse adaptively."""
+    if not fusion:
+        return {}
+    out = {k: v for k, v in fusion.items() if k not in ("own", "dense")}
+    out["own_keys"] = ranked_passages(kg, fusion.get("own", [])).keys
+    out["dense_keys"] = ranked_passages(kg, fusion.get("dense", [])).keys
+    return {"fusion": out}
+
+
 def oracle_answer(gold: str, evidence_texts: list[str]) -> str:
     """What a competent reader answers: the gold answer if the evidence contains it, else "no answer".
     (yes/no questions count as answerable when any evidence was retrieved.)"""

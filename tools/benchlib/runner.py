@@ -339,7 +339,13 @@ def run_plan(plan: MethodPlan, passes: Sequence[int], run_dir: Path, emb: Any, a
 def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argparse.Namespace,
              who: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     rows = []
+    dump = getattr(args, "per_question", None)
     for p, res in sorted(results.items()):
+        if dump:   # one line per question: what the aggregate rows average over, for offline analysis
+            with open(dump, "a", encoding="utf-8") as f:
+                for o in res["outcomes"]:
+                    f.write(json.dumps({"method": plan.adapter.name, "dataset": dataset_label(args.dataset), "pass": p,
+                                        **o.to_dict()}) + "\n")
         more = {**(who or {}), "corpus": plan.mode, "embeddings": args.embeddings,
                 "noise": args.noise if args.decider == "oracle" else None,
                 "setup_seconds": round(res["setup_seconds"], 3) if res["setup_seconds"] else None}
@@ -400,6 +406,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     "all-MiniLM-L6-v2 passages) or hash (smoke runs)")
     ap.add_argument("--backend", default=corpora.DEFAULT_BACKEND, choices=["memory", "chroma"],
                     help="vector backend of the benchmark KGs (default: memory = numpy + vectors.npz)")
+    ap.add_argument("--per-question", metavar="JSONL", default=None,
+                    help="also append each question's outcome (ranking, gold, extras) to this JSONL file")
     ap.add_argument("--keep-run", action="store_true", help="keep the run directory (KG copies and stores)")
     ap.add_argument("--list", action="store_true", help="list registered methods and datasets, then exit")
     ap.add_argument("--perf", action="store_true", help="run the KG performance suite instead (PPR, overrides, ingest)")

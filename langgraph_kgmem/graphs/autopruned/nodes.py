@@ -24,14 +24,15 @@ from langgraph_kgmem.graphs.autopruned.packing import (channel_triples, cheapest
 from langgraph_kgmem.graphs.autopruned.prompts import answer_prompt
 from langgraph_kgmem.graphs.autopruned.schemas import (CHANNEL_SECTION, METHOD, NO_ANSWER, SELECTION_MODES,
                                                        AutoPrunedState)
-from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_selection_policy, fuse_dense, run_passages,
-                                                       segment_max, stacked_fine_scores, unique_runs)
+from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_selection_policy, fine_confidence,
+                                                       fuse_dense, run_passages, segment_max, stacked_fine_scores,
+                                                       unique_runs)
 from langgraph_kgmem.graphs.autopruned.sentences import fact_sentences, ranked_sentences
 from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, extractive_answer, require,
                                            run_model)
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import count_tokens, fresh_usage, generate, is_offline, model_label
-from langgraph_kgmem.ranking import best_first, fusion_depth
+from langgraph_kgmem.ranking import best_first, fusion_depth, trust_share
 def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                *, deps: AutoprunedDeps) -> dict[str, Any]:
     """Index the KG documents not yet in the codebook into fact runs (incremental; once per KG
@@ -96,6 +97,18 @@ def retrieve_coarse(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
         return {"coarse": [{"run": idx["ids"][i], "score": round(float(score[i]), 6)} for i in top.tolist()]}
 
 
+# adaptive fusion reads agreement on the passages an answer prompt of five passages holds, as the
+# benchmark's Recall@5 does; deeper, the fine ranking and vector search share most passages anyway
+AGREEMENT_DEPTH = 5
+
+
+def signals_passages(scored: list[tuple[float, int, Any]], book: Any, k: int) -> list[str]:
+    """The fine ranking's first ``k`` passages (its fact runs' passages, in run order): what adaptive
+    fusion records as the method's own ranking."""
+    order = dict.fromkeys(p for _, _, run in scored if run.channel != "Q" for p in run_passages(book, run))
+    return list(order)[:k]
+
+
 def rerank_fine(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                 *, deps: AutoprunedDeps) -> dict[str, Any]:
     """Fine ranking (line-level similarity, :func:`~.scoring.stacked_fine_scores`) of the coarse runs
@@ -124,7 +137,15 @@ def rerank_fine(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
         if opts.cover_weight > 0:
             scored = cover_order(book, kg, scored, deps.query_edges(book, state), opts.cover_weight,
                                   2 * opts.fine_m)
-        fused = fuse_dense(scored, dense, partial(run_passages, book)) if dense else {}
+        adaptive, fusion = None, {}
+        if dense and opts.fusion == "adaptive":
+            conf, signals = fine_confidence(scored, dense, partial(run_passages, book), AGREEMENT_DEPTH)
+            adaptive = {"confidence": conf, "weak": opts.fusion_weak, "strong": opts.fusion_strong, "top": opts.fine_m}
+            fusion = {"confidence": round(conf, 6), "share": trust_share(conf, weak=opts.fusion_weak,
+                                                                         strong=opts.fusion_strong, k=opts.fine_m),
+                      **signals, "own": signals_passages(scored, book, 2 * opts.fine_m),
+                      "dense": list(dense[:2 * opts.fine_m])}
+        fused = fuse_dense(scored, dense, partial(run_passages, book), adaptive=adaptive) if dense else {}
         if fused:
             scored = sorted(scored, key=lambda x: -round(fused.get(x[2].id, 0.0), 12))  # stable: fine order on ties
         # the top fine_m fact and answer runs; a question run ranked among them is the key to its
@@ -149,7 +170,7 @@ def rerank_fine(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                     have.add(a)
                     out.append({"run": a, "channel": "A", "score": round(s, 6), "via": r.id, **rank})
                     counted += 1
-        return {"candidates": out}
+        return {"candidates": out, **({"fusion": fusion} if fusion else {})}
 
 
 def select_runs(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],

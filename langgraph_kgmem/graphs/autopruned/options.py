@@ -49,6 +49,11 @@ The options, one by one:
         right after it — the second hop of a bridge question. The passages are the selected
         runs' (with ``dense_fusion``, the fused ranking's), so ``fine_m`` decides how many
         passages compete. None (default): off.
+    fusion / fusion_weak / fusion_strong: with ``dense_fusion``, ``"fixed"`` (default) is the
+        turn-taking below; ``"adaptive"`` gives the fine ranking a share of the first ``fine_m``
+        places by its confidence (:func:`~.scoring.fine_confidence`): one place below
+        ``fusion_weak``, every other place between, the fine ranking alone from ``fusion_strong``
+        on (:func:`~langgraph_kgmem.ranking.adaptive_fuse`); the output's ``fusion`` records why.
     dense_fusion: ``True`` (default): the fact runs of the passages closest to the question
         by dense cosine (the top ``fine_m``) join the fine stage's candidates, and the runs are
         ordered by taking turns (:func:`~langgraph_kgmem.ranking.dense_led`) between the fine
@@ -167,6 +172,13 @@ class AutoprunedOptions(MethodOptions):
     entity_budget: int | None = Field(None, description="entities kept before k-means refinement (a ceiling)")
     layer2_min_cos: float = Field(LAYER2_FLOOR, description="lowest cosine a k-means merge accepts")
     dense_fusion: bool = Field(True, description="fuse the fine ranking with dense passage retrieval")
+    fusion: Literal["fixed", "adaptive"] = Field(
+        "fixed", description="with dense_fusion: 'fixed' opens with vector search's best passage, then takes turns; "
+                             "'adaptive' gives the fine ranking one place, every other place or all of them by its "
+                             "confidence (fusion_weak, fusion_strong)")
+    fusion_weak: float = Field(0.45, description="adaptive fusion: below this confidence the fine ranking gets "
+                                                 "one place")
+    fusion_strong: float = Field(0.85, description="adaptive fusion: from this confidence on, the fine ranking alone")
 
     @model_validator(mode="before")
     @classmethod
@@ -203,10 +215,14 @@ class AutoprunedOptions(MethodOptions):
         return data
 
     def check_together(self) -> None:
-        """Refuse ``sentence_budget`` without ``show="sentences"``: only sentences fill a budget.
+        """Refuse ``sentence_budget`` without ``show="sentences"`` (only sentences fill a budget) and fusion
+        thresholds out of order.
 
         Raises:
-            KgmemInputError: naming both options."""
+            KgmemInputError: naming the options."""
+        if not 0.0 <= self.fusion_weak <= self.fusion_strong:
+            raise KgmemInputError(f"fusion_weak ({self.fusion_weak}) and fusion_strong ({self.fusion_strong}) need "
+                                  "0 <= fusion_weak <= fusion_strong")
         if self.sentence_budget is not None and self.show != "sentences":
             raise KgmemInputError(f"{self.METHOD}: sentence_budget needs show='sentences' (it fills the facts "
                                   "block with sentences)")

@@ -15,6 +15,8 @@ from langgraph_kgmem.graphs.autopruned.schemas import CHANNEL_SECTION, PACK_ORDE
 from langgraph_kgmem.llm import count_tokens
 
 def channel_triples(book: Codebook, channels: Mapping[str, Sequence[int]]) -> dict[str, list[tuple[str, str, str]]]:
+    """Each channel's facts as readable triples, in packing order, duplicates (and aliases of one
+    fact) once."""
     return {c: [book.triple(e) for e in dict.fromkeys(book.resolve_edge(x) for x in channels.get(c, []))]
             for c in PACK_ORDER if channels.get(c)}
 
@@ -88,6 +90,8 @@ def decode_knowledge(text: str) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def cheapest_encoding(encoded: Mapping[str, str], allowed: Sequence[str]) -> tuple[str, dict[str, int]]:
+    """The allowed encoding whose text costs the fewest tokens (ties: the more readable one), and
+    every allowed encoding's token count."""
     tokens = {name: count_tokens(encoded[name]) for name in ENCODINGS if name in allowed}
     best = min(tokens, key=lambda n: (tokens[n], ENCODINGS.index(n)))  # ties: the more readable one
     return best, tokens
@@ -133,6 +137,7 @@ def shown_edges(book: Codebook, kg: Any, selected: Mapping[str, list[str]], quer
 
 
 def sentence_block(groups: Sequence[dict[str, Any]]) -> str:
+    """The facts block in sentence mode: each group's sentences on one line, after its title."""
     return "\n".join(f"[{g['title']}] " + " ".join(g["sentences"]) if g["title"] else " ".join(g["sentences"])
                      for g in groups)
 

@@ -52,6 +52,7 @@ class AutoPrunedState(BaseState, total=False):
     codebook_revision: int                  # the codebook revision query_edges index into
     coarse: list[dict[str, Any]]            # [{"run", "score"}], best first
     candidates: list[dict[str, Any]]        # [{"run", "channel", "score", "via"?}], best first
+    fusion: dict[str, Any]                  # adaptive fusion: signals, confidence, share, both rankings
     selection: dict[str, str]               # channel → all / unique / none
     selected_runs: dict[str, list[str]]     # channel → run ids, best first
     shown_edges: dict[str, list[int]]       # run id → its edges in the prompt (all, or pruned: edges_per_run)

@@ -9,7 +9,7 @@ import numpy as np
 
 from langgraph_kgmem.graphs.autopruned.codebook import Channel, Codebook
 from langgraph_kgmem.graphs.autopruned.schemas import FineScoring, SelectionMode
-from langgraph_kgmem.ranking import dense_led
+from langgraph_kgmem.ranking import adaptive_fuse, dense_led, overlap_at
 
 def default_selection_policy(channel: Channel, runs: list[dict[str, Any]], features: dict[str, Any]) -> SelectionMode:
     """The fixed default: facts and known answers ``unique`` (one run per cluster of
@@ -144,7 +144,8 @@ def run_passages(book: Codebook, run: Any) -> Sequence[str]:
 
 
 def fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
-               passages_of: Callable[[Any], Sequence[str]] = lambda run: run.chunks) -> dict[str, float]:
+               passages_of: Callable[[Any], Sequence[str]] = lambda run: run.chunks, *,
+               adaptive: dict[str, float] | None = None) -> dict[str, float]:
     """The fine run ranking and the dense passage ranking taken in turns, opened by vector
     search's best passage (:func:`~langgraph_kgmem.ranking.dense_led`): run id → ``1 / place``.
 
@@ -158,7 +159,10 @@ def fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
     takes no turn and is left out: it follows the fused runs, in fine order. A stored question
     (channel ``Q``) takes no fine turn: its passages are those its stored answers came from, and it
     competes on vector search's turns through them — questions on one topic read alike, so a
-    question's likeness to a stored one says little about whether that one's answer serves it."""
+    question's likeness to a stored one says little about whether that one's answer serves it.
+
+    ``adaptive`` (``{"confidence", "weak", "strong", "top"}``) instead gives the fine ranking its
+    share of the first ``top`` places by confidence (:func:`~langgraph_kgmem.ranking.adaptive_fuse`)."""
     at = {c: i for i, c in enumerate(dense)}.get
     reps: dict[str, tuple[int, str]] = {}       # passage → (its dense position, its best run)
     own: list[str] = []                          # the fine ranking less the far runs and the questions
@@ -170,7 +174,23 @@ def fuse_dense(scored: list[tuple[float, int, Any]], dense: Sequence[str],
             if run.channel != "Q":
                 own.append(run.id)
     by_dense = [rid for _, rid in sorted(reps.values())]
+    if adaptive is not None:
+        return dict(adaptive_fuse(own, by_dense, int(adaptive["top"]), confidence=adaptive["confidence"],
+                                  weak=adaptive["weak"], strong=adaptive["strong"], depth=len(own) + len(by_dense)))
     return dict(dense_led(own, by_dense))
+
+
+def fine_confidence(scored: list[tuple[float, int, Any]], dense: Sequence[str],
+                    passages_of: Callable[[Any], Sequence[str]], k: int) -> tuple[float, dict[str, float]]:
+    """AutoPrunedRetriever's trust in its fine ranking, in [0, 1], and the signals behind it:
+    ``agreement``, the share of the passages of the fine ranking's first ``k`` fact runs that vector
+    search ranks in its top ``k`` (the fine score reads fact lines, blind to the passage around them,
+    so it earns places where vector search vouches for where its facts sit); ``coverage``, the best
+    run's fine score (how well the codebook's facts cover the question at all)."""
+    passages = list(dict.fromkeys(p for _, _, run in scored if run.channel != "Q" for p in passages_of(run)))
+    agreement = overlap_at(passages, dense, k)
+    coverage = float(scored[0][0]) if scored else 0.0
+    return agreement, {"agreement": round(agreement, 6), "coverage": round(coverage, 6)}
 
 
 def unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -> list[str]:
@@ -188,5 +208,6 @@ def unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -
 
 
 
-__all__ = ["cover_order", "default_selection_policy", "fine_score", "fine_scores", "fuse_dense", "run_passages",
+__all__ = ["cover_order", "default_selection_policy", "fine_confidence", "fine_score", "fine_scores", "fuse_dense",
+           "run_passages",
            "segment_max", "stacked_fine_scores", "unique_runs"]

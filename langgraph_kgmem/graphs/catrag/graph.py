@@ -60,6 +60,14 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
             vector search's top ``n``, so a passage vector search ranks high is not lost when the
             walk's mass sits elsewhere; it costs no LLM call and one sort of the dense scores the
             PPR reset already computed. ``False``: passages ranked by PPR mass alone (the paper).
+        fusion / fusion_weak / fusion_strong: with ``dense_fusion``, ``"fixed"`` (default) is the
+            turn-taking above; ``"adaptive"`` lets PPR decide per question: its confidence is the
+            top two passages' share of the top ``2 · top_passages`` passages' mass (0 when no
+            question entity linked); below ``fusion_weak`` PPR gets one of the ``top_passages``
+            evidence places (vector search keeps all but one of its top passages), from
+            ``fusion_strong`` on the evidence is PPR's own ranking, between them the two take
+            turns; ``ppr["fusion"]`` records the signals, the confidence and PPR's share
+            (:func:`~langgraph_kgmem.ranking.adaptive_fuse`).
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method

@@ -12,7 +12,7 @@ import numpy as np
 
 from langgraph_kgmem.graphs.catrag.schemas import HUB_FRACTION, HUB_TOP, PPR_EDGE_KINDS
 from langgraph_kgmem.kg.ppr import GraphSnapshot
-from langgraph_kgmem.ranking import best_first, interleave
+from langgraph_kgmem.ranking import adaptive_fuse, best_first, interleave, overlap_at, trust_share
 
 if TYPE_CHECKING:
     from langgraph_kgmem.knowledge_graph import KnowledgeGraph
@@ -34,6 +34,7 @@ class CatragIndex:
     chunks_of: dict[str, list[str]] = field(default_factory=dict)  # memo: entity → its chunk ids
 
     def entity_facts(self, kg: "KnowledgeGraph", eid: str) -> list[str]:
+        """The fact texts of an entity's relation edges, sorted (computed once per index)."""
         out = self.facts_of.get(eid)
         if out is None:
             out = self.facts_of[eid] = sorted(dict.fromkeys(kg.fact_text(e) for e, _ in
@@ -41,6 +42,7 @@ class CatragIndex:
         return out
 
     def entity_chunks(self, kg: "KnowledgeGraph", eid: str) -> list[str]:
+        """The passages an entity is mentioned in (computed once per index)."""
         out = self.chunks_of.get(eid)
         if out is None:
             out = self.chunks_of[eid] = [n.id for _, n in kg.neighbors(eid, kinds=("context",),
@@ -117,11 +119,13 @@ def kg_index(kg: "KnowledgeGraph") -> CatragIndex:
 
 
 def entity_text(kg: "KnowledgeGraph", eid: str) -> str:
+    """An entity's name (empty when the KG no longer holds it)."""
     node = kg.node(eid)
     return node.text if node is not None else ""
 
 
 def passage_count(idx: CatragIndex, eid: str) -> int:
+    """How many passages mention the entity, at least 1 (the divisor of its reset weight)."""
     return max(1, idx.passage_count.get(eid, 0))
 
 
@@ -138,6 +142,8 @@ def entity_seeds(idx: CatragIndex, facts: Sequence[dict[str, Any]], anchors: Seq
 
 
 def dense_scores(kg: "KnowledgeGraph", idx: CatragIndex, question: str) -> np.ndarray:
+    """Every passage's cosine with the question, in the index's chunk order (zeros for passages
+    another process added since the snapshot)."""
     if len(idx.chunk_ids) == 0:
         return np.zeros(0)
     ids, scores = kg.similarity_scores(question, ("chunk",))
@@ -149,6 +155,7 @@ def dense_scores(kg: "KnowledgeGraph", idx: CatragIndex, question: str) -> np.nd
 
 
 def minmax(x: np.ndarray) -> np.ndarray:
+    """``x`` scaled to [0, 1] (all ones when it is constant)."""
     if len(x) == 0:
         return x
     lo, hi = float(x.min()), float(x.max())
@@ -157,6 +164,7 @@ def minmax(x: np.ndarray) -> np.ndarray:
 
 
 def rank_rows(snap: GraphSnapshot, scores: np.ndarray, rows: np.ndarray, k: int) -> list[dict[str, Any]]:
+    """The ``k`` best of ``rows`` by ``scores``, as ``{"id", "score"}``."""
     sub = scores[rows]
     order = best_first(sub, k)
     return [{"id": snap.node_ids[rows[i]], "score": round(float(sub[i]), 8)} for i in order]
@@ -171,6 +179,44 @@ def fuse_dense(idx: CatragIndex, scores: np.ndarray, dense: np.ndarray, k: int) 
              "dense": round(float(dense[i]), 6)} for i, s in fused]
 
 
+def ppr_signals(sub: np.ndarray, dense: np.ndarray, seeds: int, k: int) -> dict[str, float]:
+    """What the walk itself says about how far to trust its passage ranking (``sub``: PPR mass per
+    passage): ``concentration``, the top two passages' share of the top ``2k``'s mass (a walk that
+    found its evidence piles mass on a few passages; one that wandered spreads it); ``seeds``, the
+    question's linked entities; ``agreement``, the share of PPR's top ``k`` that vector search also
+    ranks in its top ``k``."""
+    top = best_first(sub, 2 * k)
+    mass = float(sub[top].sum()) if len(top) else 0.0
+    return {"concentration": round(float(sub[top[:2]].sum()) / mass, 6) if mass > 0 else 0.0,
+            "seeds": float(seeds),
+            "agreement": round(overlap_at(top[:k].tolist(), best_first(dense, k).tolist(), k), 6)}
+
+
+def ppr_confidence(signals: dict[str, float]) -> float:
+    """CatRAG's trust in its own ranking, in [0, 1], from :func:`ppr_signals`: the mass
+    concentration, zero when no question entity linked (the walk then only spreads the passages'
+    own dense reset)."""
+    return float(signals["concentration"]) if signals["seeds"] > 0 else 0.0
+
+
+def fuse_adaptive(idx: CatragIndex, scores: np.ndarray, dense: np.ndarray, k: int, *, seeds: int, weak: float,
+                  strong: float, top: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The top ``k`` passages of the PPR ranking fused with the dense ranking as far as this run's
+    :func:`ppr_confidence` trusts PPR (:func:`~langgraph_kgmem.ranking.adaptive_fuse`, its
+    guarantee reckoned on the evidence's ``top`` passages), and what decided it: the signals, the
+    confidence, the share of places PPR got, and both rankings' first ``2 · top`` passages."""
+    sub = scores[idx.chunk_rows]
+    signals = ppr_signals(sub, dense, seeds, top)
+    conf = ppr_confidence(signals)
+    fused = adaptive_fuse(best_first(sub, k).tolist(), best_first(dense, k).tolist(), top, confidence=conf,
+                          weak=weak, strong=strong, depth=k)[:k]
+    shown = best_first(sub, 2 * top).tolist(), best_first(dense, 2 * top).tolist()
+    info = {"confidence": round(conf, 6), "share": trust_share(conf, weak=weak, strong=strong, k=top), **signals,
+            "own": [idx.chunk_ids[i] for i in shown[0]], "dense": [idx.chunk_ids[i] for i in shown[1]]}
+    return ([{"id": idx.chunk_ids[i], "score": round(float(s), 8), "ppr": round(float(sub[i]), 8),
+              "dense": round(float(dense[i]), 6)} for i, s in fused], info)
+
 
 __all__ = ["CatragIndex", "kg_index", "prepare_catrag_kg", "hub_mask", "hub_mass", "hub_mass_of", "entity_text",
-           "passage_count", "entity_seeds", "dense_scores", "minmax", "rank_rows", "fuse_dense"]
+           "passage_count", "entity_seeds", "dense_scores", "minmax", "rank_rows", "fuse_dense",
+           "ppr_signals", "ppr_confidence", "fuse_adaptive"]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 from langgraph.runtime import Runtime
 
-from langgraph_kgmem.graphs.catrag.index import (CatragIndex, dense_scores, entity_seeds, entity_text, fuse_dense,
-                                                 hub_mass, kg_index, minmax, rank_rows)
+from langgraph_kgmem.graphs.catrag.index import (CatragIndex, dense_scores, entity_seeds, entity_text, fuse_adaptive,
+                                                 fuse_dense, hub_mass, kg_index, minmax, rank_rows)
 from langgraph_kgmem.graphs.catrag.options import CatragOptions
 from langgraph_kgmem.graphs.catrag.prompts import FILTER_PROMPT, NER_PROMPT, SCORE_PROMPT, SUMMARY_PROMPT, fact_lines
 from langgraph_kgmem.graphs.catrag.schemas import (HUB_TOP, MAX_CONTEXT_FACTS, MAX_SUMMARY_CHARS, MAX_SUMMARY_FACTS,
@@ -273,7 +273,11 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
     res = kg.ppr_scores(reset, snapshot=snap, damping=opts.damping, overrides=ov or None, method=opts.ppr_method,
                         eps=opts.ppr_eps, top_k=opts.top_passages, top_rows=idx.chunk_rows)
     scores = res.dense()
-    if opts.dense_fusion and len(dense):
+    fusion: dict[str, Any] = {}
+    if opts.dense_fusion and len(dense) and opts.fusion == "adaptive":
+        passages, fusion = fuse_adaptive(idx, scores, dense, opts.rank_depth, seeds=n_seeds, weak=opts.fusion_weak,
+                                         strong=opts.fusion_strong, top=opts.top_passages)
+    elif opts.dense_fusion and len(dense):
         passages = fuse_dense(idx, scores, dense, opts.rank_depth)
     else:
         passages = rank_rows(snap, scores, idx.chunk_rows, opts.rank_depth)
@@ -281,6 +285,8 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
     stats = {"hub_mass": round(hub_mass(scores, idx.hub_mask), 6), "seeds": n_seeds, "overrides": len(ov),
              "method": res.method,
              "top_nodes": [[snap.node_ids[i], round(float(scores[i]), 6)] for i in top]}
+    if fusion:
+        stats["fusion"] = fusion
     ms = _ms(t0)
     stats["ms"] = ms
     emit_progress({"event": "ppr", "method": opts.method, "seeds": n_seeds, "overrides": len(ov), "ms": ms,

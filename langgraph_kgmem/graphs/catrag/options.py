@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -44,7 +44,12 @@ class CatragOptions(MethodOptions):
     llm_concurrency: int = Field(4, description="independent LLM calls of the weighting step made at once")
     ppr_method: PprMethod = Field("auto", description="PPR algorithm: auto, exact or push")
     ppr_eps: float = Field(1e-7, description="push's residual threshold")
-    dense_fusion: bool = Field(True, description="interleave the PPR ranking with the dense passage ranking")
+    dense_fusion: bool = Field(True, description="fuse the PPR ranking with the dense passage ranking")
+    fusion: Literal["fixed", "adaptive"] = Field(
+        "fixed", description="with dense_fusion: 'fixed' takes turns always; 'adaptive' gives PPR one place, every "
+                             "other place or all of them by its confidence (fusion_weak, fusion_strong)")
+    fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence PPR gets one evidence place")
+    fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
 
     @model_validator(mode="before")
     @classmethod
@@ -64,10 +69,14 @@ class CatragOptions(MethodOptions):
         return data
 
     def check_together(self) -> None:
-        """Refuse ``rank_depth`` below ``top_passages``: the evidence passages head the ranked list.
+        """Refuse ``rank_depth`` below ``top_passages`` (the evidence passages head the ranked list) and
+        fusion thresholds out of order.
 
         Raises:
-            KgmemInputError: naming both values."""
+            KgmemInputError: naming the values."""
+        if not 0.0 <= self.fusion_weak <= self.fusion_strong:
+            raise KgmemInputError(f"fusion_weak ({self.fusion_weak}) and fusion_strong ({self.fusion_strong}) need "
+                                  "0 <= fusion_weak <= fusion_strong")
         if self.rank_depth < self.top_passages:
             raise KgmemInputError(f"rank_depth ({self.rank_depth}) must be ≥ top_passages ({self.top_passages})")
 

@@ -52,7 +52,7 @@ SPEC = MethodSpec(
                       "useful paths, so asking a similar question again is cheaper.",
     requirements=frozenset({"store"}),
     output_keys=("answer", "evidence", "usage", "method", "model", "seed_ids", "path", "replayed", "memory_updates",
-                 "stop_reason"),
+                 "stop_reason", "fusion"),
 )
 
 

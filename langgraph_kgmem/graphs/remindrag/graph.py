@@ -40,6 +40,9 @@ def create_remindrag_graph(
     replay: bool = True,
     dense_fusion: bool = True,
     top_passages: int = 5,
+    fusion: str = "fixed",
+    fusion_weak: float = 0.0,
+    fusion_strong: float = 1.01,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -85,19 +88,17 @@ def create_remindrag_graph(
         dense_fusion: ``True`` (default): the passages handed to the answer step (and returned as
             ``evidence``) are the walk's passages fused with the dense ranking of every passage by
             cosine with the question (:func:`~langgraph_kgmem.graphs.common.fuse_with_dense`), cut
-            at ``max(top_passages, passages the walk collected)``: vector search's best passage
-            first, then the walk's finds (in discovery order) and vector search's next passages in
-            turns, the walk's first. Places 1 and 2 are vector search's top two; the walk's finds
-            keep their order; vector search fills the evidence when the walk stopped short; a find
-            vector search ranks beyond the fusion depth takes no turn and follows.
-            The walk, its decisions and the edge memory are unchanged (memorize still marks the
-            walk's evidence). Costs no LLM call; the answer prompt holds up to ``top_passages``
-            passages more. ``False``: the walk's passages alone, in discovery order (the paper).
+            at ``max(top_passages, passages the walk collected)``: vector search's top two, then the
+            walk's finds (in discovery order) and vector search's next passages in turns. The walk
+            and its memory are unchanged; no LLM call. ``False``: the walk's passages alone (the paper).
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
+        fusion, fusion_weak, fusion_strong: ``"adaptive"`` lets the walk's confidence decide its
+            share of the evidence (:func:`~langgraph_kgmem.ranking.adaptive_fuse`; docs: dense fusion).
 
     Returns:
         An uncompiled ``StateGraph``; input ``{"question"}``, output ``answer``, ``evidence``,
-        ``usage``, ``method``, ``path``, ``replayed``, ``memory_updates``, ``seed_ids``, ``stop_reason``.
+        ``usage``, ``method``, ``path``, ``replayed``, ``memory_updates``, ``seed_ids``, ``stop_reason``
+        (and ``fusion`` with adaptive fusion).
 
     Raises:
         KgmemInputError: an option is out of range (the message names it); at run start, the same
@@ -117,6 +118,7 @@ def create_remindrag_graph(
         memory_scope=memory_scope, seeds_k=seeds_k, alpha=alpha, lam=lam, max_hops=max_hops, max_steps=max_steps,
         max_replay_nodes=max_replay_nodes, synonym_threshold=synonym_threshold, decompose=decompose,
         chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, dense_fusion=dense_fusion,
+        fusion=fusion, fusion_weak=fusion_weak, fusion_strong=fusion_strong,
         top_passages=top_passages)
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)

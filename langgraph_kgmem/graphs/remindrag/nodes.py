@@ -16,8 +16,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from langgraph_kgmem.graphs.common import (answer_question, check_question, content_words, data_text, emit_progress,
-                                           evidence_item, fence, fuse_with_dense, id_validator, named_in, require,
-                                           run_model)
+                                           evidence_item, fence, fuse_with_dense, fuse_with_dense_adaptive,
+                                           id_validator, named_in, require, run_model)
 from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps, edge_weights
 from langgraph_kgmem.graphs.remindrag.maths import enhance, penalize, replay_weights, unit_vector
 from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
@@ -30,6 +30,7 @@ from langgraph_kgmem.graphs.remindrag.view import Expansion, effective_edges, ev
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory
+from langgraph_kgmem.ranking import overlap_at
 
 if TYPE_CHECKING:
     from langgraph_kgmem.knowledge_graph import KnowledgeGraph
@@ -253,6 +254,14 @@ def traverse_step(state: ReMindState, runtime: Runtime[RemindragOptions],
     return update
 
 
+def walk_confidence(found: Sequence[str], dense: Sequence[str], k: int = 5) -> tuple[float, dict[str, float]]:
+    """ReMindRAG's trust in its walk's passages: the share of its first ``k`` finds that vector
+    search also ranks in its top ``k``. The walk's order is where it went, not how near each find
+    is to the question, so it earns places only where vector search vouches for where it went."""
+    agreement = overlap_at(found, dense, k)
+    return agreement, {"agreement": round(agreement, 6), "found": float(len(set(found)))}
+
+
 def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
            *, deps: RemindragDeps) -> dict[str, Any]:
     """The answer from the collected passages and facts (fused with the dense ranking under
@@ -262,7 +271,13 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
     llm = run_model(runtime, deps.model)
     question = state["question"]
     chunks, facts = evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
-    if opts.dense_fusion:
+    fusion: dict[str, Any] = {}
+    if opts.dense_fusion and opts.fusion == "adaptive":
+        fused, fusion = fuse_with_dense_adaptive(kg, question, chunks, max(opts.top_passages, len(chunks)),
+                                                 confidence=walk_confidence, weak=opts.fusion_weak,
+                                                 strong=opts.fusion_strong, top=opts.top_passages)
+        evidence = [evidence_item(kg, c, score=s) for c, s in fused] + [evidence_item(kg, i) for i in facts]
+    elif opts.dense_fusion:
         fused = fuse_with_dense(kg, question, chunks, max(opts.top_passages, len(chunks)))
         evidence = [evidence_item(kg, c, score=s) for c, s in fused] + [evidence_item(kg, i) for i in facts]
     else:
@@ -272,7 +287,8 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
     reason = "sufficient" if state.get("sufficient") else (
         "max_hops" if state.get("hops", 0) >= opts.max_hops else
         "max_steps" if state.get("steps", 0) >= opts.step_cap else "exhausted")
-    return {"answer": text, "evidence": evidence, "usage": usage, "stop_reason": reason}
+    return {"answer": text, "evidence": evidence, "usage": usage, "stop_reason": reason,
+            **({"fusion": fusion} if fusion else {})}
 
 
 def memorize(state: ReMindState, runtime: Runtime[RemindragOptions],
@@ -356,6 +372,8 @@ def after_check(state: ReMindState, runtime: Runtime[RemindragOptions], *,
 
 def after_move(state: ReMindState, runtime: Runtime[RemindragOptions], *,
                deps: RemindragDeps) -> Literal["check_sufficiency", "traverse_step", "answer"]:
+    """Where the walk goes after a move: check sufficiency again after a forward move, move on
+    after a backward one, answer once the caps are reached."""
     # a backward move leaves S as it was: asking "is S sufficient?" again would repeat the last
     # (paid) answer, so the walk goes on under the same caps
     path = state.get("path", [])

@@ -11,7 +11,7 @@ moves: the graph's contract with its caller, which needs a checkpointer).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Literal, Sequence
 
 from pydantic import Field, model_validator
 
@@ -42,6 +42,12 @@ class RemindragOptions(MethodOptions):
     replay: bool = Field(True, description="follow remembered edges first (False: every question is walked)")
     dense_fusion: bool = Field(True, description="fuse the walk's passages with the dense passage ranking")
     top_passages: int = Field(5, description="passages in the evidence (at least)")
+    fusion: Literal["fixed", "adaptive"] = Field(
+        "fixed", description="with dense_fusion: 'fixed' opens with vector search's best passage, then takes turns; "
+                             "'adaptive' gives the walk one place, every other place or all of them by its confidence")
+    fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence the walk gets one "
+                                                "evidence place")
+    fusion_strong: float = Field(1.01, description="adaptive fusion: from this confidence on, the walk's own order")
 
     @model_validator(mode="before")
     @classmethod
@@ -55,6 +61,10 @@ class RemindragOptions(MethodOptions):
         check_number("alpha", opts["alpha"], 0.0, 1.0)
         check_number("lam (the replay threshold λ)", opts["lam"], -1.0, 1.0)
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True, optional=True)
+        check_number("fusion_weak", opts["fusion_weak"], 0.0)
+        if opts["fusion_strong"] < opts["fusion_weak"]:
+            raise KgmemInputError(f"fusion_strong ({opts['fusion_strong']}) must be >= fusion_weak "
+                                  f"({opts['fusion_weak']})")
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")

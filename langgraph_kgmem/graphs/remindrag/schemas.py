@@ -37,6 +37,7 @@ class ReMindState(BaseState, total=False):
     traversed: bool
     stop_reason: str
     memory_updates: dict[str, Any]
+    fusion: dict[str, Any]             # adaptive fusion: signals, confidence, the walk's share, both rankings
 
 
 class ReMindOutput(BaseState, total=False):
@@ -47,6 +48,7 @@ class ReMindOutput(BaseState, total=False):
     replayed: dict[str, Any]
     memory_updates: dict[str, Any]
     stop_reason: str
+    fusion: dict[str, Any]
 
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, titles_of, with_offline_answer_prompt
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, fusion_extra, titles_of,
+                          with_offline_answer_prompt)
 from benchlib.passage_rag import passage_oracle
 
 from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET, answer_prompt, create_autopruned_graph, sync_codebook
@@ -77,7 +78,7 @@ def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResul
              "reused": len(out.get("reused", [])), "enc_words": enc == "words", "enc_ids": enc == "ids",
              "enc_matrix": enc == "matrix", "cb_entities": size.get("entities", 0),
              "cb_relations": size.get("relations", 0), "cb_edges": size.get("edges", 0),
-             "cb_runs": size.get("runs", 0)}
+             "cb_runs": size.get("runs", 0), **fusion_extra(ctx.kg, out.get("fusion"))}
     return MethodResult(retrieved_ids=chunks, answer=out.get("answer"), usage=usage,
                         retrieved_count=len(evidence), extra=extra)
 
@@ -91,7 +92,9 @@ ADAPTERS = [AutoPrunedAdapter("autopruned", fine_m=20),                 # M = 20
             # the compact reader preset: the most relevant sentences ("relevance" ranking), 250 tokens at most
             AutoPrunedAdapter("autopruned-sentences", in_default_run=False, **SENTENCES_PRESET),
             # the fine ranking alone (no dense seeding or fusion): the paper's run order
-            AutoPrunedAdapter("autopruned-nofusion", fine_m=20, dense_fusion=False, in_default_run=False)]
+            AutoPrunedAdapter("autopruned-nofusion", fine_m=20, dense_fusion=False, in_default_run=False),
+            # the fine ranking's share of the runs by its agreement with vector search (the options' thresholds)
+            AutoPrunedAdapter("autopruned-adaptive", fine_m=20, fusion="adaptive", in_default_run=False)]
 
 
 # ------------------------------------------------------------------------------ codebook growth

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
-                          mistakes, oracle_answer, with_offline_answer_prompt)
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, fusion_extra,
+                          gold_chunk_ids, mistakes, oracle_answer, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.catrag import create_catrag_graph, kg_index, prepare_catrag_kg
 from langgraph_kgmem.graphs.registry import METHODS
@@ -73,6 +73,7 @@ class CatragAdapter:
             "boosted_edges": tiers.get("boosted", 0),
             "summary_calls": steps.get("summarize_neighbour", {}).get("llm_calls", 0),
             "scoring_calls": steps.get("weight_edges", {}).get("llm_calls", 0),
+            **fusion_extra(ctx.kg, (out.get("ppr") or {}).get("fusion")),
         }
         evidence = out.get("evidence", [])
         # offline: the answer prompt the graph's answer step would send (decision prompts are not built)
@@ -141,4 +142,7 @@ ADAPTERS = [
     # passages ranked by PPR mass alone (no dense fusion): the papers' ranking
     CatragAdapter("catrag-nofusion", dense_fusion=False, in_default_run=False),
     CatragAdapter("hipporag2-nofusion", **HIPPORAG2, dense_fusion=False, in_default_run=False),
+    # PPR's share of the evidence set per question by its confidence (the options' thresholds)
+    CatragAdapter("catrag-adaptive", fusion="adaptive", in_default_run=False),
+    CatragAdapter("hipporag2-adaptive", **HIPPORAG2, fusion="adaptive", in_default_run=False),
 ]

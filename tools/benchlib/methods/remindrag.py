@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, gold_chunk_ids,
-                          mistakes, oracle_answer, with_offline_answer_prompt)
+from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, fusion_extra,
+                          gold_chunk_ids, mistakes, oracle_answer, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph, hop_distances
 
@@ -91,7 +91,7 @@ class ReMindRAGAdapter:
             retrieved_count=len(evidence),
             extra={"hops": len(out.get("path") or []), "replayed_nodes": len((out.get("replayed") or {}).get("nodes", [])),
                    "replay_only": float(not out.get("path")), "enhanced": int(updates.get("enhanced", 0)),
-                   "penalised": int(updates.get("penalised", 0))})
+                   "penalised": int(updates.get("penalised", 0)), **fusion_extra(kg, out.get("fusion"))})
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         kg = ctx.kg
@@ -139,4 +139,6 @@ class ReMindRAGAdapter:
 
 ADAPTERS = [ReMindRAGAdapter(),
             # the walk's passages alone, in discovery order (no dense fusion): the paper's evidence
-            ReMindRAGAdapter("remindrag-nofusion", dense_fusion=False, in_default_run=False)]
+            ReMindRAGAdapter("remindrag-nofusion", dense_fusion=False, in_default_run=False),
+            # the walk's share of the evidence by its agreement with vector search (the options' thresholds)
+            ReMindRAGAdapter("remindrag-adaptive", fusion="adaptive", in_default_run=False)]
