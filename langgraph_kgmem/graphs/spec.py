@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.errors import KgmemInputError, check_int
 
 O = TypeVar("O", bound="MethodOptions")
 
@@ -46,6 +46,9 @@ class MethodOptions(BaseModel):
     # True: the nodes read every knob of the method once, when the graph is built, so a run may
     # set only the base options (model and tenant ids)
     FIXED_AT_BUILD: ClassVar[bool] = False
+    # integer options and their least value (None allowed for those in OPTIONAL_INT_FLOORS)
+    INT_FLOORS: ClassVar[Mapping[str, int]] = {}
+    OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = {}
 
     model: Any = Field(None, description="chat model: a LangChain chat model, 'offline' or 'provider:model'; "
                                          "None uses the one the graph was built with ($KGMEM_MODEL)")
@@ -58,6 +61,27 @@ class MethodOptions(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise _input_error(type(self), exc) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_given(cls, data: Any) -> Any:
+        # the values as given (each option at its class default when left out), checked before
+        # pydantic's own coercion so that a bad value gets the package's message naming it
+        if isinstance(data, dict):
+            opts = {name: data.get(name, f.get_default(call_default_factory=True))
+                    for name, f in cls.model_fields.items()}
+            for name, low in cls.INT_FLOORS.items():
+                check_int(name, opts[name], low)
+            for name, low in cls.OPTIONAL_INT_FLOORS.items():
+                check_int(name, opts[name], low, optional=True)
+            cls.check_values(opts)
+        return data
+
+    @classmethod
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """Checks of single values beyond the integer floors (a subclass overrides this and raises
+        :class:`KgmemInputError` naming the option); ``opts`` holds every option, as given or at
+        its class default."""
 
     @classmethod
     def build(cls: type[O], **options: Any) -> O:

@@ -94,10 +94,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Mapping, Sequence
 
-from pydantic import Field, model_validator
+from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
+from langgraph_kgmem.errors import KgmemInputError, check_number
 from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
 from langgraph_kgmem.graphs.autopruned.schemas import FineScoring
 from langgraph_kgmem.graphs.spec import MethodOptions
@@ -122,6 +122,9 @@ _CHOICES = {"show": ("triples", "sentences"), "extraction": ("llm", "offline"),
 class AutoprunedOptions(MethodOptions):
     """AutoPrunedRetriever options (see
     :func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`)."""
+
+    INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
+    OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = _OPTIONAL_INT_FLOORS
 
     METHOD: ClassVar[str] = "create_autopruned_graph"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"consolidate", "memory_scope", "tau_run", "phrase_facts",
@@ -180,16 +183,9 @@ class AutoprunedOptions(MethodOptions):
                                                  "one place")
     fusion_strong: float = Field(0.85, description="adaptive fusion: from this confidence on, the fine ranking alone")
 
-    @model_validator(mode="before")
     @classmethod
-    def _check(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
-        for name, low in _INT_FLOORS.items():
-            check_int(name, opts[name], low)
-        for name, low in _OPTIONAL_INT_FLOORS.items():
-            check_int(name, opts[name], low, optional=True)
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """See :meth:`MethodOptions.check_values`."""
         check_number("tau_run", opts["tau_run"], 0.0, 2.0, low_open=True)
         check_number("alias_threshold", opts["alias_threshold"], 0.0, 1.0, low_open=True)
         check_number("unique_threshold", opts["unique_threshold"], -1.0, 1.0)
@@ -212,7 +208,6 @@ class AutoprunedOptions(MethodOptions):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
         if opts["fine"] is not None and not isinstance(opts["fine"], FineScoring):
             raise KgmemInputError(f"fine must be a FineScoring, got {type(opts['fine']).__name__}")
-        return data
 
     def check_together(self) -> None:
         """Refuse ``sentence_budget`` without ``show="sentences"`` (only sentences fill a budget) and fusion

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Mapping
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
+from langgraph_kgmem.errors import KgmemInputError, check_number
 from langgraph_kgmem.graphs.spec import MethodOptions
 from langgraph_kgmem.kg.ppr import PprMethod
 
@@ -17,6 +17,8 @@ _INT_FLOORS = {"top_facts": 1, "filter_keep": 1, "n_seed": 0, "k_edge": 1, "tau"
 
 class CatragOptions(MethodOptions):
     """CatRAG (and HippoRAG 2: the three additions off) options."""
+
+    INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
 
     METHOD: ClassVar[str] = "create_catrag_graph"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"anchoring", "dynamic_weighting", "key_fact_boost", "answer",
@@ -51,14 +53,9 @@ class CatragOptions(MethodOptions):
     fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence PPR gets one evidence place")
     fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
 
-    @model_validator(mode="before")
     @classmethod
-    def _check(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
-        for name, low in _INT_FLOORS.items():
-            check_int(name, opts[name], low)
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """See :meth:`MethodOptions.check_values`."""
         for name in ("passage_weight", "epsilon", "beta", "synonym_weight"):
             check_number(name, opts[name], 0.0)
         check_number("damping", opts["damping"], 0.0, 1.0, low_open=True, high_open=True)
@@ -66,7 +63,6 @@ class CatragOptions(MethodOptions):
         if opts["ppr_method"] not in ("auto", "exact", "push"):
             raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
-        return data
 
     def check_together(self) -> None:
         """Refuse ``rank_depth`` below ``top_passages`` (the evidence passages head the ranked list) and

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from langgraph_kgmem.errors import check_int
 from langgraph_kgmem.graphs.spec import MethodOptions
@@ -21,15 +21,13 @@ class KgiragOptions(MethodOptions):
     step: int | None = Field(None, description="hours of the time chain per hop (default: the plan's)")
     k0: int | None = Field(None, description="hops of round 0, 1 to 3 (default: the plan's)")
 
-    @model_validator(mode="before")
+    INT_FLOORS: ClassVar[Mapping[str, int]] = {"t_max": 1, "kappa": 1}
+    OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = {"step": 1}
+
     @classmethod
-    def _check(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            check_int("t_max", data.get("t_max", 12), 1)
-            check_int("kappa", data.get("kappa", 400), 1)
-            check_int("step (hours per hop)", data.get("step"), 1, optional=True)
-            check_int("k0", data.get("k0"), 1, 3, optional=True)
-        return data
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """See :meth:`MethodOptions.check_values`."""
+        check_int("k0", opts["k0"], 1, 3, optional=True)
 
 
 __all__ = ["KgiragOptions"]

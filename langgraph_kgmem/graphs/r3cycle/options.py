@@ -10,13 +10,13 @@ or the Graph-CoT baseline: another method, with its own name in the output and t
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from langchain_core.runnables import Runnable
-from pydantic import Field, model_validator
+from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from langgraph_kgmem.errors import KgmemInputError, check_int
+from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.spec import MethodOptions
 
 _INT_FLOORS = {"max_steps": 1, "max_cycles": 0, "top_n": 1}
@@ -25,6 +25,8 @@ _INT_FLOORS = {"max_steps": 1, "max_cycles": 0, "top_n": 1}
 class R3cycleOptions(MethodOptions):
     """R3-Cycle (and Graph-CoT: ``reflection=False``) options (see
     :func:`~langgraph_kgmem.graphs.r3cycle.create_r3cycle_graph`)."""
+
+    INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
 
     METHOD: ClassVar[str] = "create_r3cycle_graph"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"reflection", "memory_scope"})
@@ -38,14 +40,9 @@ class R3cycleOptions(MethodOptions):
     reflection: bool = Field(True, description="False: Graph-CoT (no verification, reflection or retry)")
     top_n: int = Field(1, description="node ids RetrieveNode returns")
 
-    @model_validator(mode="before")
     @classmethod
-    def _check(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
-        for name, low in _INT_FLOORS.items():
-            check_int(name, opts[name], low)
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """See :meth:`MethodOptions.check_values`."""
         verifier = opts["verifier"]
         if verifier is not None and not (callable(verifier) or isinstance(verifier, Runnable)):
             raise KgmemInputError(f"verifier must be a callable (question, answer, evidence) or a compiled graph, "
@@ -53,7 +50,6 @@ class R3cycleOptions(MethodOptions):
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
-        return data
 
 
 __all__ = ["R3cycleOptions"]

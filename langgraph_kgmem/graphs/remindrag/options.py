@@ -11,9 +11,9 @@ moves: the graph's contract with its caller, which needs a checkpointer).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Sequence
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.spec import MethodOptions
@@ -23,6 +23,8 @@ _INT_FLOORS = {"seeds_k": 1, "max_hops": 0, "max_replay_nodes": 0, "chunk_chars"
 
 class RemindragOptions(MethodOptions):
     """ReMindRAG options (see :func:`~langgraph_kgmem.graphs.remindrag.create_remindrag_graph`)."""
+
+    INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
 
     METHOD: ClassVar[str] = "create_remindrag_graph"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"memory_scope", "synonym_threshold", "human_in_the_loop"})
@@ -49,14 +51,9 @@ class RemindragOptions(MethodOptions):
                                                 "evidence place")
     fusion_strong: float = Field(1.01, description="adaptive fusion: from this confidence on, the walk's own order")
 
-    @model_validator(mode="before")
     @classmethod
-    def _check(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        opts = {name: data.get(name, f.default) for name, f in cls.model_fields.items()}
-        for name, low in _INT_FLOORS.items():
-            check_int(name, opts[name], low)
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """See :meth:`MethodOptions.check_values`."""
         check_int("max_steps", opts["max_steps"], 1, optional=True)
         check_number("alpha", opts["alpha"], 0.0, 1.0)
         check_number("lam (the replay threshold λ)", opts["lam"], -1.0, 1.0)
@@ -68,7 +65,6 @@ class RemindragOptions(MethodOptions):
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
-        return data
 
     @property
     def step_cap(self) -> int:
