@@ -91,7 +91,7 @@ class ReMindRAGAdapter:
             retrieved_count=len(evidence),
             extra={"hops": len(out.get("path") or []), "replayed_nodes": len((out.get("replayed") or {}).get("nodes", [])),
                    "replay_only": float(not out.get("path")), "enhanced": int(updates.get("enhanced", 0)),
-                   "penalised": int(updates.get("penalised", 0)), **fusion_extra(kg, out.get("fusion"))})
+                   "penalised": int(updates.get("penalised", 0)), **fusion_extra(ctx.kg, out.get("fusion"))})
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         kg = ctx.kg
