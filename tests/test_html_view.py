@@ -223,9 +223,26 @@ def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_p
 
     # control: the same graph without a run has no highlight colour, and its remembered edges
     # (the run's, red above) are drawn green
-    plain_canvas = screenshot(plain, tmp_path)[header:]
+    plain_img = screenshot(plain, tmp_path)
+    plain_header = int(np.argmax(~near(plain_img[:, 0], (0x22, 0x22, 0x22), 10)))   # no question line here
+    plain_canvas, plain_height = plain_img[plain_header:], WINDOW[1] - plain_header
     assert near(plain_canvas, HIGHLIGHT_RGB).sum() == 0
-    assert near(plain_canvas, MEMORY_RGB, 40).sum() > 20
+    # each remembered edge is drawn green along its segment (however short the layout draws it)
+    pdata = page_data(plain)
+    pvx, pvy, pvw, pvh = pdata["view"]
+    pscale = min(WINDOW[0] / pvw, plain_height / pvh)
+    pox, poy = ((WINDOW[0] - pvw * pscale) / 2 - pvx * pscale,
+                (plain_height - pvh * pscale) / 2 - pvy * pscale)
+    where = {n["id"]: (pox + n["x"] * pscale, poy + n["y"] * pscale) for n in pdata["nodes"]}
+    gys, gxs = np.nonzero(near(plain_canvas, MEMORY_RGB, 40))
+    remembered = [e for e in pdata["edges"] if e["mem"]]
+    assert remembered
+    for e in remembered:
+        (ax, ay), (bx, by) = where[e["src"]], where[e["dst"]]
+        t = np.clip(((gxs - ax) * (bx - ax) + (gys - ay) * (by - ay)) / max((bx - ax) ** 2 + (by - ay) ** 2, 1e-9),
+                    0.0, 1.0)
+        off = np.hypot(gxs - (ax + t * (bx - ax)), gys - (ay + t * (by - ay)))   # distance to the segment
+        assert (off < 4).sum() >= 3, f"remembered edge {e['src']}-{e['dst']} is not drawn green"
 
 
 # ------------------------------------------------------------------ the answering path, labels, layout
