@@ -20,10 +20,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "langgraph_kgmem"
 
-#: Files other work is rewriting right now, relative to the repository root; checked again once
-#: that work has landed (then this set is emptied).
-PENDING_FILES: frozenset[str] = frozenset()
-
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -154,16 +150,10 @@ def missing_docstrings(root: Path = PACKAGE, skip: frozenset[str] = frozenset())
 
 
 def test_every_public_name_has_a_docstring():
-    missing = missing_docstrings(skip=PENDING_FILES)
+    missing = missing_docstrings()
     assert not missing, (
         f"{len(missing)} public name(s) without a docstring; say what each does or returns (and why,"
         " where it matters):\n" + "\n".join(f"  {m.path}:{m.line} {m.qualname}" for m in missing))
-
-
-def test_pending_files_exist():
-    """A stale entry would hide nothing and linger; the set names files that are really there."""
-    gone = sorted(p for p in PENDING_FILES if not (ROOT / p).is_file())
-    assert not gone, f"PENDING_FILES names files that do not exist: {gone}; remove them from the set"
 
 
 def test_the_backends_rely_on_the_contract():
