@@ -27,7 +27,7 @@ from langgraph_kgmem.memory import KINDS, list_items, memory_namespaces
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 # how a structural edge reads between its two ends (a relation edge reads as its own relation text)
 EDGE_WORDS = {"context": "mentioned in", "anchor_chunk": "titles", "next": "followed by", "synonym": "same as"}

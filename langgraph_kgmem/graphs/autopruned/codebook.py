@@ -79,7 +79,7 @@ from langgraph_kgmem.kg.types import normalize_name
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 Channel = Literal["F", "Q", "A"]
 CHANNELS: tuple[Channel, ...] = ("F", "Q", "A")
