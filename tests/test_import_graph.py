@@ -49,6 +49,12 @@ def test_no_import_cycles():
     assert PKG_CYCLES == [], f"import cycles: {PKG_CYCLES}"
 
 
+def test_type_only_imports_point_down_too():
+    """Type checkers and documentation tools follow ``TYPE_CHECKING`` imports: they form no cycle either."""
+    cycles = import_cycles(import_graph(module_imports(PKG_MODULES, type_only=True), PKG_MODULES))
+    assert cycles == [], f"import cycles through type-only imports: {cycles}"
+
+
 def test_no_module_imports_another_modules_private_names():
     assert private_imports(PKG_IMPORTS) == []
 

@@ -50,14 +50,15 @@ def module_files(root: Path, package: str) -> dict[str, Path]:
     return out
 
 
-def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks."""
+def _runtime_nodes(tree: ast.AST, *, type_only: bool = False) -> Iterator[ast.AST]:
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks (with
+    ``type_only``, those too)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            if not type_only and isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 stack.extend(child.orelse)
                 continue
             stack.append(child)
@@ -72,13 +73,14 @@ def _absolute(module: str | None, level: int, importer: str, is_package: bool) -
     return ".".join([*base, module] if module else base)
 
 
-def module_imports(modules: dict[str, Path]) -> list[Import]:
-    """Every import among ``modules`` (imports of anything outside them are left out)."""
+def module_imports(modules: dict[str, Path], *, type_only: bool = False) -> list[Import]:
+    """Every import among ``modules`` (imports of anything outside them are left out); with
+    ``type_only``, the imports type checkers follow under ``if TYPE_CHECKING:`` too."""
     found: list[Import] = []
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
-        for node in _runtime_nodes(tree):
+        for node in _runtime_nodes(tree, type_only=type_only):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name in modules:

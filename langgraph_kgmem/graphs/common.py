@@ -24,7 +24,7 @@ from langgraph_kgmem.llm import (generate, innermost_model, is_offline, merge_us
 from langgraph_kgmem.llm.prompts import DATA_CLOSE, DATA_NOTE, DATA_OPEN, data_text, fence  # noqa: F401
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 # Bounds on what a model may say in a decision (pydantic constraints: a longer value is malformed

@@ -15,7 +15,7 @@ from langgraph_kgmem.graphs.catrag.schemas import CatragOutput, CatragState
 from langgraph_kgmem.graphs.common import InputState, method_model
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any = None,

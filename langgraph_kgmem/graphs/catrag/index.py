@@ -15,7 +15,7 @@ from langgraph_kgmem.kg.ppr import GraphSnapshot
 from langgraph_kgmem.ranking import adaptive_fuse, best_first, interleave, overlap_at, trust_share
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 @dataclass

@@ -35,7 +35,7 @@ from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.ranking import best_first
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from langgraph_kgmem.ingest.temporal_questions import NO_DEPARTURE, NO, YES, par
 from langgraph_kgmem.llm import decide, fresh_usage, generate, is_offline, model_label, render
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 # ------------------------------------------------------------------------------------ constants
 

@@ -22,7 +22,7 @@ from langgraph_kgmem.tools.graph_env import GraphEnv
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 def create_r3cycle_graph(

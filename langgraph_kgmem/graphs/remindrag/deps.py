@@ -14,7 +14,7 @@ from langgraph_kgmem.memory import EdgeMemory, resolve_store
 from langgraph_kgmem.memory import memory_scope as scope_of
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from langgraph_kgmem.graphs.remindrag.schemas import ReMindOutput, ReMindState
 from langgraph_kgmem.graphs.remindrag.view import GraphView
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 def create_remindrag_graph(

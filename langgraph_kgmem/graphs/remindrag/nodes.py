@@ -33,7 +33,7 @@ from langgraph_kgmem.memory import EdgeMemory
 from langgraph_kgmem.ranking import overlap_at
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 def retrieve_seeds(state: ReMindState, runtime: Runtime[RemindragOptions],

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Sequence
 from langgraph_kgmem.graphs.common import DATA_NOTE, content_words, fence
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 DECOMPOSE_PROMPT = """Split this question into the sub-questions one has to answer, in order, to answer it.
 A simple question stays one sub-question.

@@ -12,7 +12,7 @@ import numpy as np
 from langgraph_kgmem.graphs.remindrag.schemas import TRAVERSE_KINDS, UNIT_KINDS
 
 if TYPE_CHECKING:
-    from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
 @dataclass
