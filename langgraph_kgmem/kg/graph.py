@@ -187,6 +187,12 @@ class KnowledgeGraphCore:
         self._vector_cache.clear()
 
     @property
+    def schema_version(self) -> int:
+        """The storage schema version this KG is stored with (opening an older KG migrated it to the
+        current one: :mod:`~langgraph_kgmem.kg.backends.schema`)."""
+        return self._store.schema_version
+
+    @property
     def version(self) -> int:
         """Increases on every write; caches keyed on it stay valid until the graph changes."""
         return self._version
@@ -556,13 +562,14 @@ class KnowledgeGraphCore:
         return len(new)
 
     def put_document(self, doc_id: str, *, title: str, status: Literal["pending", "done"], n_chunks: int = 0,
-                     meta: dict[str, Any] | None = None) -> None:
+                     meta: dict[str, Any] | None = None, content_hash: str = "") -> None:
         """Record (or update) document ``doc_id``'s row: its title, whether its ingest is
         ``"pending"`` or ``"done"``, its chunk count and provenance ``meta``. Ingestion marks a
         document pending before its first write and done in the transaction of its last."""
         check_storable(doc_id, f"document id {doc_id!r}")
         with self.transaction():
-            self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta)
+            self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta,
+                                     content_hash=content_hash)
 
     def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
         """Record that document ``doc_id`` contributed these nodes and edges (deleting the document
