@@ -95,7 +95,8 @@ def _copy(src: KnowledgeGraph, dst: KnowledgeGraph) -> MigrationReport:
             dst.put_vectors("facts", fids, fmat, ["relation"] * len(fids), normalized=True)
         docs = src.documents()
         for d in docs:
-            dst.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"])
+            dst.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"],
+                             content_hash=d.get("content_hash"))
         for doc_id in [d["id"] for d in docs] + [DERIVED_SOURCE]:
             dst.add_sources(src.document_nodes(doc_id), src.document_edges(doc_id), doc_id)
         for alias, node_id, sim in src.aliases():
