@@ -26,6 +26,8 @@ EDGE_QUESTIONS_KEPT = 5        # most recent questions an edge memory remembers 
 EDGE_QUESTION_CHARS = 300      # each kept question at most this long: a record stays small
 
 
+INDEX_KIND = "provenance_index"    # which records rest on which document (memory/provenance.py)
+SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
 KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
          "summary": "summaries"}   # short names (CLI) -> the namespace label each method writes
 
@@ -203,9 +205,10 @@ class EdgeMemory:
 
         if vectors:
             records = {e: record(e, v) for e, v in sorted(vectors.items())}
-            self.store.batch([PutOp(self.ns, e, rec, index=False) for e, rec in records.items()])
-            if self.guard is not None:
-                self.guard.index("edge_memory", self.scope, {e: r["provenance"] for e, r in records.items()})
+            ops = [PutOp(self.ns, e, rec, index=False) for e, rec in records.items()]
+            if self.guard is not None:   # the records and their index entries in one batch
+                ops += self.guard.index_ops("edge_memory", self.scope, {e: r["provenance"] for e, r in records.items()})
+            self.store.batch(ops)
 
     def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None], *,
                question: str | None = None, credited: Iterable[str] = ()) -> int:
@@ -275,7 +278,12 @@ def memory_namespaces(store: BaseStore, kg_name: str, kind: str | None = None) -
     """Every namespace holding memory of KG ``kg_name`` (all scopes), optionally of one ``kind``."""
     label = _kind_label(kind)
     found = store.list_namespaces(prefix=(ROOT, check_kg_name(kg_name)), limit=100_000)
-    return sorted(ns for ns in found if label is None or ns[-1] == label)
+    return sorted(ns for ns in found if (label is None or ns[-1] == label) and not _bookkeeping(ns))
+
+
+def _bookkeeping(ns: tuple[str, ...]) -> bool:
+    """The provenance index and its list of tenants: how memory is found, not memory itself."""
+    return ns[-1] == SCOPES_KIND or (len(ns) >= 2 and ns[-2] == INDEX_KIND)
 
 
 def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:

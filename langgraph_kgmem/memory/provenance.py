@@ -8,10 +8,11 @@ it, so that no method replays memory resting on content that is gone:
 
 - **Invalidation in the call that changes the KG** (:func:`invalidate_documents`, which
   ``KnowledgeGraph.add_documents`` and ``KnowledgeGraph.delete_document`` call): an index per
-  tenant, namespace ``("kgmem", <kg>, *scope, "provenance_index")``, keyed by document id, lists
-  the ``(kind, key)`` of the records naming that document (:func:`index_records`). Only those
-  records are read and re-checked, so the cost follows the documents changed, not the memory's
-  size. A record whose provenance no longer holds is deleted; an edge memory whose edge the new
+  tenant and document, namespace ``("kgmem", <kg>, *scope, "provenance_index", <document label>)``,
+  holds one item per record naming that document (:func:`index_ops`, written in the record's own
+  batch), and ``("kgmem", <kg>, "provenance_scopes")`` lists the KG's tenants. Only those index
+  items and records are read and re-checked, so the cost follows the documents changed, not the
+  memory's size. A record whose provenance no longer holds is deleted; an edge memory whose edge the new
   version still holds (between two entities, or into a passage of an unchanged document) is
   kept with its provenance brought up to date; a codebook run page loses the runs resting on the
   old version (and the codebook's revision moves on, so every process reloads it).
@@ -25,18 +26,19 @@ Records written before provenance was kept carry none and are read as before.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.kg.backends import DERIVED_SOURCE
-from langgraph_kgmem.memory import ROOT, namespace
+from langgraph_kgmem.kg.types import content_hash
+from langgraph_kgmem.memory import INDEX_KIND, SCOPES_KIND, list_items, namespace
 from langgraph_kgmem.memory.locks import memory_lock
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
-INDEX_KIND = "provenance_index"
 PASSAGE_KINDS = ("chunk", "anchor")
 
 
@@ -106,51 +108,54 @@ def documents_of(provenance: Sequence[Mapping[str, Any]] | None) -> list[str]:
 
 # ------------------------------------------------------------------ the index
 
-def _index_lock(kg_name: str, scope: Sequence[str]) -> str:
-    return "provenance:" + "/".join((kg_name, *scope))
+def _doc_label(doc_id: str) -> str:
+    """The namespace label of a document's index entries (document ids may hold dots, which a
+    LangGraph namespace label may not)."""
+    return "doc-" + content_hash("provenance", doc_id)
+
+
+def index_ops(kg_name: str, scope: Sequence[str], kind: str,
+              records: Mapping[str, Sequence[Mapping[str, Any]] | None]) -> list[PutOp]:
+    """The writes that index records of ``kind`` (``records``: key → provenance) under each
+    document they name: one item per (document, record) in namespace ``("kgmem", kg, *scope,
+    "provenance_index", <document label>)``, and the tenant in the KG's list of tenants. Blind,
+    idempotent puts: a caller adds them to the batch that writes the records, so a record and its
+    index entries land together (in one transaction on SqliteStore, one statement on PostgresStore)."""
+    ops: list[PutOp] = []
+    for key, prov in sorted(records.items()):
+        for d in documents_of(prov):
+            ops.append(PutOp((*namespace(kg_name, INDEX_KIND, scope), _doc_label(d)), f"{kind}/{key}",
+                             {"doc": d, "kind": kind, "key": str(key)}, index=False))
+    if ops:
+        ops.append(PutOp(namespace(kg_name, SCOPES_KIND), json.dumps(list(scope)), {"scope": list(scope)},
+                         index=False))
+    return ops
+
+
+def index_records(store: BaseStore, kg_name: str, scope: Sequence[str], kind: str,
+                  records: Mapping[str, Sequence[Mapping[str, Any]] | None]) -> int:
+    """Write :func:`index_ops` in one batch; returns the number of index entries written."""
+    ops = index_ops(kg_name, scope, kind, records)
+    if ops:
+        store.batch(ops)
+    return max(len(ops) - 1, 0)
+
+
+def put_records(store: BaseStore, kg_name: str, kind: str, records: Mapping[str, Mapping[str, Any]],
+                scope: Sequence[str] = ()) -> None:
+    """Write records of ``kind`` (key → value, each with its ``"provenance"``) and their index
+    entries in one batch: the write path for any memory kind that rests on documents."""
+    if not records:
+        return
+    ns = namespace(kg_name, kind, scope)
+    store.batch([PutOp(ns, k, dict(v), index=False) for k, v in sorted(records.items())]
+                + index_ops(kg_name, scope, kind, {k: v.get("provenance") for k, v in records.items()}))
 
 
 def codebook_lock_key(kg_name: str, scope: Sequence[str] = ()) -> str:
     """The memory-lock key under which AutoPrunedRetriever's codebook of tenant ``scope`` is read
     and saved (invalidation takes it too before it rewrites a run page)."""
     return "codebook:" + "/".join((kg_name, *scope))
-
-
-def index_records(store: BaseStore, kg_name: str, scope: Sequence[str], kind: str,
-                  records: Mapping[str, Sequence[Mapping[str, Any]] | None]) -> int:
-    """Add ``(kind, key)`` to the index entry of every document each record's provenance names
-    (``records``: key → provenance), one batched read and one write under the index's lock.
-    Returns the number of index entries written. A lost update (a writer that bypasses the lock)
-    costs only the in-call invalidation of that record: the read-time check still applies."""
-    by_doc: dict[str, set[tuple[str, str]]] = {}
-    for key, prov in records.items():
-        for d in documents_of(prov):
-            by_doc.setdefault(d, set()).add((kind, str(key)))
-    if not by_doc:
-        return 0
-    ns = namespace(kg_name, INDEX_KIND, scope)
-    docs = sorted(by_doc)
-    with memory_lock(store, _index_lock(kg_name, scope)):
-        items = store.batch([GetOp(ns, d, refresh_ttl=False) for d in docs])
-        ops = []
-        for d, item in zip(docs, items):
-            have = {(k, key) for k, key in (item.value.get("refs", []) if item is not None else [])}
-            if not by_doc[d] <= have:
-                ops.append(PutOp(ns, d, {"refs": [list(r) for r in sorted(have | by_doc[d])]}, index=False))
-        if ops:
-            store.batch(ops)
-    return len(ops)
-
-
-def put_records(store: BaseStore, kg_name: str, kind: str, records: Mapping[str, Mapping[str, Any]],
-                scope: Sequence[str] = ()) -> None:
-    """Write records of ``kind`` (key → value, each with its ``"provenance"``) in one batch and
-    index them: the write path for any memory kind that rests on documents."""
-    if not records:
-        return
-    ns = namespace(kg_name, kind, scope)
-    store.batch([PutOp(ns, k, dict(v), index=False) for k, v in sorted(records.items())])
-    index_records(store, kg_name, scope, kind, {k: v.get("provenance") for k, v in records.items()})
 
 
 class Provenance:
@@ -169,9 +174,10 @@ class Provenance:
         """:func:`provenance_of_edges` of this KG."""
         return provenance_of_edges(self.kg, edge_ids)
 
-    def index(self, kind: str, scope: Sequence[str], records: Mapping[str, Sequence[Mapping[str, Any]] | None]) -> int:
-        """:func:`index_records` in this store for this KG."""
-        return index_records(self.store, self.kg.name, scope, kind, records)
+    def index_ops(self, kind: str, scope: Sequence[str],
+                  records: Mapping[str, Sequence[Mapping[str, Any]] | None]) -> list[PutOp]:
+        """:func:`index_ops` for this KG: to add to the batch that writes the records."""
+        return index_ops(self.kg.name, scope, kind, records)
 
 
 # ------------------------------------------------------------------ invalidation
@@ -179,42 +185,46 @@ class Provenance:
 def invalidate_documents(kg: "KnowledgeGraph", store: BaseStore, doc_ids: Iterable[str]) -> int:
     """Re-check every record that rests on the documents ``doc_ids`` (just replaced or deleted),
     in every tenant of KG ``kg``: delete what no longer holds, keep what does (see the module
-    docstring). Reads the index entries of these documents and the records they list, nothing
-    else. Returns the number of records (and codebook runs) invalidated."""
+    docstring). Reads the KG's list of tenants, the index entries of these documents and the
+    records they list, nothing else. Returns the number of records (and codebook runs) invalidated."""
     changed = sorted({d for d in doc_ids if d})
     if not changed:
         return 0
     total = 0
-    for ns in store.list_namespaces(prefix=(ROOT, kg.name), suffix=(INDEX_KIND,), limit=100_000):
-        scope = tuple(ns[2:-1])
-        items = store.batch([GetOp(ns, d, refresh_ttl=False) for d in changed])
-        refs = sorted({(k, key) for it in items if it is not None for k, key in it.value.get("refs", [])})
+    scopes_ns = namespace(kg.name, SCOPES_KIND)
+    scopes = sorted({tuple(it.value.get("scope", ())) for it in list_items(store, scopes_ns)
+                     if tuple(it.namespace) == scopes_ns})
+    for scope in scopes:
+        entries = []
+        for d in changed:
+            ns = (*namespace(kg.name, INDEX_KIND, scope), _doc_label(d))
+            entries += [it for it in list_items(store, ns) if tuple(it.namespace) == ns]
+        refs = sorted({(str(it.value["kind"]), str(it.value["key"])) for it in entries})
+        found = store.batch([GetOp(namespace(kg.name, kind, scope), key, refresh_ttl=False) for kind, key in refs])
         still: dict[tuple[str, str], set[str]] = {}
+        writes: list[PutOp] = []     # every delete and update of the scope, in one batch
         book_changed = False
-        for kind, key in refs:
-            gone, names = _recheck(kg, store, (*ns[:-1], kind), key, set(changed))
+        for (kind, key), item in zip(refs, found):
+            gone, still[(kind, key)] = _recheck(kg, store, namespace(kg.name, kind, scope), key, item,
+                                                set(changed), writes)
             total += gone
             book_changed = book_changed or (kind == "codebook" and gone > 0)
-            still[(kind, key)] = names
         if book_changed:
             _bump_codebook(store, kg.name, scope)
-        with memory_lock(store, _index_lock(kg.name, scope)):   # refs added meanwhile stay
-            now = store.batch([GetOp(ns, d, refresh_ttl=False) for d in changed])
-            ops = []
-            for d, item in zip(changed, now):
-                have = [tuple(r) for r in (item.value.get("refs", []) if item is not None else [])]
-                keep = [list(r) for r in have if r not in still or d in still[r]]
-                if item is not None and len(keep) != len(have):
-                    ops.append(PutOp(ns, d, {"refs": keep} if keep else None, index=False))
-            if ops:
-                store.batch(ops)
+        # an entry goes when its record no longer names its document (a new version's records
+        # write entries of their own)
+        writes += [PutOp(tuple(it.namespace), it.key, None) for it in entries
+                   if it.value["doc"] not in still.get((str(it.value["kind"]), str(it.value["key"])), set())]
+        if writes:
+            store.batch(writes)
     return total
 
 
-def _recheck(kg: "KnowledgeGraph", store: BaseStore, ns: tuple[str, ...], key: str,
-             changed: set[str]) -> tuple[int, set[str]]:
-    """Re-check one indexed record: (records or runs invalidated, documents it still names)."""
-    item = store.get(ns, key, refresh_ttl=False)
+def _recheck(kg: "KnowledgeGraph", store: BaseStore, ns: tuple[str, ...], key: str, item: Any,
+             changed: set[str], writes: list[PutOp]) -> tuple[int, set[str]]:
+    """Re-check one indexed record (``item``, as read): (records or runs invalidated, documents it
+    still names); its delete or update goes to ``writes`` (a codebook page is rewritten at once,
+    under the codebook's lock)."""
     if item is None:
         return 0, set()
     value = dict(item.value)
@@ -233,13 +243,13 @@ def _recheck(kg: "KnowledgeGraph", store: BaseStore, ns: tuple[str, ...], key: s
         if edge is not None and not stale_end:   # the new version states the same edge: its memory holds
             prov = provenance_of_edges(kg, [key])
             if prov != value["provenance"]:
-                store.put(ns, key, {**value, "provenance": prov}, index=False)
+                writes.append(PutOp(ns, key, {**value, "provenance": prov}, index=False))
             return 0, set(documents_of(prov))
-        store.delete(ns, key)
+        writes.append(PutOp(ns, key, None))
         return 1, set()
     if record_holds(kg, value):
         return 0, set(documents_of(value.get("provenance")))
-    store.delete(ns, key)
+    writes.append(PutOp(ns, key, None))
     return 1, set()
 
 
@@ -269,5 +279,6 @@ def _bump_codebook(store: BaseStore, kg_name: str, scope: Sequence[str]) -> None
                      PutOp(ns, "revision", {"revision": revision}, index=False)])
 
 
-__all__ = ["INDEX_KIND", "Provenance", "codebook_lock_key", "documents_of", "holds", "index_records", "invalidate_documents",
+__all__ = ["INDEX_KIND", "Provenance", "codebook_lock_key", "documents_of", "holds", "index_ops", "index_records",
+           "invalidate_documents",
            "provenance_for", "provenance_of_edges", "provenance_of_nodes", "put_records", "record_holds"]

@@ -75,7 +75,7 @@ import numpy as np
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.fast_embeddings import short_block
 from langgraph_kgmem.kg.types import normalize_name
-from langgraph_kgmem.memory.provenance import holds, index_records
+from langgraph_kgmem.memory.provenance import holds, index_ops
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -370,6 +370,7 @@ class Codebook:
         self.runs: dict[str, Run] = {}
         self.indexed_docs: dict[str, list[str]] = {}   # doc id → its F run ids
         self.doc_hashes: dict[str, str] = {}           # doc id → content hash of the version indexed
+        self._indexed: set[tuple[str, str]] = set()    # (run page, doc) pairs this process wrote index entries for
         self.run_counter = 0
         self.revision = 0
         self.fact_runs_changed = 0           # bumped when a fact run comes, goes or its chunks change
@@ -1204,8 +1205,13 @@ class Codebook:
         }, index=False))
         # the revision alone, so that checking for a newer codebook does not parse the whole meta
         ops.append(PutOp(ns, "revision", {"revision": revision}, index=False))
+        # the documents each page's runs rest on, indexed in the same batch (once per page and
+        # document in this process: the entries are idempotent)
+        fresh = {(k, p["doc"]) for k, prov in resting.items() for p in prov} - self._indexed
+        ops += index_ops(self.kg_name, self.scope, "codebook",
+                         {k: [{"doc": d} for kk, d in sorted(fresh) if kk == k] for k in resting})
         store.batch(ops)
-        index_records(store, self.kg_name, self.scope, "codebook", resting)
+        self._indexed |= fresh
         self.revision = revision
         self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
         self._dirty_all = self._dirty_docs = False

@@ -32,7 +32,7 @@ from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
-from langgraph_kgmem.memory.provenance import index_records, provenance_of_nodes, record_holds
+from langgraph_kgmem.memory.provenance import index_ops, provenance_of_nodes, record_holds
 from langgraph_kgmem.ranking import best_first
 
 if TYPE_CHECKING:
@@ -365,9 +365,8 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
             continue
         puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name,
                                   "provenance": provenance_of_nodes(kg, [v])}, index=False))
-    if puts:
-        store.batch(puts)
-        index_records(store, kg.name, (), SUMMARY_KIND, {op.key: op.value["provenance"] for op in puts})
+    if puts:   # the summaries and their provenance index entries in one batch
+        store.batch(puts + index_ops(kg.name, (), SUMMARY_KIND, {op.key: op.value["provenance"] for op in puts}))
     return out, usage
 
 
