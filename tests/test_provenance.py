@@ -324,3 +324,14 @@ def test_invalidation_reads_only_what_rests_on_the_changed_document(small_kg):
     store.touched = 0
     assert small_kg.add_documents([ULM_V2], model="offline").memories_invalidated == 1
     assert store.touched < 20          # the index entry and the one record, not the 2,000 others
+
+
+def test_the_async_ingest_invalidates_too(small_kg):
+    import asyncio
+
+    _, store = small_kg.persistence()
+    chunk = next(n.id for n in small_kg.nodes("chunk") if n.attrs["doc_id"] == "ulm")
+    put_records(store, "prov", "feedback", {"f1": {"provenance": provenance_for(small_kg, [chunk])}})
+    report = asyncio.run(small_kg.aadd_documents([ULM_V2], model="offline"))
+    assert report.documents_replaced == 1 and report.memories_invalidated == 1
+    assert store.get(("kgmem", "prov", "feedback"), "f1") is None
