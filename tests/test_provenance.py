@@ -305,13 +305,14 @@ def test_any_kind_with_a_provenance_field_is_invalidated(small_kg):
 
 
 class CountingStore(InMemoryStore):
-    """Counts the records a caller reads or writes."""
+    """Counts the items a caller reads or writes (each op, and each item a search returns)."""
 
     touched = 0
 
     def batch(self, ops):
-        self.touched += len(ops)
-        return super().batch(ops)
+        out = super().batch(ops)
+        self.touched += sum(len(r) if isinstance(r, list) else 1 for r in out)
+        return out
 
 
 def test_invalidation_reads_only_what_rests_on_the_changed_document(small_kg):
@@ -335,3 +336,19 @@ def test_the_async_ingest_invalidates_too(small_kg):
     report = asyncio.run(small_kg.aadd_documents([ULM_V2], model="offline"))
     assert report.documents_replaced == 1 and report.memories_invalidated == 1
     assert store.get(("kgmem", "prov", "feedback"), "f1") is None
+
+
+def test_the_benchmark_touches_the_same_items_at_any_memory_size(tmp_path):
+    from bench_helpers import TOOLS  # noqa: F401  (puts tools/ on sys.path)
+    from bench_provenance import main
+
+    out = tmp_path / "rows.json"
+    assert main(["--store", "memory", "--documents", "4", "--sizes", "30,300", "--changed", "1,2", "--repeat", "1",
+                 "--resting", "3", "--json", str(out)]) == 0
+    import json
+
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["memory_records"], r["documents_changed"], r["records_invalidated"]) for r in rows] == [
+        (30, 1, 3), (300, 1, 3), (300, 2, 6)]
+    assert rows[0]["items_touched"] == rows[1]["items_touched"] < rows[2]["items_touched"]
+    assert rows[1]["full_scan_items"] == 300
