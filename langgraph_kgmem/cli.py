@@ -110,7 +110,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
         for doc_id in args.ids:
             gone = kg.delete_document(doc_id)
-            print(f"deleted {doc_id}: {gone['nodes_removed']} node(s), {gone['edges_removed']} edge(s)")
+            print(f"deleted {doc_id}: {gone['nodes_removed']} node(s), {gone['edges_removed']} edge(s), "
+                  f"{gone.get('memories_invalidated', 0)} memory record(s) resting on it")
     return 0
 
 

@@ -26,6 +26,8 @@ EDGE_QUESTIONS_KEPT = 5        # most recent questions an edge memory remembers 
 EDGE_QUESTION_CHARS = 300      # each kept question at most this long: a record stays small
 
 
+INDEX_KIND = "provenance_index"    # which records rest on which document (memory/provenance.py)
+SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
 KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
          "summary": "summaries"}   # short names (CLI) -> the namespace label each method writes
 
@@ -154,15 +156,23 @@ class RecordMemory:
 
 class EdgeMemory:
     """Per-edge memory vectors (ReMindRAG) under ``("kgmem", kg_name, "edge_memory")`` as
-    ``{"v": [...], "n": updates applied, "q": [questions that strengthened it, most recent last]}``
-    (``"q"`` is absent in records written before it was kept).
+    ``{"v": [...], "n": updates applied, "q": [questions that strengthened it, most recent last],
+    "provenance": [{"doc", "hash"}]}`` (``"q"`` and ``"provenance"`` are absent in records written
+    before they were kept).
     Missing edges read as the zero vector. Reads and writes are one batched store call for the
-    edges asked about, so their cost does not grow with the memory's size."""
+    edges asked about, so their cost does not grow with the memory's size.
 
-    def __init__(self, store: BaseStore, kg_name: str, dim: int, scope: Sequence[str] = ()) -> None:
+    ``guard`` (a :class:`~langgraph_kgmem.memory.provenance.Provenance` of the KG): records whose
+    provenance no longer holds read as zero vectors, and every record written names the documents
+    its edge rests on and is indexed for invalidation."""
+
+    def __init__(self, store: BaseStore, kg_name: str, dim: int, scope: Sequence[str] = (), *,
+                 guard: Any = None) -> None:
         self.store = store
         self.ns = namespace(kg_name, "edge_memory", scope)
+        self.scope = tuple(scope)
         self.dim = dim
+        self.guard = guard
 
     def many(self, edge_ids: Iterable[str]) -> np.ndarray:
         """The memory vectors of ``edge_ids`` as rows, in their order, in one batched read (zero rows for
@@ -171,7 +181,7 @@ class EdgeMemory:
         out = np.zeros((len(ids), self.dim))
         if ids:
             for i, item in enumerate(self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])):
-                if item is not None:
+                if item is not None and (self.guard is None or self.guard.holds(item.value)):
                     out[i] = np.asarray(item.value["v"], dtype=np.float64)
         return out
 
@@ -189,10 +199,16 @@ class EdgeMemory:
                                    "n": int((counts or {}).get(e, 0))}
             if (questions or {}).get(e):
                 rec["q"] = list(questions[e])  # type: ignore[index]
+            if self.guard is not None:
+                rec["provenance"] = self.guard.of_edges([e])
             return rec
 
         if vectors:
-            self.store.batch([PutOp(self.ns, e, record(e, v), index=False) for e, v in sorted(vectors.items())])
+            records = {e: record(e, v) for e, v in sorted(vectors.items())}
+            ops = [PutOp(self.ns, e, rec, index=False) for e, rec in records.items()]
+            if self.guard is not None:   # the records and their index entries in one batch
+                ops += self.guard.index_ops("edge_memory", self.scope, {e: r["provenance"] for e, r in records.items()})
+            self.store.batch(ops)
 
     def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None], *,
                question: str | None = None, credited: Iterable[str] = ()) -> int:
@@ -214,6 +230,8 @@ class EdgeMemory:
             asked: dict[str, list[str]] = {}
             credit = set(credited) if question else set()
             for k, (eid, item) in enumerate(zip(ids, items)):
+                if item is not None and self.guard is not None and not self.guard.holds(item.value):
+                    item = None   # rests on a version that is gone: learnt again from nothing
                 old = np.asarray(item.value["v"], dtype=np.float64) if item is not None else np.zeros(self.dim)
                 v = change(k, old)
                 if v is not None:
@@ -260,7 +278,12 @@ def memory_namespaces(store: BaseStore, kg_name: str, kind: str | None = None) -
     """Every namespace holding memory of KG ``kg_name`` (all scopes), optionally of one ``kind``."""
     label = _kind_label(kind)
     found = store.list_namespaces(prefix=(ROOT, check_kg_name(kg_name)), limit=100_000)
-    return sorted(ns for ns in found if label is None or ns[-1] == label)
+    return sorted(ns for ns in found if (label is None or ns[-1] == label) and not _bookkeeping(ns))
+
+
+def _bookkeeping(ns: tuple[str, ...]) -> bool:
+    """The provenance index and its list of tenants: how memory is found, not memory itself."""
+    return ns[-1] == SCOPES_KIND or (len(ns) >= 2 and ns[-2] == INDEX_KIND)
 
 
 def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:

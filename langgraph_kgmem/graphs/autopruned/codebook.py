@@ -75,6 +75,7 @@ import numpy as np
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.fast_embeddings import short_block
 from langgraph_kgmem.kg.types import normalize_name
+from langgraph_kgmem.memory.provenance import holds, index_ops
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -328,6 +329,7 @@ class Run:
     doc: str = ""                                       # source document (F)
     seq: int = 0                                        # creation number (page key)
     by: str = ""                                        # the decider that gave the answer (A)
+    provenance: list[dict[str, str]] = field(default_factory=list)   # documents and versions it rests on (F, A)
 
     def to_json(self) -> dict[str, Any]:
         """The run as a JSON-native dict for a store page (``by`` only when set, so fact runs stay as they were)."""
@@ -337,6 +339,8 @@ class Run:
                "text": self.text, "links": tuple(self.links), "doc": self.doc, "seq": self.seq}
         if self.by:   # answer runs only: fact pages stay as they were
             out["by"] = self.by
+        if self.provenance:
+            out["provenance"] = tuple(dict(p) for p in self.provenance)
         return out
 
     @classmethod
@@ -344,7 +348,7 @@ class Run:
         """A run read back from :meth:`to_json`'s dict (fields a page written before them lacks take their defaults)."""
         return cls(d["id"], d["channel"], [int(x) for x in d["edges"]], list(d.get("chunks", [])),
                    d.get("text", ""), list(d.get("links", [])), d.get("doc", ""), int(d.get("seq", 0)),
-                   d.get("by", ""))
+                   d.get("by", ""), [dict(p) for p in d.get("provenance", ())])
 
 
 class Codebook:
@@ -365,6 +369,8 @@ class Codebook:
         self.edge_index: dict[tuple[int, int, int], int] = {}
         self.runs: dict[str, Run] = {}
         self.indexed_docs: dict[str, list[str]] = {}   # doc id → its F run ids
+        self.doc_hashes: dict[str, str] = {}           # doc id → content hash of the version indexed
+        self._indexed: set[tuple[str, str]] = set()    # (run page, doc) pairs this process wrote index entries for
         self.run_counter = 0
         self.revision = 0
         self.fact_runs_changed = 0           # bumped when a fact run comes, goes or its chunks change
@@ -500,12 +506,13 @@ class Codebook:
 
     # ------------------------------------------------------------------ runs
     def add_run(self, channel: Channel, edges: Sequence[int], *, chunks: Sequence[str] = (), text: str = "",
-                doc: str = "", by: str = "") -> Run:
+                doc: str = "", by: str = "", provenance: Sequence[dict[str, str]] = ()) -> Run:
         """Append a run of ``edges`` to ``channel`` with the next sequence number (its id is the channel
-        letter and that number, e.g. ``"Q12"``) and mark its page for saving."""
+        letter and that number, e.g. ``"Q12"``) and mark its page for saving. ``provenance``: the
+        documents and versions it rests on (see :mod:`langgraph_kgmem.memory.provenance`)."""
         self.run_counter += 1
         run = Run(f"{channel}{self.run_counter}", channel, list(edges), list(chunks), text, [], doc,
-                  self.run_counter, by)
+                  self.run_counter, by, [dict(p) for p in provenance])
         if channel == "Q" and self._questions is not None:
             self._questions.setdefault(question_key(text), []).append(run.id)
         self.runs[run.id] = run
@@ -573,15 +580,21 @@ class Codebook:
         passage is invisible to retrieval); ``"always"`` adds the phrase triples of every chunk to
         its relation edges (the lower-case content words an entity extractor misses); ``"never"``.
         """
-        known = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"]
+        rows = [d for d in kg.documents() if d.get("status", "done") == "done"]
+        known = [d["id"] for d in rows]
         known_set = set(known)
-        gone = [d for d in self.indexed_docs if d not in known_set]
+        # a document deleted, or replaced since it was indexed (the read-time provenance check):
+        # its fact runs go, and a replaced one is indexed again below
+        gone = [d for d in self.indexed_docs
+                if d not in known_set or not holds(kg, [{"doc": d, "hash": self.doc_hashes.get(d, "")}])]
         if gone:
             self._dirty_docs = True
+            gone_set = set(gone)
             # identical fact runs of several documents are kept once (consolidation): a run another
             # document still lists stays, with the deleted chunks dropped from its provenance
-            owner = {rid: d for d, rids in self.indexed_docs.items() if d in known_set for rid in rids}
+            owner = {rid: d for d, rids in self.indexed_docs.items() if d not in gone_set for rid in rids}
             for d in gone:
+                self.doc_hashes.pop(d, None)
                 for rid in self.indexed_docs.pop(d):
                     run = self.runs.get(rid)
                     if rid not in owner:
@@ -590,6 +603,7 @@ class Codebook:
                         run.chunks = [c for c in run.chunks if kg.node(c) is not None]
                         self.fact_runs_changed += 1
                         run.doc = owner[rid]
+                        run.provenance = [{"doc": owner[rid], "hash": self.doc_hashes.get(owner[rid], "")}]
                         self.touch_run(run)
         todo = [d for d in (documents if documents is not None else known)
                 if d not in self.indexed_docs and d in known_set]
@@ -608,8 +622,10 @@ class Codebook:
                 if c in chunk_ids:
                     by_chunk.setdefault(c, []).append(e)
         added = 0
+        version = {d["id"]: d.get("content_hash", "") for d in rows}
         for d in todo:
             run_ids: list[str] = []
+            prov = [{"doc": d, "hash": version.get(d, "")}]
             for node in sorted(chunks[d], key=lambda n: (int(n.attrs.get("index", 0)), n.id)):
                 text = node.text
                 lower = text.lower()
@@ -632,10 +648,11 @@ class Codebook:
                 items.sort(key=lambda x: (x[0], x[1], x[2], x[3]))
                 seq = list(dict.fromkeys(x[3] for x in items if x[3] is not None))
                 for part in self.segment(kg, seq, **(segment_opts or {})):
-                    run = self.add_run("F", part, chunks=[node.id], doc=d)
+                    run = self.add_run("F", part, chunks=[node.id], doc=d, provenance=prov)
                     run_ids.append(run.id)
                     added += 1
             self.indexed_docs[d] = run_ids
+            self.doc_hashes[d] = version.get(d, "")
             self._dirty_docs = True
         return {"documents": len(todo), "runs": added}
 
@@ -1101,6 +1118,8 @@ class Codebook:
         for keep, *rest in (g for g in groups.values() if len(g) > 1):
             for run in rest:   # an identical fact run: keep one, union the provenance
                 keep.chunks = list(dict.fromkeys(keep.chunks + run.chunks))
+                keep.provenance = sorted({p["doc"]: p for p in keep.provenance + run.provenance}.values(),
+                                         key=lambda p: p["doc"])
                 self.fact_runs_changed += 1
                 self.touch_run(keep)
                 if run.doc in self.indexed_docs:
@@ -1170,11 +1189,14 @@ class Codebook:
             ops += [PutOp(ns, f"{name}:{p:06d}", {"rows": rows_of(p * page, min(sizes[name], (p + 1) * page))},
                           index=False) for p in pages]
         run_pages = range(self.run_counter // page + 1) if self._dirty_all else sorted(self._dirty["runs"])
+        resting: dict[str, list[dict[str, str]]] = {}   # run page → the provenance of its runs
         for p in run_pages:  # a page holds the runs with seq in [p·page, (p+1)·page)
-            ids = (self._by_seq.get(seq) for seq in range(p * page, (p + 1) * page))
-            ops.append(PutOp(ns, f"runs:{p:06d}", {"runs": [self.runs[r].to_json() for r in ids if r]}, index=False))
+            runs = [self.runs[r] for r in (self._by_seq.get(seq) for seq in range(p * page, (p + 1) * page)) if r]
+            ops.append(PutOp(ns, f"runs:{p:06d}", {"runs": [r.to_json() for r in runs]}, index=False))
+            resting[f"runs:{p:06d}"] = [x for r in runs for x in r.provenance]
         if self._dirty_docs or self._dirty_all:  # doc → run ids changes only when documents are indexed
-            ops.append(PutOp(ns, "docs", {"indexed_docs": self.indexed_docs}, index=False))
+            ops.append(PutOp(ns, "docs", {"indexed_docs": self.indexed_docs, "doc_hashes": self.doc_hashes},
+                             index=False))
         revision = self.revision + 1
         ops.append(PutOp(ns, "meta", {
             "format": FORMAT, "revision": revision, "run_counter": self.run_counter, "page": page,
@@ -1183,7 +1205,13 @@ class Codebook:
         }, index=False))
         # the revision alone, so that checking for a newer codebook does not parse the whole meta
         ops.append(PutOp(ns, "revision", {"revision": revision}, index=False))
+        # the documents each page's runs rest on, indexed in the same batch (once per page and
+        # document in this process: the entries are idempotent)
+        fresh = {(k, p["doc"]) for k, prov in resting.items() for p in prov} - self._indexed
+        ops += index_ops(self.kg_name, self.scope, "codebook",
+                         {k: [{"doc": d} for kk, d in sorted(fresh) if kk == k] for k in resting})
         store.batch(ops)
+        self._indexed |= fresh
         self.revision = revision
         self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
         self._dirty_all = self._dirty_docs = False
@@ -1252,8 +1280,9 @@ class Codebook:
         book.run_counter = int(meta["run_counter"])
         book.checked_entities = int(meta.get("checked_entities", 0))
         book._f_unchecked = bool(meta.get("fact_runs_unchecked", True))
-        docs = (items.get("docs") or meta).get("indexed_docs", {})  # in meta: written by an older version
-        book.indexed_docs = {k: list(v) for k, v in docs.items()}
+        docs_record = items.get("docs") or meta   # in meta: written by an older version
+        book.indexed_docs = {k: list(v) for k, v in docs_record.get("indexed_docs", {}).items()}
+        book.doc_hashes = {k: str(v) for k, v in docs_record.get("doc_hashes", {}).items()}
         book.history = list(meta.get("history", []))
         book.revision = int(meta["revision"])
         return book

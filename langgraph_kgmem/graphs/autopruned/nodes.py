@@ -32,6 +32,7 @@ from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_
                                            run_model)
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import count_tokens, fresh_usage, generate, is_offline, model_label
+from langgraph_kgmem.memory.provenance import provenance_for
 from langgraph_kgmem.ranking import best_first, fusion_depth, trust_share
 def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                *, deps: AutoprunedDeps) -> dict[str, Any]:
@@ -354,9 +355,10 @@ def memorize(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                 a_edges = book.indexify(trips)  # empty when the codebook refused every symbol
             if grounded and a_edges:
                 # one answer run per answer, grounds and decider: its provenance is what it says
-                same = [r for r in book.runs_of("A")
-                        if r.edges == a_edges and r.text == ans and r.by == by and r.chunks == cited]
-                run = same[0] if same else book.add_run("A", a_edges, chunks=cited, text=ans, by=by)
+                prov = provenance_for(deps.kg, cited)
+                same = [r for r in book.runs_of("A") if r.edges == a_edges and r.text == ans and r.by == by
+                        and r.chunks == cited and r.provenance == prov]
+                run = same[0] if same else book.add_run("A", a_edges, chunks=cited, text=ans, by=by, provenance=prov)
                 if not same:
                     new.append(run.id)
                 for q in q_runs:

@@ -32,6 +32,7 @@ from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
+from langgraph_kgmem.memory.provenance import index_ops, provenance_of_nodes, record_holds
 from langgraph_kgmem.ranking import best_first
 
 if TYPE_CHECKING:
@@ -329,7 +330,9 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
                        tau: int, concurrency: int = 1) -> tuple[dict[str, str], dict[str, Any]]:
     """C(v) for each neighbour: its facts when it has ≤ τ of them, else its LLM summary, generated
     once and cached in the store (namespace ``("kgmem", kg name, "summaries")``, key = entity id;
-    regenerated only when the entity's fact count changed). One batched store read, one write; the
+    regenerated when the entity's fact count changed, or a document it rests on is gone or was
+    replaced: its ``provenance`` is the entity's documents, checked by
+    :func:`~langgraph_kgmem.memory.provenance.record_holds`). One batched store read, one write; the
     missing summaries are generated ``concurrency`` at a time."""
     from langgraph.store.base import GetOp, PutOp
 
@@ -342,7 +345,7 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
         return out, usage
     todo: list[tuple[str, str, list[str]]] = []
     for v, item in zip(need, store.batch([GetOp(ns, v) for v in need])):
-        if item is not None and item.value.get("facts") == len(facts[v]):
+        if item is not None and item.value.get("facts") == len(facts[v]) and record_holds(kg, item.value):
             out[v] = str(item.value["summary"])
             continue
         node = kg.node(v)
@@ -360,9 +363,10 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
         out[v] = text = text[:MAX_SUMMARY_CHARS]
         if u.get("fallbacks"):  # the model failed twice: this run shows the facts themselves, nothing is cached
             continue
-        puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name}, index=False))
-    if puts:
-        store.batch(puts)
+        puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name,
+                                  "provenance": provenance_of_nodes(kg, [v])}, index=False))
+    if puts:   # the summaries and their provenance index entries in one batch
+        store.batch(puts + index_ops(kg.name, (), SUMMARY_KIND, {op.key: op.value["provenance"] for op in puts}))
     return out, usage
 
 

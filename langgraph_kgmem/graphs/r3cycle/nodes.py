@@ -194,11 +194,11 @@ def act(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -> di
 
 def write_trajectory(deps: R3Deps, state: R3State, **outcome: Any) -> None:
     """Store the current attempt's trajectory (rewritten as it grows; ``outcome``/``verdict`` at the end)."""
-    deps.memory("trajectories").put(f"{state['run_id']}-{state['attempt']}", {
+    deps.remember("trajectories", f"{state['run_id']}-{state['attempt']}", {
         "run_id": state["run_id"], "question": state["question"], "method": deps.method,
         "attempt": state["attempt"], "budget": state["budget"], "guidance": state.get("guidance", ""),
         "steps": state.get("steps", []), "path": state.get("path", []), "answer": state.get("final"),
-        "outcome": None, **outcome})
+        "outcome": None, **outcome}, state.get("visited", []))
 
 
 def record(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -> dict[str, Any]:
@@ -267,7 +267,7 @@ def reflect(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -
                  "path": state.get("path", [])})
     rec = {"run_id": state["run_id"], "question": state["question"], "attempt": state["attempt"],
            "failure_type": failure, "answer": state.get("final"), **decision.model_dump()}
-    deps.memory("reflections").put(f"{state['run_id']}-{state['attempt']}", rec)
+    rec = deps.remember("reflections", f"{state['run_id']}-{state['attempt']}", rec, state.get("visited", []))
     emit_progress({"event": "reflect", "attempt": state["attempt"], "failure_type": failure, "retry": decision.retry})
     return {"reflections": [*state.get("reflections", []), rec], "retry": decision.retry, "usage": usage}
 

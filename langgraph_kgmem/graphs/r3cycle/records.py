@@ -11,6 +11,7 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.common import MAX_REASON_CHARS, normalize_answer
 from langgraph_kgmem.graphs.r3cycle.schemas import Outcome, Verdict
 from langgraph_kgmem.memory import RecordMemory
+from langgraph_kgmem.memory.provenance import record_holds
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -61,16 +62,22 @@ def close_attempt(state: dict[str, Any], outcome: Outcome, verdict: dict[str, An
             "visited": list(state.get("visited", [])), "verdict": verdict}
 
 
-def load_run(store: "BaseStore", kg_name: str, run_id: str, scope: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
+def load_run(store: "BaseStore", kg_name: str, run_id: str, scope: Sequence[str] = (), *,
+             kg: Any = None) -> dict[str, list[dict[str, Any]]]:
     """The persisted trajectories and reflections of one run (``out["run_id"]``), by attempt:
-    ``{"trajectories": [...], "reflections": [...]}`` (``scope``: the run's memory scope labels)."""
+    ``{"trajectories": [...], "reflections": [...]}`` (``scope``: the run's memory scope labels).
+    With ``kg``, a record resting on a document version that is gone reads as absent
+    (:func:`~langgraph_kgmem.memory.provenance.record_holds`)."""
     trajectories = RecordMemory(store, kg_name, "trajectories", scope)
     reflections = RecordMemory(store, kg_name, "reflections", scope)
     out: dict[str, list[dict[str, Any]]] = {"trajectories": [], "reflections": []}
-    while (rec := trajectories.get(f"{run_id}-{len(out['trajectories'])}")) is not None:
-        out["trajectories"].append(rec)
-    for attempt in range(len(out["trajectories"])):
-        if (ref := reflections.get(f"{run_id}-{attempt}")) is not None:
+    attempt = 0
+    while (rec := trajectories.get(f"{run_id}-{attempt}")) is not None:
+        if kg is None or record_holds(kg, rec):
+            out["trajectories"].append(rec)
+        attempt += 1
+    for n in range(attempt):
+        if (ref := reflections.get(f"{run_id}-{n}")) is not None and (kg is None or record_holds(kg, ref)):
             out["reflections"].append(ref)
     return out
 
