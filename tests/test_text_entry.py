@@ -79,6 +79,18 @@ def test_decisions_replies_and_tool_calls_are_normalised():
     assert raw.content == "thinking \ufffd" and raw.tool_calls[0]["args"] == {"answer": "Warsaw \ufffd"}
 
 
+def test_a_fallback_records_the_raw_reply_normalised():
+    """The raw reply a fallback records goes into the run's usage, so into its checkpoint
+    (``parsing.clean_reply``)."""
+    from langgraph_kgmem.graphs.autopruned.schemas import TextTriples
+    from langgraph_kgmem.llm import decide
+    from langgraph_kgmem.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=["no json \udc80\x00 here"] * 2)
+    _, usage = decide(model, TextTriples, "extract", step="t", offline=lambda: TextTriples(triples=[]))
+    assert usage["fallbacks"][0]["raw"] == "no json \ufffd here"
+
+
 def test_a_decision_left_empty_by_normalising_is_malformed_output():
     from pydantic import BaseModel, Field
 
