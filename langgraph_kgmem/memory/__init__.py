@@ -30,12 +30,34 @@ INDEX_KIND = "provenance_index"    # which records rest on which document (memor
 SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
 KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
          "summary": "summaries"}   # short names (CLI) -> the namespace label each method writes
+# the package's own bookkeeping beside the memories (listed by neither `kgmem memory --kind` nor
+# the CLI's choices): valid namespace kinds and reserved tenant labels like the KINDS
+SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND})
+# Every kind of memory is registered in KINDS or SYSTEM_KINDS (a namespace of any other kind is
+# refused): what a tenant label may not be is read from there, so a new kind is reserved the day
+# it is added.
+
+
+def reserved_labels() -> frozenset[str]:
+    """The labels no tenant may take: every kind's namespace label and short name
+    (:data:`KINDS`), and the root ``"kgmem"``. A tenant ``("codebook",)`` would make its
+    namespace ``("kgmem", kg, "codebook", "codebook")`` sit below the shared codebook's, so a
+    search of one would find the other's items."""
+    return frozenset(KINDS) | frozenset(KINDS.values()) | SYSTEM_KINDS | {ROOT}
 
 
 def namespace(kg_name: str, kind: str, scope: Sequence[str] = ()) -> tuple[str, ...]:
-    """The store namespace of memory ``kind`` of KG ``kg_name`` for tenant ``scope``:
-    ``("kgmem", kg_name, *scope, kind)``, each part checked (:func:`check_kg_name`,
-    :func:`check_scope_label`) so no two KGs or tenants can share one."""
+    """The store namespace of memory ``kind`` (a namespace label of :data:`KINDS`) of KG
+    ``kg_name`` for tenant ``scope``: ``("kgmem", kg_name, *scope, kind)``, each part checked
+    (:func:`check_kg_name`, :func:`check_scope_label`) so no two KGs, tenants or kinds can share
+    one, nor one lie below another.
+
+    Raises:
+        KgmemInputError: a kind not registered in :data:`KINDS`, or a bad KG name or tenant."""
+    if kind not in KINDS.values() and kind not in SYSTEM_KINDS:
+        raise KgmemInputError(f"unknown memory kind label {kind!r}: memory kinds are registered in "
+                              f"langgraph_kgmem.memory.KINDS ({', '.join(sorted(KINDS.values()))}) "
+                              "or SYSTEM_KINDS")
     return (ROOT, check_kg_name(kg_name), *(check_scope_label(x) for x in scope), kind)
 
 
@@ -45,14 +67,19 @@ _CONTROL = frozenset(chr(c) for c in [*range(0x20), 0x7F])
 def check_scope_label(text: object, origin: object = None) -> str:
     """A tenant label of a memory namespace: 1-128 characters, no dot (LangGraph's namespace
     separator), no control character or lone surrogate (no store can keep them the same way:
-    PostgreSQL refuses NUL, UTF-8 cannot encode a surrogate). Refused as
+    PostgreSQL refuses NUL, UTF-8 cannot encode a surrogate), and none of the
+    :func:`reserved_labels` (a memory kind's name, the root). Refused as
     :class:`KgmemInputError` before any store is touched."""
     bad = not isinstance(text, str) or not text or "." in text or len(text) > 128 or \
         any(c in _CONTROL or "\ud800" <= c <= "\udfff" for c in text)
+    where = f" (from {origin!r})" if origin is not None else ""
     if bad:
-        where = f" (from {origin!r})" if origin is not None else ""
         raise KgmemInputError(f"memory scope label {text!r}{where} must be 1-128 characters without dots, control "
                               "characters or lone surrogates: give each tenant (user_id ...) a plain id")
+    if text in reserved_labels():
+        raise KgmemInputError(f"memory scope label {text!r}{where} is the name of a memory kind (or the root), which "
+                              f"no tenant may take ({', '.join(sorted(reserved_labels()))}): its memory would sit "
+                              "below the shared memory of that kind. Give the tenant another id, e.g. 'user-codebook'")
     return text
 
 
@@ -119,11 +146,13 @@ def resolve_store(store: BaseStore | None) -> BaseStore:
 
 
 def list_items(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
-    """Every item under namespace ``ns`` (and the namespaces below it), read a page at a time."""
-    items, offset = [], 0
+    """Every item of namespace ``ns`` itself, read a page at a time. A store's search takes a
+    namespace *prefix*, so it also returns the items of every namespace below ``ns``: they are
+    another tenant's or another kind's, and are left out (matched exactly, on every store)."""
+    items, offset, ns = [], 0, tuple(ns)
     while True:
         batch = store.search(ns, limit=page, offset=offset)
-        items.extend(batch)
+        items.extend(it for it in batch if tuple(it.namespace) == ns)
         if len(batch) < page:
             return items
         offset += page
@@ -332,5 +361,5 @@ def edge_memory_counts(store: BaseStore, kg_name: str) -> dict[str, int]:
     return counts
 
 
-__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
-           "memory_namespaces", "memory_scope", "namespace", "reset_memory", "resolve_store"]
+__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "SYSTEM_KINDS", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
+           "memory_namespaces", "memory_scope", "namespace", "reserved_labels", "reset_memory", "resolve_store"]

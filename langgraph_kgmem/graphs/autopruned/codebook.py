@@ -33,12 +33,17 @@ Answer memory (the ``Q`` and ``A`` runs) is held to two rules, so that it is rig
 
 - **Same question** (:func:`question_key`): a stored answer is replayed only for a question whose
   key equals the key of the question it answered. The key is the text under Unicode NFKC,
-  casefolded, zero-width and other format characters removed, every punctuation mark replaced by
-  a space except a mark between two digits (``1.5``, ``3/4``, ``1,000``), a ``-`` or ``+`` that
-  opens a number (``-5``) and a ``%`` that closes one (``50%``), and whitespace runs collapsed to
-  one space, trimmed. So case, spacing, quotes, full-width forms and the question mark do not
-  matter, while a question that differs in any word, name, year, number or negation is another
-  question. It is exact and can be explained to a user; a rephrasing ("Where was X born?" / "In
+  casefolded, zero-width and other format characters removed, whitespace runs collapsed to one
+  space, trimmed; the marks that only shape a sentence (``. , ; : ? ! ¿ ¡``, quotes and
+  apostrophes) become spaces, except ``.``, ``,`` or ``:`` between two digits (``1.5``,
+  ``1,000``, ``10:30``); every other mark or symbol (operators ``+ - * / = < > ^ %``, brackets,
+  currency signs ...) is a word of its own, so spacing around it does not matter
+  (``5*3`` = ``5 * 3``) but it does (``5 * 3`` ≠ ``5 - 3``), with the dashes and ``−`` read as
+  ``-``, ``×`` and ``∗`` as ``*``, ``÷``, ``⁄`` and ``∕`` as ``/``; a run of superscripts is
+  written after ``^`` and one of subscripts after ``_`` (``10²`` = ``10^2`` ≠ ``102``,
+  ``H₂O`` ≠ ``H2O``). So case, spacing, quotes, full-width forms and the question mark do not
+  matter, while a question that differs in any word, name, year, number, operator, exponent or
+  negation is another question. It is exact and can be explained to a user; a rephrasing ("Where was X born?" / "In
   which city was X born?") is another question: memory stays silent rather than risk a wrong answer.
 - **Grounded** (:func:`answer_terms`, :func:`cite_passages`): an answer is stored as a reusable
   ``A`` run only when every one of its content words (NFKC, casefolded Unicode word tokens, less
@@ -165,7 +170,26 @@ def phrase_triples(text: str, *, max_per_sentence: int = 8, max_phrase_words: in
 # --------------------------------------------------------------------------------------------
 # answer memory: which question an answer may be replayed for, and what grounds it
 
-_SIGN_BEFORE_DIGIT = frozenset("-+")
+# the question key's characters (see question_key): marks that only shape a sentence, the dashes
+# and signs written one way, and the tags of raised and lowered characters
+_HARMLESS_MARKS = frozenset(".,;:?!¿¡'\"`´")
+_BETWEEN_DIGITS = frozenset(".,:")        # a decimal point, a thousands separator, a time: glued
+_SAME_SIGN = {"\u2212": "-", "\u2217": "*", "\u00d7": "*", "\u00f7": "/", "\u2044": "/", "\u2215": "/"}
+_SCRIPT_MARKS = {"<super>": "^", "<sub>": "_"}
+
+
+def _marked_scripts(text: str) -> str:
+    """``text`` with each run of superscript characters opened by `` ^ `` and each run of
+    subscripts by `` _ ``, so NFKC (which writes ``²`` as ``2``) keeps ``10²`` apart from ``102``."""
+    out: list[str] = []
+    mode = None
+    for ch in text:
+        mark = _SCRIPT_MARKS.get(unicodedata.decomposition(ch).split(" ", 1)[0]) if ord(ch) > 127 else None
+        if mark != mode:
+            out.append(f" {mark} " if mark else " ")
+            mode = mark
+        out.append(ch)
+    return "".join(out)
 
 
 def question_key(text: str) -> str:
@@ -178,23 +202,27 @@ def question_key(text: str) -> str:
     False
     >>> question_key("A 1.5 m telescope?") == question_key("A 15 m telescope?")
     False
+    >>> question_key("What is 10² ?") == question_key("What is 102 ?")
+    False
+    >>> question_key("What is 5 * 3?") == question_key("What is 5 - 3?")
+    False
+    >>> question_key("What is 5*3?") == question_key("what is 5 * 3")
+    True
     """
-    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", str(text)).casefold())
+    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", _marked_scripts(str(text))).casefold())
     out: list[str] = []
     n = len(s)
     for i, ch in enumerate(s):
         cat = unicodedata.category(ch)
         if cat == "Cf":          # zero-width and other invisible format characters
             continue
-        if cat.startswith("P"):
-            before = s[i - 1] if i else ""
-            after = s[i + 1] if i + 1 < n else ""
-            numeric = ((before.isdigit() and after.isdigit())
-                       or (ch in _SIGN_BEFORE_DIGIT and after.isdigit() and not before.isalnum())
-                       or (ch == "%" and before.isdigit()))
-            out.append(ch if numeric else " ")
-        elif cat.startswith("C") or ch.isspace():
+        if ch.isspace() or cat.startswith("C"):
             out.append(" ")
+        elif ch in _HARMLESS_MARKS or cat in ("Pi", "Pf"):   # quotes, and marks that end or split a sentence
+            between = 0 < i < n - 1 and s[i - 1].isdigit() and s[i + 1].isdigit()
+            out.append(ch if between and ch in _BETWEEN_DIGITS else " ")
+        elif cat.startswith(("P", "S")):   # an operator, a bracket, a sign, a symbol: a word of its own
+            out.append(f" {'-' if cat == 'Pd' else _SAME_SIGN.get(ch, ch)} ")
         else:
             out.append(ch)
     return " ".join("".join(out).split())

@@ -139,7 +139,19 @@ class AutoprunedDeps:
         released, so no writer overwrites runs it never saw."""
         store = resolve_store(self.store)
         with self.lock, memory_lock(store, self.lock_key(scope)):
-            yield self.book(scope)
+            try:
+                yield self.book(scope)
+            except BaseException:
+                # the codebook in hand holds what this run changed and the store did not take:
+                # kept, it would be saved again (and fail again) by every later run of this
+                # compiled graph, so the next run reloads the stored one instead
+                self.forget(store, scope)
+                raise
+
+    def forget(self, store: Any, scope: tuple[str, ...] = ()) -> None:
+        """Drop the codebook of ``store`` and ``scope`` this process holds (the next run reloads it)."""
+        self._books.pop((id(store), scope), None)
+        self._synced.pop((id(store), scope), None)
 
     def servable(self, book: Codebook, run: Run) -> bool:
         """Whether a stored answer run may be served (replayed, or shown as a known answer): it

@@ -12,6 +12,7 @@ from langgraph_kgmem.graphs.common import MAX_REASON_CHARS, normalize_answer
 from langgraph_kgmem.graphs.r3cycle.schemas import Outcome, Verdict
 from langgraph_kgmem.memory import RecordMemory
 from langgraph_kgmem.memory.provenance import record_holds
+from langgraph_kgmem.storable import storable
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -30,15 +31,23 @@ def exact_match_verifier(gold: str | Sequence[str]) -> Callable[[str, str, list[
     return verify
 
 
+def _reason(text: Any) -> str:
+    # a verifier is the caller's code: its reason is normalised like a model's text, since it
+    # is stored with the trajectory (and a pydantic string refuses a lone surrogate)
+    return storable(str(text)[:MAX_REASON_CHARS], "a verifier's reason", source="model")
+
+
 def as_verdict(result: Any) -> tuple[Verdict, dict[str, Any]]:
-    """Normalize a verifier's result into (Verdict, usage)."""
+    """Normalize a verifier's result into (Verdict, usage); its reason normalised as model text
+    (:func:`~langgraph_kgmem.storable.storable`)."""
     usage: dict[str, Any] = {}
     if isinstance(result, Verdict):
-        return result, usage
+        reason = _reason(result.reason)
+        return (result if reason == result.reason else result.model_copy(update={"reason": reason})), usage
     if isinstance(result, bool):
         return Verdict(ok=result, reason="accepted" if result else "rejected by the verifier"), usage
     if isinstance(result, tuple) and len(result) == 2:
-        return Verdict(ok=bool(result[0]), reason=str(result[1])[:MAX_REASON_CHARS]), usage
+        return Verdict(ok=bool(result[0]), reason=_reason(result[1])), usage
     if isinstance(result, BaseModel):
         result = result.model_dump()
     if isinstance(result, dict):
@@ -47,7 +56,7 @@ def as_verdict(result: Any) -> tuple[Verdict, dict[str, Any]]:
         if isinstance(data, BaseModel):
             data = data.model_dump()
         if isinstance(data, dict) and "ok" in data:
-            return Verdict(ok=bool(data["ok"]), reason=str(data.get("reason", ""))[:MAX_REASON_CHARS]), usage
+            return Verdict(ok=bool(data["ok"]), reason=_reason(data.get("reason", ""))), usage
     raise KgmemInputError(
         f"a verifier must return a Verdict, a bool, (ok, reason) or a dict with 'ok'; got {type(result).__name__}: "
         f"{str(result)[:200]}")
