@@ -27,6 +27,7 @@ from langgraph_kgmem.graphs.remindrag.schemas import (MAX_BACKWARD, MAX_CANDIDAT
                                                       OFFLINE_COVERAGE, SEED_POOL, NextMove, ReMindState, SubQuestions,
                                                       Sufficiency, UsefulMarks, read_person_move)
 from langgraph_kgmem.graphs.remindrag.view import Expansion, effective_edges, evidence_ids, s_adjacency
+from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory
@@ -287,8 +288,10 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
     reason = "sufficient" if state.get("sufficient") else (
         "max_hops" if state.get("hops", 0) >= opts.max_hops else
         "max_steps" if state.get("steps", 0) >= opts.step_cap else "exhausted")
+    run = finish_run(kg, method=METHOD, question=question, evidence=evidence, answer=text, store=deps.store,
+                     scope=opts.memory_scope)
     return {"answer": text, "evidence": evidence, "usage": usage, "stop_reason": reason,
-            **({"fusion": fusion} if fusion else {})}
+            **({"fusion": fusion} if fusion else {}), **run}
 
 
 def memorize(state: ReMindState, runtime: Runtime[RemindragOptions],
