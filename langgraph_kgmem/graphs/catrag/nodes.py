@@ -267,10 +267,12 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
         if i is not None and w > 0:
             reset[i] += w
     n_seeds = int(np.count_nonzero(reset))
+    seed_mass = float(reset.sum())
     dense, credited = with_experience(deps, opts, state["question"], dense_scores(kg, idx, state["question"]))
     if opts.passage_weight > 0 and len(dense):
         np.add.at(reset, idx.chunk_rows, minmax(dense) * opts.passage_weight)
     ov = {(a, b): float(m) for a, b, m in state.get("overrides", []) if a in snap.index and b in snap.index}
+    experience_priors(kg, snap, reset, ov, credited, opts.experience_weight, seed_mass)
     # exact runs stop once the evidence (top_passages) is certified; push is local to the seeds
     res = kg.ppr_scores(reset, snapshot=snap, damping=opts.damping, overrides=ov or None, method=opts.ppr_method,
                         eps=opts.ppr_eps, top_k=opts.top_passages, top_rows=idx.chunk_rows)
@@ -305,13 +307,13 @@ def rank_passages(state: CatragState, runtime: Runtime[CatragOptions], *, deps: 
     t0 = time.perf_counter()
     opts = options_of(runtime, deps.options)
     idx = kg_index(deps.kg)
-    dense, _ = with_experience(deps, opts, state["question"], dense_scores(deps.kg, idx, state["question"]))
+    dense, credited = with_experience(deps, opts, state["question"], dense_scores(deps.kg, idx, state["question"]))
     order = best_first(dense, opts.rank_depth)
     passages = [{"id": idx.chunk_ids[i], "score": round(float(dense[i]), 6)} for i in order]
     evidence = [evidence_item(deps.kg, p["id"], score=p["score"]) for p in passages[:opts.top_passages]]
     emit_progress({"event": "fallback", "to": "dense", "reason": "no fact survived the filter"})
     return {"passages": passages, "evidence": evidence, "fallback": "dense", "anchors": [], "edge_weights": {},
-            "ppr": {}, "timings": _add(state, "rank_passages", t0),
+            "ppr": {"experience": credited} if credited else {}, "timings": _add(state, "rank_passages", t0),
             **_finish_without_answer(deps, opts, state["question"], evidence)}
 
 
@@ -350,6 +352,23 @@ def with_experience(deps: CatragDeps, opts: CatragOptions, question: str,
     out = np.asarray(dense, dtype=np.float64).copy()
     out[rows] += opts.experience_weight * credit
     return out, {c: round(float(x), 6) for c, x in zip(ids, credit) if x}
+
+
+def experience_priors(kg: "KnowledgeGraph", snap: Any, reset: np.ndarray, overrides: dict[tuple[str, str], float],
+                      credited: Mapping[str, float], weight: float, seed_mass: float) -> None:
+    """The experience layer in PPR (in place): a passage with credit ``c > 0`` becomes a seed of
+    reset mass ``weight · c`` × the entity seeds' total mass (1 when there is none); the edges
+    into a passage with ``c < 0`` keep ``1 + weight · c`` of their weight (at least 0)."""
+    for pid, c in credited.items():
+        row = snap.index.get(pid)
+        if row is None:
+            continue
+        if c > 0:
+            reset[row] += weight * c * (seed_mass if seed_mass > 0 else 1.0)
+            continue
+        for e, nb in kg.neighbors(pid):
+            if nb.id in snap.index:
+                overrides[(nb.id, pid)] = overrides.get((nb.id, pid), 1.0) * max(0.0, 1.0 + weight * c)
 
 
 def _finish_without_answer(deps: CatragDeps, opts: CatragOptions, question: str,
@@ -420,5 +439,5 @@ def _add(state: Mapping[str, Any], step: str, t0: float, usage: Mapping[str, Any
     return out
 
 
-__all__ = ["CatragDeps", "EXPERIENCE_DEPTH", "with_experience", "retrieve_facts", "filter_facts", "anchor_entities", "weight_edges", "boost_key_facts",
+__all__ = ["CatragDeps", "EXPERIENCE_DEPTH", "experience_priors", "with_experience", "retrieve_facts", "filter_facts", "anchor_entities", "weight_edges", "boost_key_facts",
            "run_ppr", "rank_passages", "answer", "route_after_filter", "neighbour_contexts"]
