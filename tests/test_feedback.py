@@ -164,3 +164,18 @@ def test_catrag_and_hipporag2_read_the_credit(kg, method):
     after = reads.invoke({"question": QUESTION})
     assert _ids(after)[0] == second and after["ppr"]["experience"][second] > 0 > after["ppr"]["experience"][first]
     assert plain.invoke({"question": QUESTION})["passages"] == before["passages"]   # the switch off: unchanged
+
+
+def test_remindrag_replays_what_feedback_on_another_method_credited(kg):
+    from langgraph_kgmem import create_remindrag_graph
+
+    store = InMemoryStore()
+    out = _app(kg, store).invoke({"question": QUESTION})
+    give_feedback(kg, out["run_id"], useful=_ids(out), store=store)   # feedback on a CatRAG run
+
+    def replayed(**options):
+        app = create_remindrag_graph(kg, model="offline", store=store, **options).compile(store=store)
+        return [n for n in app.invoke({"question": QUESTION})["replayed"]["nodes"]]
+
+    assert replayed(experience=False) == []   # no edge memory of its own yet: nothing to replay
+    assert set(_ids(out)) & set(replayed(experience=True))   # the shared credit leads replay to those passages

@@ -43,6 +43,7 @@ def create_remindrag_graph(
     fusion: str = "fixed",
     fusion_weak: float = 0.0,
     fusion_strong: float = 1.01,
+    experience: bool = False,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -82,6 +83,10 @@ def create_remindrag_graph(
             and an ``error`` saying what was wrong. Needs a checkpointer. A question that memory
             replay already answers is answered without a walk, so no interrupt happens: pass
             ``replay=False`` for a person to choose the moves of every question.
+        experience: share the experience layer (``docs/memory.md``): replay also follows edges
+            (and edges into passages) credited by feedback on any method's runs, each weight
+            raised by at most ``(1 − alpha)`` × the credit; a confirmed walk credits its effective
+            edges and useful passages (half a person's feedback). Off by default.
         replay: ``True`` (default): follow remembered edges first and walk only when what replay
             found is not sufficient. ``False``: every question starts from its seeds and walks (the
             memory is still written after each walk, and still ranks the candidates).
@@ -117,7 +122,7 @@ def create_remindrag_graph(
     options = RemindragOptions.build(
         memory_scope=memory_scope, seeds_k=seeds_k, alpha=alpha, lam=lam, max_hops=max_hops, max_steps=max_steps,
         max_replay_nodes=max_replay_nodes, synonym_threshold=synonym_threshold, decompose=decompose,
-        chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, dense_fusion=dense_fusion,
+        chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, experience=experience, dense_fusion=dense_fusion,
         fusion=fusion, fusion_weak=fusion_weak, fusion_strong=fusion_strong,
         top_passages=top_passages)
     if synonym_threshold is not None:
