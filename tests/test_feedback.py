@@ -179,3 +179,18 @@ def test_remindrag_replays_what_feedback_on_another_method_credited(kg):
 
     assert replayed(experience=False) == []   # no edge memory of its own yet: nothing to replay
     assert set(_ids(out)) & set(replayed(experience=True))   # the shared credit leads replay to those passages
+
+
+def test_a_hostile_tenant_moves_only_itself_and_only_so_far(kg):
+    store = InMemoryStore()
+    app = _app(kg, store, memory_scope=("{user_id}",), experience=True, experience_weight=0.5)
+    honest_before = app.invoke({"question": QUESTION}, context={"user_id": "honest"})
+    for _ in range(MAX_FEEDBACK_PER_RUN + 3):   # every run's whole evidence marked wrong, again and again
+        out = app.invoke({"question": QUESTION}, context={"user_id": "mallory"})
+        give_feedback(kg, out["run_id"], wrong=_ids(out), store=store, scope=("mallory",))
+    credit = ExperienceMemory(store, kg.name, ("mallory",)).credit(_ids(honest_before), kg.embed_query(QUESTION))
+    assert np.all(credit >= -1.0) and np.all(credit < 0)
+    mallory = app.invoke({"question": QUESTION}, context={"user_id": "mallory"})
+    # the credit read is in [-1, 0): the ranking moves by at most experience_weight x that
+    assert mallory["ppr"]["experience"] and all(-1.0 <= c < 0 for c in mallory["ppr"]["experience"].values())
+    assert app.invoke({"question": QUESTION}, context={"user_id": "honest"})["passages"] == honest_before["passages"]
