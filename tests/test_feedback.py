@@ -194,3 +194,19 @@ def test_a_hostile_tenant_moves_only_itself_and_only_so_far(kg):
     # the credit read is in [-1, 0): the ranking moves by at most experience_weight x that
     assert mallory["ppr"]["experience"] and all(-1.0 <= c < 0 for c in mallory["ppr"]["experience"].values())
     assert app.invoke({"question": QUESTION}, context={"user_id": "honest"})["passages"] == honest_before["passages"]
+
+
+@pytest.mark.parametrize("experience", [True, False])
+def test_a_grounded_autopruned_answer_credits_the_passages_it_cites(kg, experience):
+    from langgraph_kgmem import create_autopruned_graph
+
+    store = InMemoryStore()
+    app = create_autopruned_graph(kg, model="offline", experience=experience).compile(store=store)
+    out = app.invoke({"question": QUESTION})
+    credited = {it.key for it in store.search(namespace(kg.name, "experience"), limit=100)}
+    if not experience:
+        assert credited == set()
+        return
+    assert out["answer_memory"] == "stored" and credited
+    assert all(kg.node(c).kind == "chunk" for c in credited)
+    assert np.all(ExperienceMemory(store, kg.name).credit(sorted(credited), kg.embed_query(QUESTION)) > 0)

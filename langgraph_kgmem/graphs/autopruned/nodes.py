@@ -33,7 +33,11 @@ from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_
 from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import count_tokens, fresh_usage, generate, is_offline, model_label
+from langgraph_kgmem.memory import resolve_store
+from langgraph_kgmem.memory.experience import ExperienceMemory
 from langgraph_kgmem.ranking import best_first, fusion_depth, trust_share
+
+GROUNDED_CREDIT = 0.5   # a grounded answer credits its cited passages as an agent's feedback does
 def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                *, deps: AutoprunedDeps) -> dict[str, Any]:
     """Index the KG documents not yet in the codebook into fact runs (incremental; once per KG
@@ -347,6 +351,9 @@ def memorize(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     trips, usage = (deps.extract(ans, "answer", run_model(runtime, deps.model), opts.extraction)
                     if wanted and grounded else ([], {}))
     by = state.get("answer_by") or model_label(run_model(runtime, deps.model))
+    if grounded and opts.experience and cited:   # the passages a grounded answer cites earn shared credit
+        ExperienceMemory(resolve_store(deps.store), kg.name, deps.scope()).add(cited, (), kg.embed_query(state["question"]),
+                                                                      weight=GROUNDED_CREDIT)
     new: list[str] = []
     linked = False
     a_edges: list[int] = []
