@@ -40,10 +40,7 @@ def create_remindrag_graph(
     replay: bool = True,
     dense_fusion: bool = True,
     top_passages: int = 5,
-    fusion: str = "fixed",
-    fusion_weak: float = 0.0,
-    fusion_strong: float = 1.01,
-    experience: bool = False,
+    fusion: str = "fixed", fusion_weak: float = 0.0, fusion_strong: float = 1.01, experience: bool = False,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -83,10 +80,8 @@ def create_remindrag_graph(
             and an ``error`` saying what was wrong. Needs a checkpointer. A question that memory
             replay already answers is answered without a walk, so no interrupt happens: pass
             ``replay=False`` for a person to choose the moves of every question.
-        experience: share the experience layer (``docs/memory.md``): replay also follows edges
-            (and edges into passages) credited by feedback on any method's runs, each weight
-            raised by at most ``(1 − alpha)`` × the credit; a confirmed walk credits its effective
-            edges and useful passages (half a person's feedback). Off by default.
+        experience: share the experience layer (``docs/memory.md``): replay also follows credited
+            edges; a confirmed walk credits its effective edges and useful passages.
         replay: ``True`` (default): follow remembered edges first and walk only when what replay
             found is not sufficient. ``False``: every question starts from its seeds and walks (the
             memory is still written after each walk, and still ranks the candidates).
