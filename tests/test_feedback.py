@@ -99,6 +99,12 @@ def test_the_influence_of_feedback_is_bounded(kg):
         give_feedback(kg, out["run_id"], useful=[target], store=store)
     credit = ExperienceMemory(store, kg.name).credit([target], kg.embed_query(QUESTION))[0]
     assert 0.9 < credit <= 1.0
+    # damped steps never take a record's norm past 1, whatever directions the questions have
+    mem = ExperienceMemory(InMemoryStore(), kg.name)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        mem.add(["p"], (), rng.normal(size=8))
+    assert np.linalg.norm(mem.store.get(mem.ns, "p").value["u"]) <= 1.0 + 1e-6
     # one run: each item credited once, whatever the number of records, and at most MAX_FEEDBACK_PER_RUN records
     store2 = InMemoryStore()
     out = _app(kg, store2).invoke({"question": QUESTION})
@@ -169,16 +175,16 @@ def test_catrag_and_hipporag2_read_the_credit(kg, method):
 def test_remindrag_replays_what_feedback_on_another_method_credited(kg):
     from langgraph_kgmem import create_remindrag_graph
 
-    store = InMemoryStore()
-    out = _app(kg, store).invoke({"question": QUESTION})
-    give_feedback(kg, out["run_id"], useful=_ids(out), store=store)   # feedback on a CatRAG run
-
     def replayed(**options):
+        store = InMemoryStore()   # each run on a store of its own: ReMindRAG's own memory stays empty
+        out = _app(kg, store).invoke({"question": QUESTION})
+        give_feedback(kg, out["run_id"], useful=_ids(out), store=store)   # feedback on a CatRAG run
         app = create_remindrag_graph(kg, model="offline", store=store, **options).compile(store=store)
-        return [n for n in app.invoke({"question": QUESTION})["replayed"]["nodes"]]
+        return _ids(out), app.invoke({"question": QUESTION})["replayed"]["nodes"]
 
-    assert replayed(experience=False) == []   # no edge memory of its own yet: nothing to replay
-    assert set(_ids(out)) & set(replayed(experience=True))   # the shared credit leads replay to those passages
+    assert replayed(experience=False)[1] == []   # no edge memory of its own yet: nothing to replay
+    credited, nodes = replayed(experience=True)
+    assert set(credited) & set(nodes)   # the shared credit leads replay to those passages
 
 
 def test_a_hostile_tenant_moves_only_itself_and_only_so_far(kg):

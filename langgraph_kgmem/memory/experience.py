@@ -41,10 +41,9 @@ def damping(x: float) -> float:
 
 
 def _step(v: np.ndarray, q: np.ndarray, weight: float) -> np.ndarray:
-    """``v`` moved towards unit ``q`` by the damped step (× ``weight`` in (0, 1]); norm ≤ 1."""
-    out = v + weight * damping(float(np.linalg.norm(v))) * q
-    norm = float(np.linalg.norm(out))
-    return out / norm if norm > 1.0 else out
+    """``v`` moved towards unit ``q`` by the damped step (× ``weight`` in [0, 1]). The norm stays
+    ≤ 1 with no clipping: ‖v + δ(‖v‖)·q‖ ≤ x + δ(x) for x = ‖v‖, which rises to 1 at x = 1."""
+    return v + weight * damping(float(np.linalg.norm(v))) * q
 
 
 def _gated(vecs: np.ndarray, q: np.ndarray, gate: float) -> np.ndarray:
@@ -88,7 +87,8 @@ class ExperienceMemory:
             decays.append(self._decay(float(item.value.get("t", now)), now))
         if rows:
             u, x = np.asarray(us, dtype=np.float64), np.asarray(xs, dtype=np.float64)
-            out[rows] = np.asarray(decays) * (_gated(u, q, self.gate) - _gated(x, q, self.gate))
+            # stored vectors are rounded to 7 decimals: a norm may read a hair over 1
+            out[rows] = np.clip(np.asarray(decays) * (_gated(u, q, self.gate) - _gated(x, q, self.gate)), -1.0, 1.0)
         return out
 
     def add(self, useful: Iterable[str], wrong: Iterable[str], query: np.ndarray, *, weight: float = 1.0,

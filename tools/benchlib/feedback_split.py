@@ -105,9 +105,23 @@ def run_split(dataset: str, *, n: int | None, seed: int | None, emb: Any, workdi
     first, second = split_halves(qs, seed)
     built = build_corpus(pooled_passages(dataset, qs), emb, log=log)
     kg = open_working_copy(built, workdir / dataset, emb)
+    try:
+        return _split_rows(kg, dataset, first, second, sources=sources, targets=targets, options=options,
+                           hostile=hostile)
+    finally:
+        kg.close()
+
+
+def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[BenchQuestion], *,
+                sources: Sequence[str], targets: Sequence[str], options: dict[str, Any],
+                hostile: bool) -> list[dict[str, Any]]:
     prepare_catrag_kg(kg)
     kg_index(kg)
     rows: list[dict[str, Any]] = []
+    taught_keys = {k for q in first for k in gold_passage_keys(q)}
+    wanted = [k for q in second for k in gold_passage_keys(q)]
+    # the most passage credit can do: the share of second-half gold passages first-half feedback can mark
+    overlap = round(100 * sum(k in taught_keys for k in wanted) / max(1, len(wanted)), 2)
     cold = {t: measure(kg, _app(kg, t, InMemoryStore(), experience=False, options=options), second, "u")
             for t in targets}
     for src in sources:
@@ -120,7 +134,7 @@ def run_split(dataset: str, *, n: int | None, seed: int | None, emb: Any, workdi
             app = _app(kg, tgt, store, experience=True, options=options)
             warm = measure(kg, app, second, "honest")
             row = {"dataset": dataset, "feedback_from": src, "method": tgt, "first_half": len(first),
-                   "second_half": len(second), "feedback_marks": taught["marked"],
+                   "second_half": len(second), "feedback_marks": taught["marked"], "gold_overlap": overlap,
                    "recall@5": warm["recall@5"], "recall@5_cold": cold[tgt]["recall@5"],
                    "delta": round(warm["recall@5"] - cold[tgt]["recall@5"], 2),
                    "fcr": warm["fcr"], "fcr_cold": cold[tgt]["fcr"], "seconds": round(time.perf_counter() - t0, 1),
@@ -136,7 +150,7 @@ def run_split(dataset: str, *, n: int | None, seed: int | None, emb: Any, workdi
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as a Markdown table."""
-    cols = ["dataset", "options", "feedback_from", "method", "second_half", "recall@5", "recall@5_cold", "delta", "fcr",
+    cols = ["dataset", "options", "feedback_from", "method", "second_half", "gold_overlap", "recall@5", "recall@5_cold", "delta", "fcr",
             "fcr_cold"]
     if any("recall@5_hostile_self" in r for r in rows):
         cols.append("recall@5_hostile_self")
@@ -153,6 +167,7 @@ def run_feedback_split(args: Any) -> int:
     ``--questions`` per set, sources from ``--method`` (default: :data:`SOURCES`); writes the rows
     as JSON (``--json``, default ``bench_output/feedback-split.json``) and prints a table."""
     import json
+    import os
     import shutil
 
     from benchlib.common import OUTPUT_DIR, make_embeddings
@@ -162,7 +177,7 @@ def run_feedback_split(args: Any) -> int:
     sources = tuple(args.method.split(",")) if args.method else SOURCES
     given = json.loads(args.feedback_options) if args.feedback_options else {}
     grid = [dict(o) for o in given] if isinstance(given, list) else [dict(given)]   # a list: one run per entry
-    run_dir = CACHE_DIR / "runs" / f"feedback-split-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = CACHE_DIR / "runs" / f"feedback-split-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     rows: list[dict[str, Any]] = []
     try:
         for dataset in args.dataset.split(","):

@@ -55,6 +55,8 @@ class CatragOptions(MethodOptions):
     experience: bool = Field(False, description="read the experience layer: passages credited by feedback on similar "
                                                 "questions get a bounded prior (docs/memory.md)")
     experience_weight: float = Field(0.05, description="experience: the most a passage's dense score moves (cosine units)")
+    experience_gate: float = Field(0.5, description="experience: cosine with the credited questions below which a "
+                                                    "passage's credit reads as zero")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the run records and experience "
                                                                  "namespaces, e.g. ('{user_id}',)")
 
@@ -69,6 +71,7 @@ class CatragOptions(MethodOptions):
             raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
         check_number("experience_weight", opts["experience_weight"], 0.0, 1.0)
+        check_number("experience_gate", opts["experience_gate"], 0.0, 1.0, high_open=True)
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
