@@ -58,7 +58,8 @@ def give_feedback(kg: "KnowledgeGraph", run: str, *, useful: Iterable[str] | str
         >>> _ = kg.add_documents(["Warsaw is the capital of Poland."], model="offline")
         >>> store = kg.persistence()[1]
         >>> out = create_catrag_graph(kg, model="offline").compile(store=store).invoke({"question": "Capital of Poland?"})
-        >>> give_feedback(kg, out["run_id"], useful=[out["evidence"][0]["id"]], store=store)["useful"] == [out["evidence"][0]["id"]]
+        >>> ids = [e["id"] for e in out["evidence"]]
+        >>> give_feedback(kg, out["run_id"], useful=ids[:1], store=store)["useful"] == ids[:1]
         True
     """
     found = resolve_store(store)
