@@ -193,6 +193,20 @@ class KnowledgeGraph(KnowledgeGraphCore):
         the graph itself is untouched. Returns the number of items deleted."""
         return reset_memory(store if store is not None else self.persistence()[1], self.name, kind, scope=scope)
 
+    def feedback(self, run: str, *, useful: Sequence[str] | str = (), wrong: Sequence[str] | str = (),
+                 verdict: str | None = None, store: Any = None, scope: Sequence[str] = (),
+                 source: str = "user") -> dict[str, Any]:
+        """Say which evidence of a method's run helped or misled and whether its answer was right:
+        :func:`~langgraph_kgmem.graphs.feedback.give_feedback` on this KG (``store``: default the
+        KG's own :meth:`persistence` store; ``run``: the result's ``run_id`` or its thread id)."""
+        # the methods' layer owns feedback (it calls the method's hook); imported when used, so
+        # loading the KG never loads the methods
+        from langgraph_kgmem.graphs.feedback import give_feedback
+
+        return give_feedback(self, run, useful=useful, wrong=wrong, verdict=verdict,  # type: ignore[arg-type]
+                             store=store if store is not None else self.persistence()[1], scope=scope,
+                             source=source)  # type: ignore[arg-type]
+
     def close(self) -> None:
         """Close the methods' checkpointer and store connections, then the KG (see
         :meth:`KnowledgeGraphCore.close`). Safe to call twice."""

@@ -71,9 +71,11 @@ class InputState(TypedDict):
 
 
 class BaseState(TypedDict, total=False):
-    """The keys every method's state and output share (answer, evidence, usage, method, model)."""
+    """The keys every method's state and output share (answer, evidence, usage, method, model, and
+    the ``run_id`` feedback names the run by)."""
     question: Annotated[str, entered_question]
     answer: str
+    run_id: str
     evidence: list[dict[str, Any]]
     usage: Annotated[dict[str, Any], merge_usage]
     method: str
