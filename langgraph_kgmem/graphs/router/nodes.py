@@ -13,13 +13,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from langgraph_kgmem.errors import MissingRequirementError
-from langgraph_kgmem.graphs.common import check_question, run_model
+from langgraph_kgmem.graphs.common import check_question, emit_progress, run_model
 from langgraph_kgmem.graphs.router.options import RouterOptions
 from langgraph_kgmem.graphs.router.policy import (Candidate, confidence, ladder, rank, rules_unsure, unservable)
 from langgraph_kgmem.graphs.router.prompts import ROUTE_PROMPT, method_lines
 from langgraph_kgmem.graphs.router.schemas import RouteDecision, RouterState
 from langgraph_kgmem.graphs.router.signals import KgProfile, kg_profile, question_form
-from langgraph_kgmem.graphs.router.stats import (count_run, question_record, read_stats, remember_route, routes)
+from langgraph_kgmem.graphs.router.stats import load_route_memory, routes, save_outcome
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import decide, fence, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import RecordMemory, memory_scope
@@ -109,8 +109,8 @@ def route_question(state: RouterState, runtime: Runtime[RouterOptions], *, deps:
     profile = deps.profile()
     form = question_form(question, profile)
     mem = deps.memory(runtime, opts)
-    stats = read_stats(mem).get(form.form, {}) if mem is not None else {}
-    asked = question_record(mem, question) if mem is not None else None
+    stats, asked = load_route_memory(mem, question) if mem is not None else ({}, None)
+    stats = stats.get(form.form, {})
     has_store = deps.has_store(runtime)
     unavailable = dict(deps.unavailable)
     servable = []
@@ -151,6 +151,7 @@ def route_question(state: RouterState, runtime: Runtime[RouterOptions], *, deps:
              "routing_ms": round((time.perf_counter() - t0) * 1000, 3)}
     update = {"run_id": uuid.uuid4().hex[:12], "route": route, "plan": plan[1:], "tried": [], "usage": usage,
               "result": {}, "best": ""}
+    emit_progress({"event": "route", "method": plan[0], "form": form.form, "decider": decider})
     return Command(update=update, goto=node_name(plan[0]))
 
 
@@ -177,6 +178,7 @@ def run_method(state: RouterState, runtime: Runtime[RouterOptions], *, name: str
     alternatives = {a["method"]: a for a in state["route"].get("alternatives", [])}
     if plan and opts.escalate and conf < opts.escalate_below and \
             _fits(alternatives.get(plan[0], {}).get("cost", 0.0), opts.budget, spent):
+        emit_progress({"event": "escalate", "from": name, "to": plan[0], "confidence": round(conf, 4)})
         return Command(update={**update, "plan": plan[1:]}, goto=node_name(plan[0]))
     return Command(update={**update, "plan": []}, goto=FINISH)
 
@@ -190,14 +192,10 @@ def finish_route(state: RouterState, runtime: Runtime[RouterOptions], *, deps: R
     route = {**state["route"], "method": best, "tried": tried, "escalated": len(tried) > 1}
     mem = deps.memory(runtime, opts)
     if mem is not None:
-        form = route["form"]
-        for t in tried:
-            if not t["offline"] or is_offline(run_model(runtime, deps.model)):
-                count_run(mem, form=form, method=t["method"], confidence=t["confidence"], calls=t["calls"],
-                          seconds=t["seconds"])
-        conf = next((t["confidence"] for t in reversed(tried) if t["method"] == best), 0.0)
-        remember_route(mem, run_id=state["run_id"], question=state["question"], form=form, method=best,
-                       confidence=conf, tried=[t["method"] for t in tried])
+        # a run the budget forced offline says nothing about the method's calls with a model
+        counted = [t for t in tried if not t["offline"] or is_offline(run_model(runtime, deps.model))]
+        save_outcome(mem, run_id=state["run_id"], question=state["question"], form=route["form"], method=best,
+                     tried=counted or tried)
     route["overhead_ms"] = round(route["routing_ms"] + (time.perf_counter() - t0) * 1000, 3)
     return {"answer": result.get("answer", ""), "evidence": result.get("evidence", []), "method": "router",
             "model": model_label(run_model(runtime, deps.model)), "route": route,

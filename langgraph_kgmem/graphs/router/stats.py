@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping, Sequence
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.graphs.common import normalize_answer
 from langgraph_kgmem.memory import RecordMemory
@@ -55,27 +55,33 @@ def means(row: Mapping[str, float] | None) -> dict[str, float]:
     return out
 
 
-def count_run(mem: RecordMemory, *, form: str, method: str, confidence: float, calls: int, seconds: float) -> None:
-    """Count one run of ``method`` on a question of ``form`` in the statistics."""
-    stats = read_stats(mem)
-    row = stats.setdefault(form, {}).setdefault(method, {k: 0.0 for k in COUNTERS})
-    for k, v in (("runs", 1.0), ("confidence", confidence), ("calls", float(calls)), ("seconds", seconds)):
-        row[k] = float(row.get(k, 0.0)) + v
-    mem.put(STATS_KEY, stats)
+def load_route_memory(mem: RecordMemory, question: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the statistics, the question's own record) in one store round trip."""
+    stats, rec = mem.store.batch([GetOp(mem.ns, STATS_KEY), GetOp(mem.ns, question_key(question))])
+    return (dict(stats.value) if stats else {}), (dict(rec.value) if rec else None)
 
 
-def remember_route(mem: RecordMemory, *, run_id: str, question: str, form: str, method: str, confidence: float,
-                   tried: Sequence[str]) -> None:
-    """Keep which ``method`` answered run ``run_id`` (the run record) and the question's own record."""
-    mem.put(f"run-{run_id}", {"run_id": run_id, "question": question[:QUESTION_CHARS], "form": form,
-                              "method": method, "tried": list(tried)})
-    key = question_key(question)
-    rec = mem.get(key) or {"question": question[:QUESTION_CHARS], "methods": {}}
+def save_outcome(mem: RecordMemory, *, run_id: str, question: str, form: str, method: str,
+                 tried: Sequence[Mapping[str, Any]]) -> None:
+    """Count each run of ``tried`` (``{method, confidence, calls, seconds}``) in the statistics of
+    ``form``, and keep which ``method`` answered run ``run_id`` (the run record) and the question's
+    own record: one read and one write round trip to the store."""
+    stats, rec = load_route_memory(mem, question)
+    for t in tried:
+        row = stats.setdefault(form, {}).setdefault(t["method"], {k: 0.0 for k in COUNTERS})
+        for k, v in (("runs", 1.0), ("confidence", t["confidence"]), ("calls", float(t["calls"])),
+                     ("seconds", t["seconds"])):
+            row[k] = float(row.get(k, 0.0)) + float(v)
+    rec = rec or {"question": question[:QUESTION_CHARS], "methods": {}}
     entry = rec["methods"].setdefault(method, {"runs": 0, "useful": 0, "wrong": 0, "confidence": 0.0})
     entry["runs"] += 1
-    entry["confidence"] = round(float(confidence), 4)
+    entry["confidence"] = round(float(next((t["confidence"] for t in reversed(tried) if t["method"] == method),
+                                           0.0)), 4)
     rec["last"] = method
-    mem.put(key, rec)
+    run = {"run_id": run_id, "question": question[:QUESTION_CHARS], "form": form, "method": method,
+           "tried": [t["method"] for t in tried]}
+    mem.store.batch([PutOp(mem.ns, STATS_KEY, stats, index=False), PutOp(mem.ns, f"run-{run_id}", run, index=False),
+                     PutOp(mem.ns, question_key(question), rec, index=False)])
 
 
 def question_record(mem: RecordMemory, question: str) -> dict[str, Any] | None:
@@ -127,5 +133,5 @@ def on_feedback(store: BaseStore, kg_name: str, scope: tuple[str, ...], record: 
     mem.put(key, rec)
 
 
-__all__ = ["COUNTERS", "ROUTES_KIND", "STATS_KEY", "count_run", "means", "on_feedback", "question_key", "question_record",
-           "read_stats", "remember_route", "routes", "verdict_of"]
+__all__ = ["COUNTERS", "ROUTES_KIND", "STATS_KEY", "load_route_memory", "means", "on_feedback", "question_key", "question_record",
+           "read_stats", "routes", "save_outcome", "verdict_of"]
