@@ -234,3 +234,12 @@ class _NoTools(ScriptedChatModel):
 
 def test_auto_is_the_router_for_the_cli():
     assert get_method("auto").name == "router"
+
+
+def test_a_wrong_verdict_never_sends_a_question_to_a_method_its_form_does_not_fit():
+    asked = {"methods": {"kgirag": {"runs": 1, "useful": 0, "wrong": 1}}}
+    ranked = rank("records", ["kgirag", "catrag", "remindrag"], None, asked, min_runs=3, offline=True)
+    assert ranked[0].method == "kgirag" and "judged wrong" in ranked[0].why
+    asked = {"methods": {"catrag": {"runs": 1, "useful": 0, "wrong": 1}}}
+    assert rank("relational", ["catrag", "hipporag2", "kgirag"], None, asked, min_runs=3,
+                offline=True)[0].method == "hipporag2"

@@ -15,8 +15,10 @@ run lacks (a store) is left out. Learned statistics move the prior value (:func:
 on the method for this form, ``(useful - wrong) / (useful + wrong + 2)`` × :data:`FEEDBACK_WEIGHT`;
 mean confidence once the method ran ``min_runs`` times on the form, ``(mean - 0.5)`` ×
 :data:`CONFIDENCE_WEIGHT`; and the question's own record: a method judged wrong on this very
-question loses :data:`WRONG_PENALTY`, one judged useful gains :data:`USEFUL_BONUS` (a question
-asked again goes back to what served it). Ties go to the cheaper method.
+question loses :data:`WRONG_PENALTY` (a method the form's rules name stays just above those they
+do not: on a records question KG-IRAG, the only method that reads records, stays first), one
+judged useful gains :data:`USEFUL_BONUS` (a question asked again goes back to what served it).
+Ties go to the cheaper method.
 
 Expected cost (:func:`expected_calls`): LLM calls, from the statistics' mean once a method ran
 ``min_runs`` times on the form, else :data:`PRIOR_CALLS`; zero for an offline run.
@@ -47,6 +49,7 @@ DEFAULT_PRIOR_CALLS = 4.0
 FEEDBACK_WEIGHT = 0.5
 CONFIDENCE_WEIGHT = 0.2
 WRONG_PENALTY = 1.0
+WRONG_FLOOR = 0.01               # a fitting method judged wrong still ranks above the methods the rules do not name
 USEFUL_BONUS = 0.5
 ASK_MARGIN = 0.1                 # top two methods of different families closer than this: the rules are not sure
 FAMILY = {"hipporag2": "catrag", "graphcot": "r3cycle"}   # a preset counts as its method's family
@@ -117,8 +120,10 @@ def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]
         mine = seen.get(m)
         if mine:
             if mine.get("wrong", 0) > mine.get("useful", 0):
-                value -= WRONG_PENALTY
-                why.append(f"judged wrong on this question before ({-WRONG_PENALTY:+.2f})")
+                # behind every other method the rules name for the form, never behind one they do not
+                value = max(value - WRONG_PENALTY, OTHER_FIT + WRONG_FLOOR) if m in fit else value - WRONG_PENALTY
+                why.append(f"judged wrong on this question before (-{WRONG_PENALTY:.2f}, "
+                           f"floor {OTHER_FIT + WRONG_FLOOR:.2f})")
             elif mine.get("useful", 0) > mine.get("wrong", 0):
                 value += USEFUL_BONUS
                 why.append(f"judged useful on this question before ({USEFUL_BONUS:+.2f})")
@@ -178,5 +183,5 @@ def confidence(method: str, out: Mapping[str, Any]) -> float:
 
 
 __all__ = ["ASK_MARGIN", "CHEAP_FIRST", "CONFIDENCE_WEIGHT", "Candidate", "DEFAULT_PRIOR_CALLS", "FEEDBACK_WEIGHT",
-           "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_PENALTY", "confidence", "expected_calls",
+           "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_FLOOR", "WRONG_PENALTY", "confidence", "expected_calls",
            "family", "ladder", "rank", "rules_unsure", "unservable"]
