@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -49,6 +50,7 @@ SOURCES = {"hotpotqa": "hotpotqa", "musique": "musique-train100"}
 DEFAULT_QUESTIONS = 80
 GOOD = 0.5          # quality at or above which the feedback experiment's verdict is positive
 ORACLE_ROUTER = "oracle-router"
+TIMED = ("routing_ms", "overhead_ms", "learning_ms")
 
 
 def parts_of(adapter: Any) -> tuple[str, ...]:
@@ -228,6 +230,10 @@ def rows_of(name: str, passes: dict[int, dict[str, Any]], questions: list[BenchQ
                 continue
             row = aggregate([o for _, o in pairs], method=name, decider=args.decider, dataset=MIXED, pass_no=p,
                             more={**more, "part": part, "parts": list(PARTS)})
+            for key in TIMED:   # the router's own timings: medians too (a loaded machine's outliers skew means)
+                vals = [float(o.extra[key]) for _, o in pairs if o.error is None and key in o.extra]
+                if vals:
+                    row[f"{key}_median"] = round(statistics.median(vals), 3)
             row["quality_metric"] = PARTS.get(part, "mean of the parts' figures")
             row["quality"] = sum(quality(o, q.extra["part"]) for q, o in pairs) / len(pairs)
             if part == "all" and res.get("feedback"):
@@ -283,8 +289,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     entry["router_calls"] = r["llm_calls_per_query"]
                     entry["router_calls_vs_costliest"] = (round(r["llm_calls_per_query"] / entry["costliest_calls"], 4)
                                                           if entry["costliest_calls"] else None)
-                    entry["routing_ms_mean"] = r.get("routing_ms")
-                    entry["overhead_ms_mean"] = r.get("overhead_ms")
+                    for key in TIMED:
+                        entry[f"{key}_mean"] = r.get(key)
+                        entry[f"{key}_median"] = r.get(f"{key}_median")
                     entry["escalated_share"] = r.get("escalated")
                     entry["feedback"] = r.get("feedback")
             per[part] = entry

@@ -196,7 +196,9 @@ def finish_route(state: RouterState, runtime: Runtime[RouterOptions], *, deps: R
         counted = [t for t in tried if not t["offline"] or is_offline(run_model(runtime, deps.model))]
         save_outcome(mem, run_id=state["run_id"], question=state["question"], form=route["form"], method=best,
                      tried=counted or tried)
-    route["overhead_ms"] = round(route["routing_ms"] + (time.perf_counter() - t0) * 1000, 3)
+    learning_ms = (time.perf_counter() - t0) * 1000
+    route["learning_ms"] = round(learning_ms, 3)
+    route["overhead_ms"] = round(route["routing_ms"] + learning_ms, 3)
     return {"answer": result.get("answer", ""), "evidence": result.get("evidence", []), "method": "router",
             "model": model_label(run_model(runtime, deps.model)), "route": route,
             "result": {k: v for k, v in result.items() if k not in OWN_KEYS}}

@@ -37,7 +37,8 @@ class RouterOutput(BaseState, total=False):  # answer, evidence, usage, method (
     ``why``, ``form`` and ``signals``, ``holds`` (what the KG holds), ``alternatives`` (every method
     considered, with its value and expected LLM calls), ``tried`` (each run: confidence, calls,
     seconds), ``escalated``, ``decider`` (``rules`` / ``model`` / ``fallback``), ``memory`` (what the
-    router knew of this question), ``unavailable``, ``budget``, ``routing_ms``; ``run_id`` (what
+    router knew of this question), ``unavailable``, ``budget``, ``routing_ms`` (the decision, the
+    store read included), ``learning_ms`` (writing the outcome), ``overhead_ms`` (both); ``run_id`` (what
     feedback on this run names); ``result`` (the chosen method's other output keys)."""
     run_id: str
     route: dict[str, Any]

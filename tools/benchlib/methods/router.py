@@ -90,6 +90,7 @@ class RouterAdapter:
         route = out["route"]
         ctx.cache.setdefault("router_runs", {})[q.id] = {"run_id": out["run_id"], "method": route["method"]}
         extra = {"routing_ms": route["routing_ms"], "overhead_ms": route["overhead_ms"],
+                 "learning_ms": route["learning_ms"],
                  "escalated": float(route["escalated"]), "model_routed": float(route["decider"] != "rules"),
                  **{f"to_{m}": float(route["method"] == m) for m in DEFAULT_METHODS}}
         return MethodResult(retrieved_ids=retrieved_ids(out), answer=out.get("answer"), usage=out.get("usage") or {},
