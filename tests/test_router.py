@@ -59,7 +59,8 @@ def test_each_form_goes_to_the_method_that_fits_it(mixed_kg):
             or out["route"]["first"] != alts[0]["method"]
         assert all({"method", "value", "cost", "why"} <= set(a) for a in alts)
         assert out["route"]["holds"] == ["documents", "records", "graph"]
-    assert seen == {"lookup": "hipporag2", "relational": "catrag", "records": "kgirag", "graph": "r3cycle"}
+    # offline no method costs a call, so a lookup runs CatRAG itself (no cheaper stand-in first)
+    assert seen == {"lookup": "catrag", "relational": "catrag", "records": "kgirag", "graph": "r3cycle"}
     records = app.invoke({"question": RECORD_QUESTIONS[0]})
     assert records["answer"] in ("yes", "no") and records["result"]["plan"]["valid"]
 
@@ -72,14 +73,29 @@ def test_records_and_document_methods_are_left_out_where_the_kg_lacks_them(docs_
 
 
 def test_a_low_confidence_cheap_result_escalates_and_a_confident_one_does_not(docs_kg):
-    app = create_router_graph(docs_kg, model="offline", methods=("hipporag2", "catrag")).compile()
+    def respond(messages, request):   # the filter keeps a fact only for the capital question
+        step = getattr(request, "step", None)
+        if step == "filter_facts":
+            return {"keep": [1] if "capital" in request.context["question"] else []}
+        if step == "anchor_entities":
+            return {"names": []}
+        if step == "weight_edges":
+            return {"scores": []}
+        return "Warsaw"
+
+    model = ScriptedChatModel(responder=respond)
+    app = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
     low = app.invoke({"question": NOTHING})
     assert [t["method"] for t in low["route"]["tried"]] == ["hipporag2", "catrag"]
     assert low["route"]["escalated"] and low["route"]["tried"][0]["confidence"] < 0.5
     sure = app.invoke({"question": LOOKUP})
     assert [t["method"] for t in sure["route"]["tried"]] == ["hipporag2"]
-    off = create_router_graph(docs_kg, model="offline", methods=("hipporag2", "catrag"), escalate=False).compile()
+    off = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag"),
+                              escalate=False).compile(store=InMemoryStore())
     assert [t["method"] for t in off.invoke({"question": NOTHING})["route"]["tried"]] == ["catrag"]
+    # offline nothing is cheaper than CatRAG: it runs alone
+    offline = create_router_graph(docs_kg, model="offline", methods=("hipporag2", "catrag")).compile()
+    assert [t["method"] for t in offline.invoke({"question": NOTHING})["route"]["tried"]] == ["catrag"]
 
 
 def _catrag_model():

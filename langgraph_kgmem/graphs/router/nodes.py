@@ -141,7 +141,7 @@ def route_question(state: RouterState, runtime: Runtime[RouterOptions], *, deps:
         else:
             run_offline = True
             why = f"no method fits the remaining budget of {opts.budget} calls: {choice} runs offline"
-    plan = ladder(form.form, choice, set(servable), opts.escalate and not run_offline)
+    plan = ladder(form.form, choice, {c.method: c.cost for c in ranked}, opts.escalate and not run_offline)
     if len(plan) > 1 and not _fits(by_name[plan[0]].cost, opts.budget, spent):
         plan = plan[1:]
     memory = "new question" if not asked else f"asked before, answered by {', '.join(sorted(asked['methods']))}"

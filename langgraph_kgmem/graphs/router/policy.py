@@ -7,8 +7,9 @@ Rules (:data:`FIT`): per question form, how well each method fits it, a prior va
 - ``graph`` → R3-Cycle (tool calls over typed nodes, reflection on failure), Graph-CoT next;
 - ``relational`` → CatRAG (PPR seeded by verified facts: multi-hop), then ReMindRAG, HippoRAG 2,
   AutoPrunedRetriever;
-- ``lookup`` → CatRAG, run as its cheap stand-in HippoRAG 2 first (:data:`CHEAP_FIRST`): one fact,
-  one passage; CatRAG only when HippoRAG 2's own confidence is low.
+- ``lookup`` → CatRAG, run as its cheap stand-in HippoRAG 2 first (:data:`CHEAP_FIRST`) when a
+  model decides (offline no method makes a call, so CatRAG runs alone): one fact, one passage;
+  CatRAG only when HippoRAG 2's own confidence is low.
 
 A method the KG cannot serve (KG-IRAG without records, a passage method without documents) or the
 run lacks (a store) is left out. Learned statistics move the prior value (:func:`rank`): feedback
@@ -147,11 +148,13 @@ def rules_unsure(ranked: list[Candidate]) -> bool:
     return rival is not None and top.value - rival.value < ASK_MARGIN
 
 
-def ladder(form: Form, choice: str, available: set[str], escalate: bool) -> list[str]:
+def ladder(form: Form, choice: str, costs: Mapping[str, float], escalate: bool) -> list[str]:
     """The methods to run, in order: the chosen one, or its cheap stand-in first where the form
-    allows (:data:`CHEAP_FIRST`) and escalation is on."""
+    allows (:data:`CHEAP_FIRST`), escalation is on and the stand-in is expected to cost fewer LLM
+    calls (``costs``: expected calls of the methods that can serve; offline nothing is cheaper, so
+    the choice runs alone)."""
     cheap = CHEAP_FIRST.get(form, {}).get(choice)
-    if escalate and cheap and cheap in available:
+    if escalate and cheap and cheap in costs and costs[cheap] < costs.get(choice, 0.0):
         return [cheap, choice]
     return [choice]
 
