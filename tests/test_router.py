@@ -259,3 +259,12 @@ def test_a_wrong_verdict_never_sends_a_question_to_a_method_its_form_does_not_fi
     asked = {"methods": {"catrag": {"runs": 1, "useful": 0, "wrong": 1}}}
     assert rank("relational", ["catrag", "hipporag2", "kgirag"], None, asked, min_runs=3,
                 offline=True)[0].method == "hipporag2"
+
+
+def test_the_factory_example_runs():
+    import doctest
+
+    from langgraph_kgmem.graphs.router import graph
+
+    result = doctest.testmod(graph, raise_on_error=False, verbose=False)
+    assert result.attempted and not result.failed
