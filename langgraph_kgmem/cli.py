@@ -337,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("ask", help="answer a question with one method", epilog=f"methods:\n{methods}")
     sp.add_argument("question")
     common(sp)
-    sp.add_argument("--method", default="remindrag", help=f"the method: {', '.join(summary)}")
+    sp.add_argument("--method", default="remindrag", help=f"the method: {', '.join(summary)} (auto = router: the method that fits each question)")
     sp.add_argument("--model", default=None, help="offline or provider:model (default: $KGMEM_MODEL, else offline)")
     sp.add_argument("--thread", default=None, help="thread id for the checkpointer (default: a new one)")
     sp.add_argument("--json", action="store_true", help="print the whole output state as JSON (default: a summary)")

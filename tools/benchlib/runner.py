@@ -567,6 +567,10 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.list:
         print_listing(reg)
         return 0
+    if args.dataset == "mixed":   # documents, records and a graph in one KG, the router beside the methods
+        from benchlib.mixed import run_mixed
+
+        return run_mixed(args, argv, reg, sys.modules[__name__])
     adapters = select_methods(reg, args.method, args.dataset)
     if not is_qa_dataset(args.dataset) and all(a.corpus in ("per-question", "pooled") for a in adapters):
         raise BenchError(f"unknown dataset {args.dataset!r}: give one of {', '.join(DATASETS)} or a JSONL path")
