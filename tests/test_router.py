@@ -268,3 +268,23 @@ def test_the_factory_example_runs():
 
     result = doctest.testmod(graph, raise_on_error=False, verbose=False)
     assert result.attempted and not result.failed
+
+
+def test_give_feedback_on_a_routed_run_reaches_the_routers_statistics(docs_kg):
+    """The whole path a user takes: the router's result names its run, give_feedback stores the
+    verdict on it and calls the router's hook, and the route statistics count it."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import give_feedback
+    from langgraph_kgmem.graphs.router.stats import read_stats, routes
+
+    store = InMemoryStore()
+    app = create_router_graph(docs_kg, model="offline", store=store).compile(store=store)
+    out = app.invoke({"question": "Where was Marie Curie born?"})
+    import copy
+
+    form, method = out["route"]["form"], out["route"]["method"]
+    before = copy.deepcopy(read_stats(routes(store, docs_kg.name, ())))   # the store hands out its own dict
+    give_feedback(docs_kg, out["run_id"], verdict="wrong", store=store)
+    after = read_stats(routes(store, docs_kg.name, ()))
+    assert after[form][method]["wrong"] == before[form][method].get("wrong", 0.0) + 1

@@ -90,11 +90,16 @@ def question_record(mem: RecordMemory, question: str) -> dict[str, Any] | None:
 
 
 def verdict_of(record: Mapping[str, Any]) -> bool | None:
-    """A feedback record read as a verdict on the run: ``verdict`` when given; else useful evidence and
-    none wrong is positive, wrong evidence and none useful is negative; else None (no verdict)."""
+    """A feedback record read as a verdict on the run: ``verdict`` when given (``"correct"`` or True is
+    positive, ``"wrong"`` or False negative, ``"partial"`` none); else useful evidence and none wrong
+    is positive, wrong evidence and none useful is negative; else None (no verdict)."""
     verdict = record.get("verdict")
     if isinstance(verdict, bool):
         return verdict
+    if verdict in ("correct", "wrong"):
+        return verdict == "correct"
+    if verdict == "partial":
+        return None
 
     def amount(x: Any) -> int:
         if isinstance(x, bool):
