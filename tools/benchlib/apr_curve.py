@@ -6,7 +6,10 @@ One process, one pooled KG (the bench's cached corpus), every point side by side
 setting it records the answer step's prompt tokens (the would-be prompt, counted like the bench
 counts a real call's), whether the gold answer is in the prompt (the bench's oracle reader:
 ``api.oracle_answer`` over the evidence texts shown; yes/no answers count when any evidence was
-shown) and the share of the question's gold passages the prompt draws on (``coverage``). Points:
+shown), the share of the question's gold passages the prompt draws on (``coverage``), and
+``recall@5`` / ``fcr`` of the point's passage ranking (dense: its top 5 whatever k; an
+AutoPrunedRetriever setting: its evidence, as the bench grades it). ``--lodo`` runs nothing: it
+picks a setting per held-out dataset from earlier ``--json`` results (:func:`lodo_choice`). Points:
 
 - ``dense-k`` for k = 1, 2, 3, 5: cosine top-k passages in the shared answer prompt
   (``graphs.common.ANSWER_PROMPT``), as the ``dense`` baseline sends them at k = 5;
@@ -221,14 +224,17 @@ def feasible_figures(summary: list[dict[str, Any]], half: float = 0.5) -> dict[s
             for name, r in rows.items() if not name.startswith(("dense-", "hipporag2"))}
 
 
-def lodo_choice(summaries: dict[str, list[dict[str, Any]]], default: str) -> list[dict[str, Any]]:
+def lodo_choice(summaries: dict[str, list[dict[str, Any]]], default: str,
+                candidates: list[str] | None = None) -> list[dict[str, Any]]:
     """The validation protocol (:func:`benchlib.validate.lodo`) over settings: each dataset held out
     in turn, the setting best on the others by :func:`feasible_figures` (ties to ``default``), and its
-    figure on the held-out set. Only settings run on every dataset compete."""
+    figure on the held-out set. Only settings run on every dataset (and among ``candidates``, when
+    given) compete."""
     from benchlib.validate import lodo
 
     figures = {d: feasible_figures(s) for d, s in summaries.items()}
-    common = [n for n in next(iter(figures.values())) if all(n in f for f in figures.values())]
+    common = [n for n in next(iter(figures.values())) if all(n in f for f in figures.values())
+              and (candidates is None or n in candidates)]
     return lodo({d: {n: f[n] for n in common} for d, f in figures.items()}, default)
 
 
@@ -244,12 +250,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hipporag2", action="store_true", help="add the HippoRAG 2 style reader prompt point")
     ap.add_argument("--json", default=None, help="write the per-question rows and the summary here")
     ap.add_argument("--lodo", default=None, help="DATASET=JSON,...: no run; the setting each held-out set gets "
-                                                 "from the others' --json results (lodo_choice)")
+                                                 "from the others' --json results (lodo_choice; --settings: the "
+                                                 "candidates)")
     ap.add_argument("--default", default="default", help="--lodo: the shipped setting (ties go to it)")
     args = ap.parse_args(argv)
     if args.lodo:
         parts = dict(x.split("=", 1) for x in args.lodo.split(","))
-        rows = lodo_choice({d: json.loads(Path(p).read_text())["summary"] for d, p in parts.items()}, args.default)
+        rows = lodo_choice({d: json.loads(Path(p).read_text())["summary"] for d, p in parts.items()}, args.default,
+                           args.settings.split(",") if args.settings else None)
         print(markdown_table(rows, list(rows[0])))
         return 0
     use_stem_path(args.stem_path)

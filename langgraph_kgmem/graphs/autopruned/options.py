@@ -117,11 +117,11 @@ SENTENCE_RANKINGS: tuple[str, ...] = ("relevance", "question", "edges", "passage
 # who or what the subject is). Chosen on development sets only, never on the sets the docs report.
 RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05}
 
-# the default reader (issue 44): the best sentences of the fused ranking's passages, the first
-# SENTENCE_COVER passages one sentence each first, SENTENCE_BUDGET tokens in all; chosen by leaving
-# each shipped set out in turn (docs/methods/autopruned.md, "The default")
+# the default reader (issue 44): the best sentences of the fused ranking's passages, SENTENCE_BUDGET
+# tokens in all (the first SENTENCE_COVER passages one sentence each first: 0, chosen by leaving each
+# shipped set out in turn; docs/methods/autopruned.md, "The default")
 SENTENCE_BUDGET = 250
-SENTENCE_COVER = 5
+SENTENCE_COVER = 0
 
 _INT_FLOORS = {"coarse_k": 1, "fine_m": 1, "sentence_dense": 0, "sentence_cover": 0}
 _OPTIONAL_INT_FLOORS = {"entity_budget": 1, "max_prompt_tokens": 1, "edges_per_run": 1, "sentence_budget": 1}
