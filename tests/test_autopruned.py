@@ -30,6 +30,9 @@ STABLE_KEYS = ("answer", "evidence", "packed_prompt", "encoding", "selected_runs
 
 
 def _app(kg, store, **opts):
+    # most tests here test the codebook's triple machinery (the paper's prompt); the default reader
+    # (show="sentences") has tests of its own, which name it
+    opts.setdefault("show", "triples")
     return create_autopruned_graph(kg, model=opts.pop("model", "offline"), **opts).compile(store=store)
 
 
@@ -707,7 +710,7 @@ def test_sentences_show_the_source_sentence_of_each_shown_edge():
                                                        "Her husband Pierre Curie taught at the Sorbonne."},
                       {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."}],
                      model="offline")
-    out = _app(kg, InMemoryStore(), show="sentences", fine_m=1, edges_per_run=1,
+    out = _app(kg, InMemoryStore(), show="sentences", sentence_budget=None, fine_m=1, edges_per_run=1,
                memorize=False).invoke({"question": "Where did Pierre Curie teach?"})
     assert out["encoding"] == "sentences"
     lines = out["packed_prompt"].splitlines()
@@ -946,3 +949,47 @@ def test_sentence_ranking_reuses_the_fine_stages_passage_scores(monkeypatch):
     kg.add_documents([{"title": "Sorbonne", "text": "The Sorbonne is in Paris."}], model="offline")
     app.invoke({"question": "Where was Marie Curie born?"})   # the KG changed: scored again
     assert len(calls) == 3
+
+
+def test_the_default_reader_shows_sentences_within_the_default_budget():
+    """The defaults (issue 44): the facts block is the best sentences of the fused ranking's
+    passages, SENTENCE_BUDGET tokens at most; a budget is refused only when given with triples."""
+    from langgraph_kgmem.graphs.autopruned.options import SENTENCE_BUDGET
+    from langgraph_kgmem.llm import count_tokens
+
+    kg = _curie_kg("default")
+    app = create_autopruned_graph(kg, model="offline").compile(store=InMemoryStore())
+    out = app.invoke({"question": "Where did Pierre Curie teach?"}, context={"memorize": False})
+    assert out["encoding"] == "sentences" and "taught at the Sorbonne" in out["packed_prompt"]
+    block = out["packed_prompt"].splitlines()[1:]
+    assert sum(count_tokens(x) + 1 for x in block) <= SENTENCE_BUDGET + len(block)
+    assert create_autopruned_graph(kg, model="offline", show="triples") is not None   # the default budget: no error
+    with pytest.raises(KgmemInputError, match="sentence_budget needs show"):
+        create_autopruned_graph(kg, model="offline", show="triples", sentence_budget=100)
+
+
+def test_sentence_cover_puts_the_top_passages_in_the_prompt_and_ranks_evidence_by_them():
+    """sentence_cover=N: each of the first N passages (ranked by their best sentence) has its best
+    sentence in the prompt even where more sentences of one passage rank higher; evidence (what the
+    bench grades) lists the shown passages in that ranking, score 1 / place."""
+    kg = KnowledgeGraph.in_memory(name="cover")
+    kg.add_documents([
+        {"title": "Pierre Curie", "text": "Pierre Curie taught physics. Pierre Curie taught physics in Paris. "
+                                          "Pierre Curie taught physics for years. Pierre Curie taught physics well."},
+        {"title": "Sorbonne", "text": "The Sorbonne is a university."},
+        {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."}], model="offline")
+    question = {"question": "Where did Pierre Curie teach physics?"}
+    opts = {"fine_m": 10, "memorize": False, "sentence_dense": 3,
+            "relevance_weights": {"passage": 0.0, "lead": 0.0, "terms": 0.0}}
+
+    def shown(**more):
+        out = create_autopruned_graph(kg, model="offline", **opts, **more).compile(store=InMemoryStore()).invoke(question)
+        facts = [e for e in out["evidence"] if e["channel"] == "F"]
+        return [e["title"] for e in facts], [e["score"] for e in facts]
+
+    ranking, scores = shown(sentence_budget=400, sentence_cover=0)   # every passage: the passage ranking
+    assert len(ranking) == 3 and scores == sorted(scores, reverse=True) and scores[0] == 1.0
+    assert shown(sentence_budget=36, sentence_cover=0)[0] == ranking[:1]   # the best passage's sentences fill it
+    assert shown(sentence_budget=36, sentence_cover=2) == (ranking[:2], [1.0, 0.5])
+    with pytest.raises(KgmemInputError, match="sentence_cover"):
+        create_autopruned_graph(kg, model="offline", sentence_cover=-1)

@@ -389,7 +389,30 @@ def test_apr_curve_measures_dense_k_and_apr_settings_side_by_side():
     assert dense == sorted(dense) and rows["hipporag2-prompt"]["prompt_tokens"] > rows["dense-5"]["prompt_tokens"]
     assert all(0.0 <= r["answer_in_prompt"] <= 1.0 and 0.0 <= r["gold_coverage"] <= 1.0 for r in rows.values())
     assert rows["sb100-m10-q"]["prompt_tokens"] < rows["dense-5"]["prompt_tokens"]
+    # R@5 and FCR grade dense's ranking at 5 whatever k its prompt holds
+    assert len({(rows[f"dense-{k}"]["recall@5"], rows[f"dense-{k}"]["fcr"]) for k in apr_curve.DENSE_K}) == 1
+    assert all(0.0 <= r["fcr"] <= r["recall@5"] <= 1.0 for r in rows.values())
     kg.close()
+
+
+def test_apr_curve_lodo_picks_per_held_out_set_among_settings_that_meet_the_goals():
+    """A setting qualifies on a set only at <= half of dense top-5's tokens with R@5 and FCR >= dense's;
+    each held-out set gets the qualifying setting with the best answer-in-prompt on the others."""
+    from benchlib import apr_curve
+
+    def row(point, tokens, aip, r5, fcr):
+        return {"point": point, "prompt_tokens": tokens, "answer_in_prompt": aip, "recall@5": r5, "fcr": fcr}
+
+    def summary(big_aip):
+        return [row("dense-5", 700, 0.5, 0.6, 0.3), row("hipporag2-prompt", 800, 0.5, 0.6, 0.3),
+                row("small", 340, 0.55, 0.6, 0.3), row("big", 380, big_aip, 0.7, 0.4),
+                row("weak", 300, 0.9, 0.5, 0.3)]
+
+    figs = apr_curve.feasible_figures(summary(0.6))
+    assert figs == {"small": 0.55, "big": None, "weak": None}   # big: over half the tokens; weak: R@5 below dense
+    rows = apr_curve.lodo_choice({"a": summary(0.6), "b": summary(0.6)}, "small")
+    assert [(r["held_out"], r["chosen_on_others"], r["out_of_sample"]) for r in rows] == [("a", "small", 0.55),
+                                                                                         ("b", "small", 0.55)]
 
 
 def test_a_row_says_how_many_decisions_the_model_made_and_why_the_rest_fell_back():

@@ -260,7 +260,8 @@ def test_autopruned_fusion_ranks_runs_of_the_dense_top_passage(soup_kg):
     for fusion in (False, True):
         store = InMemoryStore()
         app = create_autopruned_graph(soup_kg, model="offline", store=store, fine_m=FINE_M, extraction="offline",
-                                      phrase_facts="always", memorize=False, dense_fusion=fusion).compile(store=store)
+                                      phrase_facts="always", memorize=False, dense_fusion=fusion,
+                                      show="triples").compile(store=store)   # the runs alone, no sentence_dense
         out = app.invoke({"question": QUESTION})
         chunks[fusion] = list(dict.fromkeys(c for e in out["evidence"] for c in e["chunks"]))  # passages, best first
     assert lonely not in chunks[False]

@@ -156,7 +156,7 @@ def test_autopruned_options_override_per_run(tiny_kg):
     from langgraph_kgmem import create_autopruned_graph
 
     store = InMemoryStore()
-    app = create_autopruned_graph(tiny_kg, model="offline").compile(store=store)
+    app = create_autopruned_graph(tiny_kg, model="offline", show="triples").compile(store=store)
     wide = app.invoke({"question": QUESTION}, context={"memorize": False})
     narrow = app.invoke({"question": QUESTION}, context={"fine_m": 1, "memorize": False})
     assert len(wide["selected_runs"]["F"]) > 1 and len(narrow["selected_runs"]["F"]) == 1

@@ -6,7 +6,10 @@ One process, one pooled KG (the bench's cached corpus), every point side by side
 setting it records the answer step's prompt tokens (the would-be prompt, counted like the bench
 counts a real call's), whether the gold answer is in the prompt (the bench's oracle reader:
 ``api.oracle_answer`` over the evidence texts shown; yes/no answers count when any evidence was
-shown) and the share of the question's gold passages the prompt draws on (``coverage``). Points:
+shown), the share of the question's gold passages the prompt draws on (``coverage``), and
+``recall@5`` / ``fcr`` of the point's passage ranking (dense: its top 5 whatever k; an
+AutoPrunedRetriever setting: its evidence, as the bench grades it). ``--lodo`` runs nothing: it
+picks a setting per held-out dataset from earlier ``--json`` results (:func:`lodo_choice`). Points:
 
 - ``dense-k`` for k = 1, 2, 3, 5: cosine top-k passages in the shared answer prompt
   (``graphs.common.ANSWER_PROMPT``), as the ``dense`` baseline sends them at k = 5;
@@ -44,9 +47,10 @@ from langgraph_kgmem.graphs.common import evidence_item, normalize_answer
 DENSE_K = (1, 2, 3, 5)
 # name → create_autopruned_graph options (besides the shared ones in _apr_apps)
 SETTINGS: dict[str, dict[str, Any]] = {
-    "apr-m20": {"fine_m": 20},                                   # the paper's M
-    "apr-m5": {"fine_m": 5},
-    "apr-pruned": {"fine_m": 10, "edges_per_run": 1},
+    "default": {},                                               # the shipped defaults
+    "apr-m20": {"fine_m": 20, "show": "triples"},                # the paper's M and prompt (the default until issue 44)
+    "apr-m5": {"fine_m": 5, "show": "triples"},
+    "apr-pruned": {"fine_m": 10, "edges_per_run": 1, "show": "triples"},
     "sent-m5-e1": {"fine_m": 5, "edges_per_run": 1, "show": "sentences"},
     "sent-m10-e1": {"fine_m": 10, "edges_per_run": 1, "show": "sentences"},
     "sent-m10-e2": {"fine_m": 10, "edges_per_run": 2, "show": "sentences"},
@@ -70,6 +74,9 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "sb200-m10-qe": {"fine_m": 10, "edges_per_run": 1, "show": "sentences", "sentence_budget": 200,
                      "sentence_rankings": ("question", "edges"), "sentence_dense": 0},
 }
+# the sent-* settings show the shown edges' own sentences (no sentence budget)
+for _opts in (o for n, o in SETTINGS.items() if n.startswith("sent-")):
+    _opts.setdefault("sentence_budget", None)
 BUDGETS = (90, 100, 120, 150, 200, 210, 250, 300, 350, 400, 500, 600)
 # sentence_budget with the question cosine alone, over the runs' passages (the default until the
 # "relevance" ranking): sb<budget>-m<M>-q
@@ -80,6 +87,8 @@ SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sen
 # SENTENCES_PRESET is sr250-m20
 SETTINGS.update({f"sr{b}-m{m}": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b}
                  for b in BUDGETS for m in (10, 20)})
+# the same with the best sentence of each of the first N passages first (sentence_cover): sr<budget>-m20-c<N>
+SETTINGS.update({f"sr{b}-m20-c{n}": {**SETTINGS[f"sr{b}-m20"], "sentence_cover": n} for b in BUDGETS for n in (3, 5)})
 # what each part of it adds (sr<budget>-m20 less one part): -no<term> drops a relevance_weights term,
 # -d0 the dense passages, -q the whole "relevance" ranking (question cosine alone, dense passages kept);
 # -rq fuses the two rankings (reciprocal rank)
@@ -123,11 +132,19 @@ def _tokens(text: str) -> int:
     return count_message_tokens([HumanMessage(text)])
 
 
-def _point(gold: str, gold_keys: list[str], texts: list[str], keys: list[str], prompt: str) -> dict[str, float]:
-    """One question at one point; coverage counts gold passages (passage keys), not titles."""
+def _point(gold: str, gold_keys: list[str], texts: list[str], keys: list[str], prompt: str,
+           ranking: list[str] | None = None) -> dict[str, float]:
+    """One question at one point; coverage counts gold passages (passage keys), not titles.
+    ``recall@5`` and ``fcr`` grade the point's passage ranking (``ranking``, else ``keys``: the
+    prompt's passages in rank order) as the bench does: the gold passages among its first 5, all
+    of them there."""
     inside = normalize_answer(oracle_answer(gold, texts)) == normalize_answer(gold)
-    cover = len(set(gold_keys) & set(keys)) / len(set(gold_keys)) if gold_keys else 0.0
-    return {"tokens": _tokens(prompt), "answer_in_prompt": float(inside), "coverage": cover}
+    gold_set = set(gold_keys)
+    cover = len(gold_set & set(keys)) / len(gold_set) if gold_set else 0.0
+    top = set((keys if ranking is None else ranking)[:5])
+    return {"tokens": _tokens(prompt), "answer_in_prompt": float(inside), "coverage": cover,
+            "recall@5": len(gold_set & top) / len(gold_set) if gold_set else 0.0,
+            "fcr": float(bool(gold_set) and gold_set <= top)}
 
 
 def _apr_apps(kg: Any, store: Any, settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -153,11 +170,12 @@ def measure(kg: Any, store: Any, questions: list[Any], *, settings: dict[str, di
         t = time.perf_counter()
         order = top_indices(mat @ kg.embed_query(q.question), max(DENSE_K))
         ms = (time.perf_counter() - t) * 1000
+        top5 = ranked_passages(kg, [table.ids[j] for j in order[:5]]).keys   # dense's ranking, graded at 5
         for k in DENSE_K:
             ev = [evidence_item(kg, table.ids[j]) for j in order[:k]]
             texts = [e["text"] for e in ev]
             keys = ranked_passages(kg, [table.ids[j] for j in order[:k]]).keys
-            row = _point(q.answer, gold_passage_keys(q), texts, keys, answer_prompt(q.question, ev))
+            row = _point(q.answer, gold_passage_keys(q), texts, keys, answer_prompt(q.question, ev), top5)
             out.setdefault(f"dense-{k}", []).append({**row, "ms": ms})
         if hipporag2:
             ev = [evidence_item(kg, table.ids[j]) for j in order[:5]]
@@ -188,9 +206,36 @@ def summarize(per_point: dict[str, list[dict[str, float]]]) -> list[dict[str, An
                      "prompt_tokens": round(float(np.mean([r["tokens"] for r in qs])), 1),
                      "answer_in_prompt": round(float(np.mean([r["answer_in_prompt"] for r in qs])), 3),
                      "gold_coverage": round(float(np.mean([r["coverage"] for r in qs])), 3),
+                     "recall@5": round(float(np.mean([r["recall@5"] for r in qs])), 3),
+                     "fcr": round(float(np.mean([r["fcr"] for r in qs])), 3),
                      "ms_median": round(float(np.median([r["ms"] for r in qs])), 1),
                      "core_ms_median": round(float(np.median([r.get("core_ms", r["ms"]) for r in qs])), 1)})
     return rows
+
+
+def feasible_figures(summary: list[dict[str, Any]], half: float = 0.5) -> dict[str, float | None]:
+    """Per AutoPrunedRetriever setting of one dataset's summary: its answer-in-prompt rate where it
+    meets the goals against dense top-5 (prompt tokens at most ``half`` of dense top-5's, Recall@5
+    and FCR at least dense's), else None (the setting does not qualify on that set)."""
+    rows = {r["point"]: r for r in summary}
+    dense = rows["dense-5"]
+    return {name: (r["answer_in_prompt"] if r["prompt_tokens"] <= half * dense["prompt_tokens"]
+                   and r["recall@5"] >= dense["recall@5"] and r["fcr"] >= dense["fcr"] else None)
+            for name, r in rows.items() if not name.startswith(("dense-", "hipporag2"))}
+
+
+def lodo_choice(summaries: dict[str, list[dict[str, Any]]], default: str,
+                candidates: list[str] | None = None) -> list[dict[str, Any]]:
+    """The validation protocol (:func:`benchlib.validate.lodo`) over settings: each dataset held out
+    in turn, the setting best on the others by :func:`feasible_figures` (ties to ``default``), and its
+    figure on the held-out set. Only settings run on every dataset (and among ``candidates``, when
+    given) compete."""
+    from benchlib.validate import lodo
+
+    figures = {d: feasible_figures(s) for d, s in summaries.items()}
+    common = [n for n in next(iter(figures.values())) if all(n in f for f in figures.values())
+              and (candidates is None or n in candidates)]
+    return lodo({d: {n: f[n] for n in common} for d, f in figures.items()}, default)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,7 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settings", default=None, help="comma-separated AutoPrunedRetriever settings (default: all)")
     ap.add_argument("--hipporag2", action="store_true", help="add the HippoRAG 2 style reader prompt point")
     ap.add_argument("--json", default=None, help="write the per-question rows and the summary here")
+    ap.add_argument("--lodo", default=None, help="DATASET=JSON,...: no run; the setting each held-out set gets "
+                                                 "from the others' --json results (lodo_choice; --settings: the "
+                                                 "candidates)")
+    ap.add_argument("--default", default="default", help="--lodo: the shipped setting (ties go to it)")
     args = ap.parse_args(argv)
+    if args.lodo:
+        parts = dict(x.split("=", 1) for x in args.lodo.split(","))
+        rows = lodo_choice({d: json.loads(Path(p).read_text())["summary"] for d, p in parts.items()}, args.default,
+                           args.settings.split(",") if args.settings else None)
+        print(markdown_table(rows, list(rows[0])))
+        return 0
     use_stem_path(args.stem_path)
     emb = get_embeddings(args.embeddings)
     qs = load_questions(args.dataset, args.questions, None)

@@ -41,7 +41,8 @@ def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None,
             Retrieval: ``selection_policy``, ``coarse_k``, ``fine_m``, ``w_ent``, ``w_rel``,
             ``fine``, ``unique_threshold``, ``cover_weight``, ``dense_fusion``. Packing:
             ``encodings``, ``max_prompt_tokens``, ``edges_per_run``, ``show``, ``sentence_budget``,
-            ``sentence_rankings``, ``sentence_bridges``, ``sentence_dense``, ``relevance_weights``.
+            ``sentence_cover``, ``sentence_rankings``, ``sentence_bridges``, ``sentence_dense``,
+            ``relevance_weights``.
             Memory: ``extraction``, ``memorize``, ``memorize_unanswered``, ``replay``.
 
     Returns:
@@ -61,8 +62,8 @@ def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None,
         >>> _ = kg.add_documents([{"title": "Warsaw", "text": "Warsaw is the capital of Poland."}], model="offline")
         >>> app = create_autopruned_graph(kg, model="offline").compile(store=InMemoryStore())
         >>> out = app.invoke({"question": "What is the capital of Poland?"})
-        >>> out["method"], out["encoding"] in ("words", "ids", "matrix")
-        ('autopruned', True)
+        >>> out["method"], out["encoding"], out["packed_prompt"].splitlines()[1]
+        ('autopruned', 'sentences', '[Warsaw] Warsaw is the capital of Poland.')
     """
     opts = AutoprunedOptions.build(**options)
     deps = AutoprunedDeps(kg, method_model(model, retry_policy), store, opts)

@@ -238,7 +238,8 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                                                opts.sentence_rankings, opts.sentence_bridges,
                                                opts.sentence_dense, deps.sentence_words(),
                                                opts.relevance_weights,
-                                               partial(deps.passage_scores, state["question"])))
+                                               partial(deps.passage_scores, state["question"]),
+                                               opts.sentence_cover))
             return made[key]
 
         def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:
@@ -279,9 +280,13 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
             # a passage vector search added (sentence_dense) has no selected run: its own first one
             run_of = {g["chunk"]: (g["runs"] or deps.chunk_runs(book).get(g["chunk"], []) or [None])[0]
                       for g in groups}
+            # ranked sentences place their passages by their best sentence (score 1 / place); the
+            # shown edges' sentences keep their runs' scores
             evidence = [e for e in evidence if e["channel"] != "F"] + [
                 {"id": g["chunk"], "kind": "sentences", "text": " ".join(g["sentences"]), "run": run_of[g["chunk"]],
-                 "channel": "F", "chunks": [g["chunk"]], "score": round(float(scores.get(run_of[g["chunk"]], 0.0)), 6),
+                 "channel": "F", "chunks": [g["chunk"]],
+                 "score": round(1.0 / (g["place"] + 1) if "place" in g
+                                else float(scores.get(run_of[g["chunk"]], 0.0)), 6),
                  **({"title": g["title"]} if g["title"] else {})} for g in groups]
             evidence.sort(key=lambda e: -e["score"])
         reused = reused_runs(book, selected, state.get("candidates", []))
@@ -314,8 +319,10 @@ def _answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions], *, deps
     if replayed is not None:   # the same question, answered by this decider, still grounded: no LLM call
         return {"answer": replayed["answer"], "answer_by": decider, "replayed_answer": replayed}
     # the KG's facts only: a stored answer belongs to the question it answered (a line of an
-    # answer run that is a KG relation edge is that fact, as a fact run would show it)
-    facts = [e for e in evidence if e.get("channel", "F") == "F" or kg.edge(e["id"]) is not None]
+    # answer run that is a KG relation edge is that fact, as a fact run would show it; shown as
+    # sentences, the facts are the passages' own words, and such a line is not one of them)
+    sentences = opts.show == "sentences"
+    facts = [e for e in evidence if e.get("channel", "F") == "F" or (not sentences and kg.edge(e["id"]) is not None)]
     if is_offline(model):
         return {"answer": extractive_answer(kg, state["question"], facts) if facts else "no answer",
                 "answer_by": decider, "replayed_answer": None}

@@ -24,17 +24,18 @@ The options, one by one:
     edges_per_run: prune each selected fact run to its ``k`` edges closest to a question line
         before packing (None, the paper: whole runs). ``edges_per_run=1`` with ``fine_m=10``
         is the compact setting the docs' benchmarks page measures. Stored answer and question runs are always shown whole.
-    show: how fact runs are shown. ``"triples"`` (the paper): their (pruned) edges in the
-        cheapest encoding. ``"sentences"``: the passage sentences their shown edges came from,
-        one line per passage chunk with its title (stored Q/A runs stay word triples) — a
-        triple often drops the words that answer, the sentence keeps them.
+    show: how fact runs are shown. ``"sentences"`` (default): passage sentences, one line per
+        passage chunk with its title (stored Q/A runs stay word triples) — a triple often drops
+        the words that answer, the sentence keeps them; with the default ``sentence_budget``
+        (:data:`SENTENCE_BUDGET` tokens) the best of them, below. ``"triples"`` (the paper, the
+        default until issue 44): their (pruned) edges in the cheapest encoding.
     cover_weight: 0 (the paper) keeps the fine ranking; above 0 the top runs are re-ordered
         greedily for coverage of the question's entities (fine score + ``cover_weight`` × the
         new entity matches a run adds), so each entity of a comparison or bridge question gets
         its own run before a second run on the same one.
     sentence_budget: with ``show="sentences"``, fill the facts block with the best sentences of
-        the selected runs' passages up to this many tokens, instead of the shown edges' own
-        sentences: ranked by fusion of ``sentence_rankings`` — ``"relevance"`` (default: the
+        the selected runs' passages up to this many tokens (default :data:`SENTENCE_BUDGET`; None:
+        the shown edges' own sentences instead): ranked by fusion of ``sentence_rankings`` — ``"relevance"`` (default: the
         question cosine plus its passage's cosine with the question, the rarity-weighted share
         of the question's words it holds and a small bonus for a document's first sentence, :data:`RELEVANCE_WEIGHTS`), ``"question"`` (cosine of the
         titled sentence with the question alone), ``"edges"`` (the sentences the shown edges
@@ -48,7 +49,10 @@ The options, one by one:
         passage's title (its subject) brings that passage's sentence closest to the question
         right after it — the second hop of a bridge question. The passages are the selected
         runs' (with ``dense_fusion``, the fused ranking's), so ``fine_m`` decides how many
-        passages compete. None (default): off.
+        passages compete. ``sentence_cover`` (default :data:`SENTENCE_COVER`): the best sentence of
+        each of the first N passages, ranked by their best sentence, goes in before the rest, so
+        the passages the ranking puts on top are in the prompt; the evidence lists the shown
+        passages in that ranking (``score`` 1 / place), which is what the benchmark grades.
     fusion / fusion_weak / fusion_strong: with ``dense_fusion``, ``"fixed"`` (default) is the
         turn-taking below; ``"adaptive"`` gives the fine ranking a share of the first ``fine_m``
         places by its confidence (:func:`~.scoring.fine_confidence`): one place below
@@ -113,7 +117,13 @@ SENTENCE_RANKINGS: tuple[str, ...] = ("relevance", "question", "edges", "passage
 # who or what the subject is). Chosen on development sets only, never on the sets the docs report.
 RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05}
 
-_INT_FLOORS = {"coarse_k": 1, "fine_m": 1, "sentence_dense": 0}
+# the default reader (issue 44): the best sentences of the fused ranking's passages, SENTENCE_BUDGET
+# tokens in all (the first SENTENCE_COVER passages one sentence each first: 0, chosen by leaving each
+# shipped set out in turn; docs/methods/autopruned.md, "The default")
+SENTENCE_BUDGET = 250
+SENTENCE_COVER = 0
+
+_INT_FLOORS = {"coarse_k": 1, "fine_m": 1, "sentence_dense": 0, "sentence_cover": 0}
 _OPTIONAL_INT_FLOORS = {"entity_budget": 1, "max_prompt_tokens": 1, "edges_per_run": 1, "sentence_budget": 1}
 _CHOICES = {"show": ("triples", "sentences"), "extraction": ("llm", "offline"),
             "phrase_facts": ("uncovered", "always", "never")}
@@ -147,17 +157,20 @@ class AutoprunedOptions(MethodOptions):
                                                             "(None: no limit)")
     edges_per_run: int | None = Field(None, description="prune each selected fact run to its k edges closest to a "
                                                         "question line (None: whole runs)")
-    show: Show = Field("triples", description="fact runs shown as (pruned) triples, or as the passage sentences "
-                                              "their shown edges came from")
+    show: Show = Field("sentences", description="fact runs shown as their passages' sentences, or as (pruned) "
+                                                "triples (the paper)")
     cover_weight: float = Field(0.0, description="above 0: the top runs re-ordered greedily for coverage of the "
                                                  "question's entities")
-    sentence_budget: int | None = Field(None, description="show='sentences': fill the facts block with the "
-                                                          "best-ranked sentences up to this many tokens")
+    sentence_budget: int | None = Field(SENTENCE_BUDGET, description="show='sentences': fill the facts block with "
+                                                                     "the best-ranked sentences up to this many "
+                                                                     "tokens (None: the shown edges' own sentences)")
     sentence_rankings: Sequence[str] = Field(("relevance",), description="sentence orders fused: relevance, "
                                                                          "question, edges, passages")
     sentence_bridges: bool = Field(True, description="a sentence naming another candidate passage's title brings "
                                                      "that passage's best sentence next")
     sentence_dense: int = Field(5, description="vector search's top passages that join the sentence candidates")
+    sentence_cover: int = Field(SENTENCE_COVER, description="the best sentence of each of the first N passages (ranked by their "
+                                               "best sentence) goes in before the budget is filled by rank")
     relevance_weights: Mapping[str, float] | None = Field(
         None, description="any of the 'passage', 'terms' and 'lead' weights of the relevance ranking replaced "
                           "(None: RELEVANCE_WEIGHTS)")
@@ -212,7 +225,7 @@ class AutoprunedOptions(MethodOptions):
             raise KgmemInputError(f"fine must be a FineScoring, got {type(opts['fine']).__name__}")
 
     def check_together(self) -> None:
-        """Refuse ``sentence_budget`` without ``show="sentences"`` (only sentences fill a budget) and fusion
+        """Refuse a ``sentence_budget`` given with ``show="triples"`` (only sentences fill a budget) and fusion
         thresholds out of order.
 
         Raises:
@@ -220,7 +233,9 @@ class AutoprunedOptions(MethodOptions):
         if not 0.0 <= self.fusion_weak <= self.fusion_strong:
             raise KgmemInputError(f"fusion_weak ({self.fusion_weak}) and fusion_strong ({self.fusion_strong}) need "
                                   "0 <= fusion_weak <= fusion_strong")
-        if self.sentence_budget is not None and self.show != "sentences":
+        # the default budget belongs to the default show="sentences": only a budget given explicitly
+        # with show="triples" is a mistake
+        if self.sentence_budget is not None and self.show != "sentences" and "sentence_budget" in self.model_fields_set:
             raise KgmemInputError(f"{self.METHOD}: sentence_budget needs show='sentences' (it fills the facts "
                                   "block with sentences)")
 
@@ -248,4 +263,5 @@ def _check_subset(name: str, values: Any, allowed: Sequence[str]) -> None:
         raise KgmemInputError(f"{name} must be a non-empty subset of {tuple(allowed)}, got {values!r}")
 
 
-__all__ = ["AutoprunedOptions", "ENCODINGS", "Encoding", "RELEVANCE_WEIGHTS", "SENTENCE_RANKINGS", "Show"]
+__all__ = ["AutoprunedOptions", "ENCODINGS", "Encoding", "RELEVANCE_WEIGHTS", "SENTENCE_BUDGET", "SENTENCE_COVER",
+           "SENTENCE_RANKINGS", "Show"]

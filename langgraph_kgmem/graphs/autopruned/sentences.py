@@ -116,8 +116,8 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
                      rankings: Sequence[str] = ("relevance",), bridges: bool = True, dense_k: int = 0,
                      words: dict[str, list[set[str]]] | None = None,
                      weights: Mapping[str, float] | None = None,
-                     passage_scores: Callable[[], tuple[list[str], np.ndarray]] | None = None
-                     ) -> list[dict[str, Any]]:
+                     passage_scores: Callable[[], tuple[list[str], np.ndarray]] | None = None,
+                     cover: int = 0) -> list[dict[str, Any]]:
     """The facts block filled sentence by sentence up to ``budget`` tokens (``sentence_budget``).
 
     Candidates: every sentence of the passages the selected fact runs come from, then of vector
@@ -131,8 +131,11 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     (a passage's defining sentence comes first). With ``bridges``, a sentence taken that names
     another candidate passage's title brings that passage's best sentence right after it. The
     order is taken greedily: a sentence is added when it fits the budget (its tokens plus its passage title's, once), a repeated sentence
-    never; the best sentence is kept even alone over the budget. Groups as :func:`fact_sentences`
-    (passages in order of their best run, sentences in text order)."""
+    never; the best sentence is kept even alone over the budget. With ``cover``, the best sentence
+    of each of the first ``cover`` passages goes in first (then the ranked order): the passages the
+    ranking puts on top are all in the prompt. Groups as :func:`fact_sentences`, sentences in text
+    order, but passages in the order of their best sentence in the ranking (the passage ranking the
+    prompt shows, best first), each with its 0-based ``place`` in it."""
     from langgraph_kgmem.fast_embeddings import block_cosines
 
     chunks: list[str] = []
@@ -192,13 +195,19 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     if "passages" in rankings or not orders:
         orders.append(cands)
     ranked = [x for x, _ in reciprocal_rank_fusion(orders)]
-    picked = fill_budget(ranked, chunks, titles, cache, budget, bridges)
+    best: dict[str, tuple[str, int]] = {}
+    for x in ranked:       # each passage's best sentence; passages placed in the order of theirs
+        best.setdefault(x[0], x)
+    place = {c: n for n, c in enumerate(best)}
+    lead = list(best.values())[:cover]
+    picked = fill_budget([*lead, *ranked], chunks, titles, cache, budget, bridges)
     runs_of: dict[str, list[str]] = {}
     for rid in selected_f:
         for cid in book.runs[rid].chunks[:1]:
             runs_of.setdefault(cid, []).append(rid)
-    return [{"chunk": c, "title": titles[c], "runs": runs_of.get(c, []),
-             "sentences": [cache[c][i][1] for i in sorted(picked[c])]} for c in chunks if c in picked]
+    return [{"chunk": c, "title": titles[c], "runs": runs_of.get(c, []), "place": place[c],
+             "sentences": [cache[c][i][1] for i in sorted(picked[c])]}
+            for c in sorted((c for c in chunks if c in picked), key=place.get)]
 
 
 
