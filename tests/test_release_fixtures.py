@@ -21,6 +21,7 @@ from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemSchemaUpgradeWarning, SchemaVersionError
 from langgraph_kgmem.graphs.registry import get_factory
 from langgraph_kgmem.kg.backends.schema import SCHEMA_VERSION
+from langgraph_kgmem.testing_postgres import restore_dump
 
 RELEASES = sorted(p for p in (Path(__file__).parent / "fixtures" / "releases").iterdir() if p.is_dir())
 KG_NAME = "release"
@@ -80,21 +81,11 @@ def test_embedded_release_opens_migrates_and_answers(release, tmp_path):
         KnowledgeGraph.open(copy, name=KG_NAME, embeddings="hash", create=False).close()
 
 
-def _restore(dump: Path, uri: str) -> None:
-    """Replay a release's ``pg_dump --inserts`` into the empty database ``uri`` (psql meta-commands,
-    which only psql understands, are left out)."""
-    import psycopg
-
-    text = "\n".join(line for line in dump.read_text(encoding="utf-8").splitlines() if not line.startswith("\\"))
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(text)
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize("release", [r for r in RELEASES if (r / "postgres.sql").exists()], ids=lambda p: p.name)
 def test_postgres_release_opens_migrates_and_answers(release, new_database):
     uri = new_database()
-    _restore(release / "postgres.sql", uri)
+    restore_dump(release / "postgres.sql", uri)
     with pytest.warns(KgmemSchemaUpgradeWarning) if _expected(release, "postgres").get("_schema_version") \
             != SCHEMA_VERSION else warnings.catch_warnings():
         kg = KnowledgeGraph.open(uri, name=KG_NAME, embeddings="hash", create=False)

