@@ -38,6 +38,13 @@ class UnsafeStoredDataError(StorageError):
     database and the offending type; nothing in it was imported or called, nothing was changed)."""
 
 
+class CorruptStoredDataError(StorageError):
+    """Stored data is not in the shape the package writes (a row whose attributes are not a JSON
+    object, an edge to a missing node, a weight that is not a number, a memory page of the wrong
+    shape, a cycle among the codebook's representatives): the message names the database, the
+    table or namespace and the row; nothing was changed. Restore the store from a backup."""
+
+
 class KgmemRecoveryWarning(UserWarning):
     """Opening a KG recovered from a crash and dropped something on the way (the message says what
     and how much; the KG also records it, e.g. ``kg.vector_index.journal_dropped_bytes``)."""

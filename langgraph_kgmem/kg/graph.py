@@ -30,6 +30,7 @@ from langgraph_kgmem.kg.backends import DERIVED_SOURCE, GraphBackend, OpenedBack
 from langgraph_kgmem.kg.backends.embedded import open_in_memory
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
 from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, PprResult, choose_method, ppr_scores
+from langgraph_kgmem.kg.stored import checked_graph
 from langgraph_kgmem.kg.structure import GraphIndex
 from langgraph_kgmem.kg.sync import ChangeFeed
 from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
@@ -263,7 +264,7 @@ class KnowledgeGraphCore:
     def _load_all(self) -> None:
         """(Re)build the in-memory cache from the store, in one consistent read."""
         version, nodes, edges = self._store.load_all()
-        self._graph.load(nodes, edges)
+        self._graph.load(*checked_graph(nodes, edges, getattr(self._store, "label", f"KG {self.name!r}")))
         if self._store.shared:
             self._feed.loaded(version)
         if not self._vectors.transactional:

@@ -74,6 +74,7 @@ import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.fast_embeddings import short_block
+from langgraph_kgmem.graphs.autopruned.integrity import check_links, refuse_corrupt
 from langgraph_kgmem.kg.types import normalize_name
 
 if TYPE_CHECKING:
@@ -1200,6 +1201,7 @@ class Codebook:
         return int(item.value["revision"]) if item else None
 
     @classmethod
+    @refuse_corrupt
     def load(cls, store: "BaseStore", kg_name: str, scope: Sequence[str] = ()) -> "Codebook":
         """The codebook stored for ``kg_name`` in tenant ``scope`` (an empty one when there is none)."""
         from langgraph_kgmem.memory import list_items, namespace
@@ -1235,6 +1237,7 @@ class Codebook:
             book.edge_kg.append(kg_id)
             book.edge_rep.append(int(rep))
             book.edge_index.setdefault((int(h), int(r), int(t)), e)
+        check_links(book)   # before any representative is followed below
         book._line_valid = [False] * len(book.edge_hrt)
         book._line_todo = dict.fromkeys(e for e in range(len(book.edge_hrt)) if book.edge_rep[e] == e)
         book._dead_entities = sum(1 for i, r in enumerate(book.ent_rep) if r != i)
