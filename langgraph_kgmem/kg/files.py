@@ -15,7 +15,7 @@ npz at close and when it outgrows both the npz and :data:`JOURNAL_COMPACT_BYTES`
 
 Nothing there is followed out of the directory: the package opens its own files with
 ``O_NOFOLLOW``, and before SQLite, Chroma or the lock file open theirs, :func:`check_kg_entries`
-refuses a symbolic link or special file among them. Arrays are read by :func:`read_npy`, which
+refuses a symbolic link or special file among them (in ``chroma/``, at any depth). Arrays are read by :func:`read_npy`, which
 checks the size a header claims against the bytes really there before allocating.
 
 A journal whose last record a crash cut short (the append is not fsynced) is replayed up to that
@@ -137,7 +137,13 @@ def check_kg_entries(root: Path) -> None:
             check_not_link(root / entry.name)
     for name in KG_DIRS:
         check_not_link(root / name, directory=True)
-    check_not_link(root / "chroma" / "chroma.sqlite3")
+    # Chroma opens and rewrites the files of its segment folders itself (following links): every
+    # folder and file in chroma/, at any depth, must be a real one
+    for dirpath, dirnames, filenames in os.walk(root / "chroma"):   # links to folders are listed, not entered
+        for name in dirnames:
+            check_not_link(Path(dirpath, name), directory=True)
+        for name in filenames:
+            check_not_link(Path(dirpath, name))
 
 
 _FLAGS = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT}
