@@ -24,7 +24,8 @@ from langgraph_kgmem.errors import KgmemInputError, check_int, check_storable, c
 from langgraph_kgmem.fast_embeddings import short_block, short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
-from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
+from langgraph_kgmem.kg.types import (Edge, Node, Triple, check_document_id, content_hash, document_id, edge_id,
+                                     entity_id, normalize_name)
 from langgraph_kgmem.kg.vectors import unit_rows
 from langgraph_kgmem.llm import decision_summary, empty_usage, is_offline, merge_usage, resolve_model
 
@@ -178,6 +179,7 @@ def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceD
     check_storable(title, f"the title of document {did or text[:30]!r}")
     if did:
         check_storable(str(did), f"the id of document {title or text[:30]!r}")
+        check_document_id(str(did))
     if not text.strip():
         raise KgmemInputError(f"document {title or did or '(untitled)'!r} is empty: nothing to ingest")
     if len(text) > max_chars:
@@ -474,6 +476,8 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     for what, value in (("text", text), ("title", title), ("source", source)):
         if value is not None:
             check_storable(value, f"add_triples {what}")
+    if source is not None:
+        check_document_id(source)
     meta = dict(meta or {})
     _check_meta(meta, source or "add_triples")
     doc_id = source or document_id(text if text is not None else repr([t.text() for t in trips]), title or "")

@@ -34,7 +34,8 @@ from langgraph_kgmem.kg.stored import checked_graph
 from langgraph_kgmem.kg.structure import GraphIndex
 from langgraph_kgmem.kg.sync import ChangeFeed
 from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
-from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
+from langgraph_kgmem.kg.types import (EDGE_KINDS, NODE_KINDS, Edge, Node, check_document_id, check_kg_name, edge_id,
+                                     entity_id, node_id)
 from langgraph_kgmem.kg.vector_cache import VectorReadCache
 from langgraph_kgmem.tracing import traced
 
@@ -562,6 +563,7 @@ class KnowledgeGraphCore:
         ``"pending"`` or ``"done"``, its chunk count and provenance ``meta``. Ingestion marks a
         document pending before its first write and done in the transaction of its last."""
         check_storable(doc_id, f"document id {doc_id!r}")
+        check_document_id(doc_id)
         with self.transaction():
             self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta)
 
