@@ -329,3 +329,49 @@ def test_a_damaged_edge_memory_record_is_a_storage_error(tmp_path, value, match)
         mem.update(keys, lambda k, old: old + 1.0)
     assert store.get(mem.ns, keys[0]).value == value
     g.close()
+
+
+def test_a_memory_value_that_is_not_json_is_a_storage_error(tmp_path):
+    """The audit: a non-JSON value in memory.sqlite's store raised orjson.JSONDecodeError."""
+    g, store, ask = _asked(tmp_path, "remindrag")
+    conn = sqlite3.connect(tmp_path / "kg" / "memory.sqlite")
+    with conn:
+        changed = conn.execute("UPDATE store SET value = 'not json' WHERE prefix LIKE '%edge_memory%'").rowcount
+    conn.close()
+    assert changed
+    with pytest.raises(CorruptStoredDataError, match=r"memory\.sqlite holds a memory value that is not JSON"):
+        ask("Where does Bergen lie?")
+    from langgraph_kgmem.memory import EdgeMemory
+
+    with pytest.raises(CorruptStoredDataError, match="not JSON"):
+        EdgeMemory(store, "default", 256).keys()
+    g.close()
+
+
+@pytest.mark.parametrize("payload, said", [(5, "holds a int, not a checkpoint"), ([1, 2], "holds a list"),
+                                           ({"x": 1}, "without the checkpoint's v, id, ts")])
+def test_msgpack_that_is_not_a_checkpoint_is_a_storage_error(tmp_path, payload, said):
+    """The audit: valid msgpack that is not a checkpoint gave a raw KeyError: 'v' or TypeError."""
+    import asyncio
+
+    import ormsgpack
+
+    g, store, ask = _asked(tmp_path, "catrag")
+    conn = sqlite3.connect(tmp_path / "kg" / "memory.sqlite")
+    with conn:
+        conn.execute("UPDATE checkpoints SET checkpoint = ?", (ormsgpack.packb(payload),))
+    conn.close()
+    question = "What is the capital of Norway?"
+    with pytest.raises(CorruptStoredDataError, match=rf"memory\.sqlite: the checkpoint of thread .*{said}"):
+        ask(question)
+    checkpointer, _ = g.persistence()
+    with pytest.raises(CorruptStoredDataError, match=said):
+        list(checkpointer.list({"configurable": {"thread_id": question}}))
+
+    async def read_async():
+        async with g.apersistence() as (saver, _):
+            return await saver.aget_tuple({"configurable": {"thread_id": question}})
+
+    with pytest.raises(CorruptStoredDataError, match=said):
+        asyncio.run(read_async())
+    g.close()
