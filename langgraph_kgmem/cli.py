@@ -321,7 +321,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_parser = sub.add_parser
     def add_parser(*a: Any, **kw: Any) -> argparse.ArgumentParser:   # every command's help shows defaults
         return _add_parser(*a, formatter_class=_ShowDefaults, **kw)
-
     sub.add_parser = add_parser  # type: ignore[method-assign]
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -338,9 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="extraction model: offline or provider:model (default: $KGMEM_MODEL, else offline)")
     sp.add_argument("--chunk-tokens", type=int, default=750, help="chunk size in o200k tokens")
     sp.add_argument("--max-concurrency", type=int, default=8, help="chunks extracted at once (LLM calls in flight)")
-    sp.add_argument("--follow-links", action="store_true",
-                    help="also ingest what symbolic links in a folder point to outside it (default: left out, "
-                         "reported)")
+    sp.add_argument("--follow-links", action="store_true", help="also ingest what links in a folder point to outside it")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("docs", help="list the documents of a KG (id, status, chunks, title)")
