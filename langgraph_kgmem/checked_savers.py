@@ -2,8 +2,9 @@
 
 The strict serializer (:mod:`langgraph_kgmem.persistence`) decides which types a stored payload
 may rebuild; it cannot know that the payload of a checkpoint row must be a checkpoint. Valid
-msgpack that is something else (an int, a list, a dict without the checkpoint's keys) reached
-LangGraph's loop and raised a raw ``KeyError: 'v'`` or ``TypeError`` there. Each checkpointer
+msgpack (PostgreSQL: JSON) that is something else (an int, a list, a dict without the
+checkpoint's keys) reached LangGraph's loop, or PostgreSQL's saver itself, and raised a raw
+``KeyError: 'v'`` or ``TypeError`` there. Each checkpointer
 the package builds reads through :func:`checked_tuple`, which refuses it as
 :class:`~langgraph_kgmem.errors.CorruptStoredDataError` naming the database and the thread.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, AsyncIterator, Iterator
 
-from langgraph_kgmem.errors import CorruptStoredDataError
+from langgraph_kgmem.errors import CorruptStoredDataError, describe_error
 
 # what every checkpoint LangGraph writes holds, and the type each must have
 CHECKPOINT_KEYS = {"v": int, "id": str, "ts": str, "channel_values": dict, "channel_versions": dict,
@@ -45,6 +46,21 @@ def checked_tuple(found: Any, where: str) -> Any:
     return found
 
 
+def _read_failed(exc: Exception, config: Any, where: str) -> Exception:
+    """The error for a saver's read that raised ``exc`` on ``config``: a ``KeyError`` or
+    ``TypeError`` from a well-formed config comes from the row (PostgreSQL's saver reads
+    ``checkpoint["v"]`` as soon as it has fetched it), so it is :class:`CorruptStoredDataError`;
+    a config without a thread id keeps its own error."""
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if config is not None and not (isinstance(configurable, dict) and "thread_id" in configurable):
+        return exc
+    thread = str((configurable or {}).get("thread_id", "?"))[:80]
+    return CorruptStoredDataError(
+        f"{where}: a checkpoint of thread {thread!r} holds something that is not a checkpoint "
+        f"({describe_error(exc, 120)}); nothing was changed. Delete that thread (checkpointer.delete_thread) or "
+        "restore the database from a backup")
+
+
 class _CheckedReads:
     """Reads of a LangGraph checkpointer through :func:`checked_tuple` (``where`` names its database)."""
 
@@ -52,21 +68,35 @@ class _CheckedReads:
 
     def get_tuple(self, config: Any) -> Any:
         """The saver's ``get_tuple``, checked."""
-        return checked_tuple(super().get_tuple(config), self.where)  # type: ignore[misc]
+        try:
+            found = super().get_tuple(config)  # type: ignore[misc]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise _read_failed(exc, config, self.where) from exc
+        return checked_tuple(found, self.where)
 
-    def list(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    def list(self, config: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """The saver's ``list``, each tuple checked."""
-        for found in super().list(*args, **kwargs):  # type: ignore[misc]
-            yield checked_tuple(found, self.where)
+        try:
+            for found in super().list(config, *args, **kwargs):  # type: ignore[misc]
+                yield checked_tuple(found, self.where)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise _read_failed(exc, config, self.where) from exc
 
     async def aget_tuple(self, config: Any) -> Any:
         """The saver's ``aget_tuple``, checked."""
-        return checked_tuple(await super().aget_tuple(config), self.where)  # type: ignore[misc]
+        try:
+            found = await super().aget_tuple(config)  # type: ignore[misc]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise _read_failed(exc, config, self.where) from exc
+        return checked_tuple(found, self.where)
 
-    async def alist(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+    async def alist(self, config: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """The saver's ``alist``, each tuple checked."""
-        async for found in super().alist(*args, **kwargs):  # type: ignore[misc]
-            yield checked_tuple(found, self.where)
+        try:
+            async for found in super().alist(config, *args, **kwargs):  # type: ignore[misc]
+                yield checked_tuple(found, self.where)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise _read_failed(exc, config, self.where) from exc
 
 
 @lru_cache(maxsize=None)

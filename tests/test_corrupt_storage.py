@@ -375,3 +375,42 @@ def test_msgpack_that_is_not_a_checkpoint_is_a_storage_error(tmp_path, payload, 
     with pytest.raises(CorruptStoredDataError, match=said):
         asyncio.run(read_async())
     g.close()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("value", ["5", "[1, 2]", '{"x": 1}'])
+def test_a_postgres_checkpoint_that_is_not_one_is_a_storage_error(new_database, value):
+    import psycopg
+
+    from langgraph_kgmem.graphs.registry import get_factory
+
+    uri = new_database()
+    g = KnowledgeGraph.open(uri, name="t", embeddings="hash")
+    g.add_documents(DOCS, model="offline")
+    checkpointer, store = g.persistence()
+    factory, preset = get_factory("catrag")
+    app = factory(g, model="offline", **preset).compile(checkpointer=checkpointer, store=store)
+    config = {"configurable": {"thread_id": "one"}}
+    app.invoke({"question": "What is the capital of Norway?"}, config)
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("UPDATE checkpoints SET checkpoint = %s::jsonb", (value,))
+    try:
+        with pytest.raises(CorruptStoredDataError, match="checkpoint of thread 'one' holds"):
+            app.invoke({"question": "What is the capital of Norway?"}, config)
+        with pytest.raises(CorruptStoredDataError):
+            list(checkpointer.list(config))
+    finally:
+        g.close()
+
+
+def test_a_config_without_a_thread_keeps_its_own_error(tmp_path):
+    """Only a read of a well-formed config is blamed on the stored row."""
+    from langgraph_kgmem.checked_savers import checked_tuple
+
+    g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
+    checkpointer, _ = g.persistence()
+    with pytest.raises(KeyError):
+        checkpointer.get_tuple({"configurable": {}})
+    assert checkpointer.get_tuple({"configurable": {"thread_id": "none yet"}}) is None
+    assert checked_tuple(None, "x") is None
+    g.close()
