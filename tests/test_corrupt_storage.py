@@ -414,3 +414,35 @@ def test_a_config_without_a_thread_keeps_its_own_error(tmp_path):
     assert checkpointer.get_tuple({"configurable": {"thread_id": "none yet"}}) is None
     assert checked_tuple(None, "x") is None
     g.close()
+
+
+@pytest.mark.parametrize("value", [{"revision": "x"}, {"revision": True}, "a string"])
+def test_a_damaged_codebook_revision_is_a_storage_error(value):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.autopruned.codebook import Codebook
+    from langgraph_kgmem.memory import namespace
+
+    store = InMemoryStore()
+    assert Codebook.stored_revision(store, "default") is None
+    store.put(namespace("default", "codebook"), "revision", {"revision": 3})
+    assert Codebook.stored_revision(store, "default") == 3
+    store.put(namespace("default", "codebook"), "revision", value if isinstance(value, dict) else {"v": value})
+    with pytest.raises(CorruptStoredDataError, match="records the revision"):
+        Codebook.stored_revision(store, "default")
+
+
+def test_the_checked_memory_store_still_takes_its_file_lock(tmp_path):
+    """memory_lock picks a store's cross-process lock by its class; the checked subclass must keep
+    SqliteStore's file lock (without it, 3 concurrent AutoPrunedRetriever writers lost runs)."""
+    from langgraph_kgmem.memory.checked_store import CheckedSqliteStore
+    from langgraph_kgmem.memory.locks import memory_lock
+
+    g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
+    _, store = g.persistence()
+    assert isinstance(store, CheckedSqliteStore)
+    with memory_lock(store, "codebook:probe"):
+        stripes = [p.name for p in (tmp_path / "kg").iterdir() if p.name.startswith("memory.sqlite.lock-")
+                   and p.name != "memory.sqlite.lock-setup"]
+    assert stripes
+    g.close()

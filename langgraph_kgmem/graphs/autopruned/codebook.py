@@ -74,7 +74,7 @@ import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.fast_embeddings import short_block
-from langgraph_kgmem.graphs.autopruned.integrity import check_links, refuse_corrupt
+from langgraph_kgmem.graphs.autopruned.integrity import check_links, refuse_corrupt, revision_of
 from langgraph_kgmem.kg.types import normalize_name
 
 if TYPE_CHECKING:
@@ -1198,7 +1198,7 @@ class Codebook:
 
         ns = namespace(kg_name, "codebook", scope)
         item = store.get(ns, "revision") or store.get(ns, "meta")  # "meta" alone: written by an older version
-        return int(item.value["revision"]) if item else None
+        return revision_of(item, kg_name, scope)
 
     @classmethod
     @refuse_corrupt

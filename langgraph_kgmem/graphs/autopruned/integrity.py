@@ -93,3 +93,19 @@ def refuse_corrupt(load: Callable[..., T]) -> Callable[..., T]:
         return book
 
     return checked
+
+
+def revision_of(item: Any, kg_name: str, scope: Sequence[str]) -> int | None:
+    """The revision a stored codebook's ``revision`` (or ``meta``) item records; None without one.
+
+    Raises:
+        CorruptStoredDataError: the item holds no integer revision.
+    """
+    if item is None:
+        return None
+    value = getattr(item, "value", None)
+    revision = value.get("revision") if isinstance(value, dict) else None
+    if isinstance(revision, bool) or not isinstance(revision, int):
+        raise CorruptStoredDataError(f"{_where(kg_name, scope)} records the revision {str(revision)[:40]!r}, not an "
+                                     f"integer; {_FIX}")
+    return revision
