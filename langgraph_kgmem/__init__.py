@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and the API reference
     from langgraph_kgmem.config import get_embeddings
     from langgraph_kgmem.errors import KgmemError
+    from langgraph_kgmem.graphs.feedback import feedback_tool, give_feedback
     from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
     from langgraph_kgmem.graphs.catrag import create_catrag_graph
     from langgraph_kgmem.graphs.kgirag import create_kgirag_graph
@@ -35,6 +36,8 @@ _EXPORTS = {
     "get_embeddings": "langgraph_kgmem.config",
     "resolve_model": "langgraph_kgmem.llm",
     "KgmemError": "langgraph_kgmem.errors",
+    "give_feedback": "langgraph_kgmem.graphs.feedback",
+    "feedback_tool": "langgraph_kgmem.graphs.feedback",
 }
 
 

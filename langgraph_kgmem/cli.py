@@ -7,6 +7,7 @@
     kgmem ask "QUESTION" --kg DIR --method remindrag [--model ...] [--thread ID] [--json]
     kgmem export --kg DIR --html FILE [--highlight ID ...] [--run RUN.json]
     kgmem migrate --from DIR|URI --to URI|DIR [--name NAME] [--to-name NEW_NAME]
+    kgmem migrate --upgrade DIR|URI [--name NAME]   (an older release's KG, to this release's schema)
     kgmem drop --kg URI --name NAME          (a KG in a PostgreSQL database; other KGs stay)
 
 ``--kg`` is a KG directory or a ``postgresql://`` URI (default: $KGMEM_KG); ``--name`` defaults to
@@ -174,7 +175,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
         for doc_id in args.ids:
             gone = kg.delete_document(doc_id)
-            echo(f"deleted {doc_id}: {gone['nodes_removed']} node(s), {gone['edges_removed']} edge(s)")
+            echo(f"deleted {doc_id}: {gone['nodes_removed']} node(s), {gone['edges_removed']} edge(s), "
+                  f"{gone.get('memories_invalidated', 0)} memory record(s) resting on it")
     return 0
 
 
@@ -313,6 +315,25 @@ class _ShowDefaults(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+def _add_migrate_parser(sub: Any) -> None:
+    sp = sub.add_parser("migrate", help="copy a KG (structure, vectors, memory) between a directory and PostgreSQL, "
+                                         "or bring one written by an older release to this release's schema")
+    sp.add_argument("--from", dest="source", default=None, help="KG directory or postgresql:// URI")
+    sp.add_argument("--to", dest="destination", default=None, help="KG directory or postgresql:// URI")
+    sp.add_argument("--upgrade", metavar="DIR|URI", default=None,
+                    help="migrate this KG's schema forward in place (one transaction) and say what ran; "
+                         "instead of --from/--to")
+    sp.add_argument("--name", default=None,
+                    help="the KG to copy, by its name in the source (default: the source's stored name)")
+    sp.add_argument("--to-name", default=None,
+                    help="the KG's name in the destination, e.g. to bring a KG built alone ('default') into a "
+                         "shared database (default: its name in the source)")
+    sp.add_argument("--embeddings", default=None,
+                    help="the embedding model the KG was built with: local, fast, hash or provider:model "
+                         "(default: $KGMEM_EMBEDDINGS, else local)")
+    sp.set_defaults(func=cmd_migrate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kgmem`` argument parser: one subcommand per ``cmd_*`` function, each bound as ``func``."""
     p = argparse.ArgumentParser(prog="kgmem", description="Knowledge-graph memory for LangGraph agents.")
@@ -387,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("ask", help="answer a question with one method", epilog=f"methods:\n{methods}")
     sp.add_argument("question")
     common(sp)
-    sp.add_argument("--method", default="remindrag", help=f"the method: {', '.join(summary)}")
+    sp.add_argument("--method", default="remindrag", help=f"the method: {', '.join(summary)} (auto = router: the method that fits each question)")
     sp.add_argument("--model", default=None, help="offline or provider:model (default: $KGMEM_MODEL, else offline)")
     sp.add_argument("--thread", default=None, help="thread id for the checkpointer (default: a new one)")
     sp.add_argument("--json", action="store_true", help="print the whole output state as JSON (default: a summary)")
@@ -406,18 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "more updates)")
     sp.set_defaults(func=cmd_export)
 
-    sp = sub.add_parser("migrate", help="copy a KG (structure, vectors, memory) between a directory and PostgreSQL")
-    sp.add_argument("--from", dest="source", required=True, help="KG directory or postgresql:// URI")
-    sp.add_argument("--to", dest="destination", required=True, help="KG directory or postgresql:// URI")
-    sp.add_argument("--name", default=None,
-                    help="the KG to copy, by its name in the source (default: the source's stored name)")
-    sp.add_argument("--to-name", default=None,
-                    help="the KG's name in the destination, e.g. to bring a KG built alone ('default') into a "
-                         "shared database (default: its name in the source)")
-    sp.add_argument("--embeddings", default=None,
-                    help="the embedding model the KG was built with: local, fast, hash or provider:model "
-                         "(default: $KGMEM_EMBEDDINGS, else local)")
-    sp.set_defaults(func=cmd_migrate)
+    _add_migrate_parser(sub)
 
     sp = sub.add_parser("drop", help="remove one KG from a PostgreSQL database (its rows and vectors only)")
     sp.add_argument("--kg", required=True, help="postgresql:// URI")
@@ -449,8 +459,15 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """``kgmem migrate``: copy a KG (structure, vectors, memory) to another KG directory or database."""
-    from langgraph_kgmem.migrate import migrate
+    from langgraph_kgmem.migrate import migrate, upgrade
 
+    if args.upgrade is not None:
+        if args.source or args.destination or args.to_name:
+            raise KgmemInputError("--upgrade migrates one KG in place: give it alone (with --name for a database)")
+        echo(upgrade(args.upgrade, name=args.name, embeddings=args.embeddings))
+        return 0
+    if not (args.source and args.destination):
+        raise KgmemInputError("kgmem migrate needs --from and --to (copy a KG), or --upgrade DIR|URI (in place)")
     echo(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings, to_name=args.to_name))
     return 0
 

@@ -32,6 +32,11 @@ class StorageError(KgmemError):
     (the message says where and what to check; the failed transaction wrote nothing)."""
 
 
+class SchemaVersionError(StorageError):
+    """A stored KG's schema version is one this release cannot read: written by a newer
+    langgraph-kgmem (upgrade the package) or not a version at all. Nothing was read or changed."""
+
+
 class UnsafeStoredDataError(StorageError):
     """Stored data holds something the package refuses to load because loading it would run or
     follow it: a checkpoint naming a type outside the allow-list, a pickle (the message names the
@@ -48,6 +53,16 @@ class CorruptStoredDataError(StorageError):
 class KgmemRecoveryWarning(UserWarning):
     """Opening a KG recovered from a crash and dropped something on the way (the message says what
     and how much; the KG also records it, e.g. ``kg.vector_index.journal_dropped_bytes``)."""
+
+
+class KgmemSchemaUpgradeWarning(UserWarning):
+    """Opening a KG written by an older release migrated its schema forward (in one transaction);
+    the message names the versions and each step (``before`` and ``after`` hold the two versions).
+    Older releases cannot open it afterwards."""
+
+    def __init__(self, message: str, before: int = 0, after: int = 0) -> None:
+        super().__init__(message)
+        self.before, self.after = before, after
 
 
 class KgmemDecisionError(KgmemError):

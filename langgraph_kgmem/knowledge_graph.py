@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
@@ -19,8 +20,9 @@ from langgraph_kgmem.ingest.pipeline import MAX_DOCUMENT_CHARS, IngestReport, aa
 from langgraph_kgmem.ingest.records import RecordsReport, add_records
 from langgraph_kgmem.kg.graph import KnowledgeGraphCore
 from langgraph_kgmem.memory import reset_memory
+from langgraph_kgmem.memory.provenance import invalidate_documents
 from langgraph_kgmem.memory.view import describe_memory
-from langgraph_kgmem.persistence import open_async_persistence, open_persistence
+from langgraph_kgmem.persistence import MEMORY_DB_FILE, open_async_persistence, open_persistence
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._persistence: tuple[Any, Any] | None = None
+        self._memory_stores: list[Any] = []   # stores beside persistence()'s that invalidation reaches
         super().__init__(*args, **kwargs)
 
     # ------------------------------------------------------------------ ingestion
@@ -75,13 +78,15 @@ class KnowledgeGraph(KnowledgeGraphCore):
 
         A document id already stored with the same chunks is skipped; with different text (or
         title) it is replaced in one transaction, and edges both versions share keep their memories
-        (``report.changes``).
+        (``report.changes``). Memory resting on a replaced document's old version is invalidated
+        in this call (``report.memories_invalidated``; see :meth:`invalidate_memory`).
         """
         logger.info("KG %r: ingesting documents (model=%s)", self.name, model)
         report = add_documents(self, docs, model=model, chunk_tokens=chunk_tokens, merge_threshold=merge_threshold,
                                max_chars=max_chars, progress=progress, extractor=extractor,
                                max_concurrency=max_concurrency, on_progress=on_progress)
         self.note_ingested(report.documents_added)
+        report.memories_invalidated += self.invalidate_memory(report.changes)
         logger.info("KG %r: %s", self.name, report)
         return report
 
@@ -97,6 +102,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
                                       merge_threshold=merge_threshold, max_chars=max_chars, progress=progress,
                                       extractor=extractor, max_concurrency=max_concurrency, on_progress=on_progress)
         await asyncio.to_thread(self.note_ingested, report.documents_added)
+        report.memories_invalidated += await asyncio.to_thread(self.invalidate_memory, report.changes)
         logger.info("KG %r: %s", self.name, report)
         return report
 
@@ -116,7 +122,40 @@ class KnowledgeGraph(KnowledgeGraphCore):
         (event rule, columns, batch size)."""
         return add_records(self, records, **options)
 
+    def delete_document(self, doc_id: str) -> dict[str, int]:
+        """Remove a document and everything only it contributed (nodes, edges, vectors), then the
+        memory resting on it (``"memories_invalidated"`` in the counts returned; see
+        :meth:`invalidate_memory`)."""
+        counts = super().delete_document(doc_id)
+        return {**counts, "memories_invalidated": self.invalidate_memory([doc_id])}
+
     # ------------------------------------------------------------------ persistence for methods
+    def add_memory_store(self, store: Any) -> None:
+        """Have deletes and replaces invalidate memory in ``store`` too (a store built apart from
+        :meth:`persistence`, passed to the methods' factories). A store the KG does not know of
+        is never invalidated; its reads are still correct, since no method replays a record whose
+        provenance names a version that is gone (:func:`~langgraph_kgmem.memory.provenance.holds`)."""
+        if all(s is not store for s in self._memory_stores):
+            self._memory_stores.append(store)
+
+    def invalidate_memory(self, doc_ids: Iterable[str]) -> int:
+        """Re-check the memory resting on documents ``doc_ids`` (replaced or deleted) in every tenant
+        of this KG, in the :meth:`persistence` store (when it is open, or holds memory on disk or
+        in PostgreSQL) and every :meth:`add_memory_store` store; delete what no longer holds. Returns
+        the number of records invalidated (see :mod:`langgraph_kgmem.memory.provenance`)."""
+        ids = sorted(set(doc_ids))
+        if not ids:
+            return 0
+        stores = list(self._memory_stores)
+        on_disk = self.path is not None and (self.path / MEMORY_DB_FILE).exists()
+        if self._persistence is not None or self.uri or on_disk or (self.path and os.environ.get("KGMEM_POSTGRES_URI")):
+            stores.insert(0, self.persistence()[1])
+        total = sum(invalidate_documents(self, store, ids) for store in stores)
+        if total:
+            logger.info("KG %r: %d memory record(s) rested on changed document(s) %s: invalidated", self.name, total,
+                        ids[:5])
+        return total
+
     def persistence(self) -> tuple[Any, Any]:
         """The shared (checkpointer, store) pair of this KG, backed by one database.
 
@@ -153,6 +192,20 @@ class KnowledgeGraph(KnowledgeGraphCore):
         """Forget what the methods remember about this KG (one ``kind``, one ``scope``, or all);
         the graph itself is untouched. Returns the number of items deleted."""
         return reset_memory(store if store is not None else self.persistence()[1], self.name, kind, scope=scope)
+
+    def feedback(self, run: str, *, useful: Sequence[str] | str = (), wrong: Sequence[str] | str = (),
+                 verdict: str | None = None, store: Any = None, scope: Sequence[str] = (),
+                 source: str = "user") -> dict[str, Any]:
+        """Say which evidence of a method's run helped or misled and whether its answer was right:
+        :func:`~langgraph_kgmem.graphs.feedback.give_feedback` on this KG (``store``: default the
+        KG's own :meth:`persistence` store; ``run``: the result's ``run_id`` or its thread id)."""
+        # the methods' layer owns feedback (it calls the method's hook); imported when used, so
+        # loading the KG never loads the methods
+        from langgraph_kgmem.graphs.feedback import give_feedback
+
+        return give_feedback(self, run, useful=useful, wrong=wrong, verdict=verdict,  # type: ignore[arg-type]
+                             store=store if store is not None else self.persistence()[1], scope=scope,
+                             source=source)  # type: ignore[arg-type]
 
     def close(self) -> None:
         """Close the methods' checkpointer and store connections, then the KG (see

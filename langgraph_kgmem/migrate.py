@@ -38,6 +38,49 @@ class MigrationReport:
                 f"{sum(self.vectors.values())} vectors, {self.memory_items} memory items")
 
 
+@dataclass
+class UpgradeReport:
+    """What :func:`upgrade` did: the KG's schema version before and after (equal: nothing to do)."""
+    target: str
+    name: str
+    before: int
+    after: int
+
+    def __str__(self) -> str:
+        if self.before == self.after:
+            return f"KG {self.name!r} at {self.target} is at schema version {self.after}: nothing to do"
+        return f"KG {self.name!r} at {self.target}: schema version {self.before} -> {self.after}"
+
+
+def upgrade(target: str | os.PathLike[str], *, name: str | None = None,
+            embeddings: Embeddings | str | None = None) -> UpgradeReport:
+    """Bring the KG at ``target`` to this release's schema in place (``kgmem migrate --upgrade``).
+
+    Opening a KG does the same on its own (with a
+    :class:`~langgraph_kgmem.errors.KgmemSchemaUpgradeWarning`); this is the explicit step to run
+    once, e.g. before rolling a new release out to many workers over one database. Every step runs
+    in one transaction: a failure leaves the KG as it was.
+
+    Raises:
+        NotAKnowledgeGraphError: no KG at ``target``.
+        SchemaVersionError: the KG was written by a newer release.
+    """
+    import warnings
+
+    from langgraph_kgmem.errors import KgmemSchemaUpgradeWarning
+    from langgraph_kgmem.kg.backends.schema import SCHEMA_VERSION
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", KgmemSchemaUpgradeWarning)
+        kg = KnowledgeGraph.open(target, name=name, embeddings=embeddings, create=False)
+    try:
+        ran = [w for w in caught if issubclass(w.category, KgmemSchemaUpgradeWarning)]
+        before = ran[0].message.before if ran else SCHEMA_VERSION   # type: ignore[union-attr]
+        return UpgradeReport(str(target), kg.name, before, kg.schema_version)
+    finally:
+        kg.close()
+
+
 def _memory_items(store: Any, name: str, page: int = 1000) -> list[Any]:
     items, offset = [], 0
     while True:
@@ -95,7 +138,8 @@ def _copy(src: KnowledgeGraph, dst: KnowledgeGraph) -> MigrationReport:
             dst.put_vectors("facts", fids, fmat, ["relation"] * len(fids), normalized=True)
         docs = src.documents()
         for d in docs:
-            dst.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"])
+            dst.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"],
+                             content_hash=d.get("content_hash", ""))
         for doc_id in [d["id"] for d in docs] + [DERIVED_SOURCE]:
             dst.add_sources(src.document_nodes(doc_id), src.document_edges(doc_id), doc_id)
         for alias, node_id, sim in src.aliases():

@@ -59,6 +59,55 @@ def test_a_question_that_differs_in_a_name_number_or_negation_is_another_questio
     assert question_key(a) != question_key(b)
 
 
+# issue #39: NFKC wrote "10²" as "102", and punctuation between spaces became a space, so these
+# pairs shared a key and the second question was given the first one's answer
+@pytest.mark.parametrize("a, b", [
+    ("What is 10² ?", "What is 102 ?"),                  # a superscript is an exponent, not a digit
+    ("What is x²?", "What is x2?"),
+    ("What is 10²³?", "What is 10²3?"),                   # where the exponent ends
+    ("How much H₂O is there?", "How much H2O is there?"),  # a subscript
+    ("How much is 5 * 3?", "How much is 5 - 3?"),          # operators between spaces
+    ("How much is 5 + 3?", "How much is 5 - 3?"),
+    ("How much is 5 / 3?", "How much is 5 3?"),
+    ("Is 5 < 3?", "Is 5 > 3?"),
+    ("Is 5 = 3?", "Is 5 3?"),
+    ("How much is (1 + 2) * 3?", "How much is 1 + 2 * 3?"),  # brackets
+    ("Does it cost $5?", "Does it cost €5?"),               # currency signs
+    ("Is 2^10 large?", "Is 210 large?"),
+    ("What is 1,000?", "What is 1 000?"),
+])
+def test_near_miss_questions_have_different_keys(a, b):
+    assert question_key(a) != question_key(b)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("What is 10² ?", "what is 10^2"),                   # one exponent, written two ways
+    ("What is x²³+1?", "What is x^23 + 1?"),
+    ("How much is 5 * 3?", "How much is 5*3"),            # spacing around an operator
+    ("How much is 5 - 3?", "how much is 5-3?"),
+    ("How much is 5 - 3?", "How much is 5 − 3?"),         # a minus sign, an en dash: one minus
+    ("How much is 5 - 3?", "How much is 5 – 3?"),
+    ("How much is 5 * 3?", "How much is 5 × 3?"),
+    ("Is it ½?", "Is it 1/2?"),
+    ("Did 50% vote?", "did 50 % vote"),
+    ("Is it 10⁻³?", "Is it 10^-3?"),
+    ("Is it 1.5 or 10:30?", "is it 1.5 or 10:30"),
+    ("Who won, in 1903?", "Who won in 1903"),              # harmless punctuation
+    ("Is it “Warsaw”?", "Is it 'Warsaw'"),
+])
+def test_an_operator_or_exponent_written_another_way_is_the_same_question(a, b):
+    assert question_key(a) == question_key(b)
+
+
+def test_a_near_miss_question_is_not_given_the_first_ones_answer(kg, store):
+    first = _app(kg, store).invoke({"question": "What is 10² in Warsaw?"})
+    assert first["answer_memory"] == "stored"
+    other = _app(kg, store).invoke({"question": "What is 102 in Warsaw?"})
+    assert other["replayed_answer"] is None
+    same = _app(kg, store).invoke({"question": "what is 10^2 in Warsaw"})
+    assert same["replayed_answer"]["question"] == "What is 10² in Warsaw?"
+
+
 def test_a_repeated_question_replays_its_grounded_answer_with_provenance(kg, store):
     first = _app(kg, store).invoke({"question": Q})
     assert first["answer_memory"] == "stored" and first["replayed_answer"] is None

@@ -45,6 +45,26 @@ def test_fast_fuzz_slice_has_no_uncaught_exception():
     assert {"malformed", "invalid", "model_error", "invalid_tool_call"} <= set(data["fallbacks_by_kind"])
 
 
+def test_fuzz_slice_on_a_sqlite_store_has_no_uncaught_exception():
+    """Issue #39: the hostile model's lone surrogates and NULs in answers, thoughts and tool
+    arguments reach a real SQLite store and checkpointer (R3-Cycle crashed 19 runs in 20 there,
+    while the in-memory slice above stayed green): model text is normalised as it enters."""
+    report = fuzz.run_fuzz(70, store="sqlite")
+    data = report.as_dict()
+    assert data["crash_count"] == 0, json.dumps(data["crashes"][:5], indent=1)
+    assert not _undocumented_raises(report), json.dumps(report.documented_runs[:5], indent=1)
+    assert set(data["runs_by_method"]) == set(METHODS) and data["runs"] == 70
+    assert "unicode_junk" in data["hostile_replies"]
+
+
+def test_the_sqlite_slice_catches_unnormalised_model_text(monkeypatch):
+    """The slice can fail: with the model's messages kept as they came (``storable_message``
+    bypassed), R3-Cycle's stored thoughts and arguments crash runs on SQLite again."""
+    monkeypatch.setattr("langgraph_kgmem.llm.generation.storable_message", lambda message: message)
+    report = fuzz.run_fuzz(12, methods=["r3cycle", "graphcot"], store="sqlite")
+    assert any("surrogates not allowed" in c["error"] for c in report.crashes), report.as_dict()["outcomes"]
+
+
 def test_fuzz_catches_a_planted_crash(monkeypatch):
     """The suite can fail: with two guards removed (KG-IRAG's plan bounds, R3-Cycle's tool-argument
     check) the hostile model's year 9999 and deeply nested arguments crash runs again."""

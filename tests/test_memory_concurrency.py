@@ -229,4 +229,4 @@ def test_memory_lock_is_reentrant_and_serialises_threads():
     for t in threads:
         t.join()
     assert peak[0] == 1
-    RecordMemory(store, "x", "y")  # the store is still usable
+    RecordMemory(store, "x", "trajectories")  # the store is still usable

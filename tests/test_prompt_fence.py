@@ -56,6 +56,7 @@ METHOD_STEPS = {
     "kgirag": {"plan_query", "judge_retrieval", "synthesize_answer"},
     "r3cycle": {"reason", "verify", "reflect"},
     "graphcot": {"reason"},
+    "router": {"answer", "filter_facts"},     # it routes the documents' questions to HippoRAG 2 / CatRAG
 }
 # the methods whose memory keeps text (summaries, codebook, trajectories): the marker must be
 # among what they stored, so the later runs' prompts were checked with marked memories to replay

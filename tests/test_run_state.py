@@ -57,6 +57,8 @@ NODES = {  # every registered method's nodes, exactly (verb_object names: what t
     "kgirag": {"plan_query", "retrieve_triples", "judge_retrieval", "synthesize_answer"},
     "r3cycle": {"start_run", "reason", "act", "record", "verify", "reflect", "replan", "finish_run"},
     "graphcot": {"start_run", "reason", "act", "record", "verify", "reflect", "replan", "finish_run"},
+    "router": {"route_question", "run_hipporag2", "run_catrag", "run_kgirag", "run_r3cycle", "run_remindrag",
+               "run_autopruned", "finish_route"},
 }
 
 

@@ -8,7 +8,10 @@ NaN/huge numbers, injected instructions, bad tool calls and raised provider erro
 ``__str__``/``__repr__`` raise), mixed with
 plausible replies. The KGs use the hashing embedding; each method keeps its store (edge
 memories, codebook, summaries) for ``--store-runs`` runs, so a reply memorised by one run is read
-by the next ones (memory poisoning), then starts afresh.
+by the next ones (memory poisoning), then starts afresh. ``--store sqlite`` puts each method's
+store and checkpointer on a real SQLite database (what ``kg.persistence()`` opens), which refuses
+what an in-memory store keeps (a lone surrogate in a stored answer or thought); the default
+``memory`` is LangGraph's in-memory store, no checkpointer.
 
 A run ends as ``ok`` (every failure taken as a recorded fallback), ``documented`` (a
 ``KgmemError`` subclass raised, e.g. ``KgmemModelError``) or ``crash`` (anything else). The
@@ -17,6 +20,7 @@ report gives crashes with their seeds, the slowest run, and fallbacks by kind an
     python tools/fuzz.py --runs 10000            # the long run (minutes; see docs/reliability.md)
     python tools/fuzz.py --runs 300 --json out.json
     python tools/fuzz.py --replay 4711           # one run again, traceback shown
+    python tools/fuzz.py --runs 300 --store sqlite   # stores and checkpoints on SQLite
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -68,6 +73,8 @@ RECORD_QUESTIONS = (
     "Can I avoid rain at Riverside if I leave at 9999-12-31 23:00 and travel for 60000000 hours?")
 
 
+STORES = ("memory", "sqlite")   # where a run's memory and checkpoints live (--store)
+
 # the default retry policy without its sleeps: transient errors are retried, then fall back
 FAST_RETRY = RetryPolicy(initial_interval=0.0, jitter=False, max_attempts=3, retry_on=transient_model_error)
 
@@ -101,7 +108,7 @@ class Fuzzer:
     """One compiled app per method over shared KGs, re-seeded per run; stores renewed every
     ``store_runs`` runs of a method."""
 
-    def __init__(self, methods: Sequence[str] | None = None, store_runs: int = 50) -> None:
+    def __init__(self, methods: Sequence[str] | None = None, store_runs: int = 50, store: str = "memory") -> None:
         from langgraph_kgmem import KnowledgeGraph
         from langgraph_kgmem.graphs.registry import METHODS
 
@@ -109,7 +116,11 @@ class Fuzzer:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise SystemExit(f"unknown method(s) {unknown}; choose from {', '.join(METHODS)}")
+        if store not in STORES:
+            raise SystemExit(f"unknown store {store!r}; choose from {', '.join(STORES)}")
         self.store_runs = store_runs
+        self.store = store
+        self._folder = tempfile.TemporaryDirectory(prefix="kgmem-fuzz-") if store == "sqlite" else None
         self.text_kg = KnowledgeGraph.in_memory(name="fuzz")
         self.text_kg.add_documents(DOCS, model="offline")
         self.records_kg = KnowledgeGraph.in_memory(name="fuzz-records")
@@ -118,9 +129,20 @@ class Fuzzer:
         self._apps: dict[str, tuple[int, Any]] = {}
         self._count: Counter = Counter()
 
-    def app(self, method: str) -> Any:
+    def persistence(self, method: str, epoch: int) -> tuple[Any, Any]:
+        """(checkpointer, store) of one method's epoch: none and an in-memory store, or both on
+        a new SQLite database (``--store sqlite``)."""
         from langgraph.store.memory import InMemoryStore
 
+        from langgraph_kgmem.persistence import open_persistence
+
+        if self._folder is None:
+            return None, InMemoryStore()
+        folder = Path(self._folder.name) / f"{method}-{epoch}"
+        folder.mkdir()
+        return open_persistence(folder)
+
+    def app(self, method: str) -> Any:
         from langgraph_kgmem.graphs.registry import get_factory
 
         epoch = self._count[method] // self.store_runs
@@ -128,9 +150,9 @@ class Fuzzer:
         if have is None or have[0] != epoch:
             factory, preset = get_factory(method)
             kg = self.records_kg if method == "kgirag" else self.text_kg
-            store = InMemoryStore()
+            checkpointer, store = self.persistence(method, epoch)
             self._apps[method] = (epoch, factory(kg, model=self.model, store=store, retry_policy=FAST_RETRY,
-                                                 **preset).compile(store=store))
+                                                 **preset).compile(store=store, checkpointer=checkpointer))
         self._count[method] += 1
         return self._apps[method][1]
 
@@ -143,7 +165,7 @@ class Fuzzer:
         t0 = time.perf_counter()
         outcome = "ok"
         try:
-            out = app.invoke({"question": question})
+            out = app.invoke({"question": question}, {"configurable": {"thread_id": f"fuzz-{i}"}})
             problem = _check_output(out)
             if problem:
                 raise AssertionError(problem)
@@ -187,9 +209,9 @@ def _check_output(out: Any) -> str | None:
 
 
 def run_fuzz(runs: int, *, start: int = 0, methods: Sequence[str] | None = None, store_runs: int = 50,
-             progress: bool = False) -> Report:
-    """Runs ``start`` .. ``start + runs - 1``; returns the :class:`Report`."""
-    fuzzer = Fuzzer(methods, store_runs)
+             progress: bool = False, store: str = "memory") -> Report:
+    """Runs ``start`` .. ``start + runs - 1`` (``store``: ``memory`` or ``sqlite``); returns the :class:`Report`."""
+    fuzzer = Fuzzer(methods, store_runs, store)
     report = Report()
     t0 = time.perf_counter()
     for i in range(start, start + runs):
@@ -208,15 +230,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=0, help="first seed")
     ap.add_argument("--methods", nargs="*", help="registry names (default: every method)")
     ap.add_argument("--store-runs", type=int, default=50, help="runs of a method that share one store")
+    ap.add_argument("--store", choices=STORES, default="memory",
+                    help="where each method's memory and checkpoints live (default: memory)")
     ap.add_argument("--replay", type=int, help="run this one seed and show its traceback")
     ap.add_argument("--json", type=Path, help="write the report here")
     args = ap.parse_args(argv)
     if args.replay is not None:
-        fuzzer, report = Fuzzer(args.methods, args.store_runs), Report()
+        fuzzer, report = Fuzzer(args.methods, args.store_runs, args.store), Report()
         fuzzer.run_one(args.replay, report, show=True)
         print(json.dumps(report.as_dict(), indent=2))
         return 1 if report.crashes else 0
-    report = run_fuzz(args.runs, start=args.start, methods=args.methods, store_runs=args.store_runs, progress=True)
+    report = run_fuzz(args.runs, start=args.start, methods=args.methods, store_runs=args.store_runs, progress=True,
+                      store=args.store)
     data = report.as_dict()
     if args.json:
         args.json.write_text(json.dumps(data, indent=2))

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.storable import storable
 from langgraph_kgmem.llm import (generate, innermost_model, is_offline, merge_usage, model_label, resolve_model,
                                  resolve_run_model, with_retry_policy)
 # document text enters prompts only through fence(): the model layer below ingest/ holds it, so
@@ -52,15 +53,29 @@ def emit_progress(event: dict[str, Any]) -> None:
     writer(event)
 
 
+def entered_question(_old: Any, new: Any) -> str:
+    """The ``question`` channel's reducer: the question as it enters a run, checked by
+    :func:`check_question` (text, not blank, storable alike on every backend).
+
+    LangGraph applies it when the input is written into the run's state: before the first node,
+    before any store, codebook or cache sees the question and before a state holding it is
+    checkpointed (only LangGraph's record of the raw input, msgpack bytes that both backends
+    keep, precedes it). A refused question (:class:`~langgraph_kgmem.errors.KgmemInputError`)
+    changes nothing else, and the compiled graph answers the next one as if it had never come."""
+    return check_question({"question": new})
+
+
 class InputState(TypedDict):
     """What every method takes: the question."""
-    question: str
+    question: Annotated[str, entered_question]
 
 
 class BaseState(TypedDict, total=False):
-    """The keys every method's state and output share (answer, evidence, usage, method, model)."""
-    question: str
+    """The keys every method's state and output share (answer, evidence, usage, method, model, and
+    the ``run_id`` feedback names the run by)."""
+    question: Annotated[str, entered_question]
     answer: str
+    run_id: str
     evidence: list[dict[str, Any]]
     usage: Annotated[dict[str, Any], merge_usage]
     method: str
@@ -158,15 +173,17 @@ def supports_tool_calling(model: Any) -> bool:
 
 
 def check_question(state: Any) -> str:
-    """The run's question; a clear error when it is missing, not text, or blank (every method's
-    first node calls this, together with ``llm.fresh_usage`` so a reused thread counts anew)."""
+    """The run's question; a clear error when it is missing, not text, blank, or holds what no
+    backend stores alike (a NUL, a lone surrogate: :func:`~langgraph_kgmem.storable.storable`).
+    The ``question`` channel checks it as it enters (:func:`entered_question`); every method's
+    first node calls this too, together with ``llm.fresh_usage`` so a reused thread counts anew."""
     question = state.get("question") if isinstance(state, dict) else None
     if not isinstance(question, str):
         raise KgmemInputError(f"the question must be text: invoke with {{'question': '...'}}, "
                               f"got {type(question).__name__}")
     if not question.strip():
         raise KgmemInputError("the question is empty: invoke with {'question': '...'} and some text")
-    return question
+    return storable(question, "the question")
 
 
 def evidence_item(kg: "KnowledgeGraph", item_id: str, *, score: float | None = None) -> dict[str, Any]:

@@ -86,13 +86,16 @@ class _Methods(Mapping[str, Registered]):
 
 METHODS: Mapping[str, Registered] = _Methods()
 
+# other names a user may give for a registry name (``kgmem ask --method auto``)
+ALIASES: Mapping[str, str] = {"auto": "router"}
+
 
 def get_method(name: str) -> Registered:
     """The registry entry ``name``; :class:`~langgraph_kgmem.errors.KgmemInputError` listing the
     choices when there is none."""
     from langgraph_kgmem.errors import KgmemInputError
 
-    found = registered().get(name)
+    found = registered().get(ALIASES.get(name, name))
     if found is None:
         raise KgmemInputError(f"unknown method {name!r}; choose one of: {', '.join(registered())}")
     return found
@@ -114,4 +117,4 @@ def method_exports() -> dict[str, str]:
     return {spec.export: spec.factory.__module__ for spec in method_specs()}
 
 
-__all__ = ["METHODS", "Registered", "get_factory", "get_method", "method_exports", "method_specs", "registered"]
+__all__ = ["ALIASES", "METHODS", "Registered", "get_factory", "get_method", "method_exports", "method_specs", "registered"]

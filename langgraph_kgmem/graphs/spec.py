@@ -16,11 +16,15 @@ are fixed at build time; a run that tries to change one is refused with a messag
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
+from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
 
 O = TypeVar("O", bound="MethodOptions")
 
@@ -181,8 +185,11 @@ class MethodSpec:
     description: str                     # a paragraph: the idea and when to use it
     agent_description: str               # what an agent reads to decide when to call it
     requirements: frozenset[str] = frozenset()   # keys of REQUIREMENTS
-    output_keys: tuple[str, ...] = ("answer", "evidence", "usage", "method", "model")
+    output_keys: tuple[str, ...] = ("answer", "evidence", "usage", "method", "model", "run_id")
     presets: Sequence[Preset] = field(default_factory=tuple)
+    # called by give_feedback after it stored feedback on one of this method's runs:
+    # (store, kg name, tenant scope, {run_id, question, method, useful, wrong, verdict, source})
+    on_feedback: Callable[[BaseStore, str, tuple[str, ...], dict], None] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.requirements) - set(REQUIREMENTS)

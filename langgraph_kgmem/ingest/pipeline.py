@@ -62,11 +62,14 @@ class IngestReport:
     usage: dict[str, Any] = field(default_factory=empty_usage)
     # per replaced document: nodes/edges it lost, gained and kept (kept edges keep their memories)
     changes: dict[str, dict[str, int]] = field(default_factory=dict)
+    # memory records (and codebook runs) resting on the old version of a replaced document,
+    # deleted in the same call (KnowledgeGraph.add_documents; see docs/provenance.md)
+    memories_invalidated: int = 0
 
     def merge(self, other: "IngestReport") -> None:
         """Add ``other``'s counts, document ids, changes and usage to this report (its times are left as they are)."""
         for k in ("documents_added", "documents_skipped", "documents_repaired", "documents_replaced", "chunks",
-                  "entities_added", "entities_merged", "relations_added"):
+                  "entities_added", "entities_merged", "relations_added", "memories_invalidated"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.document_ids.extend(other.document_ids)
         self.changes.update(other.changes)
@@ -97,6 +100,8 @@ class IngestReport:
             replaced = (f"; the replaced document(s) gained {t['nodes_added']} and lost {t['nodes_removed']} "
                         f"node(s), gained {t['edges_added']} and lost {t['edges_removed']} edge(s), and kept "
                         f"{t['edges_kept']} edge(s) with their memories")
+        if self.memories_invalidated:
+            replaced += f"; {self.memories_invalidated} memory record(s) resting on the old version(s) invalidated"
         return (f"added {self.documents_added} document(s) ({self.documents_skipped} already present, "
                 f"{self.documents_replaced} replaced by new content, {self.documents_repaired} repaired): "
                 f"{self.chunks} chunks, {self.entities_added} new entities "
@@ -111,6 +116,17 @@ class SourceDocument:
     text: str
     title: str
     meta: dict[str, Any]
+
+    @property
+    def content_hash(self) -> str:
+        """The hash of this version (title and text) that memory records name (:func:`version_hash`)."""
+        return version_hash(self.text, self.title)
+
+
+def version_hash(text: str, title: str = "") -> str:
+    """The content hash of one version of a document (its title and text), stored with its row
+    at ingest: a memory record names it to say which version it rests on."""
+    return content_hash("document-version", title, text)
 
 
 # ------------------------------------------------------------------------------- input
@@ -487,7 +503,7 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
         report.documents_skipped = 1
         return report
     if existing:
-        kg.delete_document(doc_id)
+        kg.remove_document(doc_id)
         report.documents_repaired = 1
     entities = list(dict.fromkeys([title] if title else []) )
     entities += [x for t in trips for x in (t.subject, t.object)]
@@ -496,10 +512,12 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     # is most of one chunk's embedding time
     texts = _texts_to_embed(kg, [(title or "", [text] if text is not None else [], [ex])])
     with kg.transaction(), kg.prefetch_embeddings(*texts):
-        kg.put_document(doc_id, title=title or "", status="pending", meta=meta)
+        version = version_hash(text if text is not None else repr([t.text() for t in trips]), title or "")
+        kg.put_document(doc_id, title=title or "", status="pending", meta=meta, content_hash=version)
         w = _Writer(kg, doc_id, merge_threshold)
         w.write_chunk(0, text, ex, title=title or "")
-        kg.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta)
+        kg.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta,
+                        content_hash=version)
     report.merge(w.report)
     report.documents_added = 1
     report.document_ids.append(doc_id)
@@ -649,7 +667,7 @@ class _IngestRun:
         anything of the document: one commit per window, not one per document."""
         src, _, action = item
         if action == "repair":
-            self.kg.delete_document(src.id)
+            self.kg.remove_document(src.id)
             self.report.documents_repaired += 1
         if action != "replace":
             self.begun.append(src)
@@ -657,7 +675,7 @@ class _IngestRun:
     def _record_begun(self) -> None:
         """The documents begun since the last commit, recorded as pending (in the caller's transaction)."""
         for src in self.begun:
-            self.kg.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+            self.kg.put_document(src.id, title=src.title, status="pending", meta=src.meta, content_hash=src.content_hash)
 
     def _commit_begun(self) -> None:
         with self.kg.transaction():
@@ -761,13 +779,15 @@ class _IngestRun:
             before = None
             if action == "replace":
                 before = (set(kg.document_nodes(src.id)), set(kg.document_edges(src.id)))
-                kg.delete_document(src.id)
-                kg.put_document(src.id, title=src.title, status="pending", meta=src.meta)
+                kg.remove_document(src.id)
+                kg.put_document(src.id, title=src.title, status="pending", meta=src.meta,
+                                content_hash=src.content_hash)
             w = _Writer(kg, src.id, self.merge_threshold, merger)
             w.merger.prepare([x for ex in extractions for x in _names(ex)])
             for i, (c, ex) in enumerate(zip(chunks, extractions)):
                 w.write_chunk(i, c, ex, title=src.title or ex.title, generated_title=not src.title)
-            kg.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta)
+            kg.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta,
+                            content_hash=src.content_hash)
             if before is not None:
                 nodes, edges = set(kg.document_nodes(src.id)), set(kg.document_edges(src.id))
                 report.changes[src.id] = {

@@ -444,7 +444,7 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
         report.skipped = True
         return report
     if existing:
-        kg.delete_document(doc_id)
+        kg.remove_document(doc_id)
     slots = sorted({o.slot for o in obs})
     locs = sorted({o.location for o in obs})
     ttext = {s: format_time(time_of_slot(s)) for s in slots}

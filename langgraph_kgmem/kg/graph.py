@@ -79,6 +79,7 @@ class KnowledgeGraphCore:
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
+        self._doc_hashes: tuple[int, dict[str, str]] | None = None   # (version, doc id → content hash)
         # documents ingested since the planner statistics were last refreshed, and the KG's documents then
         self._unanalyzed, self._analyzed_docs = 0, 0
         self._feed = ChangeFeed(self._store, self._graph, name=name, reload=self._reload, changed=self._changed,
@@ -186,7 +187,14 @@ class KnowledgeGraphCore:
     # ------------------------------------------------------------------ transactions and caches
     def _touch(self) -> None:
         self._version += 1
+        self._doc_hashes = None
         self._vector_cache.clear()
+
+    @property
+    def schema_version(self) -> int:
+        """The storage schema version this KG is stored with (opening an older KG migrated it to the
+        current one: :mod:`~langgraph_kgmem.kg.backends.schema`)."""
+        return self._store.schema_version
 
     @property
     def version(self) -> int:
@@ -503,11 +511,19 @@ class KnowledgeGraphCore:
         return len(new)
 
     def delete_document(self, doc_id: str) -> dict[str, int]:
-        """Remove a document and everything only it contributed (nodes, edges, vectors)."""
+        """Remove a document and everything only it contributed (nodes, edges, vectors): see
+        :meth:`remove_document` (the public ``KnowledgeGraph`` also invalidates the memory resting on it)."""
+        return self.remove_document(doc_id)
+
+    def remove_document(self, doc_id: str) -> dict[str, int]:
+        """Remove a document and everything only it contributed (nodes, edges, vectors), and
+        nothing else: ingestion calls it when it replaces or repairs a document, inside its own
+        transaction, and invalidates memory once the new version is in."""
         check_storable(doc_id, f"document id {doc_id!r}")   # no backend could hold it: refused alike on each
         if self._store.document(doc_id) is None:
             known = [d["id"] for d in self._store.documents()][:5]
             raise KgmemInputError(f"no document {doc_id!r} in KG {self.name!r}; known ids start with {known}")
+        self._doc_hashes = None
         with self.transaction():
             doc_edges = self._store.doc_edge_ids(doc_id)
             nodes, edges = self._store.remove_document_sources(doc_id)
@@ -558,14 +574,18 @@ class KnowledgeGraphCore:
         return len(new)
 
     def put_document(self, doc_id: str, *, title: str, status: Literal["pending", "done"], n_chunks: int = 0,
-                     meta: dict[str, Any] | None = None) -> None:
+                     meta: dict[str, Any] | None = None, content_hash: str | None = None) -> None:
         """Record (or update) document ``doc_id``'s row: its title, whether its ingest is
-        ``"pending"`` or ``"done"``, its chunk count and provenance ``meta``. Ingestion marks a
-        document pending before its first write and done in the transaction of its last."""
+        ``"pending"`` or ``"done"``, its chunk count, provenance ``meta`` and the ``content_hash``
+        of the version ingested (what memory records name to say which version they rest on; the
+        documents' ``content_hash`` column, schema version 2). Ingestion marks a document pending before its first write and done in the
+        transaction of its last."""
         check_storable(doc_id, f"document id {doc_id!r}")
         check_document_id(doc_id)
         with self.transaction():
-            self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta)
+            self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta,
+                                     content_hash=str(content_hash or ""))
+            self._doc_hashes = None
 
     def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
         """Record that document ``doc_id`` contributed these nodes and edges (deleting the document
@@ -704,12 +724,22 @@ class KnowledgeGraphCore:
         return self._store.doc_edge_ids(doc_id)
 
     def documents(self) -> list[dict[str, Any]]:
-        """Every document row: ``{"id", "title", "status", "n_chunks", "meta"}``, in ingest order."""
+        """Every document row: ``{"id", "title", "status", "n_chunks", "meta", "content_hash"}``, in
+        ingest order (``content_hash``: ``""`` for a document ingested before hashes were kept)."""
         return self._store.documents()
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
         """Document ``doc_id``'s row (see :meth:`documents`), or None."""
         return self._store.document(doc_id)
+
+    def document_hashes(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
+        """The content hash of each document's current version (``""``: ingested before hashes
+        were kept; None: no such document), read once per KG version for the whole KG, so a
+        memory read checking many records costs one dictionary lookup each."""
+        if self._doc_hashes is None or self._doc_hashes[0] != self.version:
+            self._doc_hashes = (self.version, {d["id"]: d["content_hash"] for d in self.documents()})
+        known = self._doc_hashes[1]
+        return {d: known.get(d) for d in doc_ids}
 
     def aliases(self, nid: str | None = None) -> list[tuple[str, str, float]]:
         """Recorded aliases ``(alias, node id, similarity)`` (of node ``nid``): names merged into an entity."""

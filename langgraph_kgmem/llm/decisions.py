@@ -34,6 +34,7 @@ from langgraph_kgmem.llm.prompts import fence, schema_instructions
 from langgraph_kgmem.llm.tokens import message_text
 from langgraph_kgmem.llm.usage import (call_usage, decision_usage, empty_usage, fallback_record, merge_usage,
                                        offline_usage, reply_tokens)
+from langgraph_kgmem.storable import storable
 
 T = TypeVar("T", bound=BaseModel)
 logger = logging.getLogger("langgraph_kgmem.llm")
@@ -180,6 +181,20 @@ async def adecide(
     return await adrive(_decide_steps(model, schema, prompt, step, offline, fallback, validate, context))
 
 
+def _storable_decision(schema: type[T], parsed: T) -> tuple[T | None, str | None]:
+    """A model's decision with every string in it normalised as model text
+    (:func:`~langgraph_kgmem.storable.storable`), checked by its schema again when one changed; a
+    decision the schema refuses once normalised (a field that was only NUL) is malformed output."""
+    data = parsed.model_dump()
+    clean = storable(data, f"a {schema.__name__} decision", source="model")
+    if clean is data:
+        return parsed, None
+    try:
+        return schema.model_validate(clean), None
+    except (ValidationError, ValueError, TypeError, RecursionError) as exc:
+        return None, describe_error(exc, 2000, typed=False)
+
+
 def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessage], step: str, offline: Callable[[], T],
                   fallback: Callable[[], T] | None, validate: Callable[[T], str | None] | None,
                   context: dict[str, Any] | None) -> Generator[ModelCall, Any, tuple[T, dict[str, Any]]]:
@@ -220,6 +235,9 @@ def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessag
         if kind == "model_error" and unwrap(model)[1] is not None:
             break   # the retry policy has already spent its attempts on this error
         raw_text = message_text(raw) if raw is not None else None
+        if parsed is not None:
+            parsed, problem = _storable_decision(schema, parsed)
+            error = problem or error
         if parsed is not None and validate is not None:
             error = validate(parsed)
             if error is not None:

@@ -21,6 +21,7 @@ from langgraph_kgmem.llm.models import is_offline, unwrap
 from langgraph_kgmem.llm.parsing import MAX_TEXT_CHARS, clean_reply
 from langgraph_kgmem.llm.tokens import count_message_tokens, message_text
 from langgraph_kgmem.llm.usage import call_usage, decision_usage, fallback_record, merge_usage, reply_tokens
+from langgraph_kgmem.storable import storable
 
 logger = logging.getLogger("langgraph_kgmem.llm")
 
@@ -80,7 +81,22 @@ def invoke_counted(model: Any, messages: list[BaseMessage], *, step: str, contex
         raise KgmemModelError(f"the chat model returned {type(raw).__name__} at step {step!r}, not a message",
                               call_usage(step, count_message_tokens(messages), 0, time.perf_counter() - t0))
     p, c, reported = reply_tokens(raw, messages)
-    return raw, call_usage(step, p, c, time.perf_counter() - t0, max(calls[0], 1), reported)
+    return storable_message(raw), call_usage(step, p, c, time.perf_counter() - t0, max(calls[0], 1), reported)
 
 
-__all__ = ["generate", "invoke_counted"]
+def storable_message(raw: BaseMessage) -> BaseMessage:
+    """A model's message with its text and tool calls normalised as model text
+    (:func:`~langgraph_kgmem.storable.storable`: lone surrogates replaced, NUL dropped), so what a
+    method keeps of it (a thought, a tool's arguments, an answer) is stored and checkpointed alike
+    on every backend; the message itself when nothing needed it."""
+    update: dict[str, Any] = {}
+    for name in ("content", "tool_calls", "invalid_tool_calls"):
+        value = getattr(raw, name, None)
+        if value is not None:
+            clean = storable(value, f"the {name} of a model's reply", source="model")
+            if clean is not value:
+                update[name] = clean
+    return raw.model_copy(update=update) if update else raw
+
+
+__all__ = ["generate", "invoke_counted", "storable_message"]

@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from langgraph_kgmem.storable import storable
+
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 MAX_REPLY_CHARS = 20_000   # a decision's JSON is small: longer replies are cut before parsing
 MAX_TEXT_CHARS = 4_000     # free-text replies (answers, summaries) are cut to this many characters
@@ -36,12 +38,18 @@ def _nesting_depth(text: str) -> int:
 
 
 def parse_json_object(text: str) -> Any:
-    """Parse the first JSON value in ``text`` (bare, fenced, or embedded in prose).
+    """Parse the first JSON value in ``text`` (bare, fenced, or embedded in prose), its strings
+    normalised as model text (:func:`~langgraph_kgmem.storable.storable`: a ``"\\udc80"`` escape
+    is a lone surrogate once parsed, which no store and no pydantic string field takes).
 
     Raises :class:`MalformedOutput` (a ``ValueError``) when there is none, when the text nests
     deeper than :data:`MAX_JSON_DEPTH`, or when the parser gives up (``RecursionError``, an integer
     too long to convert). Only the first :data:`MAX_REPLY_CHARS` characters are read.
     """
+    return storable(_first_json_value(text), "a model's JSON", source="model")
+
+
+def _first_json_value(text: str) -> Any:
     if not isinstance(text, str):
         raise MalformedOutput(f"model output is {type(text).__name__}, not text")
     text = text[:MAX_REPLY_CHARS].strip()
@@ -65,8 +73,10 @@ def parse_json_object(text: str) -> Any:
 
 
 def clean_reply(text: str, limit: int) -> str:
-    """A model's text cut to ``limit`` characters, lone surrogates replaced (they cannot be sent back)."""
-    return text[:limit].encode("utf-8", "replace").decode("utf-8")
+    """A model's text cut to ``limit`` characters and normalised as model text
+    (:func:`~langgraph_kgmem.storable.storable`: lone surrogates replaced, NUL dropped), so it can
+    be sent back, stored and checkpointed alike on every backend."""
+    return storable(text[:limit], "a model's reply", source="model")
 
 
 __all__ = ["MAX_JSON_DEPTH", "MAX_REPLY_CHARS", "MAX_TEXT_CHARS", "MalformedOutput", "clean_reply",

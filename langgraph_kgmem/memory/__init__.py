@@ -27,14 +27,38 @@ EDGE_QUESTIONS_KEPT = 5        # most recent questions an edge memory remembers 
 EDGE_QUESTION_CHARS = 300      # each kept question at most this long: a record stays small
 
 
+INDEX_KIND = "provenance_index"    # which records rest on which document (memory/provenance.py)
+SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
 KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
          "summary": "summaries"}   # short names (CLI) -> the namespace label each method writes
+# the package's own bookkeeping beside the methods' memories (the provenance index, run records,
+# feedback, the shared experience layer, the router's statistics: not choices of `kgmem memory --kind`): valid namespace kinds and reserved tenant labels like the KINDS
+SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, "runs", "feedback", "experience", "routes"})
+# Every kind of memory is registered in KINDS or SYSTEM_KINDS (a namespace of any other kind is
+# refused): what a tenant label may not be is read from there, so a new kind is reserved the day
+# it is added.
+
+
+def reserved_labels() -> frozenset[str]:
+    """The labels no tenant may take: every kind's namespace label and short name
+    (:data:`KINDS`), and the root ``"kgmem"``. A tenant ``("codebook",)`` would make its
+    namespace ``("kgmem", kg, "codebook", "codebook")`` sit below the shared codebook's, so a
+    search of one would find the other's items."""
+    return frozenset(KINDS) | frozenset(KINDS.values()) | SYSTEM_KINDS | {ROOT}
 
 
 def namespace(kg_name: str, kind: str, scope: Sequence[str] = ()) -> tuple[str, ...]:
-    """The store namespace of memory ``kind`` of KG ``kg_name`` for tenant ``scope``:
-    ``("kgmem", kg_name, *scope, kind)``, each part checked (:func:`check_kg_name`,
-    :func:`check_scope_label`) so no two KGs or tenants can share one."""
+    """The store namespace of memory ``kind`` (a namespace label of :data:`KINDS`) of KG
+    ``kg_name`` for tenant ``scope``: ``("kgmem", kg_name, *scope, kind)``, each part checked
+    (:func:`check_kg_name`, :func:`check_scope_label`) so no two KGs, tenants or kinds can share
+    one, nor one lie below another.
+
+    Raises:
+        KgmemInputError: a kind not registered in :data:`KINDS`, or a bad KG name or tenant."""
+    if kind not in KINDS.values() and kind not in SYSTEM_KINDS:
+        raise KgmemInputError(f"unknown memory kind label {kind!r}: memory kinds are registered in "
+                              f"langgraph_kgmem.memory.KINDS ({', '.join(sorted(KINDS.values()))}) "
+                              "or SYSTEM_KINDS")
     return (ROOT, check_kg_name(kg_name), *(check_scope_label(x) for x in scope), kind)
 
 
@@ -44,14 +68,19 @@ _CONTROL = frozenset(chr(c) for c in [*range(0x20), 0x7F])
 def check_scope_label(text: object, origin: object = None) -> str:
     """A tenant label of a memory namespace: 1-128 characters, no dot (LangGraph's namespace
     separator), no control character or lone surrogate (no store can keep them the same way:
-    PostgreSQL refuses NUL, UTF-8 cannot encode a surrogate). Refused as
+    PostgreSQL refuses NUL, UTF-8 cannot encode a surrogate), and none of the
+    :func:`reserved_labels` (a memory kind's name, the root). Refused as
     :class:`KgmemInputError` before any store is touched."""
     bad = not isinstance(text, str) or not text or "." in text or len(text) > 128 or \
         any(c in _CONTROL or "\ud800" <= c <= "\udfff" for c in text)
+    where = f" (from {origin!r})" if origin is not None else ""
     if bad:
-        where = f" (from {origin!r})" if origin is not None else ""
         raise KgmemInputError(f"memory scope label {text!r}{where} must be 1-128 characters without dots, control "
                               "characters or lone surrogates: give each tenant (user_id ...) a plain id")
+    if text in reserved_labels():
+        raise KgmemInputError(f"memory scope label {text!r}{where} is the name of a memory kind (or the root), which "
+                              f"no tenant may take ({', '.join(sorted(reserved_labels()))}): its memory would sit "
+                              "below the shared memory of that kind. Give the tenant another id, e.g. 'user-codebook'")
     return text
 
 
@@ -118,11 +147,13 @@ def resolve_store(store: BaseStore | None) -> BaseStore:
 
 
 def list_items(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
-    """Every item under namespace ``ns`` (and the namespaces below it), read a page at a time."""
-    items, offset = [], 0
+    """Every item of namespace ``ns`` itself, read a page at a time. A store's search takes a
+    namespace *prefix*, so it also returns the items of every namespace below ``ns``: they are
+    another tenant's or another kind's, and are left out (matched exactly, on every store)."""
+    items, offset, ns = [], 0, tuple(ns)
     while True:
         batch = store.search(ns, limit=page, offset=offset)
-        items.extend(batch)
+        items.extend(it for it in batch if tuple(it.namespace) == ns)
         if len(batch) < page:
             return items
         offset += page
@@ -155,15 +186,23 @@ class RecordMemory:
 
 class EdgeMemory:
     """Per-edge memory vectors (ReMindRAG) under ``("kgmem", kg_name, "edge_memory")`` as
-    ``{"v": [...], "n": updates applied, "q": [questions that strengthened it, most recent last]}``
-    (``"q"`` is absent in records written before it was kept).
+    ``{"v": [...], "n": updates applied, "q": [questions that strengthened it, most recent last],
+    "provenance": [{"doc", "hash"}]}`` (``"q"`` and ``"provenance"`` are absent in records written
+    before they were kept).
     Missing edges read as the zero vector. Reads and writes are one batched store call for the
-    edges asked about, so their cost does not grow with the memory's size."""
+    edges asked about, so their cost does not grow with the memory's size.
 
-    def __init__(self, store: BaseStore, kg_name: str, dim: int, scope: Sequence[str] = ()) -> None:
+    ``guard`` (a :class:`~langgraph_kgmem.memory.provenance.Provenance` of the KG): records whose
+    provenance no longer holds read as zero vectors, and every record written names the documents
+    its edge rests on and is indexed for invalidation."""
+
+    def __init__(self, store: BaseStore, kg_name: str, dim: int, scope: Sequence[str] = (), *,
+                 guard: Any = None) -> None:
         self.store = store
         self.ns = namespace(kg_name, "edge_memory", scope)
+        self.scope = tuple(scope)
         self.dim = dim
+        self.guard = guard
 
     def many(self, edge_ids: Iterable[str]) -> np.ndarray:
         """The memory vectors of ``edge_ids`` as rows, in their order, in one batched read (zero rows for
@@ -173,7 +212,9 @@ class EdgeMemory:
         if ids:
             for i, item in enumerate(self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])):
                 if item is not None:
-                    out[i] = edge_record(item, self.dim, self.ns)[0]
+                    vec = edge_record(item, self.dim, self.ns)[0]
+                    if self.guard is None or self.guard.holds(item.value):
+                        out[i] = vec
         return out
 
     def get(self, edge_id: str) -> np.ndarray:
@@ -190,10 +231,16 @@ class EdgeMemory:
                                    "n": int((counts or {}).get(e, 0))}
             if (questions or {}).get(e):
                 rec["q"] = list(questions[e])  # type: ignore[index]
+            if self.guard is not None:
+                rec["provenance"] = self.guard.of_edges([e])
             return rec
 
         if vectors:
-            self.store.batch([PutOp(self.ns, e, record(e, v), index=False) for e, v in sorted(vectors.items())])
+            records = {e: record(e, v) for e, v in sorted(vectors.items())}
+            ops = [PutOp(self.ns, e, rec, index=False) for e, rec in records.items()]
+            if self.guard is not None:   # the records and their index entries in one batch
+                ops += self.guard.index_ops("edge_memory", self.scope, {e: r["provenance"] for e, r in records.items()})
+            self.store.batch(ops)
 
     def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None], *,
                question: str | None = None, credited: Iterable[str] = ()) -> int:
@@ -216,6 +263,8 @@ class EdgeMemory:
             credit = set(credited) if question else set()
             for k, (eid, item) in enumerate(zip(ids, items)):
                 old, n, kept = edge_record(item, self.dim, self.ns) if item is not None else (np.zeros(self.dim), 0, [])
+                if item is not None and self.guard is not None and not self.guard.holds(item.value):
+                    old, n, kept = np.zeros(self.dim), 0, []   # rests on a version that is gone: learnt again from nothing
                 v = change(k, old)
                 if v is not None:
                     new[eid] = v
@@ -261,7 +310,12 @@ def memory_namespaces(store: BaseStore, kg_name: str, kind: str | None = None) -
     """Every namespace holding memory of KG ``kg_name`` (all scopes), optionally of one ``kind``."""
     label = _kind_label(kind)
     found = store.list_namespaces(prefix=(ROOT, check_kg_name(kg_name)), limit=100_000)
-    return sorted(ns for ns in found if label is None or ns[-1] == label)
+    return sorted(ns for ns in found if (label is None or ns[-1] == label) and not _bookkeeping(ns))
+
+
+def _bookkeeping(ns: tuple[str, ...]) -> bool:
+    """The provenance index and its list of tenants: how memory is found, not memory itself."""
+    return ns[-1] == SCOPES_KIND or (len(ns) >= 2 and ns[-2] == INDEX_KIND)
 
 
 def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
@@ -310,5 +364,5 @@ def edge_memory_counts(store: BaseStore, kg_name: str) -> dict[str, int]:
     return counts
 
 
-__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
-           "memory_namespaces", "memory_scope", "namespace", "reset_memory", "resolve_store"]
+__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "SYSTEM_KINDS", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
+           "memory_namespaces", "memory_scope", "namespace", "reserved_labels", "reset_memory", "resolve_store"]

@@ -453,6 +453,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="time concurrent LLM extraction instead (scripted model with simulated latency)")
     ap.add_argument("--extraction-latency", type=float, default=0.3, help="--extraction: seconds per LLM call")
     ap.add_argument("--extraction-docs", type=int, default=40, help="--extraction: documents (about 6.5 chunks each)")
+    ap.add_argument("--feedback-split", action="store_true",
+                    help="feedback on each set's first half, R@5 of its second half with and without it "
+                         "(benchlib/feedback_split.py); --method names the feedback sources")
+    ap.add_argument("--hostile", action="store_true", help="--feedback-split: add a tenant giving inverted feedback")
+    ap.add_argument("--feedback-options", default=None, metavar="JSON",
+                    help="--feedback-split: options of the methods, e.g. '{\"experience_weight\": 0.05}'")
     ap.add_argument("--_worker-pass", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_run-dir", help=argparse.SUPPRESS)
     ap.add_argument("--_worker-out", help=argparse.SUPPRESS)
@@ -511,6 +517,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (BenchError, DatasetError) as exc:
             print(f"bench: error: {exc}", file=sys.stderr)
             return 2
+    if args.feedback_split:
+        from benchlib.feedback_split import run_feedback_split
+
+        return run_feedback_split(args)
     if args.extraction:
         from benchlib.extraction_perf import run_extraction
 
@@ -557,6 +567,10 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.list:
         print_listing(reg)
         return 0
+    if args.dataset == "mixed":   # documents, records and a graph in one KG, the router beside the methods
+        from benchlib.mixed import run_mixed
+
+        return run_mixed(args, argv, reg, sys.modules[__name__])
     adapters = select_methods(reg, args.method, args.dataset)
     if not is_qa_dataset(args.dataset) and all(a.corpus in ("per-question", "pooled") for a in adapters):
         raise BenchError(f"unknown dataset {args.dataset!r}: give one of {', '.join(DATASETS)} or a JSONL path")

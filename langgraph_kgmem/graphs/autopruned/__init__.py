@@ -74,7 +74,7 @@ SPEC = MethodSpec(
     agent_description="Answer a question from compact, deduplicated knowledge-graph facts (AutoPrunedRetriever). "
                       "Cheapest in tokens; good for simple lookups and for follow-up questions on the same topic.",
     requirements=frozenset({"store"}),
-    output_keys=("answer", "evidence", "usage", "method", "model", "encoding", "packed_prompt", "reused",
+    output_keys=("answer", "evidence", "usage", "method", "model", "run_id", "encoding", "packed_prompt", "reused",
                  "codebook_size"),
 )
 

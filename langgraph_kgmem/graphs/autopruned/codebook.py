@@ -33,12 +33,17 @@ Answer memory (the ``Q`` and ``A`` runs) is held to two rules, so that it is rig
 
 - **Same question** (:func:`question_key`): a stored answer is replayed only for a question whose
   key equals the key of the question it answered. The key is the text under Unicode NFKC,
-  casefolded, zero-width and other format characters removed, every punctuation mark replaced by
-  a space except a mark between two digits (``1.5``, ``3/4``, ``1,000``), a ``-`` or ``+`` that
-  opens a number (``-5``) and a ``%`` that closes one (``50%``), and whitespace runs collapsed to
-  one space, trimmed. So case, spacing, quotes, full-width forms and the question mark do not
-  matter, while a question that differs in any word, name, year, number or negation is another
-  question. It is exact and can be explained to a user; a rephrasing ("Where was X born?" / "In
+  casefolded, zero-width and other format characters removed, whitespace runs collapsed to one
+  space, trimmed; the marks that only shape a sentence (``. , ; : ? ! ¿ ¡``, quotes and
+  apostrophes) become spaces, except ``.``, ``,`` or ``:`` between two digits (``1.5``,
+  ``1,000``, ``10:30``); every other mark or symbol (operators ``+ - * / = < > ^ %``, brackets,
+  currency signs ...) is a word of its own, so spacing around it does not matter
+  (``5*3`` = ``5 * 3``) but it does (``5 * 3`` ≠ ``5 - 3``), with the dashes and ``−`` read as
+  ``-``, ``×`` and ``∗`` as ``*``, ``÷``, ``⁄`` and ``∕`` as ``/``; a run of superscripts is
+  written after ``^`` and one of subscripts after ``_`` (``10²`` = ``10^2`` ≠ ``102``,
+  ``H₂O`` ≠ ``H2O``). So case, spacing, quotes, full-width forms and the question mark do not
+  matter, while a question that differs in any word, name, year, number, operator, exponent or
+  negation is another question. It is exact and can be explained to a user; a rephrasing ("Where was X born?" / "In
   which city was X born?") is another question: memory stays silent rather than risk a wrong answer.
 - **Grounded** (:func:`answer_terms`, :func:`cite_passages`): an answer is stored as a reusable
   ``A`` run only when every one of its content words (NFKC, casefolded Unicode word tokens, less
@@ -76,6 +81,7 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.fast_embeddings import short_block
 from langgraph_kgmem.graphs.autopruned.integrity import check_links, refuse_corrupt, revision_of
 from langgraph_kgmem.kg.types import normalize_name
+from langgraph_kgmem.memory.provenance import holds, index_ops
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -165,7 +171,26 @@ def phrase_triples(text: str, *, max_per_sentence: int = 8, max_phrase_words: in
 # --------------------------------------------------------------------------------------------
 # answer memory: which question an answer may be replayed for, and what grounds it
 
-_SIGN_BEFORE_DIGIT = frozenset("-+")
+# the question key's characters (see question_key): marks that only shape a sentence, the dashes
+# and signs written one way, and the tags of raised and lowered characters
+_HARMLESS_MARKS = frozenset(".,;:?!¿¡'\"`´")
+_BETWEEN_DIGITS = frozenset(".,:")        # a decimal point, a thousands separator, a time: glued
+_SAME_SIGN = {"\u2212": "-", "\u2217": "*", "\u00d7": "*", "\u00f7": "/", "\u2044": "/", "\u2215": "/"}
+_SCRIPT_MARKS = {"<super>": "^", "<sub>": "_"}
+
+
+def _marked_scripts(text: str) -> str:
+    """``text`` with each run of superscript characters opened by `` ^ `` and each run of
+    subscripts by `` _ ``, so NFKC (which writes ``²`` as ``2``) keeps ``10²`` apart from ``102``."""
+    out: list[str] = []
+    mode = None
+    for ch in text:
+        mark = _SCRIPT_MARKS.get(unicodedata.decomposition(ch).split(" ", 1)[0]) if ord(ch) > 127 else None
+        if mark != mode:
+            out.append(f" {mark} " if mark else " ")
+            mode = mark
+        out.append(ch)
+    return "".join(out)
 
 
 def question_key(text: str) -> str:
@@ -178,23 +203,27 @@ def question_key(text: str) -> str:
     False
     >>> question_key("A 1.5 m telescope?") == question_key("A 15 m telescope?")
     False
+    >>> question_key("What is 10² ?") == question_key("What is 102 ?")
+    False
+    >>> question_key("What is 5 * 3?") == question_key("What is 5 - 3?")
+    False
+    >>> question_key("What is 5*3?") == question_key("what is 5 * 3")
+    True
     """
-    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", str(text)).casefold())
+    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", _marked_scripts(str(text))).casefold())
     out: list[str] = []
     n = len(s)
     for i, ch in enumerate(s):
         cat = unicodedata.category(ch)
         if cat == "Cf":          # zero-width and other invisible format characters
             continue
-        if cat.startswith("P"):
-            before = s[i - 1] if i else ""
-            after = s[i + 1] if i + 1 < n else ""
-            numeric = ((before.isdigit() and after.isdigit())
-                       or (ch in _SIGN_BEFORE_DIGIT and after.isdigit() and not before.isalnum())
-                       or (ch == "%" and before.isdigit()))
-            out.append(ch if numeric else " ")
-        elif cat.startswith("C") or ch.isspace():
+        if ch.isspace() or cat.startswith("C"):
             out.append(" ")
+        elif ch in _HARMLESS_MARKS or cat in ("Pi", "Pf"):   # quotes, and marks that end or split a sentence
+            between = 0 < i < n - 1 and s[i - 1].isdigit() and s[i + 1].isdigit()
+            out.append(ch if between and ch in _BETWEEN_DIGITS else " ")
+        elif cat.startswith(("P", "S")):   # an operator, a bracket, a sign, a symbol: a word of its own
+            out.append(f" {'-' if cat == 'Pd' else _SAME_SIGN.get(ch, ch)} ")
         else:
             out.append(ch)
     return " ".join("".join(out).split())
@@ -329,6 +358,7 @@ class Run:
     doc: str = ""                                       # source document (F)
     seq: int = 0                                        # creation number (page key)
     by: str = ""                                        # the decider that gave the answer (A)
+    provenance: list[dict[str, str]] = field(default_factory=list)   # documents and versions it rests on (F, A)
 
     def to_json(self) -> dict[str, Any]:
         """The run as a JSON-native dict for a store page (``by`` only when set, so fact runs stay as they were)."""
@@ -338,6 +368,8 @@ class Run:
                "text": self.text, "links": tuple(self.links), "doc": self.doc, "seq": self.seq}
         if self.by:   # answer runs only: fact pages stay as they were
             out["by"] = self.by
+        if self.provenance:
+            out["provenance"] = tuple(dict(p) for p in self.provenance)
         return out
 
     @classmethod
@@ -345,7 +377,7 @@ class Run:
         """A run read back from :meth:`to_json`'s dict (fields a page written before them lacks take their defaults)."""
         return cls(d["id"], d["channel"], [int(x) for x in d["edges"]], list(d.get("chunks", [])),
                    d.get("text", ""), list(d.get("links", [])), d.get("doc", ""), int(d.get("seq", 0)),
-                   d.get("by", ""))
+                   d.get("by", ""), [dict(p) for p in d.get("provenance", ())])
 
 
 class Codebook:
@@ -366,6 +398,8 @@ class Codebook:
         self.edge_index: dict[tuple[int, int, int], int] = {}
         self.runs: dict[str, Run] = {}
         self.indexed_docs: dict[str, list[str]] = {}   # doc id → its F run ids
+        self.doc_hashes: dict[str, str] = {}           # doc id → content hash of the version indexed
+        self._indexed: set[tuple[str, str]] = set()    # (run page, doc) pairs this process wrote index entries for
         self.run_counter = 0
         self.revision = 0
         self.fact_runs_changed = 0           # bumped when a fact run comes, goes or its chunks change
@@ -501,12 +535,13 @@ class Codebook:
 
     # ------------------------------------------------------------------ runs
     def add_run(self, channel: Channel, edges: Sequence[int], *, chunks: Sequence[str] = (), text: str = "",
-                doc: str = "", by: str = "") -> Run:
+                doc: str = "", by: str = "", provenance: Sequence[dict[str, str]] = ()) -> Run:
         """Append a run of ``edges`` to ``channel`` with the next sequence number (its id is the channel
-        letter and that number, e.g. ``"Q12"``) and mark its page for saving."""
+        letter and that number, e.g. ``"Q12"``) and mark its page for saving. ``provenance``: the
+        documents and versions it rests on (see :mod:`langgraph_kgmem.memory.provenance`)."""
         self.run_counter += 1
         run = Run(f"{channel}{self.run_counter}", channel, list(edges), list(chunks), text, [], doc,
-                  self.run_counter, by)
+                  self.run_counter, by, [dict(p) for p in provenance])
         if channel == "Q" and self._questions is not None:
             self._questions.setdefault(question_key(text), []).append(run.id)
         self.runs[run.id] = run
@@ -574,15 +609,21 @@ class Codebook:
         passage is invisible to retrieval); ``"always"`` adds the phrase triples of every chunk to
         its relation edges (the lower-case content words an entity extractor misses); ``"never"``.
         """
-        known = [d["id"] for d in kg.documents() if d.get("status", "done") == "done"]
+        rows = [d for d in kg.documents() if d.get("status", "done") == "done"]
+        known = [d["id"] for d in rows]
         known_set = set(known)
-        gone = [d for d in self.indexed_docs if d not in known_set]
+        # a document deleted, or replaced since it was indexed (the read-time provenance check):
+        # its fact runs go, and a replaced one is indexed again below
+        gone = [d for d in self.indexed_docs
+                if d not in known_set or not holds(kg, [{"doc": d, "hash": self.doc_hashes.get(d, "")}])]
         if gone:
             self._dirty_docs = True
+            gone_set = set(gone)
             # identical fact runs of several documents are kept once (consolidation): a run another
             # document still lists stays, with the deleted chunks dropped from its provenance
-            owner = {rid: d for d, rids in self.indexed_docs.items() if d in known_set for rid in rids}
+            owner = {rid: d for d, rids in self.indexed_docs.items() if d not in gone_set for rid in rids}
             for d in gone:
+                self.doc_hashes.pop(d, None)
                 for rid in self.indexed_docs.pop(d):
                     run = self.runs.get(rid)
                     if rid not in owner:
@@ -591,6 +632,7 @@ class Codebook:
                         run.chunks = [c for c in run.chunks if kg.node(c) is not None]
                         self.fact_runs_changed += 1
                         run.doc = owner[rid]
+                        run.provenance = [{"doc": owner[rid], "hash": self.doc_hashes.get(owner[rid], "")}]
                         self.touch_run(run)
         todo = [d for d in (documents if documents is not None else known)
                 if d not in self.indexed_docs and d in known_set]
@@ -609,8 +651,10 @@ class Codebook:
                 if c in chunk_ids:
                     by_chunk.setdefault(c, []).append(e)
         added = 0
+        version = {d["id"]: d.get("content_hash", "") for d in rows}
         for d in todo:
             run_ids: list[str] = []
+            prov = [{"doc": d, "hash": version.get(d, "")}]
             for node in sorted(chunks[d], key=lambda n: (int(n.attrs.get("index", 0)), n.id)):
                 text = node.text
                 lower = text.lower()
@@ -633,10 +677,11 @@ class Codebook:
                 items.sort(key=lambda x: (x[0], x[1], x[2], x[3]))
                 seq = list(dict.fromkeys(x[3] for x in items if x[3] is not None))
                 for part in self.segment(kg, seq, **(segment_opts or {})):
-                    run = self.add_run("F", part, chunks=[node.id], doc=d)
+                    run = self.add_run("F", part, chunks=[node.id], doc=d, provenance=prov)
                     run_ids.append(run.id)
                     added += 1
             self.indexed_docs[d] = run_ids
+            self.doc_hashes[d] = version.get(d, "")
             self._dirty_docs = True
         return {"documents": len(todo), "runs": added}
 
@@ -1102,6 +1147,8 @@ class Codebook:
         for keep, *rest in (g for g in groups.values() if len(g) > 1):
             for run in rest:   # an identical fact run: keep one, union the provenance
                 keep.chunks = list(dict.fromkeys(keep.chunks + run.chunks))
+                keep.provenance = sorted({p["doc"]: p for p in keep.provenance + run.provenance}.values(),
+                                         key=lambda p: p["doc"])
                 self.fact_runs_changed += 1
                 self.touch_run(keep)
                 if run.doc in self.indexed_docs:
@@ -1171,11 +1218,14 @@ class Codebook:
             ops += [PutOp(ns, f"{name}:{p:06d}", {"rows": rows_of(p * page, min(sizes[name], (p + 1) * page))},
                           index=False) for p in pages]
         run_pages = range(self.run_counter // page + 1) if self._dirty_all else sorted(self._dirty["runs"])
+        resting: dict[str, list[dict[str, str]]] = {}   # run page → the provenance of its runs
         for p in run_pages:  # a page holds the runs with seq in [p·page, (p+1)·page)
-            ids = (self._by_seq.get(seq) for seq in range(p * page, (p + 1) * page))
-            ops.append(PutOp(ns, f"runs:{p:06d}", {"runs": [self.runs[r].to_json() for r in ids if r]}, index=False))
+            runs = [self.runs[r] for r in (self._by_seq.get(seq) for seq in range(p * page, (p + 1) * page)) if r]
+            ops.append(PutOp(ns, f"runs:{p:06d}", {"runs": [r.to_json() for r in runs]}, index=False))
+            resting[f"runs:{p:06d}"] = [x for r in runs for x in r.provenance]
         if self._dirty_docs or self._dirty_all:  # doc → run ids changes only when documents are indexed
-            ops.append(PutOp(ns, "docs", {"indexed_docs": self.indexed_docs}, index=False))
+            ops.append(PutOp(ns, "docs", {"indexed_docs": self.indexed_docs, "doc_hashes": self.doc_hashes},
+                             index=False))
         revision = self.revision + 1
         ops.append(PutOp(ns, "meta", {
             "format": FORMAT, "revision": revision, "run_counter": self.run_counter, "page": page,
@@ -1184,7 +1234,13 @@ class Codebook:
         }, index=False))
         # the revision alone, so that checking for a newer codebook does not parse the whole meta
         ops.append(PutOp(ns, "revision", {"revision": revision}, index=False))
+        # the documents each page's runs rest on, indexed in the same batch (once per page and
+        # document in this process: the entries are idempotent)
+        fresh = {(k, p["doc"]) for k, prov in resting.items() for p in prov} - self._indexed
+        ops += index_ops(self.kg_name, self.scope, "codebook",
+                         {k: [{"doc": d} for kk, d in sorted(fresh) if kk == k] for k in resting})
         store.batch(ops)
+        self._indexed |= fresh
         self.revision = revision
         self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
         self._dirty_all = self._dirty_docs = False
@@ -1255,8 +1311,9 @@ class Codebook:
         book.run_counter = int(meta["run_counter"])
         book.checked_entities = int(meta.get("checked_entities", 0))
         book._f_unchecked = bool(meta.get("fact_runs_unchecked", True))
-        docs = (items.get("docs") or meta).get("indexed_docs", {})  # in meta: written by an older version
-        book.indexed_docs = {k: list(v) for k, v in docs.items()}
+        docs_record = items.get("docs") or meta   # in meta: written by an older version
+        book.indexed_docs = {k: list(v) for k, v in docs_record.get("indexed_docs", {}).items()}
+        book.doc_hashes = {k: str(v) for k, v in docs_record.get("doc_hashes", {}).items()}
         book.history = list(meta.get("history", []))
         book.revision = int(meta["revision"])
         return book

@@ -22,6 +22,7 @@ from langgraph_kgmem.llm import decide, is_offline
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
+from langgraph_kgmem.memory.provenance import codebook_lock_key, holds
 
 
 class AutoprunedDeps:
@@ -129,7 +130,7 @@ class AutoprunedDeps:
 
     def lock_key(self, scope: tuple[str, ...] = ()) -> str:
         """The memory-lock key of the codebook of tenant ``scope`` of this KG (``"codebook:<kg>/<scope...>"``)."""
-        return "codebook:" + "/".join((self.kg.name, *scope))
+        return codebook_lock_key(self.kg.name, scope)
 
     @contextmanager
     def writing(self, scope: tuple[str, ...] = ()) -> Iterator[tuple[Any, Codebook]]:
@@ -138,15 +139,27 @@ class AutoprunedDeps:
         released, so no writer overwrites runs it never saw."""
         store = resolve_store(self.store)
         with self.lock, memory_lock(store, self.lock_key(scope)):
-            yield self.book(scope)
+            try:
+                yield self.book(scope)
+            except BaseException:
+                # the codebook in hand holds what this run changed and the store did not take:
+                # kept, it would be saved again (and fail again) by every later run of this
+                # compiled graph, so the next run reloads the stored one instead
+                self.forget(store, scope)
+                raise
+
+    def forget(self, store: Any, scope: tuple[str, ...] = ()) -> None:
+        """Drop the codebook of ``store`` and ``scope`` this process holds (the next run reloads it)."""
+        self._books.pop((id(store), scope), None)
+        self._synced.pop((id(store), scope), None)
 
     def servable(self, book: Codebook, run: Run) -> bool:
         """Whether a stored answer run may be served (replayed, or shown as a known answer): it
         was stored under the grounding rule (it names its decider) and each passage it cites is
         still in the KG and together they still hold every content word of it
         (:func:`~langgraph_kgmem.graphs.autopruned.codebook.grounded_in`). Kept until the KG changes."""
-        if run.channel != "A" or not run.by:
-            return False
+        if run.channel != "A" or not run.by or not holds(self.kg, run.provenance):
+            return False   # the read-time provenance check: it rests on a version that is gone
         if self._servable_at != self.kg.version:
             self._servable, self._servable_at = {}, self.kg.version
         key = (run.text, tuple(run.chunks))   # the verdict depends on these and the KG alone

@@ -30,9 +30,15 @@ from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_sele
 from langgraph_kgmem.graphs.autopruned.sentences import fact_sentences, ranked_sentences
 from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, extractive_answer, require,
                                            run_model)
+from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import count_tokens, fresh_usage, generate, is_offline, model_label
+from langgraph_kgmem.memory.provenance import provenance_for
+from langgraph_kgmem.memory import resolve_store
+from langgraph_kgmem.memory.experience import ExperienceMemory
 from langgraph_kgmem.ranking import best_first, fusion_depth, trust_share
+
+GROUNDED_CREDIT = 0.5   # a grounded answer credits its cited passages as an agent's feedback does
 def sync_facts(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                *, deps: AutoprunedDeps) -> dict[str, Any]:
     """Index the KG documents not yet in the codebook into fact runs (incremental; once per KG
@@ -287,7 +293,16 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
 def answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
            *, deps: AutoprunedDeps) -> dict[str, Any]:
     """A stored answer to the same question by the same decider, still grounded, replayed;
-    otherwise the LLM over the packed codebook (offline: extractive over the fact evidence)."""
+    otherwise the LLM over the packed codebook (offline: extractive over the fact evidence).
+    The run gets its ``run_id`` and record for feedback here."""
+    out = _answer(state, runtime, deps=deps)
+    opts = options_of(runtime, deps.options)
+    return {**out, **finish_run(deps.kg, method=METHOD, question=state["question"], evidence=state.get("evidence", []),
+                                answer=out.get("answer"), store=deps.store, scope=opts.memory_scope)}
+
+
+def _answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions], *, deps: AutoprunedDeps) -> dict[str, Any]:
+    """The answer step itself (see :func:`answer`)."""
     opts = options_of(runtime, deps.options)
     kg = deps.kg
     model = run_model(runtime, deps.model)
@@ -337,6 +352,9 @@ def memorize(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     trips, usage = (deps.extract(ans, "answer", run_model(runtime, deps.model), opts.extraction)
                     if wanted and grounded else ([], {}))
     by = state.get("answer_by") or model_label(run_model(runtime, deps.model))
+    if grounded and opts.experience and cited:   # the passages a grounded answer cites earn shared credit
+        ExperienceMemory(resolve_store(deps.store), kg.name, deps.scope()).add(cited, (), kg.embed_query(state["question"]),
+                                                                      weight=GROUNDED_CREDIT)
     new: list[str] = []
     linked = False
     a_edges: list[int] = []
@@ -354,9 +372,10 @@ def memorize(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                 a_edges = book.indexify(trips)  # empty when the codebook refused every symbol
             if grounded and a_edges:
                 # one answer run per answer, grounds and decider: its provenance is what it says
-                same = [r for r in book.runs_of("A")
-                        if r.edges == a_edges and r.text == ans and r.by == by and r.chunks == cited]
-                run = same[0] if same else book.add_run("A", a_edges, chunks=cited, text=ans, by=by)
+                prov = provenance_for(deps.kg, cited)
+                same = [r for r in book.runs_of("A") if r.edges == a_edges and r.text == ans and r.by == by
+                        and r.chunks == cited and r.provenance == prov]
+                run = same[0] if same else book.add_run("A", a_edges, chunks=cited, text=ans, by=by, provenance=prov)
                 if not same:
                     new.append(run.id)
                 for q in q_runs:

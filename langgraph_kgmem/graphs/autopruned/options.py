@@ -167,6 +167,8 @@ class AutoprunedOptions(MethodOptions):
         "uncovered", description="phrase-parser facts: for chunks without relation edges, for every chunk, or never")
     memorize: bool = Field(True, description="store the question's and (grounded) answer's runs")
     memorize_unanswered: bool = Field(False, description="store the question run of a 'no answer' reply too")
+    experience: bool = Field(False, description="a grounded answer credits the passages it cites in the shared "
+                                                "experience layer (half a person's feedback; docs/memory.md)")
     replay: bool = Field(True, description="give a stored, still grounded answer to the same question again")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the codebook namespace, e.g. "
                                                                  "('{user_id}',)")

@@ -68,7 +68,7 @@ SPEC = MethodSpec(
     agent_description="Answer a factual question by ranking knowledge-graph passages with personalised PageRank "
                       "from the question's entities (CatRAG). Fast, one shot; good for questions that combine "
                       "two or three facts from different documents.",
-    output_keys=("answer", "evidence", "usage", "method", "model", "facts", "anchors", "edge_weights", "passages",
+    output_keys=("answer", "evidence", "usage", "method", "model", "run_id", "facts", "anchors", "edge_weights", "passages",
                  "ppr", "fallback", "timings"),
     presets=(Preset(
         name="hipporag2",

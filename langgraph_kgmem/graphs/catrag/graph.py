@@ -69,8 +69,14 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
             turns; ``ppr["fusion"]`` records the signals, the confidence and PPR's share
             (:func:`~langgraph_kgmem.ranking.adaptive_fuse`).
 
+        experience / experience_weight / experience_gate: read the shared experience layer
+            (``docs/memory.md``; off by default): passages credited by feedback on questions whose
+            cosine with this one passes ``experience_gate`` become PPR seeds, discredited ones lose
+            their in-edges, each by at most ``experience_weight``; ``ppr["experience"]`` lists the
+            credit read. memory_scope: tenant labels of the run records and experience namespaces.
+
     Returns:
-        An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method
+        An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method, run_id
         (``"catrag"`` or ``"hipporag2"``), facts, anchors, edge_weights, passages, ppr, fallback.
         With ``dense_fusion`` each passage carries its ``score`` (1 / its place), its ``ppr`` mass and its
         ``dense`` cosine.

@@ -26,12 +26,16 @@ from langgraph_kgmem.graphs.catrag.schemas import (HUB_TOP, MAX_CONTEXT_FACTS, M
                                                    score_multiplier)
 from langgraph_kgmem.graphs.common import (answer_question, check_question, content_words, emit_progress, evidence_item,
                                            fence, named_in, require, run_model)
+from langgraph_kgmem.graphs.runs import finish_run, run_store
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
 from langgraph_kgmem.memory import RecordMemory, resolve_store
+from langgraph_kgmem.memory.provenance import index_ops, provenance_of_nodes, record_holds
+from langgraph_kgmem.memory import RecordMemory, memory_scope, resolve_store
+from langgraph_kgmem.memory.experience import ExperienceMemory
 from langgraph_kgmem.ranking import best_first
 
 if TYPE_CHECKING:
@@ -265,10 +269,12 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
         if i is not None and w > 0:
             reset[i] += w
     n_seeds = int(np.count_nonzero(reset))
-    dense = dense_scores(kg, idx, state["question"])
+    seed_mass = float(reset.sum())
+    dense, credited = with_experience(deps, opts, state["question"], dense_scores(kg, idx, state["question"]))
     if opts.passage_weight > 0 and len(dense):
         np.add.at(reset, idx.chunk_rows, minmax(dense) * opts.passage_weight)
     ov = {(a, b): float(m) for a, b, m in state.get("overrides", []) if a in snap.index and b in snap.index}
+    experience_priors(kg, snap, reset, ov, credited, opts.experience_weight, seed_mass)
     # exact runs stop once the evidence (top_passages) is certified; push is local to the seeds
     res = kg.ppr_scores(reset, snapshot=snap, damping=opts.damping, overrides=ov or None, method=opts.ppr_method,
                         eps=opts.ppr_eps, top_k=opts.top_passages, top_rows=idx.chunk_rows)
@@ -287,12 +293,15 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
              "top_nodes": [[snap.node_ids[i], round(float(scores[i]), 6)] for i in top]}
     if fusion:
         stats["fusion"] = fusion
+    if credited:
+        stats["experience"] = credited
     ms = _ms(t0)
     stats["ms"] = ms
     emit_progress({"event": "ppr", "method": opts.method, "seeds": n_seeds, "overrides": len(ov), "ms": ms,
                    "hub_mass": stats["hub_mass"]})
     evidence = [evidence_item(kg, p["id"], score=p["score"]) for p in passages[:opts.top_passages]]
-    return {"passages": passages, "evidence": evidence, "ppr": stats, "timings": _add(state, "run_ppr", t0)}
+    return {"passages": passages, "evidence": evidence, "ppr": stats, "timings": _add(state, "run_ppr", t0),
+            **_finish_without_answer(deps, opts, state["question"], evidence)}
 
 
 def rank_passages(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
@@ -300,13 +309,14 @@ def rank_passages(state: CatragState, runtime: Runtime[CatragOptions], *, deps: 
     t0 = time.perf_counter()
     opts = options_of(runtime, deps.options)
     idx = kg_index(deps.kg)
-    dense = dense_scores(deps.kg, idx, state["question"])
+    dense, credited = with_experience(deps, opts, state["question"], dense_scores(deps.kg, idx, state["question"]))
     order = best_first(dense, opts.rank_depth)
     passages = [{"id": idx.chunk_ids[i], "score": round(float(dense[i]), 6)} for i in order]
     evidence = [evidence_item(deps.kg, p["id"], score=p["score"]) for p in passages[:opts.top_passages]]
     emit_progress({"event": "fallback", "to": "dense", "reason": "no fact survived the filter"})
     return {"passages": passages, "evidence": evidence, "fallback": "dense", "anchors": [], "edge_weights": {},
-            "ppr": {}, "timings": _add(state, "rank_passages", t0)}
+            "ppr": {"experience": credited} if credited else {}, "timings": _add(state, "rank_passages", t0),
+            **_finish_without_answer(deps, opts, state["question"], evidence)}
 
 
 def answer(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
@@ -317,7 +327,60 @@ def answer(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragD
     evidence = state.get("evidence", [])
     text, usage = answer_question(deps.kg, mdl, state["question"], evidence,
                                   context={"evidence_texts": [e["text"] for e in evidence], "method": opts.method})
-    return {"answer": text, "usage": usage, "timings": _add(state, "answer", t0, usage)}
+    run = finish_run(deps.kg, method=opts.method, question=state["question"], evidence=evidence, answer=text,
+                     store=deps.store, scope=opts.memory_scope)
+    return {"answer": text, "usage": usage, "timings": _add(state, "answer", t0, usage), **run}
+
+
+EXPERIENCE_DEPTH = 100   # passages (best by dense score) whose experience credit a run reads
+
+
+def with_experience(deps: CatragDeps, opts: CatragOptions, question: str,
+                    dense: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
+    """The passages' dense scores with the experience layer's prior: each of the
+    :data:`EXPERIENCE_DEPTH` best passages moves by ``experience_weight`` × its credit for this
+    question (in [−1, 1], see :mod:`~langgraph_kgmem.memory.experience`). Returns the scores (the
+    same array when nothing is credited or ``experience`` is off) and the credits applied."""
+    store = run_store(deps.store) if opts.experience and len(dense) else None
+    if store is None:
+        return dense, {}
+    idx = kg_index(deps.kg)
+    rows = best_first(dense, EXPERIENCE_DEPTH)
+    ids = [idx.chunk_ids[i] for i in rows]
+    credit = ExperienceMemory(store, deps.kg.name, memory_scope(opts.memory_scope), gate=opts.experience_gate).credit(
+        ids, deps.kg.embed_query(question))
+    if not np.any(credit):
+        return dense, {}
+    out = np.asarray(dense, dtype=np.float64).copy()
+    out[rows] += opts.experience_weight * credit
+    return out, {c: round(float(x), 6) for c, x in zip(ids, credit) if x}
+
+
+def experience_priors(kg: "KnowledgeGraph", snap: Any, reset: np.ndarray, overrides: dict[tuple[str, str], float],
+                      credited: Mapping[str, float], weight: float, seed_mass: float) -> None:
+    """The experience layer in PPR (in place): a passage with credit ``c > 0`` becomes a seed of
+    reset mass ``weight · c`` × the entity seeds' total mass (1 when there is none); the edges
+    into a passage with ``c < 0`` keep ``1 + weight · c`` of their weight (at least 0)."""
+    for pid, c in credited.items():
+        row = snap.index.get(pid)
+        if row is None:
+            continue
+        if c > 0:
+            reset[row] += weight * c * (seed_mass if seed_mass > 0 else 1.0)
+            continue
+        for e, nb in kg.neighbors(pid):
+            if nb.id in snap.index:
+                overrides[(nb.id, pid)] = overrides.get((nb.id, pid), 1.0) * max(0.0, 1.0 + weight * c)
+
+
+def _finish_without_answer(deps: CatragDeps, opts: CatragOptions, question: str,
+                           evidence: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The run's id and record when the graph has no answer step (``answer=False``); with one,
+    the answer node records the run."""
+    if opts.answer:
+        return {}
+    return finish_run(deps.kg, method=opts.method, question=question, evidence=evidence, answer=None,
+                      store=deps.store, scope=opts.memory_scope)
 
 
 def route_after_filter(state: CatragState, *, after: str) -> str:
@@ -329,7 +392,9 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
                        tau: int, concurrency: int = 1) -> tuple[dict[str, str], dict[str, Any]]:
     """C(v) for each neighbour: its facts when it has ≤ τ of them, else its LLM summary, generated
     once and cached in the store (namespace ``("kgmem", kg name, "summaries")``, key = entity id;
-    regenerated only when the entity's fact count changed). One batched store read, one write; the
+    regenerated when the entity's fact count changed, or a document it rests on is gone or was
+    replaced: its ``provenance`` is the entity's documents, checked by
+    :func:`~langgraph_kgmem.memory.provenance.record_holds`). One batched store read, one write; the
     missing summaries are generated ``concurrency`` at a time."""
     from langgraph.store.base import GetOp, PutOp
 
@@ -342,7 +407,7 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
         return out, usage
     todo: list[tuple[str, str, list[str]]] = []
     for v, item in zip(need, store.batch([GetOp(ns, v) for v in need])):
-        if item is not None and item.value.get("facts") == len(facts[v]):
+        if item is not None and item.value.get("facts") == len(facts[v]) and record_holds(kg, item.value):
             out[v] = str(item.value["summary"])
             continue
         node = kg.node(v)
@@ -360,9 +425,10 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
         out[v] = text = text[:MAX_SUMMARY_CHARS]
         if u.get("fallbacks"):  # the model failed twice: this run shows the facts themselves, nothing is cached
             continue
-        puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name}, index=False))
-    if puts:
-        store.batch(puts)
+        puts.append(PutOp(ns, v, {"summary": text, "facts": len(facts[v]), "name": name,
+                                  "provenance": provenance_of_nodes(kg, [v])}, index=False))
+    if puts:   # the summaries and their provenance index entries in one batch
+        store.batch(puts + index_ops(kg.name, (), SUMMARY_KIND, {op.key: op.value["provenance"] for op in puts}))
     return out, usage
 
 
@@ -378,5 +444,5 @@ def _add(state: Mapping[str, Any], step: str, t0: float, usage: Mapping[str, Any
     return out
 
 
-__all__ = ["CatragDeps", "retrieve_facts", "filter_facts", "anchor_entities", "weight_edges", "boost_key_facts",
+__all__ = ["CatragDeps", "EXPERIENCE_DEPTH", "experience_priors", "with_experience", "retrieve_facts", "filter_facts", "anchor_entities", "weight_edges", "boost_key_facts",
            "run_ppr", "rank_passages", "answer", "route_after_filter", "neighbour_contexts"]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Mapping
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 from pydantic import Field
 
@@ -22,7 +22,7 @@ class CatragOptions(MethodOptions):
 
     METHOD: ClassVar[str] = "create_catrag_graph"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"anchoring", "dynamic_weighting", "key_fact_boost", "answer",
-                                                      "synonym_threshold", "synonym_weight"})
+                                                      "synonym_threshold", "synonym_weight", "memory_scope"})
 
     anchoring: bool = Field(True, description="symbolic anchoring: the question's named entities as weak seeds")
     dynamic_weighting: bool = Field(True, description="query-aware weights on the relation edges leaving the seeds")
@@ -52,6 +52,13 @@ class CatragOptions(MethodOptions):
                              "other place or all of them by its confidence (fusion_weak, fusion_strong)")
     fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence PPR gets one evidence place")
     fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
+    experience: bool = Field(False, description="read the experience layer: passages credited by feedback on similar "
+                                                "questions get a bounded prior (docs/memory.md)")
+    experience_weight: float = Field(0.3, description="experience: the most a passage's dense score moves (cosine units)")
+    experience_gate: float = Field(0.5, description="experience: cosine with the credited questions below which a "
+                                                    "passage's credit reads as zero")
+    memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the run records and experience "
+                                                                 "namespaces, e.g. ('{user_id}',)")
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
@@ -63,6 +70,11 @@ class CatragOptions(MethodOptions):
         if opts["ppr_method"] not in ("auto", "exact", "push"):
             raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
+        check_number("experience_weight", opts["experience_weight"], 0.0, 1.0)
+        check_number("experience_gate", opts["experience_gate"], 0.0, 1.0, high_open=True)
+        scope = opts["memory_scope"]
+        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
+            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
 
     def check_together(self) -> None:
         """Refuse ``rank_depth`` below ``top_passages`` (the evidence passages head the ranked list) and

@@ -47,6 +47,7 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.common import (DATA_NOTE, BaseState, InputState, check_question, emit_progress,
                                            evidence_item, fence, method_model, require, run_model)
 from langgraph_kgmem.graphs.kgirag.options import KgiragOptions
+from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import MethodSpec, options_of
 from langgraph_kgmem.ingest.records import (TemporalIndex, format_time, parse_time, slot_of, temporal_index,
                                             time_of_slot)
@@ -509,7 +510,15 @@ def synthesis_prompt(kg: "KnowledgeGraph", question: str, plan: Mapping[str, Any
 
 
 def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> dict[str, Any]:
-    """LLM1: the answer from every retrieved record, or "no answer" (unstopped, over κ, invalid plan)."""
+    """LLM1: the answer from every retrieved record, or "no answer" (unstopped, over κ, invalid plan);
+    the run gets its ``run_id`` and record for feedback here."""
+    out = _synthesize(state, runtime, deps=deps)
+    return {**out, **finish_run(deps.kg, method=deps.method, question=state["question"],
+                                evidence=out.get("evidence", []), answer=out.get("answer"))}
+
+
+def _synthesize(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> dict[str, Any]:
+    """The answer step itself (see :func:`synthesize_answer`)."""
     opts = options_of(runtime, deps.options)
     mdl = run_model(runtime, deps.model)
     kg, kappa, method = deps.kg, opts.kappa, deps.method
@@ -740,7 +749,7 @@ SPEC = MethodSpec(
                       "the temporal knowledge graph step by step (KG-IRAG). Use for 'when', 'before/after', "
                       "'during' and trend questions.",
     requirements=frozenset({"records"}),
-    output_keys=("answer", "evidence", "usage", "method", "model", "plan", "iterations", "retrieved_triples",
+    output_keys=("answer", "evidence", "usage", "method", "model", "run_id", "plan", "iterations", "retrieved_triples",
                  "anchors", "hops", "stopped", "events"),
 )
 

@@ -4,7 +4,7 @@ options, and where the run's trajectories and reflections are written."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -14,6 +14,7 @@ from langgraph_kgmem.graphs.r3cycle.schemas import FINISH, GRAPH_TOOLS, FinishAr
 from langgraph_kgmem.llm import through_wrappers, unwrap, with_retry_policy
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.memory import memory_scope as scope_of
+from langgraph_kgmem.memory.provenance import provenance_of_nodes, put_records
 from langgraph_kgmem.tools import create_kgmem_tools
 from langgraph_kgmem.tools.graph_env import GraphEnv
 
@@ -76,6 +77,15 @@ class R3Deps:
     def memory(self, kind: str) -> RecordMemory:
         """The run's records of ``kind`` (``trajectories``, ``reflections``) in its tenant scope."""
         return RecordMemory(resolve_store(self.store), self.kg.name, kind, scope_of(self.options.memory_scope))
+
+    def remember(self, kind: str, key: str, value: dict[str, Any], visited: Sequence[str]) -> dict[str, Any]:
+        """Write a record of ``kind`` in the run's tenant scope naming, as its ``provenance``, the
+        documents (and versions) of the nodes the attempt ``visited``, and index it, so a delete or
+        replace of one of them invalidates it (:mod:`langgraph_kgmem.memory.provenance`). Returns
+        the record as written."""
+        rec = {**value, "provenance": provenance_of_nodes(self.kg, visited)}
+        put_records(resolve_store(self.store), self.kg.name, kind, {key: rec}, scope_of(self.options.memory_scope))
+        return rec
 
 
 __all__ = ["R3Deps"]

@@ -29,6 +29,7 @@ from langgraph_kgmem.graphs.r3cycle.records import as_verdict, close_attempt
 from langgraph_kgmem.graphs.r3cycle.schemas import (FINISH, HALT_GROWTH, MAX_ARG_CHARS, MAX_OBSERVATION_CHARS,
                                                     MAX_THOUGHT_CHARS, MAX_TOOL_ARGS, NO_ANSWER, TOOL_CALLS,
                                                     FailureType, Outcome, R3State, Reflection, ToolStep, Verdict)
+from langgraph_kgmem.graphs.runs import finish_run as record_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import (decide, decision_usage, empty_usage, fallback_record, fresh_usage, invoke_counted,
                                  is_offline, merge_usage, message_text, model_label, offline_usage, render)
@@ -194,11 +195,11 @@ def act(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -> di
 
 def write_trajectory(deps: R3Deps, state: R3State, **outcome: Any) -> None:
     """Store the current attempt's trajectory (rewritten as it grows; ``outcome``/``verdict`` at the end)."""
-    deps.memory("trajectories").put(f"{state['run_id']}-{state['attempt']}", {
+    deps.remember("trajectories", f"{state['run_id']}-{state['attempt']}", {
         "run_id": state["run_id"], "question": state["question"], "method": deps.method,
         "attempt": state["attempt"], "budget": state["budget"], "guidance": state.get("guidance", ""),
         "steps": state.get("steps", []), "path": state.get("path", []), "answer": state.get("final"),
-        "outcome": None, **outcome})
+        "outcome": None, **outcome}, state.get("visited", []))
 
 
 def record(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -> dict[str, Any]:
@@ -267,7 +268,7 @@ def reflect(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -
                  "path": state.get("path", [])})
     rec = {"run_id": state["run_id"], "question": state["question"], "attempt": state["attempt"],
            "failure_type": failure, "answer": state.get("final"), **decision.model_dump()}
-    deps.memory("reflections").put(f"{state['run_id']}-{state['attempt']}", rec)
+    rec = deps.remember("reflections", f"{state['run_id']}-{state['attempt']}", rec, state.get("visited", []))
     emit_progress({"event": "reflect", "attempt": state["attempt"], "failure_type": failure, "retry": decision.retry})
     return {"reflections": [*state.get("reflections", []), rec], "retry": decision.retry, "usage": usage}
 
@@ -294,8 +295,10 @@ def finish_run(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps
         attempts.append(close_attempt(state, outcome, None))
     chosen = next((a for a in reversed(attempts) if a["answer"] is not None), attempts[-1])
     evidence = [evidence_item(deps.kg, i) for i in chosen["visited"] if deps.kg.node(i) is not None]
-    return {"answer": chosen["answer"] if chosen["answer"] is not None else NO_ANSWER, "evidence": evidence,
-            "attempts": attempts, "method": deps.method}
+    answer = chosen["answer"] if chosen["answer"] is not None else NO_ANSWER
+    run = record_run(deps.kg, method=deps.method, question=state["question"], evidence=evidence, answer=answer,
+                     store=deps.store, scope=deps.options.memory_scope, run_id=state["run_id"])
+    return {"answer": answer, "evidence": evidence, "attempts": attempts, "method": deps.method, **run}
 
 
 def after_record(state: R3State, *, reflection: bool) -> Literal["reason", "verify", "finish_run"]:

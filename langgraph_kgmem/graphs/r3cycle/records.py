@@ -11,6 +11,8 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.common import MAX_REASON_CHARS, normalize_answer
 from langgraph_kgmem.graphs.r3cycle.schemas import Outcome, Verdict
 from langgraph_kgmem.memory import RecordMemory
+from langgraph_kgmem.memory.provenance import record_holds
+from langgraph_kgmem.storable import storable
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -29,15 +31,23 @@ def exact_match_verifier(gold: str | Sequence[str]) -> Callable[[str, str, list[
     return verify
 
 
+def _reason(text: Any) -> str:
+    # a verifier is the caller's code: its reason is normalised like a model's text, since it
+    # is stored with the trajectory (and a pydantic string refuses a lone surrogate)
+    return storable(str(text)[:MAX_REASON_CHARS], "a verifier's reason", source="model")
+
+
 def as_verdict(result: Any) -> tuple[Verdict, dict[str, Any]]:
-    """Normalize a verifier's result into (Verdict, usage)."""
+    """Normalize a verifier's result into (Verdict, usage); its reason normalised as model text
+    (:func:`~langgraph_kgmem.storable.storable`)."""
     usage: dict[str, Any] = {}
     if isinstance(result, Verdict):
-        return result, usage
+        reason = _reason(result.reason)
+        return (result if reason == result.reason else result.model_copy(update={"reason": reason})), usage
     if isinstance(result, bool):
         return Verdict(ok=result, reason="accepted" if result else "rejected by the verifier"), usage
     if isinstance(result, tuple) and len(result) == 2:
-        return Verdict(ok=bool(result[0]), reason=str(result[1])[:MAX_REASON_CHARS]), usage
+        return Verdict(ok=bool(result[0]), reason=_reason(result[1])), usage
     if isinstance(result, BaseModel):
         result = result.model_dump()
     if isinstance(result, dict):
@@ -46,7 +56,7 @@ def as_verdict(result: Any) -> tuple[Verdict, dict[str, Any]]:
         if isinstance(data, BaseModel):
             data = data.model_dump()
         if isinstance(data, dict) and "ok" in data:
-            return Verdict(ok=bool(data["ok"]), reason=str(data.get("reason", ""))[:MAX_REASON_CHARS]), usage
+            return Verdict(ok=bool(data["ok"]), reason=_reason(data.get("reason", ""))), usage
     raise KgmemInputError(
         f"a verifier must return a Verdict, a bool, (ok, reason) or a dict with 'ok'; got {type(result).__name__}: "
         f"{str(result)[:200]}")
@@ -61,16 +71,22 @@ def close_attempt(state: dict[str, Any], outcome: Outcome, verdict: dict[str, An
             "visited": list(state.get("visited", [])), "verdict": verdict}
 
 
-def load_run(store: "BaseStore", kg_name: str, run_id: str, scope: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
+def load_run(store: "BaseStore", kg_name: str, run_id: str, scope: Sequence[str] = (), *,
+             kg: Any = None) -> dict[str, list[dict[str, Any]]]:
     """The persisted trajectories and reflections of one run (``out["run_id"]``), by attempt:
-    ``{"trajectories": [...], "reflections": [...]}`` (``scope``: the run's memory scope labels)."""
+    ``{"trajectories": [...], "reflections": [...]}`` (``scope``: the run's memory scope labels).
+    With ``kg``, a record resting on a document version that is gone reads as absent
+    (:func:`~langgraph_kgmem.memory.provenance.record_holds`)."""
     trajectories = RecordMemory(store, kg_name, "trajectories", scope)
     reflections = RecordMemory(store, kg_name, "reflections", scope)
     out: dict[str, list[dict[str, Any]]] = {"trajectories": [], "reflections": []}
-    while (rec := trajectories.get(f"{run_id}-{len(out['trajectories'])}")) is not None:
-        out["trajectories"].append(rec)
-    for attempt in range(len(out["trajectories"])):
-        if (ref := reflections.get(f"{run_id}-{attempt}")) is not None:
+    attempt = 0
+    while (rec := trajectories.get(f"{run_id}-{attempt}")) is not None:
+        if kg is None or record_holds(kg, rec):
+            out["trajectories"].append(rec)
+        attempt += 1
+    for n in range(attempt):
+        if (ref := reflections.get(f"{run_id}-{n}")) is not None and (kg is None or record_holds(kg, ref)):
             out["reflections"].append(ref)
     return out
 

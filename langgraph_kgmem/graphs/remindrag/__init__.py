@@ -51,7 +51,7 @@ SPEC = MethodSpec(
                       "(ReMindRAG). Good for multi-hop questions ('the wife of the man who ...'); it remembers "
                       "useful paths, so asking a similar question again is cheaper.",
     requirements=frozenset({"store"}),
-    output_keys=("answer", "evidence", "usage", "method", "model", "seed_ids", "path", "replayed", "memory_updates",
+    output_keys=("answer", "evidence", "usage", "method", "model", "run_id", "seed_ids", "path", "replayed", "memory_updates",
                  "stop_reason", "fusion"),
 )
 

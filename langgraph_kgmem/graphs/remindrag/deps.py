@@ -12,6 +12,8 @@ from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
 from langgraph_kgmem.graphs.remindrag.view import Expansion, GraphView
 from langgraph_kgmem.memory import EdgeMemory, resolve_store
 from langgraph_kgmem.memory import memory_scope as scope_of
+from langgraph_kgmem.memory.provenance import Provenance
+from langgraph_kgmem.memory.experience import ExperienceMemory
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
@@ -30,7 +32,14 @@ class RemindragDeps:
 
     def memory_of(self, q: np.ndarray) -> EdgeMemory:
         """The edge memory of this KG in the run's tenant scope (``memory_scope`` is fixed at build)."""
-        return EdgeMemory(resolve_store(self.store), self.kg.name, len(q), scope_of(self.options.memory_scope))
+        store = resolve_store(self.store)
+        return EdgeMemory(store, self.kg.name, len(q), scope_of(self.options.memory_scope),
+                          guard=Provenance(self.kg, store))
+
+
+    def experience(self) -> ExperienceMemory:
+        """The shared experience layer of this KG in the run's tenant scope."""
+        return ExperienceMemory(resolve_store(self.store), self.kg.name, scope_of(self.options.memory_scope))
 
 
 def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -> np.ndarray:

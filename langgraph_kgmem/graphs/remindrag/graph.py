@@ -40,9 +40,7 @@ def create_remindrag_graph(
     replay: bool = True,
     dense_fusion: bool = True,
     top_passages: int = 5,
-    fusion: str = "fixed",
-    fusion_weak: float = 0.0,
-    fusion_strong: float = 1.01,
+    fusion: str = "fixed", fusion_weak: float = 0.0, fusion_strong: float = 1.01, experience: bool = False,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -82,6 +80,8 @@ def create_remindrag_graph(
             and an ``error`` saying what was wrong. Needs a checkpointer. A question that memory
             replay already answers is answered without a walk, so no interrupt happens: pass
             ``replay=False`` for a person to choose the moves of every question.
+        experience: share the experience layer (``docs/memory.md``): replay also follows credited
+            edges; a confirmed walk credits its effective edges and useful passages.
         replay: ``True`` (default): follow remembered edges first and walk only when what replay
             found is not sufficient. ``False``: every question starts from its seeds and walks (the
             memory is still written after each walk, and still ranks the candidates).
@@ -117,7 +117,7 @@ def create_remindrag_graph(
     options = RemindragOptions.build(
         memory_scope=memory_scope, seeds_k=seeds_k, alpha=alpha, lam=lam, max_hops=max_hops, max_steps=max_steps,
         max_replay_nodes=max_replay_nodes, synonym_threshold=synonym_threshold, decompose=decompose,
-        chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, dense_fusion=dense_fusion,
+        chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, experience=experience, dense_fusion=dense_fusion,
         fusion=fusion, fusion_weak=fusion_weak, fusion_strong=fusion_strong,
         top_passages=top_passages)
     if synonym_threshold is not None:

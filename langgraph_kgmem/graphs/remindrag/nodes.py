@@ -27,6 +27,7 @@ from langgraph_kgmem.graphs.remindrag.schemas import (MAX_BACKWARD, MAX_CANDIDAT
                                                       OFFLINE_COVERAGE, SEED_POOL, NextMove, ReMindState, SubQuestions,
                                                       Sufficiency, UsefulMarks, read_person_move)
 from langgraph_kgmem.graphs.remindrag.view import Expansion, effective_edges, evidence_ids, s_adjacency
+from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import EdgeMemory
@@ -89,6 +90,8 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
         if not exp.edge_ids:
             continue
         w = edge_weights(exp, mem, q, opts.alpha)
+        if opts.experience:
+            w = w + (1.0 - opts.alpha) * experience_credit(deps, exp.edge_ids, exp.nbr_ids, q)
         pushed = []
         for i in np.argsort(-w, kind="stable"):  # strongest edge first
             if w[i] <= opts.lam:
@@ -106,6 +109,17 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
     emit_progress({"event": "replay", "method": METHOD, "nodes": len(followed)})
     # the walk (if any) starts at the first seed; replayed nodes are reachable by backward moves
     return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed}
+
+
+WALK_CREDIT = 0.5   # a confirmed walk credits as an agent's feedback does: half a person's
+
+
+def experience_credit(deps: RemindragDeps, edge_ids: Sequence[str], nbr_ids: Sequence[str], q: np.ndarray) -> np.ndarray:
+    """Each edge's experience credit for question ``q``: its own plus that of the passage it
+    leads to (credited by feedback on any method's run), in [−1, 1]."""
+    mem = deps.experience()
+    both = mem.credit(list(edge_ids) + list(nbr_ids), q)
+    return np.clip(both[:len(edge_ids)] + both[len(edge_ids):], -1.0, 1.0)
 
 
 def check_sufficiency(state: ReMindState, runtime: Runtime[RemindragOptions],
@@ -287,8 +301,10 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
     reason = "sufficient" if state.get("sufficient") else (
         "max_hops" if state.get("hops", 0) >= opts.max_hops else
         "max_steps" if state.get("steps", 0) >= opts.step_cap else "exhausted")
+    run = finish_run(kg, method=METHOD, question=question, evidence=evidence, answer=text, store=deps.store,
+                     scope=opts.memory_scope)
     return {"answer": text, "evidence": evidence, "usage": usage, "stop_reason": reason,
-            **({"fusion": fusion} if fusion else {})}
+            **({"fusion": fusion} if fusion else {}), **run}
 
 
 def memorize(state: ReMindState, runtime: Runtime[RemindragOptions],
@@ -348,6 +364,8 @@ def memorize(state: ReMindState, runtime: Runtime[RemindragOptions],
 
     # read-modify-write under the store's lock: concurrent runs (threads, processes) lose nothing
     written = deps.memory_of(q).update(eff + ineff, change, question=question, credited=eff)
+    if options_of(runtime, deps.options).experience:   # a confirmed walk: its edges and passages earn credit
+        deps.experience().add(eff + [i for i in useful if kg.edge(i) is None], (), q, weight=WALK_CREDIT)
     updates = {"enhanced": len(eff), "penalised": len(ineff), "enhanced_ids": eff, "penalised_ids": ineff,
                "useful_ids": useful, "written": written}
     emit_progress({"event": "memorize", "method": METHOD, "enhanced": len(eff), "penalised": len(ineff)})
@@ -388,4 +406,4 @@ def after_answer(state: ReMindState) -> Literal["memorize", "__end__"]:
 
 
 __all__ = ["after_answer", "after_check", "after_move", "answer", "ask_person", "check_sufficiency", "frontier_of",
-           "memorize", "replay_memory", "retrieve_seeds", "traverse_step"]
+           "memorize", "replay_memory", "retrieve_seeds", "traverse_step", "experience_credit", "WALK_CREDIT"]

@@ -42,6 +42,8 @@ class RemindragOptions(MethodOptions):
     chunk_chars: int = Field(800, description="passages longer than this are condensed in prompts")
     human_in_the_loop: bool = Field(False, description="a person chooses each traversal move (interrupt)")
     replay: bool = Field(True, description="follow remembered edges first (False: every question is walked)")
+    experience: bool = Field(False, description="share the experience layer: replay also follows edges credited by "
+                                                "feedback or other runs, and confirmed walks credit their edges")
     dense_fusion: bool = Field(True, description="fuse the walk's passages with the dense passage ranking")
     top_passages: int = Field(5, description="passages in the evidence (at least)")
     fusion: Literal["fixed", "adaptive"] = Field(

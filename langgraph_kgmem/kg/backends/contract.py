@@ -49,6 +49,11 @@ class GraphBackend(Protocol):
         """Nested-safe: only the outermost block commits; an exception rolls everything back.
         On a shared backend the outermost block also takes the KG's write lock."""
 
+    @property
+    def schema_version(self) -> int:
+        """The schema version the storage holds (:mod:`~langgraph_kgmem.kg.backends.schema`): the
+        current one once opened, since opening migrates an older one forward."""
+
     def get_meta(self, key: str) -> str | None:
         """The KG's metadata value under ``key`` (name, embedding model...), None when unset."""
 
@@ -99,7 +104,8 @@ class GraphBackend(Protocol):
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
         """Document ``doc_id``'s row as a dict (``id``, ``title``, ``status``, ``n_chunks``,
-        ``meta``, ``seq``), None when there is none."""
+        ``meta``, ``seq``, ``content_hash``: ``""`` for documents put before hashes were kept),
+        None when there is none."""
 
     def documents(self) -> list[dict[str, Any]]:
         """Every document row (as :meth:`document` returns them), in the order they were first put."""
@@ -108,9 +114,10 @@ class GraphBackend(Protocol):
         """How many document rows there are."""
 
     def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
-                     meta: dict[str, Any] | None = None) -> None:
+                     meta: dict[str, Any] | None = None, content_hash: str = "") -> None:
         """Insert or update document ``doc_id``'s row; a new row gets the next ``seq``, an updated
-        one keeps its own (so :meth:`documents` keeps the order documents were first added)."""
+        one keeps its own (so :meth:`documents` keeps the order documents were first added).
+        ``content_hash`` names the version ingested (memory records cite it as provenance)."""
 
     def delete_document_row(self, doc_id: str) -> None:
         """Delete only the document's row; its provenance goes with :meth:`remove_document_sources`."""

@@ -31,6 +31,7 @@ import numpy as np
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
+from langgraph_kgmem.kg.backends.schema import FIRST_VERSION, SCHEMA_VERSION, announce, pending
 from langgraph_kgmem.kg.stored import edge_from_row, json_object, node_from_row
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
@@ -67,7 +68,7 @@ CREATE TABLE IF NOT EXISTS kgmem_edge_sources(kg BIGINT NOT NULL, edge_id TEXT N
 CREATE INDEX IF NOT EXISTS kgmem_edge_sources_doc ON kgmem_edge_sources(kg, doc_id);
 CREATE TABLE IF NOT EXISTS kgmem_documents(kg BIGINT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
     status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
-    seq BIGINT NOT NULL DEFAULT 0, PRIMARY KEY(kg, id));
+    seq BIGINT NOT NULL DEFAULT 0, content_hash TEXT NOT NULL DEFAULT '', PRIMARY KEY(kg, id));
 CREATE INDEX IF NOT EXISTS kgmem_documents_seq ON kgmem_documents(kg, seq);
 CREATE TABLE IF NOT EXISTS kgmem_aliases(kg BIGINT NOT NULL, alias TEXT NOT NULL, node_id TEXT NOT NULL,
     similarity DOUBLE PRECISION NOT NULL, PRIMARY KEY(kg, alias));
@@ -203,10 +204,14 @@ class PgDatabase:
 
     @staticmethod
     def _setup(conn: Any) -> None:
-        """pgvector and the schema, created once (under a lock: processes may start together)."""
+        """pgvector and the schema, created once, or migrated forward once (under a lock: processes
+        may start together). Opening a current database runs no DDL: one read of its version."""
         psycopg = _psycopg()
-        if conn.execute("SELECT to_regclass(%s)", (SCHEMA_LAST,)).fetchone()[0] is not None:
-            return
+        if conn.execute("SELECT to_regclass('kgmem_schema')").fetchone()[0] is not None:
+            version = PgDatabase._stored_version(conn)
+            if version == SCHEMA_VERSION:
+                return
+            pending(version, _where(conn.info.dsn))   # a newer release's database is refused unchanged
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", SCHEMA_LOCK)
             if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
@@ -218,7 +223,28 @@ class PgDatabase:
                         f"this PostgreSQL server has no pgvector extension ({str(exc).strip()[:200]}): install "
                         "pgvector on the server and run `CREATE EXTENSION vector` as a superuser in this "
                         "database (managed services offer it; see their docs), then retry") from exc
-            conn.execute(SCHEMA)
+            if conn.execute("SELECT to_regclass('kgmem_schema')").fetchone()[0] is not None:
+                found = PgDatabase._stored_version(conn)       # another process got here first
+            elif conn.execute("SELECT to_regclass(%s)", (SCHEMA_LAST,)).fetchone()[0] is not None:
+                found = FIRST_VERSION                            # written before versions were recorded
+                conn.execute("CREATE TABLE kgmem_schema(version INTEGER NOT NULL)")
+                conn.execute("INSERT INTO kgmem_schema(version) VALUES (%s)", (FIRST_VERSION,))
+            else:
+                conn.execute(SCHEMA)
+                conn.execute("CREATE TABLE kgmem_schema(version INTEGER NOT NULL)")
+                conn.execute("INSERT INTO kgmem_schema(version) VALUES (%s)", (SCHEMA_VERSION,))
+                return
+            steps = pending(found, _where(conn.info.dsn))
+            for step in steps:
+                for statement in step.postgres:
+                    conn.execute(statement)
+            conn.execute("UPDATE kgmem_schema SET version = %s", (SCHEMA_VERSION,))
+        announce(steps, found, _where(conn.info.dsn))
+
+    @staticmethod
+    def _stored_version(conn: Any) -> int:
+        row = conn.execute("SELECT max(version), count(*) FROM kgmem_schema").fetchone()
+        return row[0] if row and row[1] == 1 else -1   # not exactly one row: not a version the package wrote
 
     @staticmethod
     def _configure(conn: Any) -> None:
@@ -347,6 +373,11 @@ class PostgresGraphStore:
         self.label = f"KG {self.name!r} in PostgreSQL at {_where(db.uri)}"   # names it in errors, no password
         self.on_begin: Any = None       # set by the facade: sync its cache under the write lock
         self._pending = threading.local()
+
+    @property
+    def schema_version(self) -> int:
+        with self.db.read() as conn:
+            return PgDatabase._stored_version(conn)
 
     def _names(self) -> list[dict[str, Any]]:
         with self.db.read() as conn:
@@ -576,12 +607,12 @@ class PostgresGraphStore:
             self._log()["e"].update(ids)
 
     # ------------------------------------------------------------ documents
-    _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq FROM kgmem_documents"
+    _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq, content_hash FROM kgmem_documents"
 
     def _document_row(self, row: tuple) -> dict[str, Any]:
         return {"id": row[0], "title": row[1], "status": row[2], "n_chunks": row[3],
                 "meta": json_object(row[4], f"{self.label}: the metadata of document {str(row[0])[:80]!r}"),
-                "seq": row[5]}
+                "seq": row[5], "content_hash": row[6]}
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
         with self.db.read() as conn:
@@ -598,14 +629,15 @@ class PostgresGraphStore:
             return conn.execute("SELECT count(*) FROM kgmem_documents WHERE kg = %s", (self.kg_id,)).fetchone()[0]
 
     def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
-                     meta: dict[str, Any] | None = None) -> None:
+                     meta: dict[str, Any] | None = None, content_hash: str = "") -> None:
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO kgmem_documents(kg, id, title, status, n_chunks, meta, seq) "
-                "VALUES(%s, %s, %s, %s, %s, %s, (SELECT COALESCE(max(seq), 0) + 1 FROM kgmem_documents WHERE kg = %s)) "
+                "INSERT INTO kgmem_documents(kg, id, title, status, n_chunks, meta, seq, content_hash) "
+                "VALUES(%s, %s, %s, %s, %s, %s, (SELECT COALESCE(max(seq), 0) + 1 FROM kgmem_documents WHERE kg = %s), %s) "
                 "ON CONFLICT(kg, id) DO UPDATE SET title = excluded.title, status = excluded.status, "
-                "n_chunks = excluded.n_chunks, meta = excluded.meta",
-                (self.kg_id, doc_id, title, status, n_chunks, json.dumps(meta or {}, sort_keys=True), self.kg_id))
+                "n_chunks = excluded.n_chunks, meta = excluded.meta, content_hash = excluded.content_hash",
+                (self.kg_id, doc_id, title, status, n_chunks, json.dumps(meta or {}, sort_keys=True), self.kg_id,
+                 content_hash))
 
     def delete_document_row(self, doc_id: str) -> None:
         with self._write() as conn:

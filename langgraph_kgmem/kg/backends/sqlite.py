@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from langgraph_kgmem.errors import NotAKnowledgeGraphError, StorageError
+from langgraph_kgmem.kg.backends.schema import FIRST_VERSION, SCHEMA_VERSION, announce, columns_at, pending
 from langgraph_kgmem.kg.stored import edge_from_row, json_object, node_from_row
 from langgraph_kgmem.kg.types import Edge, Node
 
@@ -29,7 +30,7 @@ CREATE TABLE IF NOT EXISTS edge_sources(edge_id TEXT NOT NULL, doc_id TEXT NOT N
 CREATE INDEX IF NOT EXISTS edge_sources_doc ON edge_sources(doc_id);
 CREATE TABLE IF NOT EXISTS documents(id TEXT PRIMARY KEY, title TEXT NOT NULL DEFAULT '',
     status TEXT NOT NULL, n_chunks INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
-    seq INTEGER NOT NULL DEFAULT 0);
+    seq INTEGER NOT NULL DEFAULT 0, content_hash TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS documents_seq ON documents(seq);
 CREATE TABLE IF NOT EXISTS aliases(alias TEXT PRIMARY KEY, node_id TEXT NOT NULL, similarity REAL NOT NULL);
 """
@@ -133,13 +134,17 @@ class SqliteGraphStore:
         self.label = self.path   # names the database in errors
         self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            # a foreign, corrupt, partial or (create=False) empty file is refused before the schema
-            # below creates anything in it
-            check_sqlite_file(self.conn, self.path, _kg_tables(), "a langgraph_kgmem KG database")
+            found = self._stored_version()
+            # a foreign or corrupt file is refused before the schema below creates anything in it
+            check_sqlite_file(self.conn, self.path, columns_at(found or SCHEMA_VERSION, _kg_tables()),
+                              "a langgraph_kgmem KG database")
             check_kg_tables(self.conn, self.path, create=create)
             self.conn.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(SCHEMA)
+            if found is None:
+                self.conn.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
+            else:
+                self._upgrade(found)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise sqlite_open_error(exc, self.path, "a langgraph_kgmem KG database") from exc
@@ -147,6 +152,39 @@ class SqliteGraphStore:
             self.conn.close()
             raise
         self._depth = 0
+
+    def _stored_version(self) -> int | None:
+        """The file's schema version; None for a new (empty) file. Version 1 files predate the
+        recorded version (``user_version`` 0 with tables in place)."""
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version:
+            return int(version)
+        has_tables = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' LIMIT 1").fetchone()
+        return FIRST_VERSION if has_tables else None
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version this file holds (the current one once opened)."""
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0]) or FIRST_VERSION
+
+    def _upgrade(self, found: int) -> None:
+        """Run the missing migrations and record the new version, all in one transaction (SQLite's
+        DDL and ``user_version`` roll back together)."""
+        steps = pending(found, self.path)
+        if not steps:
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for step in steps:
+                for statement in step.sqlite:
+                    self.conn.execute(statement)
+            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+        announce(steps, found, self.path)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -259,12 +297,12 @@ class SqliteGraphStore:
         self.conn.executemany("DELETE FROM edge_sources WHERE edge_id=?", [(i,) for i in ids])
 
     # documents
-    _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq FROM documents"
+    _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq, content_hash FROM documents"
 
     def _document_row(self, row: tuple) -> dict[str, Any]:
         return {"id": row[0], "title": row[1], "status": row[2], "n_chunks": row[3],
                 "meta": json_object(row[4], f"{self.path}: the metadata of document {str(row[0])[:80]!r}"),
-                "seq": row[5]}
+                "seq": row[5], "content_hash": row[6]}
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
         row = self.conn.execute(f"{self._DOC_COLUMNS} WHERE id=?", (doc_id,)).fetchone()
@@ -277,13 +315,13 @@ class SqliteGraphStore:
         return self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     def put_document(self, doc_id: str, *, title: str, status: str, n_chunks: int = 0,
-                     meta: dict[str, Any] | None = None) -> None:
+                     meta: dict[str, Any] | None = None, content_hash: str = "") -> None:
         seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM documents").fetchone()[0]
         self.conn.execute(
-            "INSERT INTO documents(id, title, status, n_chunks, meta, seq) VALUES(?,?,?,?,?,?) "
+            "INSERT INTO documents(id, title, status, n_chunks, meta, seq, content_hash) VALUES(?,?,?,?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET title=excluded.title, status=excluded.status, "
-            "n_chunks=excluded.n_chunks, meta=excluded.meta",
-            (doc_id, title, status, n_chunks, json.dumps(meta or {}, sort_keys=True), seq),
+            "n_chunks=excluded.n_chunks, meta=excluded.meta, content_hash=excluded.content_hash",
+            (doc_id, title, status, n_chunks, json.dumps(meta or {}, sort_keys=True), seq, content_hash),
         )
 
     def delete_document_row(self, doc_id: str) -> None:

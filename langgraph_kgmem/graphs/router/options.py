@@ -1,0 +1,62 @@
+"""The router's options: the factory's keyword arguments, validated once, and the graph's
+``context_schema``. Which methods exist (``methods``, ``method_options``) and the tenant scope are
+fixed when the graph is built (the subgraphs are compiled then); the budget, the escalation
+threshold and the learning switches may change per run: ``context={"budget": 4}``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Sequence
+
+from pydantic import Field
+
+from langgraph_kgmem.errors import KgmemInputError, check_number
+from langgraph_kgmem.graphs.spec import MethodOptions
+
+# the methods a router runs when none are named: every method of the registry but the router itself,
+# left out where the KG or the model cannot serve them (graph.py says why, in ``route["unavailable"]``)
+DEFAULT_METHODS: tuple[str, ...] = ("hipporag2", "catrag", "kgirag", "r3cycle", "remindrag", "autopruned")
+
+
+class RouterOptions(MethodOptions):
+    """Router options (see :func:`~langgraph_kgmem.graphs.router.create_router_graph`)."""
+
+    METHOD: ClassVar[str] = "router"
+    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"methods", "method_options", "memory_scope"})
+    INT_FLOORS: ClassVar[Mapping[str, int]] = {"min_runs": 1}
+    OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = {"budget": 0}
+
+    methods: Sequence[str] | None = Field(
+        None, description="registry names the router may run (default: DEFAULT_METHODS that the KG and model serve)")
+    method_options: Mapping[str, Mapping[str, Any]] = Field(
+        default_factory=dict, description="options per method, on top of its preset, e.g. {'catrag': {'top_passages': 3}}")
+    budget: int | None = Field(
+        None, description="most LLM calls a question may cost (routing included); a method whose expected cost "
+                          "does not fit is not started, an escalation that does not fit is skipped; None: no cap")
+    escalate: bool = Field(True, description="run a cheap method first where the question's form allows, a "
+                                             "costlier one only when the cheap result's confidence is low")
+    escalate_below: float = Field(0.5, description="confidence under which a cheap method's result escalates")
+    ask_model: bool = Field(True, description="with a chat model, ask it to pick when the rules are not sure "
+                                              "(a typed decision; the rules are its fallback)")
+    learn: bool = Field(True, description="read and write the per-KG route statistics (outcomes, feedback)")
+    min_runs: int = Field(3, description="runs of a method on a form before its statistics move the choice")
+    memory_scope: Sequence[str] | None = Field(
+        None, description="tenant labels of the routes namespace (and of every method's memory), e.g. ('{user_id}',)")
+
+    @classmethod
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """See :meth:`MethodOptions.check_values`."""
+        check_number("escalate_below", opts["escalate_below"], 0.0, 1.0)
+        methods = opts["methods"]
+        if methods is not None and (isinstance(methods, str) or not methods
+                                    or not all(isinstance(m, str) for m in methods)):
+            raise KgmemInputError(f"methods must be a non-empty tuple of registry names such as ('catrag', 'kgirag'), "
+                                  f"got {methods!r}")
+        scope = opts["memory_scope"]
+        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
+            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
+        per = opts["method_options"]
+        if not isinstance(per, Mapping) or not all(isinstance(v, Mapping) for v in per.values()):
+            raise KgmemInputError(f"method_options must map a method name to its options dict, got {per!r}")
+
+
+__all__ = ["DEFAULT_METHODS", "RouterOptions"]

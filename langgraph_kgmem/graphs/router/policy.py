@@ -1,0 +1,190 @@
+"""The router's documented rules, the learned statistics on top of them, and each method's own
+confidence in its result.
+
+Rules (:data:`FIT`): per question form, how well each method fits it, a prior value in [0, 1]:
+
+- ``records`` → KG-IRAG (the one method that reads time-stamped records);
+- ``graph`` → R3-Cycle (tool calls over typed nodes, reflection on failure), Graph-CoT next;
+- ``relational`` → CatRAG (PPR seeded by verified facts: multi-hop), then ReMindRAG, HippoRAG 2,
+  AutoPrunedRetriever;
+- ``lookup`` → CatRAG, run as its cheap stand-in HippoRAG 2 first (:data:`CHEAP_FIRST`) when a
+  model decides (offline no method makes a call, so CatRAG runs alone): one fact, one passage;
+  CatRAG only when HippoRAG 2's own confidence is low.
+
+A method the KG cannot serve (KG-IRAG without records, a passage method without documents) or the
+run lacks (a store) is left out. Learned statistics move the prior value (:func:`rank`): feedback
+on the method for this form, ``(useful - wrong) / (useful + wrong + 2)`` × :data:`FEEDBACK_WEIGHT`;
+mean confidence once the method ran ``min_runs`` times on the form, ``(mean - 0.5)`` ×
+:data:`CONFIDENCE_WEIGHT`; and the question's own record: a method judged wrong on this very
+question loses :data:`WRONG_PENALTY` (a method the form's rules name stays just above those they
+do not: on a records question KG-IRAG, the only method that reads records, stays first), one
+judged useful gains :data:`USEFUL_BONUS` (a question asked again goes back to what served it).
+Ties go to the cheaper method.
+
+Expected cost (:func:`expected_calls`): LLM calls, from the statistics' mean once a method ran
+``min_runs`` times on the form, else :data:`PRIOR_CALLS`; zero for an offline run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from langgraph_kgmem.graphs.common import normalize_answer
+from langgraph_kgmem.graphs.router.signals import Form, KgProfile
+from langgraph_kgmem.graphs.router.stats import means
+
+FIT: dict[str, dict[str, float]] = {
+    "records": {"kgirag": 1.0},
+    "graph": {"r3cycle": 1.0, "graphcot": 0.9},
+    "relational": {"catrag": 1.0, "hipporag2": 0.85, "remindrag": 0.75, "autopruned": 0.6},
+    "lookup": {"catrag": 1.0, "hipporag2": 0.95, "remindrag": 0.7, "autopruned": 0.7},
+}
+OTHER_FIT = 0.05                 # a method the form's rules do not name
+CHEAP_FIRST: dict[str, dict[str, str]] = {"lookup": {"catrag": "hipporag2"}}   # form: {costly: its cheap stand-in}
+# LLM calls a question, before the statistics know better: CatRAG's 3.8 with a real model (docs/methods/catrag.md),
+# HippoRAG 2's filter + answer, KG-IRAG's plan + two judge rounds + answer, a ReAct attempt of a few steps
+PRIOR_CALLS: dict[str, float] = {"hipporag2": 2.0, "catrag": 3.8, "kgirag": 4.0, "r3cycle": 5.0, "graphcot": 4.0,
+                                 "remindrag": 6.0, "autopruned": 2.0}
+DEFAULT_PRIOR_CALLS = 4.0
+FEEDBACK_WEIGHT = 0.5
+CONFIDENCE_WEIGHT = 0.2
+WRONG_PENALTY = 1.0
+WRONG_FLOOR = 0.01               # a fitting method judged wrong still ranks above the methods the rules do not name
+USEFUL_BONUS = 0.5
+ASK_MARGIN = 0.1                 # top two methods of different families closer than this: the rules are not sure
+FAMILY = {"hipporag2": "catrag", "graphcot": "r3cycle"}   # a preset counts as its method's family
+
+NEEDS = {"kgirag": "records"}    # the KG part a method needs; the others need documents or a graph
+DOCUMENT_METHODS = frozenset({"catrag", "hipporag2", "remindrag", "autopruned"})
+STORE_METHODS = frozenset({"remindrag", "autopruned"})
+MODEL_STORE_METHODS = frozenset({"catrag"})   # with a model: CatRAG caches its neighbour summaries there
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One method the router could run for a question, with what decided its place."""
+
+    method: str
+    value: float
+    cost: float
+    why: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"method", "value", "cost", "why"}`` (``cost``: expected LLM calls)."""
+        return {"method": self.method, "value": round(self.value, 4), "cost": round(self.cost, 2), "why": self.why}
+
+
+def unservable(method: str, profile: KgProfile, has_store: bool, offline: bool = True) -> str | None:
+    """Why ``method`` cannot answer on this KG / run, or None when it can."""
+    if NEEDS.get(method) == "records" and not profile.records:
+        return "the KG holds no time-stamped records"
+    if method in DOCUMENT_METHODS and not profile.documents:
+        return "the KG holds no documents"
+    if not has_store and (method in STORE_METHODS or (method in MODEL_STORE_METHODS and not offline)):
+        return "the run has no store for its memory"
+    return None
+
+
+def expected_calls(method: str, row: Mapping[str, float] | None, min_runs: int, offline: bool) -> float:
+    """Expected LLM calls of one run of ``method``: 0 offline; the statistics' mean after ``min_runs``
+    runs on the form; else :data:`PRIOR_CALLS`."""
+    if offline:
+        return 0.0
+    m = means(row)
+    if m["runs"] >= min_runs:
+        return m["calls"]
+    return PRIOR_CALLS.get(method, DEFAULT_PRIOR_CALLS)
+
+
+def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]] | None,
+         asked: Mapping[str, Any] | None, *, min_runs: int, offline: bool) -> list[Candidate]:
+    """``methods`` (those that can serve) ranked for a question of ``form``: the rules' prior value,
+    moved by the statistics of the form (``stats``: method → counters) and the question's own record
+    (``asked``: what :func:`~langgraph_kgmem.graphs.router.stats.question_record` returned)."""
+    fit = FIT.get(form, {})
+    seen = (asked or {}).get("methods", {})
+    out = []
+    for m in methods:
+        row = (stats or {}).get(m)
+        s = means(row)
+        value = fit.get(m, OTHER_FIT)
+        why = [f"rules: {'fits' if m in fit else 'not named for'} {form} questions ({value:.2f})"]
+        if s["useful"] or s["wrong"]:
+            fb = FEEDBACK_WEIGHT * (s["useful"] - s["wrong"]) / (s["useful"] + s["wrong"] + 2.0)
+            value += fb
+            why.append(f"feedback {int(s['useful'])} useful / {int(s['wrong'])} wrong ({fb:+.2f})")
+        if s["runs"] >= min_runs:
+            adj = CONFIDENCE_WEIGHT * (s["confidence"] - 0.5)
+            value += adj
+            why.append(f"mean confidence {s['confidence']:.2f} over {int(s['runs'])} runs ({adj:+.2f})")
+        mine = seen.get(m)
+        if mine:
+            if mine.get("wrong", 0) > mine.get("useful", 0):
+                # behind every other method the rules name for the form, never behind one they do not
+                value = max(value - WRONG_PENALTY, OTHER_FIT + WRONG_FLOOR) if m in fit else value - WRONG_PENALTY
+                why.append(f"judged wrong on this question before (-{WRONG_PENALTY:.2f}, "
+                           f"floor {OTHER_FIT + WRONG_FLOOR:.2f})")
+            elif mine.get("useful", 0) > mine.get("wrong", 0):
+                value += USEFUL_BONUS
+                why.append(f"judged useful on this question before ({USEFUL_BONUS:+.2f})")
+            else:
+                why.append("answered this question before")
+        out.append(Candidate(m, value, expected_calls(m, row, min_runs, offline), "; ".join(why)))
+    return sorted(out, key=lambda c: (-c.value, c.cost, c.method))
+
+
+def family(method: str) -> str:
+    """The method a preset belongs to (``hipporag2`` → ``catrag``); a method is its own family."""
+    return FAMILY.get(method, method)
+
+
+def rules_unsure(ranked: list[Candidate]) -> bool:
+    """Whether the best two candidates of different families are within :data:`ASK_MARGIN`."""
+    if not ranked:
+        return False
+    top = ranked[0]
+    rival = next((c for c in ranked[1:] if family(c.method) != family(top.method)), None)
+    return rival is not None and top.value - rival.value < ASK_MARGIN
+
+
+def ladder(form: Form, choice: str, costs: Mapping[str, float], escalate: bool) -> list[str]:
+    """The methods to run, in order: the chosen one, or its cheap stand-in first where the form
+    allows (:data:`CHEAP_FIRST`), escalation is on and the stand-in is expected to cost fewer LLM
+    calls (``costs``: expected calls of the methods that can serve; offline nothing is cheaper, so
+    the choice runs alone)."""
+    cheap = CHEAP_FIRST.get(form, {}).get(choice)
+    if escalate and cheap and cheap in costs and costs[cheap] < costs.get(choice, 0.0):
+        return [cheap, choice]
+    return [choice]
+
+
+def confidence(method: str, out: Mapping[str, Any]) -> float:
+    """A method's own confidence in its result, in [0, 1], from its output alone (no gold, no LLM):
+    0 for an empty or "no answer" answer; CatRAG / HippoRAG 2: 0.25 when no fact survived the filter
+    (dense fallback), else 0.4 + 0.2 per verified fact (at most 1); KG-IRAG: 0.9 when its judge
+    stopped (the records settled it), else 0.1; R3-Cycle / Graph-CoT: 0.9 when the last attempt was
+    verified, 0.1 when it halted, else 0.4; ReMindRAG: 0.8 for a sufficient or replayed subgraph,
+    else 0.4; AutoPrunedRetriever: 0.8 when it reused stored runs, else 0.5; any other: 0.5."""
+    answer = normalize_answer(str(out.get("answer") or ""))
+    if not answer or answer == "no answer":
+        return 0.0
+    fam = family(method)
+    if fam == "catrag":
+        return 0.25 if out.get("fallback") else min(1.0, 0.4 + 0.2 * len(out.get("facts") or []))
+    if fam == "kgirag":
+        return 0.9 if out.get("stopped") else 0.1
+    if fam == "r3cycle":
+        attempts = out.get("attempts") or [{}]
+        outcome = attempts[-1].get("outcome")
+        return 0.9 if outcome == "correct" else 0.1 if outcome == "halted" else 0.4
+    if fam == "remindrag":
+        return 0.8 if out.get("replayed") or out.get("stop_reason") == "sufficient" else 0.4
+    if fam == "autopruned":
+        return 0.8 if out.get("reused") else 0.5
+    return 0.5
+
+
+__all__ = ["ASK_MARGIN", "CHEAP_FIRST", "CONFIDENCE_WEIGHT", "Candidate", "DEFAULT_PRIOR_CALLS", "FEEDBACK_WEIGHT",
+           "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_FLOOR", "WRONG_PENALTY", "confidence", "expected_calls",
+           "family", "ladder", "rank", "rules_unsure", "unservable"]

@@ -1,0 +1,133 @@
+"""The experience layer: per-passage and per-edge credit that every method can read, learned from
+feedback (:mod:`langgraph_kgmem.memory.feedback`) and from the methods' own confirmed results
+(ReMindRAG's effective walks).
+
+One record per credited item (a passage id, an edge id or a node id) under ``("kgmem", kg,
+*scope, "experience")``: ``{"u": useful direction, "x": wrong direction, "n": credits applied,
+"t": last update}``. ``u`` and ``x`` are sums of the unit embeddings of the questions the item
+helped (or misled), each step damped as ReMindRAG damps its edge memories, so their norm never
+exceeds 1. Credit is therefore *question-conditional*: for a new question ``q`` an item's credit is
+
+    credit(item | q) = g(q̂·u) − g(q̂·x),   g(c) = |v| · max(0, (cos(q, v) − gate) / (1 − gate))
+
+in [−1, 1]: an item marked useful for questions like ``q`` gains, one marked for unrelated
+questions gains nothing (their cosine stays under ``gate``), and credit halves every
+``half_life_days`` without new feedback. A method reads it as a bounded prior (CatRAG and HippoRAG
+2 shift a passage's dense score by at most ``experience_weight`` × credit), so no amount of
+feedback moves a ranking further than that weight, and a tenant's records live in its own scope.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+from langgraph.store.base import BaseStore, GetOp, PutOp
+
+from langgraph_kgmem.memory import namespace
+
+EXPERIENCE_KIND = "experience"
+DEFAULT_GATE = 0.5            # cosine with the credited questions below which credit is zero
+DEFAULT_HALF_LIFE_DAYS = 30.0
+MAX_CREDIT_ITEMS = 50         # items one credit call may touch (a run's evidence is capped the same)
+
+
+def damping(x: float) -> float:
+    """ReMindRAG's step size δ(x) = (2/π)·cos(π·x/2) on [0, 1], 0 beyond: a full step on an empty
+    memory, none on a full one."""
+    return (2.0 / math.pi) * math.cos(math.pi * x / 2.0) if 0.0 <= x < 1.0 else 0.0
+
+
+def _step(v: np.ndarray, q: np.ndarray, weight: float) -> np.ndarray:
+    """``v`` moved towards unit ``q`` by the damped step (× ``weight`` in [0, 1]). The norm stays
+    ≤ 1 with no clipping: ‖v + δ(‖v‖)·q‖ ≤ x + δ(x) for x = ‖v‖, which rises to 1 at x = 1."""
+    return v + weight * damping(float(np.linalg.norm(v))) * q
+
+
+def _gated(vecs: np.ndarray, q: np.ndarray, gate: float) -> np.ndarray:
+    norms = np.linalg.norm(vecs, axis=1)
+    cos = (vecs @ q) / np.maximum(norms, 1e-12)
+    return norms * np.clip((cos - gate) / max(1e-9, 1.0 - gate), 0.0, 1.0)
+
+
+class ExperienceMemory:
+    """Question-conditional credit per item of one KG and tenant (see the module docstring)."""
+
+    def __init__(self, store: BaseStore, kg_name: str, scope: Sequence[str] = (), *,
+                 gate: float = DEFAULT_GATE, half_life_days: float = DEFAULT_HALF_LIFE_DAYS) -> None:
+        self.store = store
+        self.ns = namespace(kg_name, EXPERIENCE_KIND, scope)
+        self.gate = gate
+        self.half_life_days = half_life_days
+
+    def _decay(self, t: float, now: float) -> float:
+        if self.half_life_days <= 0:
+            return 1.0
+        return 0.5 ** (max(0.0, now - t) / (86400.0 * self.half_life_days))
+
+    def credit(self, ids: Sequence[str], query: np.ndarray) -> np.ndarray:
+        """Each item's credit for a question with embedding ``query``, in [−1, 1], 0 for items
+        without a record; one batched store read."""
+        ids = list(ids)
+        out = np.zeros(len(ids))
+        if not ids:
+            return out
+        q = np.asarray(query, dtype=np.float64)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        now = time.time()
+        rows, us, xs, decays = [], [], [], []
+        for i, item in enumerate(self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])):
+            if item is None or len(item.value.get("u", ())) != len(q):
+                continue
+            rows.append(i)
+            us.append(item.value["u"])
+            xs.append(item.value["x"])
+            decays.append(self._decay(float(item.value.get("t", now)), now))
+        if rows:
+            u, x = np.asarray(us, dtype=np.float64), np.asarray(xs, dtype=np.float64)
+            # stored vectors are rounded to 7 decimals: a norm may read a hair over 1
+            out[rows] = np.clip(np.asarray(decays) * (_gated(u, q, self.gate) - _gated(x, q, self.gate)), -1.0, 1.0)
+        return out
+
+    def add(self, useful: Iterable[str], wrong: Iterable[str], query: np.ndarray, *, weight: float = 1.0,
+            kinds: Mapping[str, str] | None = None) -> int:
+        """Credit ``useful`` items (and debit ``wrong`` ones) for a question with embedding
+        ``query``: one damped step of size ``weight`` (0, 1] each, under the memory lock so
+        concurrent writers lose nothing. At most :data:`MAX_CREDIT_ITEMS` items. Returns how many
+        were written."""
+        from langgraph_kgmem.memory.locks import memory_lock
+
+        plus = list(dict.fromkeys(useful))[:MAX_CREDIT_ITEMS]
+        minus = [w for w in dict.fromkeys(wrong) if w not in set(plus)][:MAX_CREDIT_ITEMS]
+        ids = plus + minus
+        if not ids:
+            return 0
+        weight = min(1.0, max(0.0, float(weight)))
+        q = np.asarray(query, dtype=np.float64)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        now = time.time()
+        with memory_lock(self.store, "experience:" + "/".join(self.ns[1:-1])):
+            items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])
+            puts = []
+            for k, (eid, item) in enumerate(zip(ids, items)):
+                old = dict(item.value) if item is not None and len(item.value.get("u", ())) == len(q) else {}
+                decay = self._decay(float(old.get("t", now)), now) if old else 1.0
+                u = np.asarray(old.get("u", np.zeros(len(q))), dtype=np.float64) * decay
+                x = np.asarray(old.get("x", np.zeros(len(q))), dtype=np.float64) * decay
+                if k < len(plus):
+                    u = _step(u, q, weight)
+                else:
+                    x = _step(x, q, weight)
+                rec = {"u": [round(float(v), 7) for v in u], "x": [round(float(v), 7) for v in x],
+                       "n": int(old.get("n", 0)) + 1, "t": now}
+                if kinds and eid in kinds:
+                    rec["kind"] = kinds[eid]
+                puts.append(PutOp(self.ns, eid, rec, index=False))
+            self.store.batch(puts)
+        return len(ids)
+
+
+__all__ = ["DEFAULT_GATE", "DEFAULT_HALF_LIFE_DAYS", "EXPERIENCE_KIND", "ExperienceMemory", "MAX_CREDIT_ITEMS",
+           "damping"]

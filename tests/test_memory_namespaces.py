@@ -1,0 +1,129 @@
+"""Issue #39, item 2: a tenant named like a memory kind. ``memory_scope=("{user_id}",)`` with
+user_id "codebook" put the tenant's codebook at ``("kgmem", kg, "codebook", "codebook")``, below
+the shared codebook's namespace; a store search takes a namespace *prefix*, so the shared
+codebook loaded the tenant's pages, an unscoped graph replayed the tenant's answer and its next
+question crashed with IndexError. Now namespaces are matched exactly (``memory.list_items``) on
+every store the package uses, and no tenant label may equal a kind (``memory.reserved_labels``,
+read from ``memory.KINDS``)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.memory import (KINDS, EdgeMemory, RecordMemory, list_items, memory_scope, namespace,
+                                    reserved_labels)
+
+
+def user(uid):
+    return {"configurable": {"user_id": uid}}
+
+
+# ------------------------------------------------------------------------------ tenant labels
+
+
+@pytest.mark.parametrize("label", sorted(reserved_labels()))
+def test_a_tenant_named_like_a_memory_kind_is_refused(label):
+    with pytest.raises(KgmemInputError, match=f"{label!r} .*is the name of a memory kind"):
+        memory_scope(("{user_id}",), user(label))
+    with pytest.raises(KgmemInputError, match="name of a memory kind"):
+        RecordMemory(InMemoryStore(), "kg", "trajectories", ("alice", label))
+
+
+def test_every_kind_and_the_root_are_reserved():
+    assert {"codebook", "edge_memory", "trajectories", "reflections", "summaries", "kgmem", "edge"} <= reserved_labels()
+    for label in ("alice", "bob", "Codebook", "user-codebook", "codebooks"):   # near names stay usable
+        assert memory_scope(("{user_id}",), user(label)) == (label,)
+
+
+def test_a_new_kind_is_reserved_once_registered(monkeypatch):
+    """The reserved labels are read from KINDS: a kind another module adds is covered at once, and
+    a namespace of a kind nobody registered is refused (so none escapes the check)."""
+    assert memory_scope(("{user_id}",), user("feedback")) == ("feedback",)
+    with pytest.raises(KgmemInputError, match="unknown memory kind label 'feedback'"):
+        namespace("kg", "feedback")
+    monkeypatch.setitem(KINDS, "feedback", "feedback")
+    assert namespace("kg", "feedback", ("alice",)) == ("kgmem", "kg", "alice", "feedback")
+    with pytest.raises(KgmemInputError, match="name of a memory kind"):
+        memory_scope(("{user_id}",), user("feedback"))
+
+
+def test_a_run_for_a_tenant_named_codebook_is_refused_and_the_graph_stays_usable(text_kg):
+    from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+
+    store = InMemoryStore()
+    scoped = create_autopruned_graph(text_kg, model="offline", memory_scope=("{user_id}",)).compile(store=store)
+    with pytest.raises(KgmemInputError, match="'codebook' .*name of a memory kind"):
+        scoped.invoke({"question": "Where was Marie Curie born?"}, user("codebook"))
+    assert scoped.invoke({"question": "Where was Marie Curie born?"}, user("alice"))["answer"]
+    assert store.list_namespaces(prefix=("kgmem", text_kg.name, "codebook")) == []
+
+
+# ------------------------------------------------------------------------------ exact namespaces, every store
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def any_store(request, tmp_path):
+    """The stores the package uses: LangGraph's InMemoryStore, SqliteStore and PostgresStore."""
+    from langgraph_kgmem.persistence import open_persistence
+
+    if request.param == "memory":
+        yield InMemoryStore()
+        return
+    if request.param == "sqlite":
+        yield open_persistence(tmp_path)[1]
+        return
+    import psycopg
+
+    base = request.getfixturevalue("postgres_uri")
+    name = f"kgmem_t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    checkpointer, store = open_persistence(None, uri=base.rsplit("/", 1)[0] + "/" + name)
+    yield store
+    store.conn.close()
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_namespaces_are_matched_exactly_on_every_store(any_store):
+    """Items of namespaces below a kind's (a store written before tenant labels were checked)
+    are never read as that kind's, across pages too."""
+    shared = ("kgmem", "kg", "codebook")
+    for i in range(5):
+        any_store.put(shared, f"k{i}", {"who": "shared"})
+    for ns in (("kgmem", "kg", "codebook", "codebook"), ("kgmem", "kg", "codebook", "x", "codebook"),
+               ("kgmem", "kg", "edge_memory", "edge_memory")):
+        for i in range(3):
+            any_store.put(ns, f"k{i}", {"who": "tenant", "v": [1.0, 2.0]})
+    any_store.put(("kgmem", "kg", "edge_memory"), "e1", {"v": [0.5, 0.5], "n": 1})
+    got = list_items(any_store, shared, page=2)   # pages of two: filtering keeps the paging right
+    assert sorted(it.key for it in got) == [f"k{i}" for i in range(5)]
+    assert {it.value["who"] for it in got} == {"shared"}
+    assert set(RecordMemory(any_store, "kg", "codebook").all()) == {f"k{i}" for i in range(5)}
+    assert EdgeMemory(any_store, "kg", 2).keys() == ["e1"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_shared_codebook_never_loads_a_tenant_below_it(text_kg, tmp_path, kind):
+    """The issue's case, with the tenant's codebook planted where a tenant named "codebook" put it:
+    the unscoped graph loads only its own codebook, replays nothing of the tenant's and answers
+    its next questions (it raised IndexError in resolve_edge)."""
+    from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+    from langgraph_kgmem.persistence import open_persistence
+
+    store = InMemoryStore() if kind == "memory" else open_persistence(tmp_path)[1]
+    question = "Where was Marie Curie born?"
+    scoped = create_autopruned_graph(text_kg, model="offline", memory_scope=("{user_id}",)).compile(store=store)
+    assert scoped.invoke({"question": question}, user("alice"))["answer_memory"] == "stored"
+    tenant = ("kgmem", text_kg.name, "alice", "codebook")
+    for it in list_items(store, tenant):   # the tenant's codebook, as a tenant "codebook" would have it
+        store.put(("kgmem", text_kg.name, "codebook", "codebook"), it.key, it.value, index=False)
+    shared = create_autopruned_graph(text_kg, model="offline").compile(store=store)
+    first = shared.invoke({"question": question})
+    assert first["replayed_answer"] is None and first["answer_memory"] == "stored"
+    for q in ("Which river flows into the Baltic Sea?", question):
+        assert shared.invoke({"question": q})["answer"]

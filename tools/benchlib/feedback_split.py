@@ -1,0 +1,197 @@
+"""``tools/bench.py --feedback-split``: does feedback on some questions help *other* questions?
+
+Per shipped QA set: the questions are split in two halves over one pooled corpus (every
+question's passages in one KG). Each *source* method answers the first half; for each run the
+gold supporting passages play the user and mark which of the run's evidence was useful
+(``give_feedback(kg, run_id, useful=...)``: the gold reaches the feedback call only, never a
+ranking). Then each *target* method answers the second half twice, with the experience the
+feedback left (``recall@5``, ``fcr``) and cold, on a store without it (``recall@5_cold``,
+``fcr_cold``). A source and a target may differ: feedback gathered while using one method,
+measured on another.
+
+The hostile tenant (``--feedback-split --hostile``): a second tenant marks every first-half
+evidence passage that is gold as *wrong* (and the rest as useful); the rows then carry the
+hostile tenant's own second-half recall (``recall@5_hostile_self``) and the honest tenant's
+(``recall@5``), which must equal what it had without the hostile tenant.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from langgraph.store.memory import InMemoryStore
+
+from benchlib.api import BenchQuestion, gold_chunk_ids, gold_passage_keys, ranked_passages
+from benchlib.common import log
+from benchlib.corpus import build_corpus, open_working_copy
+from benchlib.datasets import load_questions, pooled_passages
+from benchlib.metrics import full_chain, recall_at_k
+
+from langgraph_kgmem.graphs.catrag import create_catrag_graph, kg_index, prepare_catrag_kg
+from langgraph_kgmem.graphs.feedback import give_feedback
+from langgraph_kgmem.graphs.registry import METHODS
+
+# methods that read the experience layer (their factories take experience=...), and the ones the
+# split runs by default as feedback sources
+READERS = ("catrag", "hipporag2")
+SOURCES = ("catrag", "hipporag2")
+K = 5
+
+
+def split_halves(questions: Sequence[BenchQuestion], seed: int | None) -> tuple[list[BenchQuestion], list[BenchQuestion]]:
+    """The first and second half (shuffled with ``seed`` first when given)."""
+    qs = list(questions)
+    if seed is not None:
+        random.Random(seed).shuffle(qs)
+    half = len(qs) // 2
+    return qs[:half], qs[half:]
+
+
+def _app(kg: Any, method: str, store: Any, *, experience: bool, options: dict[str, Any]) -> Any:
+    preset = dict(METHODS[method].preset)
+    scope = ("{user_id}",)
+    return create_catrag_graph(kg, model="offline", store=store, experience=experience, memory_scope=scope,
+                               **preset, **options).compile(store=store)
+
+
+def _ask(app: Any, q: BenchQuestion, tenant: str) -> dict[str, Any]:
+    return app.invoke({"question": q.question}, context={"user_id": tenant})
+
+
+def _grade(kg: Any, out: dict[str, Any], q: BenchQuestion) -> tuple[float, float]:
+    keys = ranked_passages(kg, [p["id"] for p in out.get("passages", [])]).keys
+    gold = gold_passage_keys(q)
+    return recall_at_k(keys, gold, K), full_chain(keys, gold, K)
+
+
+def teach(kg: Any, app: Any, store: Any, questions: Sequence[BenchQuestion], tenant: str, *,
+          hostile: bool = False) -> dict[str, int]:
+    """Run the first half and give feedback as the gold-playing user (``hostile``: inverted)."""
+    marked = runs = 0
+    for q in questions:
+        out = _ask(app, q, tenant)
+        evidence = [e["id"] for e in out.get("evidence", [])]
+        gold = gold_chunk_ids(kg, q)
+        good = [e for e in evidence if e in gold]
+        bad = [e for e in evidence if e not in gold]
+        useful, wrong = (bad, good) if hostile else (good, [])
+        if useful or wrong:
+            give_feedback(kg, out["run_id"], useful=useful, wrong=wrong, store=store, scope=(tenant,))
+            marked += len(useful) + len(wrong)
+        runs += 1
+    return {"runs": runs, "marked": marked}
+
+
+def measure(kg: Any, app: Any, questions: Sequence[BenchQuestion], tenant: str) -> dict[str, float]:
+    """Mean R@5 and FCR of ``app`` on ``questions`` as ``tenant``."""
+    r = f = 0.0
+    for q in questions:
+        rec, fcr = _grade(kg, _ask(app, q, tenant), q)
+        r += rec
+        f += fcr
+    n = max(1, len(questions))
+    return {"recall@5": round(100 * r / n, 2), "fcr": round(100 * f / n, 2)}
+
+
+def run_split(dataset: str, *, n: int | None, seed: int | None, emb: Any, workdir: Path,
+              sources: Sequence[str] = SOURCES, targets: Sequence[str] = READERS,
+              options: dict[str, Any] | None = None, hostile: bool = False) -> list[dict[str, Any]]:
+    """The rows of one data set (see the module docstring)."""
+    options = dict(options or {})
+    qs = load_questions(dataset, n, None)
+    first, second = split_halves(qs, seed)
+    built = build_corpus(pooled_passages(dataset, qs), emb, log=log)
+    kg = open_working_copy(built, workdir / dataset, emb)
+    try:
+        return _split_rows(kg, dataset, first, second, sources=sources, targets=targets, options=options,
+                           hostile=hostile)
+    finally:
+        kg.close()
+
+
+def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[BenchQuestion], *,
+                sources: Sequence[str], targets: Sequence[str], options: dict[str, Any],
+                hostile: bool) -> list[dict[str, Any]]:
+    prepare_catrag_kg(kg)
+    kg_index(kg)
+    rows: list[dict[str, Any]] = []
+    taught_keys = {k for q in first for k in gold_passage_keys(q)}
+    wanted = [k for q in second for k in gold_passage_keys(q)]
+    # the most passage credit can do: the share of second-half gold passages first-half feedback can mark
+    overlap = round(100 * sum(k in taught_keys for k in wanted) / max(1, len(wanted)), 2)
+    cold = {t: measure(kg, _app(kg, t, InMemoryStore(), experience=False, options=options), second, "u")
+            for t in targets}
+    for src in sources:
+        store = InMemoryStore()
+        t0 = time.perf_counter()
+        taught = teach(kg, _app(kg, src, store, experience=True, options=options), store, first, "honest")
+        if hostile:
+            teach(kg, _app(kg, src, store, experience=True, options=options), store, first, "hostile", hostile=True)
+        for tgt in targets:
+            app = _app(kg, tgt, store, experience=True, options=options)
+            warm = measure(kg, app, second, "honest")
+            row = {"dataset": dataset, "feedback_from": src, "method": tgt, "first_half": len(first),
+                   "second_half": len(second), "feedback_marks": taught["marked"], "gold_overlap": overlap,
+                   "recall@5": warm["recall@5"], "recall@5_cold": cold[tgt]["recall@5"],
+                   "delta": round(warm["recall@5"] - cold[tgt]["recall@5"], 2),
+                   "fcr": warm["fcr"], "fcr_cold": cold[tgt]["fcr"], "seconds": round(time.perf_counter() - t0, 1),
+                   "options": {k: v for k, v in options.items()}}
+            if hostile:
+                self_ = measure(kg, app, second, "hostile")
+                row["recall@5_hostile_self"] = self_["recall@5"]
+                row["fcr_hostile_self"] = self_["fcr"]
+            rows.append(row)
+            log(f"feedback-split {dataset}: {src} -> {tgt}: R@5 {row['recall@5']} (cold {row['recall@5_cold']})")
+    return rows
+
+
+def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as a Markdown table."""
+    cols = ["dataset", "options", "feedback_from", "method", "second_half", "gold_overlap", "recall@5", "recall@5_cold", "delta", "fcr",
+            "fcr_cold"]
+    if any("recall@5_hostile_self" in r for r in rows):
+        cols.append("recall@5_hostile_self")
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(str(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(out)
+
+
+
+
+
+def run_feedback_split(args: Any) -> int:
+    """The ``--feedback-split`` entry point: every data set of ``--dataset`` (comma-separated),
+    ``--questions`` per set, sources from ``--method`` (default: :data:`SOURCES`); writes the rows
+    as JSON (``--json``, default ``bench_output/feedback-split.json``) and prints a table."""
+    import json
+    import os
+    import shutil
+
+    from benchlib.common import OUTPUT_DIR, make_embeddings
+    from benchlib.corpus import CACHE_DIR
+
+    emb = make_embeddings(args.embeddings)
+    sources = tuple(args.method.split(",")) if args.method else SOURCES
+    given = json.loads(args.feedback_options) if args.feedback_options else {}
+    grid = [dict(o) for o in given] if isinstance(given, list) else [dict(given)]   # a list: one run per entry
+    run_dir = CACHE_DIR / "runs" / f"feedback-split-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    rows: list[dict[str, Any]] = []
+    try:
+        for dataset in args.dataset.split(","):
+            for options in grid:
+                rows += run_split(dataset, n=args.questions, seed=args.seed, emb=emb, workdir=run_dir,
+                                  sources=sources, options=options, hostile=args.hostile)
+    finally:
+        if not args.keep_run:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    meta = {"decider": "offline", "embeddings": args.embeddings, "questions": args.questions, "seed": args.seed,
+            "options": grid, "hostile": bool(args.hostile)}
+    out = Path(args.json) if args.json else OUTPUT_DIR / "feedback-split.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
+    print(markdown(rows))
+    return 0
+__all__ = ["READERS", "SOURCES", "markdown", "measure", "run_feedback_split", "run_split", "split_halves", "teach"]
