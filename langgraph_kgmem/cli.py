@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from langgraph_kgmem import __version__
-from langgraph_kgmem.errors import KgmemError, KgmemInputError
+from langgraph_kgmem.errors import KgmemError, KgmemInputError, describe_error
 from langgraph_kgmem.graphs.registry import summaries
 from langgraph_kgmem.memory import KINDS
+from langgraph_kgmem.terminal import echo
 
 TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
+MAX_RUN_BYTES = 16 << 20   # export --run: a run's JSON output is kilobytes; a bound, not a guess at its size
 
 
 def _model_arg(value: str | None) -> str:
@@ -41,7 +43,7 @@ def _model_arg(value: str | None) -> str:
         return value
     if os.environ.get("KGMEM_MODEL"):
         return os.environ["KGMEM_MODEL"]
-    print("note: no --model and no KGMEM_MODEL set: running offline (heuristic decisions, no LLM)",
+    echo("note: no --model and no KGMEM_MODEL set: running offline (heuristic decisions, no LLM)",
           file=sys.stderr)
     return "offline"
 
@@ -52,30 +54,93 @@ def _open(args: argparse.Namespace, *, create: bool):
     return KnowledgeGraph.open(args.kg, name=args.name, embeddings=args.embeddings, create=create)
 
 
-def _expand(paths: Sequence[str]) -> list[tuple[Path, str]]:
-    """(file, document id) for every text file named or found in a named folder. A file's id is
-    its path relative to the folder it was found in (the file name for a file named directly),
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path``, links resolved, lies in ``folder`` (links resolved)."""
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def _folder_files(folder: Path, follow_links: bool) -> tuple[list[Path], list[str]]:
+    """The text files under ``folder`` in path order, and why each link was left out.
+
+    A symbolic link (to a file or a folder) whose target lies outside ``folder`` is left out
+    unless ``follow_links``: a link planted in a shared folder would otherwise ingest a file from
+    anywhere the user can read (``../outside/secret.txt``), and ``kgmem ask`` would answer from
+    it. A link inside the folder is kept (a file) or left out (a folder, whose files are found
+    anyway); a folder reached twice is walked once."""
+    found: list[Path] = []
+    left_out: list[str] = []
+    seen: set[Path] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=follow_links):
+        here = Path(dirpath)
+        real = here.resolve()
+        if real in seen:   # a link loop, or a folder linked twice
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        for d in list(dirnames):
+            sub = here / d
+            if sub.is_symlink() and not follow_links and not _inside(sub, folder):
+                left_out.append(f"{sub} is a symbolic link to {os.readlink(sub)!r}, outside {folder}: not followed "
+                                "(pass --follow-links to ingest what links point to)")
+        dirnames.sort()
+        for name in sorted(filenames):
+            f = here / name
+            if f.suffix.lower() not in TEXT_SUFFIXES:
+                continue
+            if f.is_symlink() and not follow_links and not _inside(f, folder):
+                left_out.append(f"{f} is a symbolic link to {os.readlink(f)!r}, outside {folder}: not followed "
+                                "(pass --follow-links to ingest what links point to)")
+            elif f.is_file():
+                found.append(f)
+    return found, left_out
+
+
+def _expand(paths: Sequence[str], follow_links: bool = False) -> tuple[list[tuple[Path, str]], list[str]]:
+    """(file, document id) for every text file named or found in a named folder, and why each
+    file found but left out was (links out of the folder, see :func:`_folder_files`). A file's id
+    is its path relative to the folder it was found in (the file name for a file named directly),
     so an edited file replaces its own document instead of adding a second one."""
     out: list[tuple[Path, str]] = []
+    left_out: list[str] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend((q, q.relative_to(p).as_posix()) for q in sorted(p.rglob("*"))
-                       if q.is_file() and q.suffix.lower() in TEXT_SUFFIXES)
+            files, links = _folder_files(p, follow_links)
+            out.extend((q, q.relative_to(p).as_posix()) for q in files)
+            left_out += links
         else:
             out.append((p, p.name))
-    if not out:
+    if not out and not left_out:
         raise KgmemError(f"no text files found in {', '.join(paths)} (looked for {', '.join(sorted(TEXT_SUFFIXES))})")
-    return out
+    return out, left_out
+
+
+def _read_document(path: Path, doc_id: str) -> dict[str, Any]:
+    """One file as a document to ingest, checked the way ``add_documents`` checks it, so that one
+    bad file is skipped alone (reported) instead of failing the whole folder's batch.
+
+    Raises:
+        KgmemInputError: the file's name is not valid text (a byte such as ``\\xff`` that is not
+            UTF-8), or its content is binary, not UTF-8, empty, over the size limit, or holds NUL.
+    """
+    from langgraph_kgmem.ingest.pipeline import coerce_document, read_text_file
+
+    try:
+        doc_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise KgmemInputError(f"{os.fsencode(path)!r}: the file name is not UTF-8, so it cannot be the document's id; "
+                              "rename the file") from None
+    doc = {"id": doc_id, "text": read_text_file(path), "path": str(path)}
+    coerce_document(doc)
+    return doc
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     """``kgmem ingest``: add text files (and the text files of folders) to the KG; 1 when any was skipped."""
-    from langgraph_kgmem.ingest.pipeline import read_text_file
-
-    docs, skipped = [], []
-    for path, doc_id in _expand(args.paths):
-        try:   # one unreadable file (binary, not UTF-8, empty) is reported, not fatal for the folder
-            docs.append({"id": doc_id, "text": read_text_file(path), "path": str(path)})
+    docs: list[dict[str, Any]] = []
+    files, skipped = _expand(args.paths, follow_links=args.follow_links)
+    for path, doc_id in files:
+        try:   # one unreadable file (binary, not UTF-8, empty, too large) is reported, not fatal for the folder
+            docs.append(_read_document(path, doc_id))
         except KgmemInputError as exc:
             skipped.append(str(exc))
     if docs:
@@ -83,11 +148,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             report = kg.add_documents(docs, model=_model_arg(args.model), chunk_tokens=args.chunk_tokens,
                                       max_concurrency=args.max_concurrency,
                                       progress=True if len(docs) > 3 else None)
-            print(report)
+            echo(report)
     for reason in skipped:
-        print(f"skipped: {reason}", file=sys.stderr)
+        echo(f"skipped: {reason}", file=sys.stderr)
     if skipped:
-        print(f"error: {len(skipped)} of {len(skipped) + len(docs)} file(s) not ingested (see above)", file=sys.stderr)
+        echo(f"error: {len(skipped)} of {len(skipped) + len(docs)} file(s) not ingested (see above)", file=sys.stderr)
         return 1
     return 0
 
@@ -97,11 +162,11 @@ def cmd_docs(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
         docs = kg.documents()
         if args.json:
-            print(json.dumps(docs, indent=2, default=str))
+            echo(json.dumps(docs, indent=2, default=str))
         else:
             for d in docs:
-                print(f"{d['id']}\t{d['status']}\t{d['n_chunks']} chunk(s)\t{d.get('title') or ''}")
-            print(f"{len(docs)} document(s) in KG {kg.name!r}")
+                echo(f"{d['id']}\t{d['status']}\t{d['n_chunks']} chunk(s)\t{d.get('title') or ''}")
+            echo(f"{len(docs)} document(s) in KG {kg.name!r}")
     return 0
 
 
@@ -110,7 +175,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
         for doc_id in args.ids:
             gone = kg.delete_document(doc_id)
-            print(f"deleted {doc_id}: {gone['nodes_removed']} node(s), {gone['edges_removed']} edge(s), "
+            echo(f"deleted {doc_id}: {gone['nodes_removed']} node(s), {gone['edges_removed']} edge(s), "
                   f"{gone.get('memories_invalidated', 0)} memory record(s) resting on it")
     return 0
 
@@ -122,14 +187,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
         if args.reset:
             n = kg.reset_memory(args.kind, scope=args.scope.split("/") if args.scope else None)
-            print(f"deleted {n} memory item(s) of KG {kg.name!r}"
+            echo(f"deleted {n} memory item(s) of KG {kg.name!r}"
                   + (f" (kind {args.kind})" if args.kind else "") + (f" (scope {args.scope})" if args.scope else ""))
             return 0
         listing = kg.memory(args.kind, limit=args.show)
         if args.json:
-            print(json.dumps(listing, indent=2, default=str))
+            echo(json.dumps(listing, indent=2, default=str))
         else:
-            print(format_memory(listing, kg.name, args.kind))
+            echo(format_memory(listing, kg.name, args.kind))
     return 0
 
 
@@ -146,14 +211,14 @@ def cmd_records(args: argparse.Namespace) -> int:
         for path in args.paths:
             report = kg.add_records(path, time_col=time_col, location_col=None if args.location else args.location_col,
                                     location=args.location, event_rule=rule, event_name=args.event_name)
-            print(f"{path}: {report}")
+            echo(f"{path}: {report}")
     return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """``kgmem stats``: print the KG's counts and settings as JSON."""
     with _open(args, create=False) as kg:
-        print(json.dumps(kg.stats(), indent=2))
+        echo(json.dumps(kg.stats(), indent=2))
     return 0
 
 
@@ -171,15 +236,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
     with _open(args, create=False) as kg:
         out = _invoke(kg, args.method, args.question, _model_arg(args.model), args.thread or uuid.uuid4().hex)
         if args.json:
-            print(json.dumps({"question": args.question, **out}, indent=2, default=str))
+            echo(json.dumps({"question": args.question, **out}, indent=2, default=str))
             return 0
         usage = out.get("usage", {})
-        print(f"answer: {out.get('answer', '')}")
+        echo(f"answer: {out.get('answer', '')}")
         if out.get("no_answer_reason"):
-            print(f"  why: {out['no_answer_reason']}")
+            echo(f"  why: {out['no_answer_reason']}")
         for ev in out.get("evidence", [])[: args.show]:
-            print(f"  - [{ev['kind']}] {ev['id']}: {ev['text'][:160]}")
-        print(f"usage: {usage.get('llm_calls', 0)} LLM calls, {usage.get('prompt_tokens', 0)} prompt + "
+            echo(f"  - [{ev['kind']}] {ev['id']}: {ev['text'][:160]}")
+        echo(f"usage: {usage.get('llm_calls', 0)} LLM calls, {usage.get('prompt_tokens', 0)} prompt + "
               f"{usage.get('completion_tokens', 0)} completion tokens")
     return 0
 
@@ -191,11 +256,17 @@ def _run_highlight(run_file: str) -> tuple[list[str], list[dict[str, str]], str 
 
     hint = "give the JSON that `kgmem ask ... --json` prints"
     try:
-        run = json.loads(Path(run_file).read_text(encoding="utf-8"))
+        # read with a bound (a pipe or /dev/zero has no size to check first)
+        with open(run_file, "rb") as fh:
+            data = fh.read(MAX_RUN_BYTES + 1)
     except OSError as exc:
         raise KgmemInputError(f"--run {run_file}: cannot read it ({exc.strerror or exc}); {hint}") from exc
-    except ValueError as exc:  # not JSON, or not UTF-8
-        raise KgmemInputError(f"--run {run_file} is not JSON ({exc}); {hint}") from exc
+    if len(data) > MAX_RUN_BYTES:
+        raise KgmemInputError(f"--run {run_file} is over {MAX_RUN_BYTES:,} bytes, far more than a run's output; {hint}")
+    try:
+        run = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or nested past the parser's depth
+        raise KgmemInputError(f"--run {run_file} is not JSON ({describe_error(exc, 200, typed=False)}); {hint}") from exc
     try:
         question = run.get("question")
         return run_highlight(run), run_route(run), question if isinstance(question, str) else None
@@ -216,7 +287,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         memory = edge_memory_counts(kg.persistence()[1], kg.name) if args.memory else None
         out = export_html(kg, args.html, highlight=highlight, max_nodes=args.max_nodes, question=question,
                           memory=memory, route=route)
-        print(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges"
+        echo(f"wrote {out} ({kg.node_count()} nodes, {kg.edge_count()} edges"
               + (f", {sum(1 for v in memory.values() if v)} remembered" if memory else "") + ")")
     return 0
 
@@ -271,7 +342,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_parser = sub.add_parser
     def add_parser(*a: Any, **kw: Any) -> argparse.ArgumentParser:   # every command's help shows defaults
         return _add_parser(*a, formatter_class=_ShowDefaults, **kw)
-
     sub.add_parser = add_parser  # type: ignore[method-assign]
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -288,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="extraction model: offline or provider:model (default: $KGMEM_MODEL, else offline)")
     sp.add_argument("--chunk-tokens", type=int, default=750, help="chunk size in o200k tokens")
     sp.add_argument("--max-concurrency", type=int, default=8, help="chunks extracted at once (LLM calls in flight)")
+    sp.add_argument("--follow-links", action="store_true", help="also ingest what links in a folder point to outside it")
     sp.set_defaults(func=cmd_ingest)
 
     sp = sub.add_parser("docs", help="list the documents of a KG (id, status, chunks, title)")
@@ -393,11 +464,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if args.upgrade is not None:
         if args.source or args.destination or args.to_name:
             raise KgmemInputError("--upgrade migrates one KG in place: give it alone (with --name for a database)")
-        print(upgrade(args.upgrade, name=args.name, embeddings=args.embeddings))
+        echo(upgrade(args.upgrade, name=args.name, embeddings=args.embeddings))
         return 0
     if not (args.source and args.destination):
         raise KgmemInputError("kgmem migrate needs --from and --to (copy a KG), or --upgrade DIR|URI (in place)")
-    print(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings, to_name=args.to_name))
+    echo(migrate(args.source, args.destination, name=args.name, embeddings=args.embeddings, to_name=args.to_name))
     return 0
 
 
@@ -407,7 +478,7 @@ def cmd_drop(args: argparse.Namespace) -> int:
 
     if not drop_kg(args.kg, args.name):
         raise KgmemInputError(f"no KG named {args.name!r} in that database")
-    print(f"dropped KG {args.name!r}")
+    echo(f"dropped KG {args.name!r}")
     return 0
 
 
@@ -424,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()   # a reader that went away shows here, inside the handler, not at exit
         return status
     except KgmemError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        echo(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return _reader_went_away()

@@ -43,6 +43,13 @@ class UnsafeStoredDataError(StorageError):
     database and the offending type; nothing in it was imported or called, nothing was changed)."""
 
 
+class CorruptStoredDataError(StorageError):
+    """Stored data is not in the shape the package writes (a row whose attributes are not a JSON
+    object, an edge to a missing node, a weight that is not a number, a memory page of the wrong
+    shape, a cycle among the codebook's representatives): the message names the database, the
+    table or namespace and the row; nothing was changed. Restore the store from a backup."""
+
+
 class KgmemRecoveryWarning(UserWarning):
     """Opening a KG recovered from a crash and dropped something on the way (the message says what
     and how much; the KG also records it, e.g. ``kg.vector_index.journal_dropped_bytes``)."""
@@ -136,21 +143,29 @@ def check_storable(text: str, what: str) -> None:
                               "(PostgreSQL refuses it); remove it, or check whether the input is binary")
 
 
+MAX_STORED_DEPTH = 64   # JSON a document's metadata may nest: far past real metadata, far below Python's recursion
+
+
 def check_storable_values(value: object, what: str) -> None:
     """:func:`check_storable` on every string inside JSON-like ``value`` (dict keys too): metadata
-    is stored as JSON, and PostgreSQL's JSON refuses an escaped NUL or lone surrogate."""
-    stack = [value]
+    is stored as JSON, and PostgreSQL's JSON refuses an escaped NUL or lone surrogate. Nesting
+    deeper than :data:`MAX_STORED_DEPTH` is refused too (JSON encoders and decoders recurse: 2,000
+    levels was a raw ``RecursionError`` on both backends)."""
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
+        if depth > MAX_STORED_DEPTH:
+            raise KgmemInputError(f"{what} nests deeper than {MAX_STORED_DEPTH} levels: flatten it (metadata is "
+                                  "stored as JSON, read back by every process that opens the KG)")
         if isinstance(item, str):
             check_storable(item, f"{what}: the value {item[:40]!r}")
         elif isinstance(item, dict):
             for k, v in item.items():
                 if isinstance(k, str):
                     check_storable(k, f"{what}: the key {k[:40]!r}")
-                stack.append(v)
+                stack.append((v, depth + 1))
         elif isinstance(item, (list, tuple)):
-            stack.extend(item)
+            stack.extend((v, depth + 1) for v in item)
 
 
 def describe_error(exc: BaseException, limit: int = 300, *, typed: bool = True) -> str:

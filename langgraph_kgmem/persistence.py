@@ -36,6 +36,7 @@ from typing import Any, AsyncIterator, Iterable
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph_kgmem.checked_savers import checked
 from langgraph_kgmem.errors import KgmemError, UnsafeStoredDataError
 from langgraph_kgmem.kg.backends.sqlite import MEMORY_TABLES, check_sqlite_file, sqlite_open_error
 from langgraph_kgmem.kg.files import private_file
@@ -181,7 +182,8 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
                                    kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         try:
             await pool.open(wait=True, timeout=15)
-            saver = AsyncPostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            saver = checked(AsyncPostgresSaver)(pool, serde=strict_serializer(database_label(uri)))
+            saver.where = database_label(uri)
             store = AsyncPostgresStore(pool)
             # one migrator at a time, polled (see open_persistence)
             async with await AsyncConnection.connect(uri, autocommit=True) as conn:
@@ -211,7 +213,8 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
         yield InMemorySaver(), InMemoryStore()
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    from langgraph_kgmem.memory.checked_store import CheckedAsyncSqliteStore
 
     import aiosqlite
 
@@ -221,8 +224,10 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
     with closing(sqlite3.connect(db)) as probe:
         check_sqlite_file(probe, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
     # the saver built on its own connection: from_conn_string takes no serializer
-    async with aiosqlite.connect(db) as conn, AsyncSqliteStore.from_conn_string(db) as store:
-        saver = AsyncSqliteSaver(conn, serde=strict_serializer(db))
+    async with aiosqlite.connect(db) as conn, CheckedAsyncSqliteStore.from_conn_string(db) as store:
+        store.where = db
+        saver = checked(AsyncSqliteSaver)(conn, serde=strict_serializer(db))
+        saver.where = db
         try:
             with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
                 await saver.setup()
@@ -258,7 +263,8 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
                               kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
         try:
             pool.open(wait=True, timeout=15)
-            saver = PostgresSaver(pool, serde=strict_serializer(database_label(uri)))
+            saver = checked(PostgresSaver)(pool, serde=strict_serializer(database_label(uri)))
+            saver.where = database_label(uri)
             store = PostgresStore(pool)
             # one migrator at a time; a session lock, not a transaction: the saver's migrations
             # create indexes CONCURRENTLY, which wait for every open transaction
@@ -285,11 +291,14 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
 
         return InMemorySaver(), InMemoryStore()
     from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.store.sqlite import SqliteStore
+
+    from langgraph_kgmem.memory.checked_store import CheckedSqliteStore
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    saver = SqliteSaver(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
-    store = SqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
+    saver = checked(SqliteSaver)(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
+    saver.where = db
+    store = CheckedSqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
+    store.where = db
     try:
         check_sqlite_file(saver.conn, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
         with sqlite_setup_lock(db):   # processes opening one new database set it up in turn

@@ -24,6 +24,11 @@ rebuilds any type a stored payload names (a planted checkpoint runs code). ``lan
 ``LANGGRAPH_STRICT_MSGPACK=true``, which limits the server to LangGraph's safe types and the
 graphs' state types (the methods' states hold JSON values only); a served graph logs a warning
 when the server runs without it (set it in the server's environment before it starts).
+
+``langgraph dev`` (the in-memory runtime, upstream) keeps its threads, runs and store in
+``./.langgraph_api/*.pckl`` and reads them with ``pickle.load`` when it starts, before any graph is
+imported, whatever ``LANGGRAPH_STRICT_MSGPACK`` says: nothing a graph does can stop that, so a
+served graph warns (:func:`dev_state_risks`) when anyone but this user could have written them.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import asyncio
 import atexit
 import logging
 import os
+import stat
+import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -49,6 +56,7 @@ ENV_EMBEDDINGS = "KGMEM_EMBEDDINGS"
 ENV_VECTOR_BACKEND = "KGMEM_VECTOR_BACKEND"
 
 STRICT_CHECKPOINTS_ENV = "LANGGRAPH_STRICT_MSGPACK"
+DEV_STATE_DIR = ".langgraph_api"   # where `langgraph dev`'s in-memory runtime pickles its state
 
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -120,11 +128,39 @@ def _compiled(method: str, kg_key: int, spec: str) -> Any:
             "environment before it starts (langgraph.json's \"env\" does this for `langgraph dev` and "
             "`langgraph build`)", STRICT_CHECKPOINTS_ENV, STRICT_CHECKPOINTS_ENV)
 
+    if "langgraph_runtime_inmem" in sys.modules and (risks := dev_state_risks()):
+        logger.warning(
+            "`langgraph dev` loaded its state folder with pickle.load when it started, before any graph: whoever "
+            "can write it can run code in this server, and here %s. Stop the server, remove %s, and start it from a "
+            "folder only you can write (docs/reliability.md, 'Served graphs and langgraph dev')",
+            "; ".join(risks[:5]), DEV_STATE_DIR)
     factory, preset = get_factory(method)
     kg = served_kg()
     model = served_model(spec)
     app = factory(kg, model=model, **preset).compile(name=method)
     return with_tracing(app, method, kg, model=model)
+
+
+def dev_state_risks(folder: str | Path | None = None) -> list[str]:
+    """Why someone other than this process's user could have written the state that ``langgraph
+    dev``'s in-memory runtime loads with ``pickle.load`` at start (``./.langgraph_api``, or
+    ``folder``): the folder, what is in it, or the folder holding it (unless sticky) is a link,
+    belongs to another user, or is writable by group or others. Empty when none of that holds
+    (or there is no such folder)."""
+    state = Path(folder) if folder is not None else Path.cwd() / DEV_STATE_DIR
+    if not state.is_dir():
+        return []
+    risks = []
+    for path in (state.parent, state, *sorted(state.iterdir())):
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            risks.append(f"{path} is a symbolic link")
+        elif st.st_uid != os.getuid():
+            risks.append(f"{path} belongs to another user (uid {st.st_uid})")
+        elif st.st_mode & 0o022 and not (path == state.parent and st.st_mode & stat.S_ISVTX):
+            risks.append(f"{path} is writable by {'group and others' if st.st_mode & 0o002 else 'its group'} "
+                         f"(mode {stat.filemode(st.st_mode)})")
+    return risks
 
 
 def build_served_graph(method: str, config: RunnableConfig | None = None) -> Any:

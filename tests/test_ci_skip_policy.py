@@ -68,3 +68,13 @@ def test_a_test_that_skips_while_running_fails_in_ci_unless_marked_may_skip(tree
     result = tree.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1, errors=1, skipped=1)   # skipif skips in setup: an error
     result.stdout.fnmatch_lines(["*skipped in CI, which must run every test here*"])
+
+
+def test_the_suites_conftest_registers_the_policy_hooks(request):
+    """The policy acts only through hooks that tests/conftest.py registers (by importing them):
+    a conftest that stopped doing so would leave every test above green and CI skipping freely."""
+    conftest = (Path(__file__).parent / "conftest.py").resolve()
+    for hook in ("pytest_configure", "pytest_make_collect_report", "pytest_runtest_makereport"):
+        registered = [impl.function for impl in getattr(request.config.pluginmanager.hook, hook).get_hookimpls()
+                      if Path(getattr(impl.plugin, "__file__", "") or "/").resolve() == conftest]
+        assert [(f.__module__.rsplit(".", 1)[-1], f.__name__) for f in registered] == [("ci_skip_policy", hook)], hook

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,8 @@ from langgraph_kgmem.errors import KgmemInputError, check_int, check_storable, c
 from langgraph_kgmem.fast_embeddings import short_block, short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
-from langgraph_kgmem.kg.types import Edge, Node, Triple, content_hash, document_id, edge_id, entity_id, normalize_name
+from langgraph_kgmem.kg.types import (Edge, Node, Triple, check_document_id, content_hash, document_id, edge_id,
+                                     entity_id, normalize_name)
 from langgraph_kgmem.kg.vectors import unit_rows
 from langgraph_kgmem.llm import decision_summary, empty_usage, is_offline, merge_usage, resolve_model
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_DOCUMENT_CHARS = 5_000_000
+# a file holding MAX_DOCUMENT_CHARS characters: at most 4 UTF-8 bytes each, and a byte-order mark
+MAX_FILE_BYTES = 4 * MAX_DOCUMENT_CHARS + 3
 EMBED_WINDOW_CHUNKS = 64   # chunks a bulk ingest embeds together and writes in one transaction
 # passages a bulk ingest sends to the model in one call, for the windows to come: sorted by length
 # across ~1,000 chunks, batches pad far less than within one window's 64
@@ -127,14 +131,31 @@ def version_hash(text: str, title: str = "") -> str:
 
 # ------------------------------------------------------------------------------- input
 
-def read_text_file(path: str | Path) -> str:
-    """Read a UTF-8 text file, refusing binary, non-UTF-8 and empty files with a clear error."""
+def read_text_file(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """Read a UTF-8 text file, refusing binary, non-UTF-8, empty and oversize files with a clear error.
+
+    The size is checked on the opened file before anything is read (an 800 MB file is refused
+    without reading it), and at most ``max_bytes`` + 1 bytes are ever read (a file that grows
+    meanwhile, or a device, is refused the same way). NUL anywhere in it is binary: no backend
+    could store it as text.
+    """
     p = Path(path)
     if not p.is_file():
         raise KgmemInputError(f"{p} is not a file")
-    data = p.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise KgmemInputError(f"{p} looks binary (it contains NUL bytes): give plain UTF-8 text files")
+    too_big = (f"{p} is over the limit of {max_bytes:,} bytes (a document holds at most {MAX_DOCUMENT_CHARS:,} "
+               "characters): split it into several files")
+    try:
+        with open(p, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > max_bytes:
+                raise KgmemInputError(too_big)
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise KgmemInputError(f"{p} cannot be read ({exc.strerror or exc})") from exc
+    if len(data) > max_bytes:
+        raise KgmemInputError(too_big)
+    if b"\x00" in data:
+        raise KgmemInputError(f"{p} looks binary (it contains NUL bytes, the first at byte {data.index(0):,}): "
+                              "give plain UTF-8 text files")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -174,6 +195,7 @@ def coerce_document(doc: Any, *, max_chars: int = MAX_DOCUMENT_CHARS) -> SourceD
     check_storable(title, f"the title of document {did or text[:30]!r}")
     if did:
         check_storable(str(did), f"the id of document {title or text[:30]!r}")
+        check_document_id(str(did))
     if not text.strip():
         raise KgmemInputError(f"document {title or did or '(untitled)'!r} is empty: nothing to ingest")
     if len(text) > max_chars:
@@ -470,6 +492,8 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     for what, value in (("text", text), ("title", title), ("source", source)):
         if value is not None:
             check_storable(value, f"add_triples {what}")
+    if source is not None:
+        check_document_id(source)
     meta = dict(meta or {})
     _check_meta(meta, source or "add_triples")
     doc_id = source or document_id(text if text is not None else repr([t.text() for t in trips]), title or "")

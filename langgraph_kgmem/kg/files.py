@@ -15,7 +15,7 @@ npz at close and when it outgrows both the npz and :data:`JOURNAL_COMPACT_BYTES`
 
 Nothing there is followed out of the directory: the package opens its own files with
 ``O_NOFOLLOW``, and before SQLite, Chroma or the lock file open theirs, :func:`check_kg_entries`
-refuses a symbolic link or special file among them. Arrays are read by :func:`read_npy`, which
+refuses a symbolic link or special file among them (in ``chroma/``, at any depth). Arrays are read by :func:`read_npy`, which
 checks the size a header claims against the bytes really there before allocating.
 
 A journal whose last record a crash cut short (the append is not fsynced) is replayed up to that
@@ -137,7 +137,13 @@ def check_kg_entries(root: Path) -> None:
             check_not_link(root / entry.name)
     for name in KG_DIRS:
         check_not_link(root / name, directory=True)
-    check_not_link(root / "chroma" / "chroma.sqlite3")
+    # Chroma opens and rewrites the files of its segment folders itself (following links): every
+    # folder and file in chroma/, at any depth, must be a real one
+    for dirpath, dirnames, filenames in os.walk(root / "chroma"):   # links to folders are listed, not entered
+        for name in dirnames:
+            check_not_link(Path(dirpath, name), directory=True)
+        for name in filenames:
+            check_not_link(Path(dirpath, name))
 
 
 _FLAGS = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT}
@@ -190,16 +196,51 @@ def _chmod(path: Path, mode: int) -> None:
 
 # ------------------------------------------------------------------------------- vectors on disk
 
-class _NumpyOnlyUnpickler(pickle.Unpickler):
-    """Builds numpy arrays of plain Python values and refuses every other class or function."""
+class _LegacyArray:
+    """What the old format's pickled ``ndarray`` becomes here: its state is checked (an object
+    array of at most ``limit`` strings, as many as its shape says) before any array is built, so
+    a pickle claiming 2**40 rows is refused, not allocated."""
 
-    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-               ("numpy", "ndarray"), ("numpy", "dtype")}
+    def __init__(self) -> None:
+        self.limit = 0
+        self.array: np.ndarray | None = None
+
+    def __setstate__(self, state: Any) -> None:
+        try:
+            _, shape, dtype, _, items = state
+            count = 1
+            for dim in shape:
+                count *= int(dim)
+        except (TypeError, ValueError) as exc:
+            raise pickle.UnpicklingError(f"not the state of a pickled array ({exc})") from None
+        if not isinstance(items, list) or count != len(items) or count > self.limit:
+            raise pickle.UnpicklingError(f"a pickled array of shape {tuple(shape)} ({count} items) holding "
+                                         f"{len(items) if isinstance(items, list) else 'no list of'} items")
+        self.array = np.asarray(items, dtype=object).reshape(tuple(int(d) for d in shape))
+
+
+class _NumpyOnlyUnpickler(pickle.Unpickler):
+    """Builds arrays of plain Python values (through :class:`_LegacyArray`: numpy's own unpickling
+    would allocate whatever shape the pickle claims) and refuses every other class or function."""
+
+    RECONSTRUCT = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct")}
+    ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def __init__(self, fh: IO[bytes], limit: int) -> None:
+        super().__init__(fh)
+        self.limit = limit
 
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self.RECONSTRUCT:
+            return self._new_array
         if (module, name) in self.ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+
+    def _new_array(self, *_: Any) -> _LegacyArray:
+        arr = _LegacyArray()
+        arr.limit = self.limit
+        return arr
 
 
 def _read_npz(path: Path) -> tuple[dict[str, np.ndarray], bool]:
@@ -225,7 +266,8 @@ def _read_npz(path: Path) -> tuple[dict[str, np.ndarray], bool]:
                     try:
                         shape, _, dtype, left = _npy_header(fh, info.file_size)
                         if dtype.hasobject:
-                            arr = _NumpyOnlyUnpickler(fh).load()
+                            # every pickled string takes at least a byte: no more items than bytes
+                            arr = getattr(_NumpyOnlyUnpickler(fh, left).load(), "array", None)
                             if not isinstance(arr, np.ndarray) or not all(isinstance(x, str) for x in arr.ravel()):
                                 raise pickle.UnpicklingError(f"{info.filename} is not an array of strings")
                             arr = np.asarray(arr.tolist(), dtype=str).reshape(shape)

@@ -30,10 +30,12 @@ from langgraph_kgmem.kg.backends import DERIVED_SOURCE, GraphBackend, OpenedBack
 from langgraph_kgmem.kg.backends.embedded import open_in_memory
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
 from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, PprResult, choose_method, ppr_scores
+from langgraph_kgmem.kg.stored import checked_graph
 from langgraph_kgmem.kg.structure import GraphIndex
 from langgraph_kgmem.kg.sync import ChangeFeed
 from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
-from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, check_kg_name, edge_id, entity_id, node_id
+from langgraph_kgmem.kg.types import (EDGE_KINDS, NODE_KINDS, Edge, Node, check_document_id, check_kg_name, edge_id,
+                                     entity_id, node_id)
 from langgraph_kgmem.kg.vector_cache import VectorReadCache
 from langgraph_kgmem.tracing import traced
 
@@ -271,7 +273,7 @@ class KnowledgeGraphCore:
     def _load_all(self) -> None:
         """(Re)build the in-memory cache from the store, in one consistent read."""
         version, nodes, edges = self._store.load_all()
-        self._graph.load(nodes, edges)
+        self._graph.load(*checked_graph(nodes, edges, getattr(self._store, "label", f"KG {self.name!r}")))
         if self._store.shared:
             self._feed.loaded(version)
         if not self._vectors.transactional:
@@ -579,6 +581,7 @@ class KnowledgeGraphCore:
         documents' ``content_hash`` column, schema version 2). Ingestion marks a document pending before its first write and done in the
         transaction of its last."""
         check_storable(doc_id, f"document id {doc_id!r}")
+        check_document_id(doc_id)
         with self.transaction():
             self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta,
                                      content_hash=str(content_hash or ""))

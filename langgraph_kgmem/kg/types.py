@@ -42,6 +42,24 @@ def check_kg_name(name: object) -> str:
     return name
 
 
+MAX_DOCUMENT_ID_CHARS = 512   # a document id is a key in both backends' indexes (PostgreSQL's hold 2,704 bytes)
+
+
+def check_document_id(doc_id: str) -> str:
+    """Refuse a document id longer than :data:`MAX_DOCUMENT_ID_CHARS` characters the same way on
+    every backend (SQLite would keep a 10 MB id that PostgreSQL's index refuses); returns it.
+
+    Raises:
+        KgmemInputError: naming the id's start and length.
+    """
+    from langgraph_kgmem.errors import KgmemInputError
+
+    if len(doc_id) > MAX_DOCUMENT_ID_CHARS:
+        raise KgmemInputError(f"document id {doc_id[:40]!r}... has {len(doc_id):,} characters, over the limit of "
+                              f"{MAX_DOCUMENT_ID_CHARS}: use a shorter id (a path, a URL, or a hash of the long one)")
+    return doc_id
+
+
 @lru_cache(maxsize=1 << 16)   # ingest asks for the same names' identities many times over
 def normalize_name(name: str) -> str:
     """Case- and whitespace-folded form used for entity identity."""

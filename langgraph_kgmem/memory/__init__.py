@@ -20,6 +20,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
+from langgraph_kgmem.memory.stored import edge_record
 
 ROOT = "kgmem"
 EDGE_QUESTIONS_KEPT = 5        # most recent questions an edge memory remembers having helped answer
@@ -210,8 +211,10 @@ class EdgeMemory:
         out = np.zeros((len(ids), self.dim))
         if ids:
             for i, item in enumerate(self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])):
-                if item is not None and (self.guard is None or self.guard.holds(item.value)):
-                    out[i] = np.asarray(item.value["v"], dtype=np.float64)
+                if item is not None:
+                    vec = edge_record(item, self.dim, self.ns)[0]
+                    if self.guard is None or self.guard.holds(item.value):
+                        out[i] = vec
         return out
 
     def get(self, edge_id: str) -> np.ndarray:
@@ -259,14 +262,14 @@ class EdgeMemory:
             asked: dict[str, list[str]] = {}
             credit = set(credited) if question else set()
             for k, (eid, item) in enumerate(zip(ids, items)):
+                old, n, kept = edge_record(item, self.dim, self.ns) if item is not None else (np.zeros(self.dim), 0, [])
                 if item is not None and self.guard is not None and not self.guard.holds(item.value):
-                    item = None   # rests on a version that is gone: learnt again from nothing
-                old = np.asarray(item.value["v"], dtype=np.float64) if item is not None else np.zeros(self.dim)
+                    old, n, kept = np.zeros(self.dim), 0, []   # rests on a version that is gone: learnt again from nothing
                 v = change(k, old)
                 if v is not None:
                     new[eid] = v
-                    counts[eid] = (int(item.value.get("n", 0)) if item is not None else 0) + 1
-                    asked[eid] = list(item.value.get("q", [])) if item is not None else []
+                    counts[eid] = n + 1
+                    asked[eid] = kept
                     if eid in credit:
                         asked[eid] = _kept_questions(asked[eid], str(question))
             self.put_many(new, counts, asked)

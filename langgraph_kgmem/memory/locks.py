@@ -126,11 +126,11 @@ def memory_lock(store: Any, key: str) -> Iterator[None]:
     with _thread_lock(store, key):
         held.add(token)
         try:
-            kind = type(store).__name__
-            if kind == "PostgresStore":
+            kinds = {c.__name__ for c in type(store).__mro__}   # subclasses too (memory.checked_store)
+            if "PostgresStore" in kinds:
                 with _postgres_lock(store, key):
                     yield
-            elif kind == "SqliteStore" and (path := _sqlite_path(store)) is not None:
+            elif "SqliteStore" in kinds and (path := _sqlite_path(store)) is not None:
                 with _file_lock(f"{path}.lock-{_key_int(key) % STRIPES:02d}"):
                     yield
             else:

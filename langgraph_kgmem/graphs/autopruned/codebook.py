@@ -79,6 +79,7 @@ import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.fast_embeddings import short_block
+from langgraph_kgmem.graphs.autopruned.integrity import check_links, refuse_corrupt, revision_of
 from langgraph_kgmem.kg.types import normalize_name
 from langgraph_kgmem.memory.provenance import holds, index_ops
 
@@ -1253,9 +1254,10 @@ class Codebook:
 
         ns = namespace(kg_name, "codebook", scope)
         item = store.get(ns, "revision") or store.get(ns, "meta")  # "meta" alone: written by an older version
-        return int(item.value["revision"]) if item else None
+        return revision_of(item, kg_name, scope)
 
     @classmethod
+    @refuse_corrupt
     def load(cls, store: "BaseStore", kg_name: str, scope: Sequence[str] = ()) -> "Codebook":
         """The codebook stored for ``kg_name`` in tenant ``scope`` (an empty one when there is none)."""
         from langgraph_kgmem.memory import list_items, namespace
@@ -1291,6 +1293,7 @@ class Codebook:
             book.edge_kg.append(kg_id)
             book.edge_rep.append(int(rep))
             book.edge_index.setdefault((int(h), int(r), int(t)), e)
+        check_links(book)   # before any representative is followed below
         book._line_valid = [False] * len(book.edge_hrt)
         book._line_todo = dict.fromkeys(e for e in range(len(book.edge_hrt)) if book.edge_rep[e] == e)
         book._dead_entities = sum(1 for i, r in enumerate(book.ent_rep) if r != i)

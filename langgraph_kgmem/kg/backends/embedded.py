@@ -15,17 +15,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from langgraph_kgmem.errors import NotAKnowledgeGraphError
+from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.backends.embedded_vectors import ChromaVectorIndex, NumpyVectorIndex
 from langgraph_kgmem.kg.backends.sqlite import SqliteGraphStore
-from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, check_kg_entries, detect_vector_backend, load_npz_vectors,
-                                     private_dir, private_file, restrict_tree, save_npz_vectors)
+from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, VECTORS_FILE, check_kg_entries,
+                                     detect_vector_backend, load_npz_vectors, private_dir, private_file, restrict_tree,
+                                     save_npz_vectors)
 
 logger = logging.getLogger(__name__)
 
 DB_FILE = "kg.sqlite"
 LOCK_FILE = ".lock"
+VECTOR_BACKENDS = ("chroma", "memory")
+# nodes whose text is embedded (the facade's EMBEDDED_KINDS): a KG holding one has vectors somewhere
+EMBEDDED_NODES_SQL = "SELECT 1 FROM nodes WHERE kind IN ('entity', 'chunk', 'anchor') LIMIT 1"
 
 
 def is_directory_target(target: str) -> bool:
@@ -70,6 +74,59 @@ def lock_directory(root: Path) -> Callable[[], None]:
     return lock.release
 
 
+def choose_vector_backend(root: Path, store: SqliteGraphStore, asked: str | None) -> str:
+    """The vector backend of KG directory ``root``: the one its ``kg.sqlite`` records (written at
+    the KG's first open, so a KG cut short before its first save reopens with what it was created
+    with); for a KG from before that record, the one its files show (``open_directory`` records it).
+
+    Raises:
+        KgmemInputError: ``asked`` differs from the KG's own backend.
+        NotAKnowledgeGraphError: the KG holds embedded nodes but its vector index (``chroma/``, or
+            ``vectors.npz`` and ``vectors.journal``) is gone: opening it would answer every search
+            with nothing. Nothing was created or changed.
+    """
+    recorded = store.get_meta("vector_backend")
+    if recorded is None:
+        chosen = detect_vector_backend(root, asked)
+    elif recorded not in VECTOR_BACKENDS:
+        raise NotAKnowledgeGraphError(f"{root / DB_FILE} records the vector backend {recorded[:40]!r}, not one of "
+                                      f"{', '.join(VECTOR_BACKENDS)}: it was edited by hand or written by a newer "
+                                      "langgraph-kgmem (upgrade)")
+    elif asked is not None and asked != recorded:
+        detect_vector_backend(root, asked)   # the error for a backend that does not exist
+        raise KgmemInputError(f"{root} keeps its vectors in the {recorded!r} backend, not {asked!r}: open it with "
+                              f"vector_backend={recorded!r} (or leave it out), or migrate it with `kgmem migrate`")
+    else:
+        chosen = recorded
+    index_files = (root / "chroma",) if chosen == "chroma" else (root / VECTORS_FILE, root / JOURNAL_FILE)
+    if store.get_meta("format") is not None and not any(f.exists() for f in index_files) \
+            and store.conn.execute(EMBEDDED_NODES_SQL).fetchone() is not None:
+        raise NotAKnowledgeGraphError(
+            f"{root} is a KG whose vector index is missing ({' and '.join(f.name for f in index_files)} not found, "
+            "while the KG holds nodes found by vector search): opened like this every search would return nothing. "
+            "Nothing was created or changed. Restore the missing files from a backup, or build the KG again "
+            "from its documents")
+    return chosen
+
+
+def check_structure_present(store: SqliteGraphStore, vectors: NumpyVectorIndex) -> None:
+    """Refuse vectors without the structure they belong to: a ``kg.sqlite`` holding no KG yet (an
+    empty or replaced file) beside a vector index that holds vectors. Opening it as a new KG would
+    drop those vectors as orphans and rewrite the index without them.
+
+    Raises:
+        NotAKnowledgeGraphError: naming the database and how many vectors are there; nothing changed.
+    """
+    if store.get_meta("format") is not None:
+        return
+    held = sum(vectors.count(space) for space in ("nodes", "facts"))
+    if held:
+        raise NotAKnowledgeGraphError(
+            f"{store.path} holds no knowledge graph, but the directory's vector index holds {held} vector(s): the "
+            "KG's structure is missing (an emptied or replaced kg.sqlite). Nothing was changed. Restore kg.sqlite "
+            "from a backup, or move the directory away and build the KG again")
+
+
 def open_directory(target: str, *, name: str | None = None, create: bool = True,
                    vector_backend: str | None = None) -> OpenedBackend:
     """Open (or create) the KG directory ``target``; ``vector_backend`` None: the directory's own
@@ -80,8 +137,8 @@ def open_directory(target: str, *, name: str | None = None, create: bool = True,
     release = lock_directory(root)
     store = None
     try:
-        store = SqliteGraphStore(private_file(root / DB_FILE))
-        chosen = detect_vector_backend(root, vector_backend)
+        store = SqliteGraphStore(private_file(root / DB_FILE), create=create)
+        chosen = choose_vector_backend(root, store, vector_backend)
         if chosen == "chroma":
             vectors: NumpyVectorIndex = ChromaVectorIndex(root / "chroma", journal=root / CHROMA_JOURNAL_FILE)
             restrict_tree(root / "chroma")
@@ -92,6 +149,10 @@ def open_directory(target: str, *, name: str | None = None, create: bool = True,
                 save_npz_vectors(root, vectors)
             vectors.journal_to(root)
             releases = [release]
+        check_structure_present(store, vectors)
+        if store.get_meta("vector_backend") is None:
+            with store.transaction():
+                store.set_meta("vector_backend", chosen)
     except BaseException:
         try:
             if store is not None:

@@ -32,6 +32,7 @@ import numpy as np
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError, StorageError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.backends.schema import FIRST_VERSION, SCHEMA_VERSION, announce, pending
+from langgraph_kgmem.kg.stored import edge_from_row, json_object, node_from_row
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 
@@ -369,6 +370,7 @@ class PostgresGraphStore:
             raise KgmemInputError(f"no KG named {name!r} in this database; existing: "
                                   f"{[k['name'] for k in self._names()][:10]}. Create it with create=True")
         self.kg_id = kid
+        self.label = f"KG {self.name!r} in PostgreSQL at {_where(db.uri)}"   # names it in errors, no password
         self.on_begin: Any = None       # set by the facade: sync its cache under the write lock
         self._pending = threading.local()
 
@@ -456,10 +458,10 @@ class PostgresGraphStore:
                             (self.kg_id, version)).fetchall()
         nids = [r[1] for r in rows if r[0] == "n"]
         eids = [r[1] for r in rows if r[0] == "e"]
-        nodes = [Node(r[0], r[1], r[2], json.loads(r[3])) for r in conn.execute(
+        nodes = [node_from_row(r, self.label) for r in conn.execute(
             "SELECT id, kind, text, attrs FROM kgmem_nodes WHERE kg = %s AND id = ANY(%s) ORDER BY seq",
             (self.kg_id, nids))] if nids else []
-        edges = [Edge(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in conn.execute(
+        edges = [edge_from_row(r, self.label) for r in conn.execute(
             "SELECT id, src, dst, kind, text, weight, attrs FROM kgmem_edges WHERE kg = %s AND id = ANY(%s) "
             "ORDER BY seq", (self.kg_id, eids))] if eids else []
         alive_n = {n.id for n in nodes}
@@ -491,14 +493,14 @@ class PostgresGraphStore:
             rows = conn.execute("SELECT id, kind, text, attrs FROM kgmem_nodes WHERE kg = %s ORDER BY seq",
                                 (self.kg_id,)).fetchall()
         for r in rows:
-            yield Node(r[0], r[1], r[2], json.loads(r[3]))
+            yield node_from_row(r, self.label)
 
     def load_edges(self) -> Iterator[Edge]:
         with self.db.read() as conn:
             rows = conn.execute("SELECT id, src, dst, kind, text, weight, attrs FROM kgmem_edges WHERE kg = %s "
                                 "ORDER BY seq", (self.kg_id,)).fetchall()
         for r in rows:
-            yield Edge(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]))
+            yield edge_from_row(r, self.label)
 
     def load_all(self) -> tuple[int, list[Node], list[Edge]]:
         """(version, nodes, edges) read in one consistent snapshot."""
@@ -506,9 +508,9 @@ class PostgresGraphStore:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 version = conn.execute("SELECT version FROM kgmem_graphs WHERE id = %s", (self.kg_id,)).fetchone()[0]
-                nodes = [Node(r[0], r[1], r[2], json.loads(r[3])) for r in conn.execute(
+                nodes = [node_from_row(r, self.label) for r in conn.execute(
                     "SELECT id, kind, text, attrs FROM kgmem_nodes WHERE kg = %s ORDER BY seq", (self.kg_id,))]
-                edges = [Edge(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in conn.execute(
+                edges = [edge_from_row(r, self.label) for r in conn.execute(
                     "SELECT id, src, dst, kind, text, weight, attrs FROM kgmem_edges WHERE kg = %s ORDER BY seq",
                     (self.kg_id,))]
         return int(version), nodes, edges
@@ -607,10 +609,10 @@ class PostgresGraphStore:
     # ------------------------------------------------------------ documents
     _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq, content_hash FROM kgmem_documents"
 
-    @staticmethod
-    def _document_row(row: tuple) -> dict[str, Any]:
+    def _document_row(self, row: tuple) -> dict[str, Any]:
         return {"id": row[0], "title": row[1], "status": row[2], "n_chunks": row[3],
-                "meta": json.loads(row[4]), "seq": row[5], "content_hash": row[6]}
+                "meta": json_object(row[4], f"{self.label}: the metadata of document {str(row[0])[:80]!r}"),
+                "seq": row[5], "content_hash": row[6]}
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
         with self.db.read() as conn:

@@ -10,6 +10,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from langgraph_kgmem.errors import NotAKnowledgeGraphError, StorageError
 from langgraph_kgmem.kg.backends.schema import FIRST_VERSION, SCHEMA_VERSION, announce, columns_at, pending
+from langgraph_kgmem.kg.stored import edge_from_row, json_object, node_from_row
 from langgraph_kgmem.kg.types import Edge, Node
 
 SCHEMA = """
@@ -94,6 +95,31 @@ class _Foreign(Exception):
     pass
 
 
+def check_kg_tables(conn: sqlite3.Connection, path: str, *, create: bool) -> None:
+    """Refuse a KG database that is partial or, with ``create=False``, not yet a KG.
+
+    A KG records its format in ``meta`` at its first open, and every table of :data:`SCHEMA` has
+    existed since the first version: one that records a format but lacks a table lost it (a
+    dropped table would otherwise be created again, empty, and the KG open without its nodes).
+    Without a recorded format the file holds no KG (an empty file, or a creation cut short), which
+    ``create=False`` refuses instead of turning it into a new, empty KG.
+
+    Raises:
+        NotAKnowledgeGraphError: naming the file, what is missing and what to do; nothing was written.
+    """
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    made = "meta" in have and conn.execute("SELECT 1 FROM meta WHERE key='format'").fetchone() is not None
+    if made:
+        if missing := sorted(set(_kg_tables()) - have):
+            raise NotAKnowledgeGraphError(
+                f"{path} is a KG database without its table(s) {', '.join(missing)} (dropped or cut short); nothing "
+                "was written to it. Restore the KG directory from a backup, or build the KG again from its documents")
+    elif not create:
+        raise NotAKnowledgeGraphError(
+            f"{path} holds no knowledge graph (the file is empty, or the KG's creation never finished); nothing was "
+            "written to it. Restore the KG directory from a backup, or open it with create=True to start a new KG")
+
+
 
 class SqliteGraphStore:
     """Persistent structure of one KG (the embedded :class:`~langgraph_kgmem.kg.backends.contract.GraphBackend`).
@@ -103,14 +129,16 @@ class SqliteGraphStore:
     shared = False
     on_begin = None   # the shared backend's hook; one writer here, nothing to catch up on
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = str(path)
+        self.label = self.path   # names the database in errors
         self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             found = self._stored_version()
             # a foreign or corrupt file is refused before the schema below creates anything in it
             check_sqlite_file(self.conn, self.path, columns_at(found or SCHEMA_VERSION, _kg_tables()),
                               "a langgraph_kgmem KG database")
+            check_kg_tables(self.conn, self.path, create=create)
             self.conn.execute("PRAGMA journal_mode=WAL" if self.path != ":memory:" else "PRAGMA journal_mode=MEMORY")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             if found is None:
@@ -204,11 +232,11 @@ class SqliteGraphStore:
     # bulk loads
     def load_nodes(self) -> Iterator[Node]:
         for nid, kind, text, attrs in self.conn.execute("SELECT id, kind, text, attrs FROM nodes ORDER BY rowid"):
-            yield Node(nid, kind, text, json.loads(attrs))
+            yield node_from_row((nid, kind, text, attrs), self.path)
 
     def load_edges(self) -> Iterator[Edge]:
         for row in self.conn.execute("SELECT id, src, dst, kind, text, weight, attrs FROM edges ORDER BY rowid"):
-            yield Edge(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
+            yield edge_from_row(row, self.path)
 
     # writes
     def upsert_nodes(self, nodes: Iterable[Node]) -> None:
@@ -271,10 +299,10 @@ class SqliteGraphStore:
     # documents
     _DOC_COLUMNS = "SELECT id, title, status, n_chunks, meta, seq, content_hash FROM documents"
 
-    @staticmethod
-    def _document_row(row: tuple) -> dict[str, Any]:
+    def _document_row(self, row: tuple) -> dict[str, Any]:
         return {"id": row[0], "title": row[1], "status": row[2], "n_chunks": row[3],
-                "meta": json.loads(row[4]), "seq": row[5], "content_hash": row[6]}
+                "meta": json_object(row[4], f"{self.path}: the metadata of document {str(row[0])[:80]!r}"),
+                "seq": row[5], "content_hash": row[6]}
 
     def document(self, doc_id: str) -> dict[str, Any] | None:
         row = self.conn.execute(f"{self._DOC_COLUMNS} WHERE id=?", (doc_id,)).fetchone()
