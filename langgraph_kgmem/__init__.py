@@ -19,6 +19,7 @@ if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and 
     from langgraph_kgmem.graphs.kgirag import create_kgirag_graph
     from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
     from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
+    from langgraph_kgmem.graphs.router import create_router_graph
     from langgraph_kgmem.knowledge_graph import KnowledgeGraph
     from langgraph_kgmem.llm import resolve_model
     from langgraph_kgmem.tools import create_kgmem_tools

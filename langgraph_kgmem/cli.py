@@ -318,11 +318,13 @@ class _ShowDefaults(argparse.RawDescriptionHelpFormatter):
 def _add_migrate_parser(sub: Any) -> None:
     sp = sub.add_parser("migrate", help="copy a KG (structure, vectors, memory) between a directory and PostgreSQL, "
                                          "or bring one written by an older release to this release's schema")
-    sp.add_argument("--from", dest="source", default=None, help="KG directory or postgresql:// URI")
-    sp.add_argument("--to", dest="destination", default=None, help="KG directory or postgresql:// URI")
+    sp.add_argument("--from", dest="source", default=None,
+                    help="KG directory or postgresql:// URI to copy (default: none; needed with --to)")
+    sp.add_argument("--to", dest="destination", default=None,
+                    help="KG directory or postgresql:// URI to copy into (default: none; needed with --from)")
     sp.add_argument("--upgrade", metavar="DIR|URI", default=None,
                     help="migrate this KG's schema forward in place (one transaction) and say what ran; "
-                         "instead of --from/--to")
+                         "instead of --from/--to (default: none)")
     sp.add_argument("--name", default=None,
                     help="the KG to copy, by its name in the source (default: the source's stored name)")
     sp.add_argument("--to-name", default=None,
