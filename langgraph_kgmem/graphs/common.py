@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, TypedDict
 
 import numpy as np
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
@@ -21,6 +21,7 @@ from langgraph_kgmem.llm import (generate, innermost_model, is_offline, merge_us
                                  resolve_run_model, with_retry_policy)
 # document text enters prompts only through fence(): the model layer below ingest/ holds it, so
 # extraction and the methods quote text with the same code (re-exported here, where the methods import it)
+from langgraph_kgmem.redaction import redact_secrets
 from langgraph_kgmem.llm.prompts import DATA_CLOSE, DATA_NOTE, DATA_OPEN, data_text, fence  # noqa: F401
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ MAX_REASON_CHARS = 2000       # free text inside a decision (a reason, advice)
 MAX_LIST_ITEMS = 100          # ids or numbers in one decision
 ModelId = Annotated[str, Field(max_length=MAX_ID_CHARS)]
 ModelName = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
-ModelText = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
+# free text a decision carries is stored (reflections, verdicts): a key the model echoes is redacted
+ModelText = Annotated[str, Field(max_length=MAX_REASON_CHARS), AfterValidator(redact_secrets)]
 
 
 def emit_progress(event: dict[str, Any]) -> None:
