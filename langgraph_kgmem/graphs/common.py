@@ -328,7 +328,10 @@ def answer_question(kg: "KnowledgeGraph", model: Any, question: str, evidence: S
 
 
 def method_as_tool(app: Any, *, name: str, description: str) -> Any:
-    """Wrap a compiled method graph as a LangChain tool returning ``{answer, evidence_ids, usage}``."""
+    """Wrap a compiled method graph as a LangChain tool returning ``{answer, evidence_ids, evidence,
+    llm_calls}``. The answer and the evidence lines are document text (an answer quotes what it was
+    given) and reach the calling agent's model: each comes inside the prompt fence
+    (``<data>...</data>``, :func:`fence`), and the description ends with :data:`DATA_NOTE`."""
     from langchain_core.tools import StructuredTool
     from pydantic import BaseModel, Field
 
@@ -337,8 +340,9 @@ def method_as_tool(app: Any, *, name: str, description: str) -> Any:
 
     def result(out: dict[str, Any]) -> dict[str, Any]:
         evidence = out.get("evidence", [])
-        return {"answer": out.get("answer", ""), "evidence_ids": [e["id"] for e in evidence],
-                "evidence": [e["text"][:300] for e in evidence[:5]],
+        return {"answer": fence(out.get("answer", ""), inline=True, empty=""),
+                "evidence_ids": [e["id"] for e in evidence],
+                "evidence": [fence(e["text"][:300], inline=True, empty="") for e in evidence[:5]],
                 "llm_calls": out.get("usage", {}).get("llm_calls", 0)}
 
     def run(question: str) -> dict[str, Any]:
@@ -347,6 +351,8 @@ def method_as_tool(app: Any, *, name: str, description: str) -> Any:
     async def arun(question: str) -> dict[str, Any]:
         return result(await app.ainvoke({"question": question}))
 
+    if DATA_NOTE not in description:
+        description = f"{description} {DATA_NOTE}"
     return StructuredTool.from_function(run, coroutine=arun, name=name, description=description, args_schema=Args)
 
 
