@@ -26,7 +26,10 @@ MAX_LISTED = 30
 
 
 class GraphEnv:
-    """Feature/neighbour access over a :class:`KnowledgeGraph`."""
+    """Feature/neighbour access over a :class:`KnowledgeGraph` (``fenced=True``: KG text in the
+    observations comes inside the prompt fence, for an outer agent)."""
+
+    fenced = False   # also for subclasses whose own __init__ does not call this one
 
     def __init__(self, kg: "KnowledgeGraph", *, fenced: bool = False) -> None:
         self.kg = kg
