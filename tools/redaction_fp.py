@@ -4,6 +4,7 @@ benchmark data sets' questions, answers, titles and passages, and the package's 
 every ``<redacted>`` counted as a false positive (none of these texts holds a secret).
 
     python tools/redaction_fp.py            # a table: per corpus, tokens, redactions, rate
+    python tools/redaction_fp.py --recall   # the token rule on simulated random keys instead
 
 The figure goes to docs/reliability.md; the token rule's entropy bound (``MIN_TOKEN_ENTROPY``)
 was chosen on these corpora, so it is a measurement on the data it was tuned on, not a held-out one.
@@ -79,6 +80,21 @@ def measure(data: Path = ROOT / "benchmarks" / "data",
     return rows
 
 
+def recall(lengths: tuple[int, ...] = (20, 24, 32, 40), n: int = 2000, seed: int = 0) -> dict[str, float]:
+    """The share of simulated random keys the token rule recognises: ``n`` base62 strings per
+    length (and base64 at 40), drawn with ``random.Random(seed)``."""
+    import random
+    import string
+
+    rng = random.Random(seed)
+    base62 = string.ascii_letters + string.digits
+    out = {f"base62-{k}": sum(token_looks_random("".join(rng.choice(base62) for _ in range(k)))
+                              for _ in range(n)) / n for k in lengths}
+    out["base64-40"] = sum(token_looks_random("".join(rng.choice(base62 + "+/") for _ in range(40)))
+                           for _ in range(n)) / n
+    return out
+
+
 def _first_change(before: str, after: str) -> str:
     i = next((k for k, (a, b) in enumerate(zip(before, after)) if a != b), 0)
     return before[max(0, i - 20):i + 40].replace("\n", " ")
@@ -88,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     """Print the table (``--json`` for the rows)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--recall", action="store_true", help="the token rule's recall on simulated random keys")
     args = ap.parse_args(argv)
+    if args.recall:
+        for name, share in recall().items():
+            print(f"{name}: {share:.1%}")
+        return 0
     rows = measure()
     if args.json:
         print(json.dumps(rows, indent=1))
