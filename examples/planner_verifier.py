@@ -73,7 +73,9 @@ def scripted_verifier_model(env: GraphEnv) -> ScriptedChatModel:
                 call = m.tool_calls[0]
                 steps.append({"tool": call["name"], "args": call["args"], "observation": ""})
             elif m.type == "tool" and steps:
-                steps[-1]["observation"] = m.content
+                # the tools fence the KG's text (<data>...</data>); a model reads it as quoted data,
+                # this heuristic stand-in wants the plain sentence back
+                steps[-1]["observation"] = m.content.replace("<data>", "").replace("</data>", "")
         thought, tool, args = offline_action(env, question, steps, knowledge_path(env, steps))
         if tool != "Finish":
             return {"content": thought, "tool_calls": [{"name": tool, "args": args}]}

@@ -3,7 +3,8 @@
 - :func:`create_method_tool`: one method compiled over a KG (with a store, so its cross-session
   memory keeps working between calls) and wrapped by :func:`~langgraph_kgmem.graphs.common.method_as_tool`.
   The tool takes ``{"question": str}`` and returns ``{"answer", "evidence_ids", "evidence", "llm_calls"}``
-  (JSON in the agent's ``ToolMessage``), so the agent can cite the KG ids it relied on.
+  (JSON in the agent's ``ToolMessage``), so the agent can cite the KG ids it relied on; the answer
+  and evidence are document text and come inside the prompt fence (``<data>...</data>``).
 - :func:`create_all_tools`: the available methods' tools plus the graph-access tools
   (``RetrieveNode``, ``NodeFeature``, ``NeighbourCheck``, ``NodeDegree``) of ``create_kgmem_tools``.
 
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from langgraph_kgmem.knowledge_graph import KnowledgeGraph
 
 _RESULT = (" Input: one self-contained question. Returns JSON: `answer` (short text), `evidence_ids` (KG ids "
-           "of the chunks/facts used) and `evidence` (their first lines).")
+           "of the chunks/facts used) and `evidence` (their first lines); answer and evidence come between "
+           "<data> and </data>.")
 
 
 

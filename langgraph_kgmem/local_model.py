@@ -24,6 +24,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,8 +33,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from langgraph_kgmem.errors import ConfigurationError
 
@@ -63,6 +66,28 @@ def find_gguf(path: str | os.PathLike[str] | None = None) -> Path:
     if not p.is_file():
         raise ConfigurationError(f"the {DEFAULT_GGUF_PACKAGE} package has no {DEFAULT_GGUF_FILE}; reinstall it")
     return p
+
+
+# what the server's process inherits from ours, nothing else: llama-cpp-python reads its settings
+# (HOST, PORT, CONFIG_FILE, API_KEY, MODEL, ...) from the environment and prefers them to the command
+# line, so an inherited HOST=0.0.0.0 would open the model to the network and a PORT would make it
+# listen where nobody waits for it. Locale, temp folder, library path and the thread settings of
+# the math libraries are kept; the host and port are then set to what the command line says.
+SERVER_ENV_KEEP = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TMPDIR", "TEMP", "TMP",
+                             "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR",
+                             "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OPENBLAS_NUM_THREADS",
+                             "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+                             "GOMP_CPU_AFFINITY", "KMP_AFFINITY", "CUDA_VISIBLE_DEVICES"})
+
+
+def server_env(port: int, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment the model server starts with: only :data:`SERVER_ENV_KEEP` (and the
+    ``LC_*`` locale variables) of ``environ`` (default: ours), then ``HOST=127.0.0.1`` and
+    ``PORT=port`` forced, so no inherited setting can move the server off the loopback interface."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if k in SERVER_ENV_KEEP or k.startswith("LC_")}
+    env.update({"PYTHONUNBUFFERED": "1", "HOST": "127.0.0.1", "PORT": str(port)})
+    return env
 
 
 def _free_port() -> int:
@@ -118,6 +143,8 @@ class LocalModelServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_dir = Path(tempfile.mkdtemp(prefix="kgmem-llm-"))
         self.log_path = self._log_dir / "server.log"
+        # the log folder goes with the server: at stop(), when this object is collected, at exit
+        self._remove_log = weakref.finalize(self, shutil.rmtree, str(self._log_dir), True)
 
     @property
     def base_url(self) -> str:
@@ -145,24 +172,26 @@ class LocalModelServer:
                 "-DGGML_FMA=ON -DGGML_F16C=ON\" pip install 'langgraph-kgmem[localmodel]'")
         if not self.port:
             self.port = _free_port()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = server_env(self.port)
+        self._log_dir.mkdir(parents=True, exist_ok=True)   # a stopped server's folder is gone
         with open(self.log_path, "wb") as log:
             self._proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
                                           stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ConfigurationError(f"the model server exited with code {self._proc.returncode} before "
-                                         f"answering:\n{self.log_tail()}")
+                code, tail = self._proc.returncode, self.log_tail()
+                self.stop()
+                raise ConfigurationError(f"the model server exited with code {code} before answering:\n{tail}")
             try:
                 with urllib.request.urlopen(self.base_url + "/models", timeout=2) as resp:
                     if resp.status == 200:
                         return self
             except (urllib.error.URLError, OSError):
                 time.sleep(0.3)
+        tail = self.log_tail()
         self.stop()
-        raise ConfigurationError(f"the model server did not answer within {self.startup_timeout:.0f} s:\n"
-                                 f"{self.log_tail()}")
+        raise ConfigurationError(f"the model server did not answer within {self.startup_timeout:.0f} s:\n{tail}")
 
     def log_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines of the server's log (for error messages)."""
@@ -172,7 +201,8 @@ class LocalModelServer:
             return "(no server log)"
 
     def stop(self) -> None:
-        """Stop the server if it runs: terminate, then kill if it has not exited within 10 seconds."""
+        """Stop the server if it runs (terminate, then kill if it has not exited within 10 seconds)
+        and remove its temporary log folder."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()
@@ -181,6 +211,7 @@ class LocalModelServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+        shutil.rmtree(self._log_dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalModelServer":
         return self.start()
@@ -230,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     server = LocalModelServer(args.gguf, threads=args.threads, n_ctx=args.n_ctx, port=args.port or None)
     with server:
         for key, value in server.env().items():
-            print(f"export {key}={value}")
+            # quoted for the shell: the model name comes from the file name, which may hold ; $ ` or spaces
+            print(f"export {key}={shlex.quote(value)}")
         print(json.dumps(server.info()), file=sys.stderr)
         try:
             while server._proc is not None and server._proc.poll() is None:

@@ -415,6 +415,25 @@ def test_apr_curve_lodo_picks_per_held_out_set_among_settings_that_meet_the_goal
                                                                                          ("b", "small", 0.55)]
 
 
+def test_apr_curve_grades_dense_coverage_by_passage_not_by_title():
+    """MuSiQue repeats titles: a distractor sharing the gold passage's title is not gold. The
+    distractor here matches the question's words, so dense top-1 retrieves it and covers nothing."""
+    from benchlib import apr_curve
+
+    gold = {"title": "Lake Tahoe", "text": "The basin drains north through the Truckee River toward Pyramid Lake."}
+    twin = {"title": "Lake Tahoe", "text": "Which county holds the lake? Lake Tahoe county lake holds which question."}
+    other = {"title": "Reno", "text": "Reno is a city in Nevada with casinos and a university."}
+    q = BenchQuestion("q1", "Which county holds the lake Lake Tahoe?", "Truckee River", [gold, twin, other],
+                      ["Lake Tahoe"], supporting_passages=[0])
+    kg = offline_kg(q.passages)
+    _, store = kg.persistence()
+    rows = {r["point"]: r for r in apr_curve.summarize(apr_curve.measure(kg, store, [q], settings={},
+                                                                         log=lambda *_: None))}
+    assert rows["dense-1"]["gold_coverage"] == 0.0, "the title twin was graded as the gold passage"
+    assert rows["dense-5"]["gold_coverage"] == 1.0
+    kg.close()
+
+
 def test_a_row_says_how_many_decisions_the_model_made_and_why_the_rest_fell_back():
     from langgraph_kgmem.llm import call_usage, decision_usage, fallback_record, merge_usage
 

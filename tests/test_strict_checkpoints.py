@@ -137,6 +137,8 @@ def test_the_serializer_loads_what_langgraph_and_the_methods_store():
     (ormsgpack.Ext(0, ormsgpack.packb(["subprocess", "getoutput", "id"])), "subprocess.getoutput"),
     (ormsgpack.Ext(2, ormsgpack.packb(["os", "system", {"command": "id"}])), "os.system"),
     (ormsgpack.Ext(3, ormsgpack.packb(["os", "popen", "id", "read"])), "os.popen.read"),
+    # ext code 4: a pydantic v1 model rebuilt from its fields (a constructor like the others)
+    (ormsgpack.Ext(4, ormsgpack.packb(["os", "system", {"command": "id"}])), "os.system"),
     (ormsgpack.Ext(5, ormsgpack.packb(["builtins", "eval", {"x": 1}, None])), "builtins.eval"),
     # re.compile is on LangGraph's own safe list (a pattern from the table is a denial of service)
     (ormsgpack.Ext(0, ormsgpack.packb(["re", "compile", "(a+)+$"])), "re.compile"),
@@ -147,6 +149,17 @@ def test_the_serializer_loads_what_langgraph_and_the_methods_store():
 def test_the_serializer_refuses_types_outside_its_allow_list(payload, named):
     with pytest.raises(UnsafeStoredDataError, match=named.replace(".", r"\.")):
         StrictCheckpointSerializer("test").loads_typed(("msgpack", ormsgpack.packb(payload)))
+
+
+@pytest.mark.parametrize("kind, payload", [
+    # LangChain's JSON constructor format: it names a class to import and call
+    ("json", b'{"lc": 1, "type": "constructor", "id": ["os", "system"], "kwargs": {"command": "id"}}'),
+    ("pickle", b"cos\nsystem\n(S'id'\ntR."),
+    ("future-kind", b"x"),
+])
+def test_the_serializer_refuses_every_kind_it_never_writes(kind, payload):
+    with pytest.raises(UnsafeStoredDataError, match=f"stored as '{kind}'.*refuses to load"):
+        StrictCheckpointSerializer("test").loads_typed((kind, payload))
 
 
 @dataclasses.dataclass

@@ -36,7 +36,7 @@ def grbench_kg(tmp_path):
 def test_grbench_tools_roundtrip(grbench_kg):
     t = {x.name: x for x in create_kgmem_tools(grbench_kg)}
     assert "a1" in t["RetrieveNode"].invoke({"keyword": "Ursula Vance"})
-    assert t["NodeFeature"].invoke({"node_id": "b2", "feature": "year"}).endswith("1974")
+    assert t["NodeFeature"].invoke({"node_id": "b2", "feature": "year"}).endswith("<data>1974</data>")
     out = t["NeighbourCheck"].invoke({"node_id": "a1", "relation": "author-book"})
     assert "b1" in out and "b2" in out and "b3" not in out
     assert "2 neighbours" in t["NodeDegree"].invoke({"node_id": "a1", "relation": "author-book"})
@@ -46,7 +46,7 @@ def test_tools_explain_unknown_ids_features_relations(grbench_kg):
     t = {x.name: x for x in create_kgmem_tools(grbench_kg)}
     assert "does not exist" in t["NeighbourCheck"].invoke({"node_id": "nope", "relation": "x"})
     feat = t["NodeFeature"].invoke({"node_id": "b1", "feature": "isbn"})
-    assert "no feature 'isbn'" in feat and "title" in feat and "year" in feat
+    assert "no feature <data>isbn</data>" in feat and "title" in feat and "year" in feat
     rel = t["NeighbourCheck"].invoke({"node_id": "a1", "relation": "friend"})
     assert "no neighbours" in rel and "author-book" in rel
     assert "0 neighbours" in t["NodeDegree"].invoke({"node_id": "a1", "relation": "friend"})

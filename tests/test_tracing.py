@@ -299,3 +299,82 @@ def test_stored_state_and_memory_keep_no_secret_from_a_provider_error(kg):
     assert "<redacted>" in kept
     for secret in SECRETS:
         assert secret not in kept, f"{secret!r} was stored"
+
+
+# ------------------------------------------------------------------------------------ round two's shapes
+
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAfake0123\nQmFzZTY0Ym9keQ==\n"
+       "-----END RSA PRIVATE KEY-----")
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYFAKEKEY01"
+SHAPES = [   # (text, the secret part that must go): each shape the second audit saw pass
+    ("postgresql://admin:pa'ss0rd@db/kg", "pa'ss0rd"),
+    ("postgresql://admin:pa<ss0rd@db/kg", "pa<ss0rd"),
+    ("postgresql://admin:" + "Lq9" * 120 + "@db/kg", "Lq9Lq9Lq9"),
+    ("postgresql://admin:hunter 2@db/kg", "hunter 2"),
+    ("Invalid API key: 3f9c2b7e8d1a4c6b5e0f", "3f9c2b7e8d1a4c6b5e0f"),
+    ("Ocp-Apim-Subscription-Key: 0a1b2c3d4e5f6a7b8c9d", "0a1b2c3d4e5f6a7b8c9d"),
+    (f"aws secret {AWS_SECRET} leaked", AWS_SECRET),
+    ("post to https://hooks.slack.com/services/T0FAKE000/B0FAKE000/abcdEFGHijklMNOPqrstUVWX now", "abcdEFGH"),
+    ("the api key is abcd1234efgh5678", "abcd1234efgh5678"),
+    (f"key file: {PEM}", "QmFzZTY0Ym9keQ"),
+    ("truncated -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA", "b3BlbnNzaC1rZXkt"),
+    ("Authorization: Bearer abc123", "abc123"),
+    ("password=hunter 2", "hunter 2"),
+    ("host=db password=hunter 2 dbname=kg", "hunter"),
+    ("password\uff1ahunter2", "hunter2"),
+    ("api_key\uff1aabcdef123", "abcdef123"),
+    ("https://x.example/y?auth=zz99yy88", "zz99yy88"),
+    ("a random string kT7qW2xZ9pL4mN8vB3cR6yH1 in text", "kT7qW2xZ9pL4mN8vB3cR6yH1"),
+]
+
+
+@pytest.mark.parametrize("text, secret", SHAPES, ids=[f"shape{i}" for i in range(len(SHAPES))])
+def test_redact_secrets_covers_the_shapes_the_second_audit_found(text, secret):
+    from langgraph_kgmem.tracing import REDACTED, redact_secrets
+
+    out = redact_secrets(text)
+    assert secret not in out and REDACTED in out, out
+    assert "Bearer <redacted>" in redact_secrets("Authorization: Bearer abc123")   # the scheme stays readable
+
+
+def test_the_token_rule_leaves_words_ids_and_hashes_alone():
+    from langgraph_kgmem.redaction import redact_secrets, token_looks_random
+
+    for text in ("completed his basic training at Fort Knox", "23 Basic Interest Scales", "The api key is missing",
+                 "commit 3f9c2b7e8d1a4c6b5e0f9a8b7c6d5e4f3a2b1c0d", "ent-3f9c2b7e8d1a4c6b5e0f",
+                 "id 123e4567-e89b-12d3-a456-426614174000", "Pneumonoultramicroscopicsilicovolcanoconiosis",
+                 "see http://host:8080 for docs, mail bob@example.com", "Hewlett-Packard-Compaq-2002-Merger",
+                 "ThisIsALongCamelCaseIdentifier2"):
+        assert redact_secrets(text) == text, text
+    assert token_looks_random("kT7qW2xZ9pL4mN8vB3cR6yH1") and not token_looks_random("aaaaaaaaaaBBBBBBBBBB1111")
+
+
+@pytest.mark.parametrize("field", ["error", "name", "tags", "events", "serialized", "extra"])
+def test_the_langsmith_client_redacts_every_text_field_of_a_run(field, fake_langsmith, monkeypatch):
+    """Each field a run hands the LangSmith client besides inputs/outputs, one at a time, with the
+    audit's shapes: what reaches the client's own create_run/update_run is redacted."""
+    import uuid
+
+    import langsmith
+
+    from langgraph_kgmem.tracing import langsmith_tracer
+
+    handed: list[str] = []
+    monkeypatch.setattr(langsmith.Client, "create_run", lambda self, name, inputs, run_type, **kw: handed.append(
+        repr((name, kw))))
+    monkeypatch.setattr(langsmith.Client, "update_run", lambda self, run_id, **kw: handed.append(repr(kw)))
+    client = langsmith_tracer("kgmem-tests").client
+    secrets = [s for _, s in SHAPES[:9]]
+    text = " | ".join(t for t, _ in SHAPES[:9])
+    value = {"error": text, "name": f"kgmem.run {text}", "tags": [text], "events": [{"name": "x", "message": text}],
+             "serialized": {"kwargs": {"note": text}}, "extra": {"metadata": {"note": text}}}[field]
+    run_id = uuid.uuid4()
+    if field == "name":
+        client.create_run(value, {"q": "x"}, "chain", id=run_id)
+    else:
+        client.create_run("kgmem.run", {"q": "x"}, "chain", id=run_id, **{field: value})
+        client.update_run(run_id, **{field: value})
+    sent = "\n".join(handed)
+    assert "<redacted>" in sent and "hooks.slack.com/services/" in sent, f"the {field} field was not handed on"
+    for secret in secrets:
+        assert secret not in sent, f"{secret!r} was handed to the LangSmith client in the run's {field}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Sequence, TypedDict
 
 import numpy as np
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from langgraph_kgmem.ingest.chunking import split_sentences
 from langgraph_kgmem.errors import KgmemInputError
@@ -22,6 +22,7 @@ from langgraph_kgmem.llm import (generate, innermost_model, is_offline, merge_us
                                  resolve_run_model, with_retry_policy)
 # document text enters prompts only through fence(): the model layer below ingest/ holds it, so
 # extraction and the methods quote text with the same code (re-exported here, where the methods import it)
+from langgraph_kgmem.redaction import redact_secrets
 from langgraph_kgmem.llm.prompts import DATA_CLOSE, DATA_NOTE, DATA_OPEN, data_text, fence  # noqa: F401
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ MAX_REASON_CHARS = 2000       # free text inside a decision (a reason, advice)
 MAX_LIST_ITEMS = 100          # ids or numbers in one decision
 ModelId = Annotated[str, Field(max_length=MAX_ID_CHARS)]
 ModelName = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
-ModelText = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
+# free text a decision carries is stored (reflections, verdicts): a key the model echoes is redacted
+ModelText = Annotated[str, Field(max_length=MAX_REASON_CHARS), AfterValidator(redact_secrets)]
 
 
 def emit_progress(event: dict[str, Any]) -> None:
@@ -343,7 +345,10 @@ def answer_question(kg: "KnowledgeGraph", model: Any, question: str, evidence: S
 
 
 def method_as_tool(app: Any, *, name: str, description: str) -> Any:
-    """Wrap a compiled method graph as a LangChain tool returning ``{answer, evidence_ids, usage}``."""
+    """Wrap a compiled method graph as a LangChain tool returning ``{answer, evidence_ids, evidence,
+    llm_calls}``. The answer and the evidence lines are document text (an answer quotes what it was
+    given) and reach the calling agent's model: each comes inside the prompt fence
+    (``<data>...</data>``, :func:`fence`), and the description ends with :data:`DATA_NOTE`."""
     from langchain_core.tools import StructuredTool
     from pydantic import BaseModel, Field
 
@@ -352,8 +357,9 @@ def method_as_tool(app: Any, *, name: str, description: str) -> Any:
 
     def result(out: dict[str, Any]) -> dict[str, Any]:
         evidence = out.get("evidence", [])
-        return {"answer": out.get("answer", ""), "evidence_ids": [e["id"] for e in evidence],
-                "evidence": [e["text"][:300] for e in evidence[:5]],
+        return {"answer": fence(out.get("answer", ""), inline=True, empty=""),
+                "evidence_ids": [e["id"] for e in evidence],
+                "evidence": [fence(e["text"][:300], inline=True, empty="") for e in evidence[:5]],
                 "llm_calls": out.get("usage", {}).get("llm_calls", 0)}
 
     def run(question: str) -> dict[str, Any]:
@@ -362,6 +368,8 @@ def method_as_tool(app: Any, *, name: str, description: str) -> Any:
     async def arun(question: str) -> dict[str, Any]:
         return result(await app.ainvoke({"question": question}))
 
+    if DATA_NOTE not in description:
+        description = f"{description} {DATA_NOTE}"
     return StructuredTool.from_function(run, coroutine=arun, name=name, description=description, args_schema=Args)
 
 

@@ -20,6 +20,7 @@ from langgraph_kgmem.llm.endpoints import record_decision
 from langgraph_kgmem.llm.models import is_offline, unwrap
 from langgraph_kgmem.llm.parsing import MAX_TEXT_CHARS, clean_reply
 from langgraph_kgmem.llm.tokens import count_message_tokens, message_text
+from langgraph_kgmem.redaction import redact_secrets
 from langgraph_kgmem.llm.usage import call_usage, decision_usage, fallback_record, merge_usage, reply_tokens
 from langgraph_kgmem.storable import storable
 
@@ -32,7 +33,8 @@ def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
     """Free-text generation (answers, summaries), counted like a decision; the reply is cut to
     :data:`~langgraph_kgmem.llm.parsing.MAX_TEXT_CHARS`. A call that raises is retried once; if
     the retry fails too, ``fallback()`` answers (recorded in ``usage["fallbacks"]``, kind
-    ``model_error``), or, with no fallback, :class:`~langgraph_kgmem.errors.KgmemModelError` is raised."""
+    ``model_error``), or, with no fallback, :class:`~langgraph_kgmem.errors.KgmemModelError` is raised.
+    Secrets in the reply (API keys, passwords, tokens) come back as ``<redacted>``."""
     if is_offline(model):
         raise KgmemDecisionError(f"step {step!r} needs a model; offline callers must answer extractively")
     usage = decision_usage()
@@ -52,7 +54,8 @@ def generate(model: Any, prompt: str | Sequence[BaseMessage], *, step: str,
         usage = merge_usage(usage, call)
         record_decision(model, fell_back=False)
         logger.debug("generation %s answered by the model, attempt %d", step, attempt + 1)
-        return clean_reply(message_text(raw), MAX_TEXT_CHARS).strip(), usage
+        # what a model says is kept (answers, summaries, checkpoints): a key it echoes is not
+        return redact_secrets(clean_reply(message_text(raw), MAX_TEXT_CHARS)).strip(), usage
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -2,7 +2,10 @@
 ``writable=True`` Remember (an agent writes what it learned into the KG, with provenance).
 
 ``create_kgmem_tools(kg)`` returns them bound to one graph, ready for ``bind_tools``, a
-``ToolNode`` or ``create_agent``. Observations are plain sentences an LLM can act on.
+``ToolNode`` or ``create_agent``. Observations are plain sentences an LLM can act on; the KG's own
+text in them (names, features, relations, remembered facts and sources) comes inside the prompt
+fence, ``<data>...</data>``, as every prompt of the package quotes documents, and each tool's
+description says what the fence means (:data:`~langgraph_kgmem.llm.prompts.DATA_NOTE`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from langgraph_kgmem.llm.prompts import DATA_NOTE, fence
 from langgraph_kgmem.tools.graph_env import GraphEnv, load_grbench
 
 if TYPE_CHECKING:
@@ -66,38 +70,40 @@ def remember(kg: "KnowledgeGraph", subject: str, relation: str, object: str, sou
         report = kg.add_triples([(s, r, o)], source=doc_id, meta={"remembered_from": src, "by": "Remember tool"})
     except KgmemError as exc:
         return f"Not remembered: {exc}"
+    fact, origin = fence(f"{s} {r} {o}", inline=True), fence(src, inline=True)
     if report.documents_skipped:
-        return f"Already remembered: {s} {r} {o} (from {src})."
-    return f"Remembered: {s} {r} {o} (from {src}; document {doc_id})."
+        return f"Already remembered: {fact} (from {origin})."
+    return f"Remembered: {fact} (from {origin}; document {doc_id})."
 
 
 def create_kgmem_tools(kg: "KnowledgeGraph", *, top_n: int = 1, writable: bool = False) -> list[BaseTool]:
     """The four graph-access tools bound to ``kg`` (RetrieveNode returns the top ``top_n`` ids);
     ``writable=True`` adds Remember (:func:`remember`)."""
-    env = GraphEnv(kg)
+    env = GraphEnv(kg, fenced=True)   # an outer agent reads the KG's text as quoted data
+    note = " " + DATA_NOTE
     tools = [
         StructuredTool.from_function(
             lambda keyword: env.retrieve_node(keyword, top_n), name="RetrieveNode", args_schema=RetrieveNodeArgs,
             description="Find the id of the graph node whose text best matches a keyword. Start here: other "
-                        "tools need node ids."),
+                        "tools need node ids." + note),
         StructuredTool.from_function(
             env.node_feature, name="NodeFeature", args_schema=NodeFeatureArgs,
             description="Read one feature (attribute) of a node, e.g. its name or description. An unknown "
-                        "feature returns the list of available ones."),
+                        "feature returns the list of available ones." + note),
         StructuredTool.from_function(
             env.neighbour_check, name="NeighbourCheck", args_schema=NeighbourArgs,
             description="List the ids of a node's neighbours along a relation. An unknown relation returns "
-                        "the node's relations."),
+                        "the node's relations." + note),
         StructuredTool.from_function(
             env.node_degree, name="NodeDegree", args_schema=NeighbourArgs,
-            description="Count a node's neighbours along a relation (use for 'how many' questions)."),
+            description="Count a node's neighbours along a relation (use for 'how many' questions)." + note),
     ]
     if writable:
         tools.append(StructuredTool.from_function(
             lambda subject, relation, object, source: remember(kg, subject, relation, object, source),
             name="Remember", args_schema=RememberArgs,
             description="Store one fact you learned (subject, relation, object) in the knowledge graph, with "
-                        "its source, so later questions can use it. Use it for facts worth keeping, not guesses."))
+                        "its source, so later questions can use it. Use it for facts worth keeping, not guesses." + note))
     return tools
 
 

@@ -2,7 +2,11 @@
 
 Used by the graph tools (RetrieveNode, NodeFeature, NeighbourCheck, NodeDegree) and by agents.
 Every function returns an *observation* string an LLM can act on; unknown ids, features and
-relations produce a helpful message listing what exists, never an exception.
+relations produce a helpful message listing what exists, never an exception. With ``fenced=True``
+(the tools an outer agent calls) every piece of KG text in an observation (names, features,
+relations) comes inside the prompt fence (``<data>...</data>``, :func:`~langgraph_kgmem.llm.prompts.fence`),
+ids through :func:`~langgraph_kgmem.llm.prompts.data_text`; R3-Cycle reads plain observations and
+fences them itself.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.llm.prompts import data_text, fence
 from langgraph_kgmem.kg.types import Edge, Node, edge_id
 
 if TYPE_CHECKING:
@@ -21,10 +26,25 @@ MAX_LISTED = 30
 
 
 class GraphEnv:
-    """Feature/neighbour access over a :class:`KnowledgeGraph`."""
+    """Feature/neighbour access over a :class:`KnowledgeGraph` (``fenced=True``: KG text in the
+    observations comes inside the prompt fence, for an outer agent)."""
 
-    def __init__(self, kg: "KnowledgeGraph") -> None:
+    fenced = False   # also for subclasses whose own __init__ does not call this one
+
+    def __init__(self, kg: "KnowledgeGraph", *, fenced: bool = False) -> None:
         self.kg = kg
+        self.fenced = fenced
+
+    def _text(self, text: str) -> str:
+        """KG text in an observation: quoted (``'Warsaw'``), or fenced for an outer agent."""
+        return fence(text, inline=True, empty="''") if self.fenced else repr(text)
+
+    def _value(self, text: str) -> str:
+        """A listed or read value: as it is, or fenced for an outer agent."""
+        return fence(text, inline=True, empty="''") if self.fenced else text
+
+    def _id(self, node_id: str) -> str:
+        return data_text(node_id) if self.fenced else node_id
 
     # -- features -----------------------------------------------------------------------------
     def features(self, node: Node) -> dict[str, Any]:
@@ -52,7 +72,7 @@ class GraphEnv:
         return sorted(dict.fromkeys(rels))
 
     def _unknown_node(self, node_id: str) -> str:
-        return (f"Node {node_id!r} does not exist. Use RetrieveNode with a keyword to find a valid node id "
+        return (f"Node {self._text(node_id)} does not exist. Use RetrieveNode with a keyword to find a valid node id "
                 "(ids look like the ones RetrieveNode returns).")
 
     # -- observations ---------------------------------------------------------------------------
@@ -65,9 +85,9 @@ class GraphEnv:
             return "The graph has no nodes yet."
         if top_n <= 1:
             node, score = hits[0]
-            return f"The id of the node most related to {keyword!r} is {node.id} ({node.text!r})."
-        return "Nodes most related to {!r}: {}".format(
-            keyword, "; ".join(f"{n.id} ({n.text!r}, {s:.2f})" for n, s in hits))
+            return f"The id of the node most related to {self._text(keyword)} is {self._id(node.id)} ({self._text(node.text)})."
+        return "Nodes most related to {}: {}".format(
+            self._text(keyword), "; ".join(f"{self._id(n.id)} ({self._text(n.text)}, {s:.2f})" for n, s in hits))
 
     def node_feature(self, node_id: str, feature: str) -> str:
         """Observation: one feature of a node, or the features it has when ``feature`` is not one."""
@@ -76,10 +96,10 @@ class GraphEnv:
             return self._unknown_node(node_id)
         feats = self.features(node)
         if feature not in feats:
-            return (f"Node {node_id} has no feature {feature!r}; available features are: "
-                    f"{', '.join(sorted(feats))}.")
+            return (f"Node {self._id(node_id)} has no feature {self._text(feature)}; available features are: "
+                    f"{self._value(', '.join(sorted(map(str, feats))))}.")
         val = feats[feature]
-        return f"The {feature} of node {node_id} is: {json.dumps(val) if not isinstance(val, str) else val}"
+        return f"The {self._value(feature)} of node {self._id(node_id)} is: {self._value(json.dumps(val) if not isinstance(val, str) else val)}"
 
     def neighbour_ids(self, node_id: str, relation: str) -> list[Edge] | None:
         """The edges of ``node_id`` along ``relation`` (matched exactly on the edge text or kind, else as
@@ -98,13 +118,14 @@ class GraphEnv:
         if edges is None:
             return self._unknown_node(node_id)
         if not edges:
-            return (f"Node {node_id} has no neighbours along relation {relation!r}; its relations are: "
-                    f"{', '.join(self.relations(node_id)[:MAX_LISTED]) or 'none'}.")
+            return (f"Node {self._id(node_id)} has no neighbours along relation {self._text(relation)}; its relations are: "
+                    f"{self._value(', '.join(self.relations(node_id)[:MAX_LISTED])) or 'none'}.")
         others = [e.dst if e.src == node_id else e.src for e in edges]
         others = list(dict.fromkeys(others))
-        shown = ", ".join(f"{o} ({self.kg.node(o).text[:40]!r})" for o in others[:MAX_LISTED])  # type: ignore[union-attr]
+        shown = ", ".join(f"{self._id(o)} ({self._text(self.kg.node(o).text[:40])})"  # type: ignore[union-attr]
+                          for o in others[:MAX_LISTED])
         more = f" and {len(others) - MAX_LISTED} more" if len(others) > MAX_LISTED else ""
-        return f"The {relation} neighbours of {node_id} are: {shown}{more}."
+        return f"The {self._value(relation)} neighbours of {self._id(node_id)} are: {shown}{more}."
 
     def node_degree(self, node_id: str, relation: str) -> str:
         """Observation: how many distinct neighbours a node has along ``relation`` (its relations when 0)."""
@@ -113,9 +134,9 @@ class GraphEnv:
             return self._unknown_node(node_id)
         n = len({e.dst if e.src == node_id else e.src for e in edges})
         if n == 0:
-            return (f"Node {node_id} has 0 neighbours along relation {relation!r}; its relations are: "
-                    f"{', '.join(self.relations(node_id)[:MAX_LISTED]) or 'none'}.")
-        return f"Node {node_id} has {n} neighbours along relation {relation!r}."
+            return (f"Node {self._id(node_id)} has 0 neighbours along relation {self._text(relation)}; its relations are: "
+                    f"{self._value(', '.join(self.relations(node_id)[:MAX_LISTED])) or 'none'}.")
+        return f"Node {self._id(node_id)} has {n} neighbours along relation {self._text(relation)}."
 
 
 def load_grbench(kg: "KnowledgeGraph", data: dict[str, Any] | str | Path, *, source: str = "grbench") -> dict[str, int]:

@@ -33,6 +33,7 @@ from langgraph_kgmem.graphs.runs import finish_run as record_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import (decide, decision_usage, empty_usage, fallback_record, fresh_usage, invoke_counted,
                                  is_offline, merge_usage, message_text, model_label, offline_usage, render)
+from langgraph_kgmem.redaction import redact_secrets
 from langgraph_kgmem.llm.endpoints import mark_refused, note_tool_reply, record_decision, refused_methods
 
 
@@ -110,7 +111,7 @@ def reason(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) ->
         usage["fallbacks"] = [fallback_record("reason", "invalid_tool_call", problem, message_text(raw))]
         pending = {"thought": "", "tool": FINISH, "args": {"answer": NO_ANSWER}, "call_id": call_id}
     record_decision(mdl, fell_back=raw is None or bool(problem))
-    return {"pending": pending, "usage": usage}
+    return {"pending": redacted_call(pending), "usage": usage}
 
 
 def as_json(deps: R3Deps, mdl: Any, state: R3State, messages: list[BaseMessage], context: dict[str, Any],
@@ -130,7 +131,14 @@ def as_json(deps: R3Deps, mdl: Any, state: R3State, messages: list[BaseMessage],
     step, u = decide(mdl, ToolStep, messages + [HumanMessage(render(REASON_AS_JSON, menu=deps.tool_menu))],
                      step="reason", offline=offline, validate=validate, context=context)
     pending = {"thought": step.thought.strip(), "tool": step.tool, "args": dict(step.args), "call_id": call_id}
-    return {"pending": pending, "usage": merge_usage(usage, u)}
+    return {"pending": redacted_call(pending), "usage": merge_usage(usage, u)}
+
+
+def redacted_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A model's tool call with the secrets in its thought and text arguments redacted: the call is
+    kept (state, checkpoints, trajectories) and its Finish answer becomes the run's answer."""
+    args = {k: redact_secrets(v) if isinstance(v, str) else v for k, v in call["args"].items()}
+    return {**call, "thought": redact_secrets(str(call.get("thought", ""))), "args": args}
 
 
 def act(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -> dict[str, Any]:
@@ -345,5 +353,5 @@ def tool_call_problem(call: Mapping[str, Any]) -> str:
     return ""
 
 
-__all__ = ["act", "after_record", "after_reflect", "after_verify", "finish_run", "reason", "record", "reflect", "replan",
+__all__ = ["act", "after_record", "redacted_call", "after_reflect", "after_verify", "finish_run", "reason", "record", "reflect", "replan",
            "start_run", "tool_call_problem", "verify", "write_trajectory"]

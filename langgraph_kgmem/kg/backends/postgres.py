@@ -129,12 +129,51 @@ def _psycopg() -> Any:
     return psycopg
 
 
-def _where(uri: str) -> str:
+_ENCODE_HINT = ("percent-encode the password (and user): a space or any of @ : / ? # % in it is written %XX, e.g. "
+                "python -c \"import urllib.parse; print(urllib.parse.quote(input(), safe=''))\"")
+
+
+def check_uri(uri: str) -> dict[str, str]:
+    """``uri`` (a ``postgresql://`` URI or a ``key=value`` connection string) parsed into its
+    connection parameters, refused before any connection is tried when it cannot mean what it
+    says. libpq reads a password holding an unencoded ``@`` or ``/`` as part of the host, port
+    or database, so the server's error would quote the password; a space makes psycopg's own
+    parse error quote it, and a pool started on such a URI retries until its timeout.
+
+    Raises:
+        ConfigurationError: what is wrong and how to encode the password; never the password itself.
+    """
     from psycopg.conninfo import conninfo_to_dict
 
+    def refuse(reason: str) -> ConfigurationError:
+        return ConfigurationError(f"{uri_source(uri)} is not a usable PostgreSQL connection string: {reason}; "
+                                  f"{_ENCODE_HINT}")
+
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in uri) and is_postgres_uri(uri):
+        raise refuse("it holds a space or a control character")
+    if is_postgres_uri(uri):
+        rest = uri.split("://", 1)[1]
+        authority = re.split(r"[/?]", rest, maxsplit=1)[0]
+        if authority.count("@") > 1:
+            raise refuse("the part before the host holds more than one '@'")
+        if "@" not in authority and "@" in rest:
+            raise refuse("an '@' follows a '/' or '?', so the password or user name holds one of them")
     try:
-        d = conninfo_to_dict(uri)
-    except Exception:  # noqa: BLE001 - a malformed URI; say so without echoing a password
+        params = conninfo_to_dict(uri)
+    except Exception:  # noqa: BLE001 - psycopg's message quotes the offending part, which may be the password
+        raise refuse("libpq cannot parse it") from None
+    port = str(params.get("port", "5432"))
+    if not all(p.isdigit() and 0 < int(p) < 65536 for p in port.split(",")):
+        raise refuse("its port is not a number between 1 and 65535")
+    if "@" in str(params.get("host", "")):
+        raise refuse("its host holds an '@'")
+    return {str(k): str(v) for k, v in params.items()}
+
+
+def _where(uri: str) -> str:
+    try:
+        d = check_uri(uri)
+    except ConfigurationError:  # a malformed URI; say so without echoing a password
         return "(an unparsable URI)"
     return f"{d.get('host', 'localhost')}:{d.get('port', 5432)}/{d.get('dbname', '')} as {d.get('user', '')!r}"
 
@@ -146,11 +185,18 @@ def database_label(uri: str) -> str:
 
 def storage_error(exc: BaseException, uri: str, doing: str) -> StorageError:
     """A clear error for a database that is unreachable, refuses us, or went away."""
-    from langgraph_kgmem.tracing import redact_secrets
+    from langgraph_kgmem.redaction import REDACTED, redact_secrets
 
     lost = " Nothing of the failed transaction was written." if doing == "writing" else ""
+    said = redact_secrets(str(exc))
+    try:
+        password = check_uri(uri).get("password", "")
+    except ConfigurationError:
+        password = ""
+    if len(password) >= 3:   # the server or libpq may quote it in a shape no pattern knows
+        said = said.replace(password, REDACTED)
     return StorageError(
-        f"PostgreSQL at {_where(uri)} failed while {doing}: {redact_secrets(str(exc)).strip()[:500]}.{lost} "
+        f"PostgreSQL at {_where(uri)} failed while {doing}: {said.strip()[:500]}.{lost} "
         f"Check the server is up and {uri_source(uri)} (host, port, database, user, password), then retry.")
 
 
@@ -169,6 +215,7 @@ class PgDatabase:
         psycopg = _psycopg()
         from psycopg_pool import ConnectionPool
 
+        check_uri(uri)   # a malformed URI is refused here, before a connection (or a pool's retries)
         self.uri = uri
         # seconds to wait for a connection before saying the server is gone (KGMEM_POSTGRES_TIMEOUT)
         self.timeout = timeout if timeout is not None else float(os.environ.get("KGMEM_POSTGRES_TIMEOUT", "10"))
