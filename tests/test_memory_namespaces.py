@@ -42,13 +42,13 @@ def test_every_kind_and_the_root_are_reserved():
 def test_a_new_kind_is_reserved_once_registered(monkeypatch):
     """The reserved labels are read from KINDS: a kind another module adds is covered at once, and
     a namespace of a kind nobody registered is refused (so none escapes the check)."""
-    assert memory_scope(("{user_id}",), user("feedback")) == ("feedback",)
-    with pytest.raises(KgmemInputError, match="unknown memory kind label 'feedback'"):
-        namespace("kg", "feedback")
-    monkeypatch.setitem(KINDS, "feedback", "feedback")
-    assert namespace("kg", "feedback", ("alice",)) == ("kgmem", "kg", "alice", "feedback")
+    assert memory_scope(("{user_id}",), user("notes")) == ("notes",)
+    with pytest.raises(KgmemInputError, match="unknown memory kind label 'notes'"):
+        namespace("kg", "notes")
+    monkeypatch.setitem(KINDS, "notes", "notes")
+    assert namespace("kg", "notes", ("alice",)) == ("kgmem", "kg", "alice", "notes")
     with pytest.raises(KgmemInputError, match="name of a memory kind"):
-        memory_scope(("{user_id}",), user("feedback"))
+        memory_scope(("{user_id}",), user("notes"))
 
 
 def test_a_run_for_a_tenant_named_codebook_is_refused_and_the_graph_stays_usable(text_kg):
