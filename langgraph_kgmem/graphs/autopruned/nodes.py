@@ -15,6 +15,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.answering import offline_answer, path_names
 from langgraph_kgmem.graphs.autopruned.codebook import CHANNELS, cite_passages
 from langgraph_kgmem.graphs.autopruned.deps import AutoprunedDeps, record_size
 from langgraph_kgmem.graphs.autopruned.options import AutoprunedOptions
@@ -28,7 +29,7 @@ from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_sele
                                                        fuse_dense, run_passages, segment_max, stacked_fine_scores,
                                                        unique_runs)
 from langgraph_kgmem.graphs.autopruned.sentences import fact_sentences, ranked_sentences
-from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, extractive_answer, require,
+from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, require,
                                            run_model)
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import count_tokens, fresh_usage, generate, is_offline, model_label
@@ -284,10 +285,22 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                 "shown_edges": {r: shown[r] for rs in selected.values() for r in rs}, "evidence": evidence}
 
 
+def offline_span(kg: Any, question: str, facts: Sequence[dict[str, Any]]) -> str:
+    """The offline answer (:func:`~langgraph_kgmem.graphs.answering.offline_answer`) over the
+    selected facts and, after them, the passages they came from; the facts' entities, in fact
+    order, are the method's path."""
+    if not facts:
+        return "no answer"
+    edges = [kg.edge(f["id"]) for f in facts]
+    ends = [n for e in edges if e is not None for n in (e.src, e.dst)]
+    evidence = list(facts) + [{"id": cid, "text": text} for cid, text in evidence_passages(kg, facts)]
+    return offline_answer(question, evidence, path_names(kg, ends)).answer
+
+
 def answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
            *, deps: AutoprunedDeps) -> dict[str, Any]:
     """A stored answer to the same question by the same decider, still grounded, replayed;
-    otherwise the LLM over the packed codebook (offline: extractive over the fact evidence)."""
+    otherwise the LLM over the packed codebook (offline: :func:`offline_span`)."""
     opts = options_of(runtime, deps.options)
     kg = deps.kg
     model = run_model(runtime, deps.model)
@@ -301,15 +314,15 @@ def answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     # the KG's facts only: a stored answer belongs to the question it answered (a line of an
     # answer run that is a KG relation edge is that fact, as a fact run would show it)
     facts = [e for e in evidence if e.get("channel", "F") == "F" or kg.edge(e["id"]) is not None]
+    offline = partial(offline_span, kg, state["question"], facts)
     if is_offline(model):
-        return {"answer": extractive_answer(kg, state["question"], facts) if facts else "no answer",
-                "answer_by": decider, "replayed_answer": None}
+        return {"answer": offline(), "answer_by": decider, "replayed_answer": None}
     prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"))
     text, usage = generate(model, prompt, step="answer", context={
         "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
         "evidence_texts": [e["text"] for e in evidence], "run_ids": state.get("selected_runs", {}),
         "encoding": state.get("encoding")},
-        fallback=lambda: extractive_answer(kg, state["question"], facts) if facts else "no answer")
+        fallback=offline)
     # an answer the model did not give is not the model's: it never replays as one
     by = f"extractive fallback ({decider})" if usage.get("fallbacks") else decider
     return {"answer": text, "usage": usage, "answer_by": by, "replayed_answer": None}
@@ -391,5 +404,5 @@ def route_after_memorize(state: AutoPrunedState) -> Literal["consolidate", "__en
     return "consolidate" if state.get("memorized") else END
 
 
-__all__ = ["answer", "consolidate", "encode_question", "memorize", "pack_prompt", "rerank_fine", "retrieve_coarse",
+__all__ = ["answer", "offline_span", "consolidate", "encode_question", "memorize", "pack_prompt", "rerank_fine", "retrieve_coarse",
            "route_after_memorize", "select_runs", "sync_facts"]
