@@ -74,7 +74,7 @@ def test_a_comparison_picks_the_option_with_the_earlier_date():
 
 
 def test_the_method_path_breaks_a_tie_between_equally_supported_names():
-    evidence = [{"id": "p", "text": "The prize went to Ann Lee and to Bo Chan."}]
+    evidence = [{"id": "p", "text": "Ann Lee received the prize. Bo Chan received the prize."}]
     question = "Who received the prize?"
     assert candidates(question, evidence)[0].text == "Ann Lee"          # ties: alphabetical
     assert offline_answer(question, evidence, path=["Bo Chan"]).answer == "Bo Chan"

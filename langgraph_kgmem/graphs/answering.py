@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from langgraph_kgmem.graphs.common import content_words, fence, named_in
+from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
 from langgraph_kgmem.llm import generate, is_offline
@@ -57,6 +57,8 @@ HOP_WEIGHT = 0.5             # share of a naming sentence's support a passage in
 PATH_BONUS = 0.3             # bonus for a name on the method's own path, scaled by its place there
 FIT_GOOD, FIT_PLACE, FIT_WEAK = 1.0, 0.6, 0.35   # type fit: matches / reads as a place / only may match
 FIT_OTHER = 0.15             # type fit of a name with no trace of the question's category noun
+NEAR_WORDS = 5               # words either side of a span searched for a word of the question
+FAR_FIT = 0.6                # fit factor of a span with none of the question's words near it
 RECUR_WEIGHT = 0.25          # share of a candidate's further mentions added to its best one
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -68,6 +70,7 @@ founder manager coach member leader wife husband son daughter father mother brot
 _PLACE_HEADS = frozenset("""city town village country state province county region district island river lake
 mountain sea ocean place area capital municipality borough suburb neighborhood neighbourhood continent valley
 """.split())
+_NATURAL_HEADS = frozenset("river lake mountain sea ocean island valley bay".split())
 _DATE_HEADS = frozenset("year date day month decade century".split())
 _NUMBER_HEADS = frozenset("number population amount".split())
 _KNOWN_HEADS = _PERSON_HEADS | _PLACE_HEADS | _DATE_HEADS | _NUMBER_HEADS | HEAD_NOUNS
@@ -75,7 +78,9 @@ _FUNCTION = frozenset("the a an of in on at to for by with from type kind name".
 # capitalised words that make a name an organisation, a work or a place, not a person
 _NOT_PERSON = frozenset(w.capitalize() for w in HEAD_NOUNS | _PLACE_HEADS) | frozenset("""Works Academy Institute
 Observatory Society Association Hall House Center Centre Foundation Museum Library Hospital Press Records Studios
-Theatre Theater Stadium Academy Council Committee Ministry Department Office Bank Group Inc Ltd Company""".split())
+Theatre Theater Stadium Academy Council Committee Ministry Department Office Bank Group Inc Ltd Company War Cup
+Nation Brigade Conference Series Army Navy Force Party Awards Prize Championship Games Olympics Act Treaty Battle
+Airport Road Street Position Church Parliament""".split())
 _EARLY = frozenset("first earlier earliest older oldest before prior".split())
 _LATE = frozenset("later last latest younger youngest newer newest recent recently after".split())
 _MORE = frozenset("more most larger largest bigger biggest higher highest longer longest taller tallest greater "
@@ -94,11 +99,12 @@ _RELATED = {"birthplace": ("born", "birth"), "born": ("birth", "birthplace"), "d
 _MONTH = "|".join(sorted(MONTHS))
 _DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTH})\s+\d{{4}}|(?:{_MONTH})\s+\d{{1,2}},?\s+\d{{4}}|(?:{_MONTH})\s+\d{{4}}"
                    rf"|(?:1[0-9]{{3}}|20[0-9]{{2}})s?)\b")
-_NUMBER_WORDS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+_NUMBER_WORDS = ("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
                  "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred").split()
 _NUMBER = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s+(?:million|billion|thousand|hundred))?\b|\b(?:"
                      + "|".join(_NUMBER_WORDS) + r")\b", re.I)
 _YEAR = re.compile(r"^(?:1[0-9]{3}|20[0-9]{2})s?$")
+_DEMONYM_ENDINGS = ("an", "ish", "ese", "ic", "ch", "i")
 
 
 @dataclass(frozen=True)
@@ -196,12 +202,13 @@ def answer_type(question: str) -> AnswerType:
 
 
 def _head_noun(words: Sequence[str]) -> str:
-    """The category noun of "which/what [adjective] <noun> ...": a known category among the two
-    words after the question word, else the first of them when it is no function word."""
+    """The category noun of "which/what [adjectives] <noun> ..." (also "what is the name of the
+    <noun>"): the first known category among the next few content words, else the word right
+    after the question word when it is no function word."""
     for i, w in enumerate(words[:-1]):
         if w in ("which", "what"):
-            after = [x for x in words[i + 1:i + 3] if x not in _AUX and x not in _FUNCTION]
-            known = [x for x in after if x in _KNOWN_HEADS]
+            after = [x for x in words[i + 1:i + 7] if x not in _AUX and x not in _FUNCTION]
+            known = [x for x in after[:4] if x in _KNOWN_HEADS]
             return known[0] if known else (after[0] if after and words[i + 1] == after[0] else "")
     return ""
 
@@ -283,9 +290,12 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
         if (named and named[-1] == t.head) or t.head in before[-2:] or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
             return FIT_GOOD
-        # "Copper Medal of the Lindmere Academy" names a medal, not an academy; a name with no
-        # "river" beside it is seldom the answer to "which river"
-        return FIT_PLACE if t.head in named else FIT_OTHER
+        # "Copper Medal of the Lindmere Academy" names a medal, not an academy; a river, a lake or
+        # a mountain is named with its category beside it, a city or a country seldom is
+        if t.head in named:
+            return FIT_PLACE
+        placed = bool(before) and before[-1] in _PLACE_PREPS
+        return FIT_WEAK if placed and t.kind == "place" and t.head not in _NATURAL_HEADS else FIT_OTHER
     if t.kind == "person":
         agentive = [w for w in before if w not in ("the", "a", "an")]
         agent = len(agentive) >= 2 and agentive[-1] == "by" and bool(_stems({agentive[-2]}) & qverbs)
@@ -296,6 +306,23 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
         placed = bool(before) and before[-1] in _PLACE_PREPS or any(w in _PLACE_WORDS for w in words)
         return FIT_PLACE if placed else FIT_WEAK
     return FIT_GOOD
+
+
+def _adjective(name: str, sentence: str, end: int) -> bool:
+    """A one-word nationality or language used as an adjective ("American film director",
+    "Danish goalkeeper"): no answer to a question that asks for a name."""
+    if " " in name or not name.endswith(_DEMONYM_ENDINGS):
+        return False
+    nxt = _words(sentence[end:end + 20])[:1]
+    return bool(nxt) and nxt[0] not in _AUX and sentence[end:end + 2].strip()[:1].islower()
+
+
+def _nearness(sentence: str, start: int, end: int, qstems: set[str]) -> float:
+    """1 when a word of the question stands within :data:`NEAR_WORDS` words of the span, else
+    :data:`FAR_FIT`: the answer sits next to what the question asks about ("born 30 December
+    1865", "seats 3,677")."""
+    around = _words(sentence[:start])[-NEAR_WORDS:] + _words(sentence[end:])[:NEAR_WORDS]
+    return 1.0 if _stems(set(around) - STOPWORDS) & qstems else FAR_FIT
 
 
 def _path_rank(path: Sequence[str]) -> dict[str, float]:
@@ -332,12 +359,14 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
         for name, start, end in _mentions(kind, s.text, commons[s.evidence_id]):
             if t.kind != "choice" and (named_in(name, qwords) or not content_words(name)):
                 continue
+            if kind == "entity" and _adjective(name, s.text, end):
+                continue
             key = " ".join(_words(name))
             if not key:
                 continue
             own = content_words(name) - {t.head}   # "Lindmere Academy" may repeat "which academy"
             novelty = 1.0 - len(own & qwords) / (len(own) or 1) if t.kind != "choice" else 1.0
-            fit = _fit(t, name, s.text, start, end, qverbs)
+            fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
             fits[key] = max(fits.get(key, 0.0), fit)
             gain = base * novelty * fit
             gains.setdefault(key, []).append(gain)
