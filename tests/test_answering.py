@@ -103,3 +103,11 @@ def test_the_prompt_offers_the_candidates_inside_the_fence():
     offered = prompt.split("Likely answers:")[1]
     assert DATA_OPEN in offered and "Tomas Reyes" in offered
     assert prompt.rstrip().endswith("Answer:")
+
+
+def test_a_claim_about_two_subjects_is_checked_in_each_subjects_evidence():
+    evidence = [{"id": "a", "title": "Ann Lee", "text": "Ann Lee is an American painter."},
+                {"id": "b", "title": "Bo Chan", "text": "Bo Chan is a Chinese sculptor."}]
+    assert offline_answer("Are Ann Lee and Bo Chan both painters?", evidence).answer == "no"
+    both = evidence[:1] + [{"id": "c", "title": "Bo Chan", "text": "Bo Chan is a painter from Canada."}]
+    assert offline_answer("Are Ann Lee and Bo Chan both painters?", both).answer == "yes"

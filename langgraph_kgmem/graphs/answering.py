@@ -419,10 +419,38 @@ def _choose(question: str, t: AnswerType, sents: Sequence[_Sentence]) -> Offline
                          reason="no comparable value for every option: the option the evidence supports best")
 
 
+def _about(name: str, sents: Sequence[_Sentence]) -> list[_Sentence]:
+    low = name.lower()
+    return [s for s in sents if low in s.text.lower() or (s.title and low in s.title.lower())]
+
+
 def _yes_no(question: str, t: AnswerType, sents: Sequence[_Sentence]) -> OfflineAnswer:
-    """Yes when the best-supported sentence holds most of the question's words and no negation."""
+    """A claim about two subjects ("Are X and Y both Z?", "... the same Z?"): yes when each
+    subject's sentences hold the property's words (both), or when their sentences share a name the
+    question does not give (same); otherwise yes when the best-supported sentence does not deny it."""
     if not sents:
         return OfflineAnswer(NO_ANSWER, "", "", t, reason="no evidence to check the claim against")
+    qwords = content_words(question)
+    # the opening auxiliary ("Are", "Were") is no part of the first name
+    subjects = [m.name for m in entity_mentions(question[:1].lower() + question[1:]) if not _YEAR.match(m.name)][:2]
+    about = [_about(x, sents) for x in subjects]
+    if len(subjects) == 2 and all(about):
+        named = set().union(*(content_words(x) for x in subjects))
+        props = _stems(qwords - named - {"both", "same"})
+        if "same" in qwords:
+            names = [{" ".join(_words(m.name)) for s in ss for m in entity_mentions(s.text)
+                      if not named_in(m.name, qwords)} for ss in about]
+            shared = names[0] & names[1]
+            answer = "yes" if shared else "no"
+            why = f"both subjects' evidence names {sorted(shared)[0]}" if shared else "their evidence shares no name"
+        else:
+            holds = [any(props and len(_stems(content_words(s.text)) & props) >= max(1, len(props) // 2 + 1)
+                         or not props for s in ss) for ss in about]
+            answer = "yes" if all(holds) else "no"
+            why = "each subject's evidence holds the property" if all(holds) else \
+                f"the evidence of {subjects[holds.index(False)]} does not hold the property"
+        best = max(about[0] + about[1], key=lambda x: x.support * x.weight)
+        return OfflineAnswer(answer, best.text, best.evidence_id, t, reason=why)
     s = max(sents, key=lambda x: (x.support * x.weight, -len(x.text)))
     negated = bool(set(_words(s.text)) & {"not", "never", "no", "neither", "nor"})
     answer = "no" if negated and s.support >= 0.5 else "yes"
