@@ -287,13 +287,14 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
 
 def offline_span(kg: Any, question: str, facts: Sequence[dict[str, Any]]) -> str:
     """The offline answer (:func:`~langgraph_kgmem.graphs.answering.offline_answer`) over the
-    selected facts and, after them, the passages they came from; the facts' entities, in fact
-    order, are the method's path."""
+    passages the selected facts came from and, after them, the facts; the facts' entities, in
+    fact order, are the method's path."""
     if not facts:
         return "no answer"
     edges = [kg.edge(f["id"]) for f in facts]
     ends = [n for e in edges if e is not None for n in (e.src, e.dst)]
-    evidence = list(facts) + [{"id": cid, "text": text} for cid, text in evidence_passages(kg, facts)]
+    # the passages read first: a fact line is a clause cut out of them, its answer span often cut off
+    evidence = [{"id": cid, "text": text} for cid, text in evidence_passages(kg, facts)] + list(facts)
     return offline_answer(question, evidence, path_names(kg, ends)).answer
 
 
