@@ -2,7 +2,8 @@
 the memory at work (the second asking of a question), answer temporal questions with KG-IRAG over
 the bundled sample records, and export the HTML view with a ReMindRAG run highlighted.
 
-Offline by default (no LLM: heuristic decisions, extractive answers — labelled as such); set
+Offline by default (no LLM: heuristic decisions, short answers picked from each method's own
+evidence and path — labelled as such); set
 KGMEM_MODEL (e.g. openai:gpt-4o-mini) to use a real model. Run with `make demo`.
 """
 
@@ -20,6 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from langgraph_kgmem import KnowledgeGraph  # noqa: E402
+from langgraph_kgmem.graphs.common import normalize_answer  # noqa: E402
 from langgraph_kgmem.graphs.registry import get_factory, summaries  # noqa: E402
 from langgraph_kgmem.graphs.kgirag import create_kgirag_graph, create_singlepass_graph  # noqa: E402
 from langgraph_kgmem.ingest.chunking import split_sentences  # noqa: E402
@@ -104,30 +106,44 @@ def sample_documents() -> list[dict]:
     return docs
 
 
-def sample_questions() -> list[str]:
+def sample_questions() -> list[tuple[str, str]]:
+    """The bundled questions with the answer the bundled text gives (``question<TAB>answer``)."""
     text = resources.files("langgraph_kgmem").joinpath("data/questions.txt").read_text(encoding="utf-8")
-    return [q.strip() for q in text.splitlines() if q.strip()]
+    rows = [line.split("\t") for line in text.splitlines() if line.strip()]
+    return [(q.strip(), a.strip()) for q, a in rows]
+
+
+def is_right(answer: str, expected: str) -> bool:
+    """The answer names the expected one and little else (at most twice its words)."""
+    got, want = normalize_answer(answer), normalize_answer(expected)
+    return bool(want) and f" {want} " in f" {got} " and len(got.split()) <= 2 * len(want.split())
 
 
 def text_methods(kg: KnowledgeGraph, model) -> dict:
-    """Each text method answers two questions twice; returns ReMindRAG's first run (for the view)."""
+    """Each text method answers every bundled question (the first two twice, to show memory at
+    work) beside the answer the text gives; returns ReMindRAG's first run (for the view)."""
     checkpointer, store = kg.persistence()
     questions = sample_questions()
     first_run: dict = {}
+    tally: dict[str, int] = {}
     for method in ("remindrag", "catrag", "hipporag2", "autopruned", "r3cycle"):
         banner(f"method: {method}", summaries()[method])
         factory, preset = get_factory(method)
         app = factory(kg, model=model, **preset).compile(checkpointer=checkpointer, store=store)
-        for i, q in enumerate(questions[:2]):
-            print(f"Q: {q}")
-            for attempt in ("first asking", "second asking"):
+        tally[method] = 0
+        for i, (q, expected) in enumerate(questions):
+            print(f"Q: {q}\n   expected (from the text): {expected}")
+            for attempt in ("first asking", "second asking")[:2 if i < 2 else 1]:
                 t0 = time.perf_counter()
                 out = app.invoke({"question": q}, {"configurable": {"thread_id": f"{method}-{i}-{attempt}"}})
-                show(out, f"{attempt}, {time.perf_counter() - t0:.2f}s")
+                right = is_right(out.get("answer", ""), expected)
+                tally[method] += right and attempt == "first asking"
+                show(out, f"{attempt}, {time.perf_counter() - t0:.2f}s, {'right' if right else 'wrong'}")
                 if method == "remindrag" and not first_run:
                     first_run = {**out, "question": q}
                 for note in memory_notes(kg, out):
                     print(textwrap.fill(note, WIDTH, initial_indent="    ", subsequent_indent="      "))
+    print("\nright answers (first asking): " + ", ".join(f"{m} {n}/{len(questions)}" for m, n in tally.items()))
     return first_run
 
 

@@ -141,17 +141,17 @@ def test_baselines_rank_the_matching_passage_first(name):
     adapter = reg.get(name)
     passages = [
         {"title": "Bears", "text": "The brown bear eats salmon and berries in Alaska."},
-        {"title": "Volcanoes", "text": "A volcano erupts lava, ash and volcanic gases."},
+        {"title": "Volcanoes", "text": "A volcano erupts lava, ash and volcanic gases. Mount Etna erupts most often."},
         {"title": "Chess", "text": "Chess is a board game played by two players on a checkered board."},
     ]
     ctx = make_ctx(passages)
     adapter.setup(ctx)
-    q = BenchQuestion("x", "What does a volcano erupt besides lava?", "ash", passages, ["Volcanoes"])
+    q = BenchQuestion("x", "Which volcano erupts most often?", "Mount Etna", passages, ["Volcanoes"])
     res = adapter.run(ctx, q, "offline")
     assert titles_of(ctx.kg, res.retrieved_ids)[0] == "Volcanoes"
     assert res.usage["llm_calls"] == 0 and res.usage["prompt_tokens"] > 50  # would-be prompt counted
     assert res.retrieved_count == len(res.retrieved_ids) <= 3
-    assert "volcano" in res.answer.lower()  # extractive answer offline
+    assert res.answer == "Mount Etna"  # the methods' short offline answer
 
 
 def test_bm25_reports_no_passage_without_a_shared_term():

@@ -216,6 +216,8 @@ def test_invented_node_ids_are_rejected_reasked_then_fall_back(kg, store):
             return {"sufficient": False}
         if request.step == "traverse_step":
             return {"direction": "forward", "node_id": "ent-0000invented"}
+        if request.step == "answer":   # a reply the evidence holds: the answer step keeps it
+            return "no answer"
         return {"useful_ids": ["chk-invented"]}
 
     model = ScriptedChatModel(responder=liar)
@@ -243,6 +245,8 @@ def test_a_corrected_answer_on_the_retry_is_used(kg, store):
             if tries["n"] == 1:
                 return {"direction": "forward", "node_id": "made-up"}
             return {"direction": "forward", "node_id": request.context["forward"][-1]}
+        if request.step == "answer":   # a reply the evidence holds: the answer step keeps it
+            return "no answer"
         return {"useful_ids": []}
 
     model = ScriptedChatModel(responder=second_time_right)

@@ -16,15 +16,12 @@ are fixed at build time; a run that tries to change one is refused with a messag
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
 
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
-
-if TYPE_CHECKING:
-    from langgraph.store.base import BaseStore
 
 O = TypeVar("O", bound="MethodOptions")
 

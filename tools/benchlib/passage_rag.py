@@ -4,9 +4,10 @@ Both rank the KG's chunk nodes (a benchmark passage is one chunk unless it is lo
 chunk size) as ``"title\\ntext"`` and hand the top :data:`ANSWER_K` passages to the same answer
 step as the KG methods (``graphs.common.ANSWER_PROMPT``):
 
-- ``offline``: the extractive answer (no LLM call). The prompt an LLM answer *would* need is still
-  built and counted (``api.with_offline_answer_prompt``, as every method's adapter does), and
-  reported as ``prompt_tokens`` (``llm_calls`` stays 0: calls actually made).
+- ``offline``: the methods' short answer (``graphs.answering.offline_answer``, with no path; no
+  LLM call). The prompt an LLM answer *would* need is still built and counted
+  (``api.with_offline_answer_prompt``, as every method's adapter does), and reported as
+  ``prompt_tokens`` (``llm_calls`` stays 0: calls actually made).
 - ``oracle`` / ``llm``: one real call through ``llm.generate``; usage is what the call reports.
 """
 
@@ -18,7 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from langgraph_kgmem.graphs.common import evidence_item, extractive_answer
+from langgraph_kgmem.graphs.answering import offline_answer
+from langgraph_kgmem.graphs.common import evidence_item
 from langgraph_kgmem.llm import empty_usage, generate, is_offline
 
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, oracle_answer,
@@ -54,7 +56,9 @@ def answer_from_passages(ctx: BenchContext, q: BenchQuestion, model: Any, chunk_
     prompt = answer_prompt(q.question, evidence)
     if is_offline(model):
         t0 = time.perf_counter()
-        answer = extractive_answer(kg, q.question, evidence)
+        # the methods' shared answer step, reading the next passages of the ranking as CatRAG does
+        further = [evidence_item(kg, cid) for cid in chunk_ids[ANSWER_K:2 * ANSWER_K]]
+        answer = offline_answer(q.question, evidence + further).answer
         usage = with_offline_answer_prompt(empty_usage(), model, prompt)  # would-be prompt, not sent
         extra = {"answer_ms": (time.perf_counter() - t0) * 1000.0}
     else:

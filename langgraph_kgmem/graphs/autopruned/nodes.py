@@ -15,6 +15,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.answering import offline_answer, path_names
 from langgraph_kgmem.graphs.autopruned.codebook import CHANNELS, cite_passages
 from langgraph_kgmem.graphs.autopruned.deps import AutoprunedDeps, record_size
 from langgraph_kgmem.graphs.autopruned.options import AutoprunedOptions
@@ -28,7 +29,7 @@ from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_sele
                                                        fuse_dense, run_passages, segment_max, stacked_fine_scores,
                                                        unique_runs)
 from langgraph_kgmem.graphs.autopruned.sentences import fact_sentences, ranked_sentences
-from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, extractive_answer, require,
+from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, require,
                                            run_model)
 from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
@@ -295,10 +296,23 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                 "shown_edges": {r: shown[r] for rs in selected.values() for r in rs}, "evidence": evidence}
 
 
+def offline_span(kg: Any, question: str, facts: Sequence[dict[str, Any]]) -> str:
+    """The offline answer (:func:`~langgraph_kgmem.graphs.answering.offline_answer`) over the
+    passages the selected facts came from and, after them, the facts; the facts' entities, in
+    fact order, are the method's path."""
+    if not facts:
+        return "no answer"
+    edges = [kg.edge(f["id"]) for f in facts]
+    ends = [n for e in edges if e is not None for n in (e.src, e.dst)]
+    # the passages read first: a fact line is a clause cut out of them, its answer span often cut off
+    evidence = [{"id": cid, "text": text} for cid, text in evidence_passages(kg, facts)] + list(facts)
+    return offline_answer(question, evidence, path_names(kg, ends)).answer
+
+
 def answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
            *, deps: AutoprunedDeps) -> dict[str, Any]:
     """A stored answer to the same question by the same decider, still grounded, replayed;
-    otherwise the LLM over the packed codebook (offline: extractive over the fact evidence).
+    otherwise the LLM over the packed codebook (offline: :func:`offline_span`).
     The run gets its ``run_id`` and record for feedback here."""
     out = _answer(state, runtime, deps=deps)
     opts = options_of(runtime, deps.options)
@@ -323,15 +337,15 @@ def _answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions], *, deps
     # sentences, the facts are the passages' own words, and such a line is not one of them)
     sentences = opts.show == "sentences"
     facts = [e for e in evidence if e.get("channel", "F") == "F" or (not sentences and kg.edge(e["id"]) is not None)]
+    offline = partial(offline_span, kg, state["question"], facts)
     if is_offline(model):
-        return {"answer": extractive_answer(kg, state["question"], facts) if facts else "no answer",
-                "answer_by": decider, "replayed_answer": None}
+        return {"answer": offline(), "answer_by": decider, "replayed_answer": None}
     prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"))
     text, usage = generate(model, prompt, step="answer", context={
         "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
         "evidence_texts": [e["text"] for e in evidence], "run_ids": state.get("selected_runs", {}),
         "encoding": state.get("encoding")},
-        fallback=lambda: extractive_answer(kg, state["question"], facts) if facts else "no answer")
+        fallback=offline)
     # an answer the model did not give is not the model's: it never replays as one
     by = f"extractive fallback ({decider})" if usage.get("fallbacks") else decider
     return {"answer": text, "usage": usage, "answer_by": by, "replayed_answer": None}
@@ -417,5 +431,5 @@ def route_after_memorize(state: AutoPrunedState) -> Literal["consolidate", "__en
     return "consolidate" if state.get("memorized") else END
 
 
-__all__ = ["answer", "consolidate", "encode_question", "memorize", "pack_prompt", "rerank_fine", "retrieve_coarse",
+__all__ = ["answer", "offline_span", "consolidate", "encode_question", "memorize", "pack_prompt", "rerank_fine", "retrieve_coarse",
            "route_after_memorize", "select_runs", "sync_facts"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 from langgraph.runtime import Runtime
 
+from langgraph_kgmem.graphs.answering import answer_with_candidates, path_names
 from langgraph_kgmem.graphs.catrag.index import (CatragIndex, dense_scores, entity_seeds, entity_text, fuse_adaptive,
                                                  fuse_dense, hub_mass, kg_index, minmax, rank_rows)
 from langgraph_kgmem.graphs.catrag.options import CatragOptions
@@ -24,7 +25,7 @@ from langgraph_kgmem.graphs.catrag.schemas import (HUB_TOP, MAX_CONTEXT_FACTS, M
                                                    SUMMARY_KIND, UNPARSABLE_SCORE, WEAK_MULTIPLIER, CatragState,
                                                    NeighbourScore, NeighbourScores, QueryEntities, RecognizedFacts,
                                                    score_multiplier)
-from langgraph_kgmem.graphs.common import (answer_question, check_question, content_words, emit_progress, evidence_item,
+from langgraph_kgmem.graphs.common import (check_question, content_words, emit_progress, evidence_item,
                                            fence, named_in, require, run_model)
 from langgraph_kgmem.graphs.runs import finish_run, run_store
 from langgraph_kgmem.graphs.spec import options_of
@@ -32,10 +33,9 @@ from langgraph_kgmem.ingest.extract import offline_entities
 from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.llm import (decide, fresh_usage, generate, is_offline, merge_usage, model_label, render,
                                  run_concurrently)
-from langgraph_kgmem.memory import RecordMemory, resolve_store
-from langgraph_kgmem.memory.provenance import index_ops, provenance_of_nodes, record_holds
 from langgraph_kgmem.memory import RecordMemory, memory_scope, resolve_store
 from langgraph_kgmem.memory.experience import ExperienceMemory
+from langgraph_kgmem.memory.provenance import index_ops, provenance_of_nodes, record_holds
 from langgraph_kgmem.ranking import best_first
 
 if TYPE_CHECKING:
@@ -320,13 +320,18 @@ def rank_passages(state: CatragState, runtime: Runtime[CatragOptions], *, deps: 
 
 
 def answer(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
-    """The answer from the evidence passages (extractive offline)."""
+    """The answer from the evidence passages and the PPR ranking (a short span offline,
+    :mod:`~langgraph_kgmem.graphs.answering`)."""
     t0 = time.perf_counter()
     opts = options_of(runtime, deps.options)
     mdl = run_model(runtime, deps.model)
     evidence = state.get("evidence", [])
-    text, usage = answer_question(deps.kg, mdl, state["question"], evidence,
-                                  context={"evidence_texts": [e["text"] for e in evidence], "method": opts.method})
+    # the PPR ranking's entities are the method's own path to the answer
+    path = path_names(deps.kg, [n for n, _ in (state.get("ppr") or {}).get("top_nodes", [])])
+    further = [evidence_item(deps.kg, p["id"]) for p in state.get("passages", [])[len(evidence):2 * len(evidence)]]
+    text, usage = answer_with_candidates(mdl, state["question"], evidence, path, further=further,
+                                         context={"evidence_texts": [e["text"] for e in evidence],
+                                                  "method": opts.method})
     run = finish_run(deps.kg, method=opts.method, question=state["question"], evidence=evidence, answer=text,
                      store=deps.store, scope=opts.memory_scope)
     return {"answer": text, "usage": usage, "timings": _add(state, "answer", t0, usage), **run}

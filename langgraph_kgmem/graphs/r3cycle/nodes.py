@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from pydantic import ValidationError
 
 from langgraph_kgmem.errors import KgmemModelError, describe_error
+from langgraph_kgmem.graphs.answering import offline_answer, passages_of, path_names
 from langgraph_kgmem.graphs.common import check_question, emit_progress, evidence_item, fence, require, run_model
 from langgraph_kgmem.graphs.r3cycle.deps import R3Deps
 from langgraph_kgmem.graphs.r3cycle.offline import (NODE_IDS, observed_value, offline_action, offline_reflection,
@@ -303,10 +304,14 @@ def finish_run(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps
         attempts.append(close_attempt(state, outcome, None))
     chosen = next((a for a in reversed(attempts) if a["answer"] is not None), attempts[-1])
     evidence = [evidence_item(deps.kg, i) for i in chosen["visited"] if deps.kg.node(i) is not None]
-    answer = chosen["answer"] if chosen["answer"] is not None else NO_ANSWER
-    run = record_run(deps.kg, method=deps.method, question=state["question"], evidence=evidence, answer=answer,
+    final = chosen["answer"] if chosen["answer"] is not None else NO_ANSWER
+    passages = passages_of(deps.kg, chosen["visited"]) if is_offline(run_model(runtime, deps.model)) else []
+    if passages:   # offline on documents: the short answer the walk's passages support, not a node's text
+        found = offline_answer(state["question"], passages, path_names(deps.kg, chosen["visited"]))
+        final = found.answer if found.answer != NO_ANSWER else final
+    run = record_run(deps.kg, method=deps.method, question=state["question"], evidence=evidence, answer=final,
                      store=deps.store, scope=deps.options.memory_scope, run_id=state["run_id"])
-    return {"answer": answer, "evidence": evidence, "attempts": attempts, "method": deps.method, **run}
+    return {"answer": final, "evidence": evidence, "attempts": attempts, "method": deps.method, **run}
 
 
 def after_record(state: R3State, *, reflection: bool) -> Literal["reason", "verify", "finish_run"]:

@@ -15,7 +15,8 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from langgraph_kgmem.graphs.common import (answer_question, check_question, content_words, data_text, emit_progress,
+from langgraph_kgmem.graphs.answering import answer_with_candidates, path_names
+from langgraph_kgmem.graphs.common import (check_question, content_words, data_text, emit_progress,
                                            evidence_item, fence, fuse_with_dense, fuse_with_dense_adaptive,
                                            id_validator, named_in, require, run_model)
 from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps, edge_weights
@@ -296,8 +297,9 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
         evidence = [evidence_item(kg, c, score=s) for c, s in fused] + [evidence_item(kg, i) for i in facts]
     else:
         evidence = [evidence_item(kg, i) for i in chunks + facts]
-    text, usage = answer_question(kg, llm, question, evidence,
-                                  context={"evidence_texts": [e["text"] for e in evidence], "method": METHOD})
+    # the walk's entities, in the order it reached them, are its own path to the answer
+    text, usage = answer_with_candidates(llm, question, evidence, path_names(kg, state.get("subgraph_nodes", [])),
+                                         context={"evidence_texts": [e["text"] for e in evidence], "method": METHOD})
     reason = "sufficient" if state.get("sufficient") else (
         "max_hops" if state.get("hops", 0) >= opts.max_hops else
         "max_steps" if state.get("steps", 0) >= opts.step_cap else "exhausted")

@@ -1,0 +1,113 @@
+"""The shared answer step (graphs/answering.py): question types, typed candidates, chain hops,
+the path bonus, comparisons, "no answer" with a reason, and a model's reply checked against the
+evidence."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from langgraph_kgmem.graphs.answering import (NO_ANSWER, answer_type, answer_with_candidates, candidate_prompt,
+                                              candidates, offline_answer)
+from langgraph_kgmem.graphs.grounding import cite_passages
+from langgraph_kgmem.llm.prompts import DATA_OPEN
+
+EVIDENCE = [
+    {"id": "c1", "title": "Orchard Observatory",
+     "text": "The Orchard Observatory was founded in 1898 above the town of Lindmere. Its first director was the "
+             "astronomer Helena Varga. The observatory's great refractor was built by the Halden Instrument Works."},
+    {"id": "c2", "title": "Helena Varga",
+     "text": "Helena Varga was born in 1861 in the city of Szeged. She catalogued 4,000 variable stars."},
+    {"id": "c3", "title": "Szeged",
+     "text": "Szeged is a city on the river Tisza in southern Hungary. The Tisza flows into the Danube."},
+    {"id": "c4", "title": "Tomas Reyes",
+     "text": "Tomas Reyes succeeded Helena Varga as director of the Orchard Observatory in 1912."},
+]
+
+
+@pytest.mark.parametrize("question, kind, head", [
+    ("Who succeeded Helena Varga as director?", "person", ""),
+    ("Where was Helena Varga born?", "place", ""),
+    ("Which river flows through the city where Albert Einstein was born?", "place", "river"),
+    ("Which academy gave Helena Varga a medal?", "entity", "academy"),
+    ("When was the Orchard Observatory founded?", "date", ""),
+    ("In what year was the Orchard Observatory founded?", "date", ""),
+    ("How many variable stars did Helena Varga catalogue?", "number", ""),
+    ("Is Szeged in Hungary?", "yesno", ""),
+    ("Who was born first, Helena Varga or Tomas Reyes?", "choice", ""),
+])
+def test_the_answer_type_comes_from_the_question_words(question, kind, head):
+    t = answer_type(question)
+    assert (t.kind, t.head) == (kind, head)
+
+
+def test_a_comparison_names_its_options_and_which_one_it_wants():
+    t = answer_type("Which was founded earlier, the Orchard Observatory or Lindmere Academy?")
+    assert t.kind == "choice" and t.order == "early"
+    assert t.options == ("Orchard Observatory", "Lindmere Academy")
+
+
+def test_a_multi_hop_question_is_answered_with_the_span_at_the_end_of_the_chain():
+    out = offline_answer("On which river is the birthplace of the Orchard Observatory's first director?", EVIDENCE)
+    assert out.answer == "Tisza"
+    assert out.sentence == "Szeged is a city on the river Tisza in southern Hungary."
+    assert out.evidence_id == "c3"
+    assert "Helena Varga" not in [c.text for c in out.candidates][:1]
+
+
+def test_bridge_entities_named_in_the_question_are_never_the_answer():
+    out = offline_answer("Who succeeded Helena Varga as director?", EVIDENCE)
+    assert out.answer == "Tomas Reyes"
+    assert all(c.text != "Helena Varga" for c in out.candidates)
+
+
+def test_dates_and_numbers_answer_when_and_how_many():
+    assert offline_answer("When was the Orchard Observatory founded?", EVIDENCE).answer == "1898"
+    assert offline_answer("How many variable stars did Helena Varga catalogue?", EVIDENCE).answer == "4,000"
+
+
+def test_a_comparison_picks_the_option_with_the_earlier_date():
+    out = offline_answer("Which was founded earlier, the Orchard Observatory or Lindmere Academy?",
+                         EVIDENCE + [{"id": "c5", "title": "Lindmere Academy",
+                                      "text": "The Lindmere Academy was founded in 1850 by Arthur Penn."}])
+    assert out.answer == "Lindmere Academy" and out.evidence_id == "c5"
+
+
+def test_the_method_path_breaks_a_tie_between_equally_supported_names():
+    evidence = [{"id": "p", "text": "Ann Lee received the prize. Bo Chan received the prize."}]
+    question = "Who received the prize?"
+    assert candidates(question, evidence)[0].text == "Ann Lee"          # ties: alphabetical
+    assert offline_answer(question, evidence, path=["Bo Chan"]).answer == "Bo Chan"
+
+
+def test_no_answer_says_why():
+    empty = offline_answer("Who founded the observatory?", [])
+    assert empty.answer == NO_ANSWER and "no evidence" in empty.reason
+    dateless = offline_answer("When did Tomas Reyes die?", [{"id": "x", "text": "Tomas Reyes liked stars."}])
+    assert dateless.answer == NO_ANSWER and "date" in dateless.reason
+
+
+def test_a_grounded_model_answer_stands_and_an_invented_one_gives_the_offline_answer():
+    question = "Who succeeded Helena Varga as director?"
+    text, usage = answer_with_candidates(FakeListChatModel(responses=["Tomas Reyes"]), question, EVIDENCE)
+    assert text == "Tomas Reyes" and usage["llm_calls"] == 1 and not usage["fallbacks"]
+    text, usage = answer_with_candidates(FakeListChatModel(responses=["Marie Curie"]), question, EVIDENCE)
+    assert text == "Tomas Reyes"
+    assert [f["kind"] for f in usage["fallbacks"]] == ["ungrounded"]
+    assert cite_passages("Marie Curie", [(e["id"], e["text"]) for e in EVIDENCE]) is None
+
+
+def test_the_prompt_offers_the_candidates_inside_the_fence():
+    question = "Who succeeded Helena Varga as director?"
+    prompt = candidate_prompt(question, EVIDENCE, offline_answer(question, EVIDENCE))
+    offered = prompt.split("Likely answers:")[1]
+    assert DATA_OPEN in offered and "Tomas Reyes" in offered
+    assert prompt.rstrip().endswith("Answer:")
+
+
+def test_a_claim_about_two_subjects_is_checked_in_each_subjects_evidence():
+    evidence = [{"id": "a", "title": "Ann Lee", "text": "Ann Lee is an American painter."},
+                {"id": "b", "title": "Bo Chan", "text": "Bo Chan is a Chinese sculptor."}]
+    assert offline_answer("Are Ann Lee and Bo Chan both painters?", evidence).answer == "no"
+    both = evidence[:1] + [{"id": "c", "title": "Bo Chan", "text": "Bo Chan is a painter from Canada."}]
+    assert offline_answer("Are Ann Lee and Bo Chan both painters?", both).answer == "yes"
