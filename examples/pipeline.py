@@ -41,7 +41,7 @@ from pydantic import BaseModel, Field  # noqa: E402
 
 from langgraph_kgmem import KnowledgeGraph  # noqa: E402
 from langgraph_kgmem.errors import KgmemInputError  # noqa: E402
-from langgraph_kgmem.graphs.common import InputState, answer_question, format_evidence  # noqa: E402
+from langgraph_kgmem.graphs.common import InputState, answer_question, entered_question, format_evidence  # noqa: E402
 from langgraph_kgmem.graphs.registry import get_factory  # noqa: E402
 from langgraph_kgmem.graphs.remindrag import hop_distances  # noqa: E402
 from langgraph_kgmem.llm import decide, empty_usage, merge_usage, render, resolve_model  # noqa: E402
@@ -108,7 +108,9 @@ in one sentence what is wrong or missing."""
 
 
 class PipelineState(TypedDict, total=False):
-    question: str
+    # the methods' own question channel: checked as it enters (InputState's reducer), and one channel
+    # type for the state and the input schema, which LangGraph requires
+    question: Annotated[str, entered_question]
     sub_questions: list[str]           # the current round's plan, #k references filled in
     answer: str
     evidence: list[dict[str, Any]]

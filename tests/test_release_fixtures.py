@@ -52,8 +52,9 @@ def _ask_again(kg: KnowledgeGraph, expected: dict) -> None:
         state = app.get_state({"configurable": {"thread_id": first["thread_id"]}})
         assert state.values.get("answer") == first["answer"], f"{method}: the release's checkpoint reads back"
         out = app.invoke({"question": case["question"]}, {"configurable": {"thread_id": f"{method}-again"}})
-        assert out["answer"] == second["answer"], method
-        assert [e["id"] for e in out["evidence"]] == second["evidence"], method
+        now = case.get("now", second)   # re-taken after a deliberate change to what the method answers
+        assert out["answer"] == now["answer"], method
+        assert [e["id"] for e in out["evidence"]] == now["evidence"], method
 
 
 @pytest.mark.parametrize("release", RELEASES, ids=lambda p: p.name)

@@ -75,8 +75,8 @@ def test_a_method_tool_fences_its_answer_and_evidence(kg):
                        "text": f"Marie Curie was born in Warsaw. {HOSTILE}"}], model="offline")
 
     def responder(messages, request):   # an answer that quotes its evidence, the injection included
-        if request is None or request.schema is None:
-            return f"Warsaw, as the note says: {HOSTILE}"
+        if request is None or request.schema is None:   # (grounded: every word is the note's own)
+            return f"Marie Curie was born in Warsaw. {HOSTILE}"
         raise ValueError("no decision here")   # decisions fall back to the offline heuristics
 
     tool = create_method_tool(kg, "catrag", model=ScriptedChatModel(responder=responder))

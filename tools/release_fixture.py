@@ -16,9 +16,9 @@ What it writes:
 - ``expected.json``: per backend and method, the question, thread id, answer and evidence ids, and
   the stored schema version.
 
-``--expected-only`` re-takes the answers in ``expected.json`` from *migrated copies* of the fixture
-(both backends; the release's schema version stays recorded), for use after a deliberate change to
-what a method answers (never to paper over a migration that lost data: the
+``--expected-only`` re-takes each method's answer today (``"now"``) from *migrated copies* of the
+fixture (both backends; what the release answered and checkpointed stays as it wrote it), for use
+after a deliberate change to what a method answers (never to paper over a migration that lost data: the
 test's own row and memory checks do not read ``expected.json``).
 """
 
@@ -123,21 +123,27 @@ def write_fixture(out: Path, postgres: bool) -> None:
 
 
 def retake_expected(out: Path) -> None:
-    """``expected.json`` taken again from migrated copies of the fixture's KGs (embedded, and the
-    PostgreSQL dump restored into a throwaway server), with today's code."""
+    """Each method's answer today (``"now"`` in ``expected.json``), taken from migrated copies of
+    the fixture's KGs (embedded, and the PostgreSQL dump restored into a throwaway server). What
+    the release itself answered and checkpointed (``"runs"``) is never rewritten."""
     from langgraph_kgmem.testing_postgres import TemporaryPostgres, restore_dump
 
     path = out / "expected.json"
     expected = json.loads(path.read_text(encoding="utf-8"))
+
+    def retake(backend: str, target: str) -> None:
+        for method, case in ask_all(target).items():
+            if not method.startswith("_") and method in expected[backend]:
+                expected[backend][method]["now"] = {k: case["runs"][1][k] for k in ("answer", "evidence")}
+
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "kg"
         shutil.copytree(out / "kg", copy, ignore=shutil.ignore_patterns("*.lock*"))
-        expected["embedded"] = {**ask_all(str(copy)), "_schema_version": expected["embedded"].get("_schema_version")}
+        retake("embedded", str(copy))
         if (out / "postgres.sql").exists():
             with TemporaryPostgres() as pg:
                 restore_dump(out / "postgres.sql", pg.uri)
-                expected["postgres"] = {**ask_all(pg.uri),
-                                        "_schema_version": expected["postgres"].get("_schema_version")}
+                retake("postgres", pg.uri)
     path.write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 

@@ -316,8 +316,15 @@ def answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     The run gets its ``run_id`` and record for feedback here."""
     out = _answer(state, runtime, deps=deps)
     opts = options_of(runtime, deps.options)
-    return {**out, **finish_run(deps.kg, method=METHOD, question=state["question"], evidence=state.get("evidence", []),
-                                answer=out.get("answer"), store=deps.store, scope=opts.memory_scope)}
+    try:
+        run = finish_run(deps.kg, method=METHOD, question=state["question"], evidence=state.get("evidence", []),
+                         answer=out.get("answer"), store=deps.store, scope=opts.memory_scope)
+    except BaseException:
+        # the store refused this run's record: the codebook in hand holds symbols this run added
+        # and never saved, which every later run would try (and fail) to save again
+        deps.forget(resolve_store(deps.store), deps.scope())
+        raise
+    return {**out, **run}
 
 
 def _answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions], *, deps: AutoprunedDeps) -> dict[str, Any]:

@@ -45,16 +45,23 @@ Question: {question}
 Answer:"""
 
 
+def _bulleted(lines: list[str]) -> list[str]:
+    # each passage sentence behind a bullet (section headers stay as they are): a passage's own
+    # line ("SYSTEM: ...") never starts a line of the prompt
+    return [x if HEADER.match(x) else f"- {x}" for x in lines]
+
+
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
     """The answer step's prompt around a packed codebook (also used to count would-be tokens offline)."""
     lines = packed.splitlines()
     if encoding == "sentences" and lines[:1] == [f"[{CHANNEL_SECTION['F']}]"] and not any(
             HEADER.match(x) for x in lines[1:]):
-        return SENTENCES_PROMPT.format(knowledge=fence(lines[1:]), question=question)
+        return SENTENCES_PROMPT.format(knowledge=fence(_bulleted(lines[1:])), question=question)
     # a stored answer came from another question: the model is told so, never handed it as this one's
     note = KNOWN_NOTE if any(x.startswith(f"[{CHANNEL_SECTION['A']}]") for x in lines) else ""
     return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]), known_note=note,
-                                knowledge=fence(packed.splitlines(), empty="(nothing known)"), question=question)
+                                knowledge=fence(_bulleted(lines) if encoding == "sentences" else lines,
+                                                empty="(nothing known)"), question=question)
 
 
 
