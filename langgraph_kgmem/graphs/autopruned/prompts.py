@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from langgraph_kgmem.graphs.autopruned.packing import HEADER
 from langgraph_kgmem.graphs.autopruned.schemas import CHANNEL_SECTION
 from langgraph_kgmem.graphs.common import DATA_NOTE, fence
@@ -45,10 +47,14 @@ Question: {question}
 Answer:"""
 
 
+# a line that opens like a speaker or section label ("SYSTEM:", "Assistant:", "### ...")
+_LABEL_START = re.compile(r"^\s*(?:[^\s:]{1,30}:|#)")
+
+
 def _bulleted(lines: list[str]) -> list[str]:
-    # each passage sentence behind a bullet (section headers stay as they are): a passage's own
-    # line ("SYSTEM: ...") never starts a line of the prompt
-    return [x if HEADER.match(x) else f"- {x}" for x in lines]
+    # a passage sentence that opens like a label goes behind a bullet (headers stay as they are), so
+    # a planted "SYSTEM: ..." never starts a line of the prompt; the other lines cost no extra token
+    return [f"- {x}" if _LABEL_START.match(x) and not HEADER.match(x) else x for x in lines]
 
 
 def answer_prompt(question: str, packed: str, encoding: str) -> str:
