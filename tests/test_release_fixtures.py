@@ -33,7 +33,7 @@ def _expected(release: Path, backend: str) -> dict:
 
 def _rows(path: Path) -> dict[str, list[tuple]]:
     """Every row of the KG tables a release wrote (columns in the order that release had them)."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:   # never creates or changes the file
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as conn:   # creates or changes no file
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
                                              "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
         return {t: sorted(conn.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr) for t in tables}
