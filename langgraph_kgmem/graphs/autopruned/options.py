@@ -28,7 +28,7 @@ The options, one by one:
         passage chunk with its title (stored Q/A runs stay word triples) — a triple often drops
         the words that answer, the sentence keeps them; with the default ``sentence_budget``
         (:data:`SENTENCE_BUDGET` tokens) the best of them, below. ``"triples"`` (the paper, the
-        default until issue 44): their (pruned) edges in the cheapest encoding.
+        former default): their (pruned) edges in the cheapest encoding.
     cover_weight: 0 (the paper) keeps the fine ranking; above 0 the top runs are re-ordered
         greedily for coverage of the question's entities (fine score + ``cover_weight`` × the
         new entity matches a run adds), so each entity of a comparison or bridge question gets
@@ -117,7 +117,7 @@ SENTENCE_RANKINGS: tuple[str, ...] = ("relevance", "question", "edges", "passage
 # who or what the subject is). Chosen on development sets only, never on the sets the docs report.
 RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05}
 
-# the default reader (issue 44): the best sentences of the fused ranking's passages, SENTENCE_BUDGET
+# the default reader: the best sentences of the fused ranking's passages, SENTENCE_BUDGET
 # tokens in all (the first SENTENCE_COVER passages one sentence each first: 0, chosen by leaving each
 # shipped set out in turn; docs/methods/autopruned.md, "The default")
 SENTENCE_BUDGET = 250
