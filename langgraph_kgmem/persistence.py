@@ -38,8 +38,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_kgmem.checked_savers import checked
 from langgraph_kgmem.errors import KgmemError, UnsafeStoredDataError
-from langgraph_kgmem.kg.backends.sqlite import MEMORY_TABLES, check_sqlite_file, sqlite_open_error
-from langgraph_kgmem.kg.files import private_file
+from langgraph_kgmem.kg.backends.embedded.sqlite import MEMORY_TABLES, check_sqlite_file, sqlite_open_error
+from langgraph_kgmem.kg.backends.embedded.files import private_file
 from langgraph_kgmem.memory.locks import sqlite_setup_lock
 
 logger = logging.getLogger(__name__)
@@ -215,7 +215,7 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from langgraph_kgmem.memory.checked_store import CheckedAsyncSqliteStore
+    from langgraph_kgmem.kg.backends.embedded.memory_store import CheckedAsyncSqliteStore
 
     import aiosqlite
 
@@ -294,7 +294,7 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
         return InMemorySaver(), InMemoryStore()
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from langgraph_kgmem.memory.checked_store import CheckedSqliteStore
+    from langgraph_kgmem.kg.backends.embedded.memory_store import CheckedSqliteStore
 
     db = str(private_file(Path(path) / MEMORY_DB_FILE))
     saver = checked(SqliteSaver)(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))

@@ -126,7 +126,7 @@ def memory_lock(store: Any, key: str) -> Iterator[None]:
     with _thread_lock(store, key):
         held.add(token)
         try:
-            kinds = {c.__name__ for c in type(store).__mro__}   # subclasses too (memory.checked_store)
+            kinds = {c.__name__ for c in type(store).__mro__}   # subclasses too (kg.backends.embedded.memory_store)
             if "PostgresStore" in kinds:
                 with _postgres_lock(store, key):
                     yield

@@ -24,7 +24,7 @@ are not a record at all are an error, not the journal's end.
 
 The Chroma backend journals the same way (``chroma.journal``): each transaction's vectors are
 appended there before it commits, and go to Chroma in one upsert per space once
-:data:`~langgraph_kgmem.kg.backends.embedded_vectors.CHROMA_FLUSH_ROWS` have gathered (and at
+:data:`~langgraph_kgmem.kg.backends.embedded.vectors.CHROMA_FLUSH_ROWS` have gathered (and at
 close, and before a delete); an open after a crash replays the journal into Chroma.
 """
 

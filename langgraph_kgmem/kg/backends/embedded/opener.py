@@ -4,7 +4,7 @@ and the vectors in Chroma (``chroma/``) or numpy (``vectors.npz`` + ``vectors.jo
 One writer process per directory, enforced by a file lock (``.lock``) held while the KG is open:
 Chroma's persistent client is not safe for several. Everything in the directory is checked before
 anything opens it (no symbolic links, no special files, nothing foreign), see
-:mod:`~langgraph_kgmem.kg.files`.
+:mod:`~langgraph_kgmem.kg.backends.embedded.files`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Callable, Iterator
 
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
-from langgraph_kgmem.kg.backends.embedded_vectors import ChromaVectorIndex, NumpyVectorIndex
-from langgraph_kgmem.kg.backends.sqlite import SqliteGraphStore
-from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, VECTORS_FILE, check_kg_entries,
+from langgraph_kgmem.kg.backends.embedded.vectors import ChromaVectorIndex, NumpyVectorIndex
+from langgraph_kgmem.kg.backends.embedded.sqlite import SqliteGraphStore
+from langgraph_kgmem.kg.backends.embedded.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, VECTORS_FILE, check_kg_entries,
                                      detect_vector_backend, load_npz_vectors, private_dir, private_file, restrict_tree,
                                      save_npz_vectors)
 
