@@ -176,7 +176,7 @@ async def open_async_persistence(path: Path | None, *, uri: str | None = None) -
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
-        from langgraph_kgmem.kg.backends.postgres import SCHEMA_LOCK, check_uri, database_label, storage_error
+        from langgraph_kgmem.kg.backends.postgres.pool import SCHEMA_LOCK, check_uri, database_label, storage_error
 
         check_uri(uri)   # refused at once: a pool would retry a malformed URI until its timeout
         pool = AsyncConnectionPool(uri, min_size=1, max_size=8, open=False,
@@ -257,7 +257,7 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
-        from langgraph_kgmem.kg.backends.postgres import SCHEMA_LOCK, check_uri, database_label, storage_error
+        from langgraph_kgmem.kg.backends.postgres.pool import SCHEMA_LOCK, check_uri, database_label, storage_error
 
         check_uri(uri)   # refused at once: a pool would retry a malformed URI until its timeout
         # a pool, so threads (app.batch) and the KG's own connections never share one connection

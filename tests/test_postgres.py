@@ -393,9 +393,9 @@ def test_cli_drop_removes_one_kg(new_database, capsys):
 
 
 def test_a_space_gets_its_hnsw_index_once_it_is_large_and_search_agrees_with_exact(new_database, monkeypatch):
-    from langgraph_kgmem.kg.backends import postgres
+    from langgraph_kgmem.kg.backends.postgres import vectors
 
-    monkeypatch.setattr(postgres, "HNSW_MIN_ROWS", 12)
+    monkeypatch.setattr(vectors, "HNSW_MIN_ROWS", 12)
     uri = new_database()
     exact = KnowledgeGraph.in_memory(name="hnsw")
     with KnowledgeGraph.open(uri, name="hnsw", embeddings="hash") as g:

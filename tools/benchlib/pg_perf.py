@@ -73,7 +73,8 @@ def bulk_load(uri: str, name: str, n: int, src: np.ndarray, dst: np.ndarray, w: 
     """Nodes ``n0..n{n-1}`` and one ``relation`` edge per (src, dst, w), by COPY in one
     transaction under the KG's write lock; then one version bump with ``log_from`` moved past
     it (readers at an older version reload) and VACUUM (ANALYZE)."""
-    from langgraph_kgmem.kg.backends.postgres import LOCK_CLASS, PgDatabase, PostgresGraphStore
+    from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
+    from langgraph_kgmem.kg.backends.postgres.pool import LOCK_CLASS, PgDatabase
 
     db = PgDatabase(uri, max_size=1)
     try:

@@ -15,7 +15,7 @@ import os
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.backends.embedded.opener import SPECS as EMBEDDED_SPECS
-from langgraph_kgmem.kg.backends.postgres import SPEC as POSTGRES_SPEC
+from langgraph_kgmem.kg.backends.postgres.opener import SPEC as POSTGRES_SPEC
 
 BACKENDS: tuple[BackendSpec, ...] = (POSTGRES_SPEC, *EMBEDDED_SPECS)
 
