@@ -139,19 +139,4 @@ def memory_lock(store: Any, key: str) -> Iterator[None]:
             held.discard(token)
 
 
-@contextmanager
-def sqlite_setup_lock(db: str | Path) -> Iterator[None]:
-    """Hold the setup of the SQLite database ``db`` exclusively across processes.
-
-    LangGraph's ``SqliteSaver.setup`` / ``SqliteStore.setup`` read the applied migrations and then
-    insert the missing ones, unguarded: two processes opening one new database at once both insert
-    version 0 and one fails (``UNIQUE constraint failed: store_migrations.v``). Setting up under
-    this file lock makes the second process find the migrations applied.
-    """
-    from filelock import FileLock
-
-    with FileLock(f"{db}.lock-setup", mode=0o600):
-        yield
-
-
-__all__ = ["memory_lock", "sqlite_setup_lock"]
+__all__ = ["memory_lock"]

@@ -12,7 +12,7 @@ implements what is here, registers a :class:`BackendSpec` in
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
@@ -265,6 +265,37 @@ class OpenedBackend:
             raise first
 
 
+#: ``saver(saver_class, connection, where)``: the package's checkpointer of LangGraph class
+#: ``saver_class`` on ``connection``, loading only what the methods store and labelled ``where`` in
+#: errors (the shared layer, :mod:`langgraph_kgmem.persistence`, hands it to the hooks below, so a
+#: backend cannot build a checkpointer that skips those checks).
+SaverFactory = Callable[[type, Any, str], Any]
+
+
+@dataclass(frozen=True)
+class PersistenceHooks:
+    """How a backend keeps the methods' LangGraph checkpointer and memory store beside its KG, in
+    its own storage (:func:`~langgraph_kgmem.persistence.open_persistence` calls these and knows
+    no backend). What a backend needs for it (the tables it checks, its setup lock, the mapping of
+    its driver's errors to the package's) stays inside the hooks.
+
+    Attributes:
+        open: ``open(target, saver)`` → ``(checkpointer, store)``, set up (tables created or
+            migrated) and checked; ``target`` is what the backend's ``claims`` accepted.
+        open_async: ``open_async(target, saver)`` → an async context manager yielding the async
+            pair on the same tables, closed on exit.
+        holds_memory: ``holds_memory(target)``: whether ``target`` may already hold memory written
+            by an earlier process (deletes and replaces then open the pair to invalidate it).
+        env: an environment variable whose value, when set, is a target of this backend that every
+            KG's checkpointer and store use instead of the KG's own storage (None: no such variable).
+    """
+
+    open: Callable[[str, SaverFactory], tuple[Any, Any]]
+    open_async: Callable[[str, SaverFactory], AbstractAsyncContextManager[tuple[Any, Any]]]
+    holds_memory: Callable[[str], bool]
+    env: str | None = None
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """One registered backend: which targets it opens, how, and how the conformance suite gets a
@@ -284,6 +315,8 @@ class BackendSpec:
             marks its tests ``integration``.
         drop: ``drop(target, name)`` removes KG ``name`` from a server target, True if it existed
             (None: a KG is its directory, deleted as one).
+        persistence: where the methods' checkpointer and memory store live for a KG of this backend
+            (:class:`PersistenceHooks`; None: in memory only).
     """
 
     name: str
@@ -293,3 +326,4 @@ class BackendSpec:
     open_options: dict[str, Any] = field(default_factory=dict)
     server: bool = False
     drop: Callable[[str, str], bool] | None = None
+    persistence: PersistenceHooks | None = None

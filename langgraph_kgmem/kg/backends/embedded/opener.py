@@ -17,11 +17,12 @@ from typing import Callable, Iterator
 
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
-from langgraph_kgmem.kg.backends.embedded.vectors import ChromaVectorIndex, NumpyVectorIndex
+from langgraph_kgmem.kg.backends.embedded.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, VECTORS_FILE,
+                                                       check_kg_entries, detect_vector_backend, load_npz_vectors,
+                                                       private_dir, private_file, restrict_tree, save_npz_vectors)
+from langgraph_kgmem.kg.backends.embedded.persistence import HOOKS
 from langgraph_kgmem.kg.backends.embedded.sqlite import SqliteGraphStore
-from langgraph_kgmem.kg.backends.embedded.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, VECTORS_FILE, check_kg_entries,
-                                     detect_vector_backend, load_npz_vectors, private_dir, private_file, restrict_tree,
-                                     save_npz_vectors)
+from langgraph_kgmem.kg.backends.embedded.vectors import ChromaVectorIndex, NumpyVectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -178,8 +179,8 @@ def scratch_directories(workdir: Path) -> Iterator[Callable[[], str]]:
 
 SPECS = (
     BackendSpec("sqlite+memory", lambda target, vb: is_directory_target(target) and vb == "memory",
-                open_directory, scratch_directories, open_options={"vector_backend": "memory"}),
+                open_directory, scratch_directories, open_options={"vector_backend": "memory"}, persistence=HOOKS),
     # a directory without a vector backend asked for: its own (open_directory detects it), Chroma if new
     BackendSpec("sqlite+chroma", lambda target, vb: is_directory_target(target) and vb != "memory",
-                open_directory, scratch_directories, open_options={"vector_backend": "chroma"}),
+                open_directory, scratch_directories, open_options={"vector_backend": "chroma"}, persistence=HOOKS),
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
+from langgraph_kgmem.kg.backends.postgres.persistence import HOOKS
 from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase, drop_kg, is_postgres_uri
 from langgraph_kgmem.kg.backends.postgres.vectors import PgVectorIndex
 from langgraph_kgmem.kg.types import check_kg_name
@@ -33,4 +34,4 @@ def _scratch(workdir: Any) -> Any:
 
 
 SPEC = BackendSpec("postgres", lambda target, vb: is_postgres_uri(target), open_postgres, _scratch, server=True,
-                   drop=drop_kg)
+                   drop=drop_kg, persistence=HOOKS)
