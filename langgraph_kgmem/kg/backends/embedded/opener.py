@@ -177,10 +177,15 @@ def scratch_directories(workdir: Path) -> Iterator[Callable[[], str]]:
     yield lambda: str(workdir / f"kg{next(count)}")
 
 
+#: what the embedded backend does beyond the contract's core (one writer per directory: not ``shared``)
+CAPABILITIES = frozenset({"bulk_reads", "persistence"})
+
 SPECS = (
     BackendSpec("sqlite+memory", lambda target, vb: is_directory_target(target) and vb == "memory",
-                open_directory, scratch_directories, open_options={"vector_backend": "memory"}, persistence=HOOKS),
+                open_directory, scratch_directories, open_options={"vector_backend": "memory"}, persistence=HOOKS,
+                capabilities=CAPABILITIES),
     # a directory without a vector backend asked for: its own (open_directory detects it), Chroma if new
     BackendSpec("sqlite+chroma", lambda target, vb: is_directory_target(target) and vb != "memory",
-                open_directory, scratch_directories, open_options={"vector_backend": "chroma"}, persistence=HOOKS),
+                open_directory, scratch_directories, open_options={"vector_backend": "chroma"}, persistence=HOOKS,
+                capabilities=CAPABILITIES),
 )

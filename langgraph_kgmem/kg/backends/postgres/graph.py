@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.backends.base import GraphStoreBase
 from langgraph_kgmem.kg.backends.postgres.pool import KG_TABLES, PgDatabase, find_kg_id, server_label
 from langgraph_kgmem.kg.stored import edge_from_row, json_object, node_from_row
 from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
@@ -17,7 +18,7 @@ from langgraph_kgmem.kg.types import Edge, Node, check_kg_name
 CHANGE_LOG_KEEP = 200_000   # change rows kept per KG; a reader further behind reloads everything
 
 
-class PostgresGraphStore:
+class PostgresGraphStore(GraphStoreBase):
     """:class:`~langgraph_kgmem.kg.backends.contract.GraphBackend` on PostgreSQL, for one KG of the database."""
 
     kind = "postgres"

@@ -8,6 +8,7 @@ from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
 from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
 from langgraph_kgmem.kg.backends.postgres.persistence import HOOKS
 from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase, drop_kg, is_postgres_uri
+from langgraph_kgmem.kg.backends.postgres.push import LazyPushPpr
 from langgraph_kgmem.kg.backends.postgres.vectors import PgVectorIndex
 from langgraph_kgmem.kg.types import check_kg_name
 
@@ -34,4 +35,5 @@ def _scratch(workdir: Any) -> Any:
 
 
 SPEC = BackendSpec("postgres", lambda target, vb: is_postgres_uri(target), open_postgres, _scratch, server=True,
-                   drop=drop_kg, persistence=HOOKS)
+                   drop=drop_kg, persistence=HOOKS, push_ppr=LazyPushPpr.open,
+                   capabilities=frozenset({"shared", "bulk_reads", "drop", "persistence", "push_ppr"}))

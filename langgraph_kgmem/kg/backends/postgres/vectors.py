@@ -9,6 +9,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.backends.base import VectorIndexBase
 from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
 from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
@@ -23,7 +24,7 @@ def _arr(v: Any) -> np.ndarray:
     return np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float32)
 
 
-class PgVectorIndex:
+class PgVectorIndex(VectorIndexBase):
     """:class:`~langgraph_kgmem.kg.backends.contract.VectorBackend` in one pgvector table per KG.
 
     Writes go through the calling thread's open transaction (so a document's vectors commit with
