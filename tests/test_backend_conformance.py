@@ -28,7 +28,7 @@ from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg import graph as graph_module
 from langgraph_kgmem.kg.backends import (DERIVED_SOURCE, BackendSpec, GraphBackend, OpenedBackend, VectorBackend,
-                                         backend_for, open_backend, registered_backends)
+                                         backend_for, registered_backends)
 from langgraph_kgmem.kg.backends.base import GraphStoreBase, VectorIndexBase
 from langgraph_kgmem.kg.backends.contract import (BULK_READS, CAPABILITIES, GRAPH_CORE, SHARED_MEMBERS,
                                                   VECTOR_CORE)

@@ -26,8 +26,8 @@ from langchain_core.embeddings import Embeddings
 from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemInputError, check_storable
 from langgraph_kgmem.fast_embeddings import block_cosines, short_similarity, short_threshold
-from langgraph_kgmem.kg.backends import DERIVED_SOURCE, GraphBackend, OpenedBackend, VectorBackend, open_backend
-from langgraph_kgmem.kg.backends.embedded.opener import open_in_memory
+from langgraph_kgmem.kg.backends import (DERIVED_SOURCE, GraphBackend, OpenedBackend, VectorBackend, open_backend,
+                                         open_in_memory)
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
 from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, PprResult, choose_method, ppr_scores
 from langgraph_kgmem.kg.stored import checked_graph

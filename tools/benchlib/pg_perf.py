@@ -293,7 +293,7 @@ def pg_suite(sizes: Sequence[int], seed: int, passages: Sequence[dict[str, str]]
     open reads every edge into Python objects)."""
     from benchlib.synthetic import power_law_graph
 
-    from langgraph_kgmem.testing_postgres import TemporaryPostgres
+    from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
     pg = None if uri else TemporaryPostgres().start()
     base = uri or pg.uri

@@ -13,6 +13,7 @@ backend that several processes open at once overrides the change-log members and
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -20,6 +21,11 @@ import numpy as np
 from langgraph_kgmem.kg.types import Edge, Node
 from langgraph_kgmem.kg.vectors import pairs_above
 from langgraph_kgmem.ranking import best_first
+
+
+def lock_key(key: str) -> int:
+    """``key`` as a signed 32-bit integer (an advisory-lock key, a lock-file stripe), stable across processes."""
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=4).digest(), "big", signed=True)
 
 
 class GraphStoreBase:

@@ -325,12 +325,17 @@ class PersistenceHooks:
             by an earlier process (deletes and replaces then open the pair to invalidate it).
         env: an environment variable whose value, when set, is a target of this backend that every
             KG's checkpointer and store use instead of the KG's own storage (None: no such variable).
+        store_lock: ``store_lock(store, key)``: for a memory store of this backend (one it opened or
+            the user's own of the same LangGraph class), a context manager holding ``key``
+            exclusively across processes; None for any other store
+            (:func:`~langgraph_kgmem.memory.locks.memory_lock` adds the thread lock around it).
     """
 
     open: Callable[[str, SaverFactory], tuple[Any, Any]]
     open_async: Callable[[str, SaverFactory], AbstractAsyncContextManager[tuple[Any, Any]]]
     holds_memory: Callable[[str], bool]
     env: str | None = None
+    store_lock: Callable[[Any, str], AbstractContextManager[None] | None] = lambda store, key: None
 
 
 @dataclass(frozen=True)

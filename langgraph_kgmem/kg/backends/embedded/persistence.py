@@ -1,21 +1,26 @@
 """The embedded backend's checkpointer and memory store: LangGraph's SQLite saver and store on
 ``memory.sqlite`` in the KG directory, checked before anything is created in it, set up by one
-process at a time.
+process at a time; and the cross-process lock of a SQLite memory store (a file lock beside its
+database, one of :data:`STRIPES` per database).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from contextlib import asynccontextmanager, closing, contextmanager
+import weakref
+from contextlib import AbstractContextManager, asynccontextmanager, closing, contextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
+from langgraph_kgmem.kg.backends.base import lock_key
 from langgraph_kgmem.kg.backends.contract import PersistenceHooks, SaverFactory
 from langgraph_kgmem.kg.backends.embedded.files import private_file
 from langgraph_kgmem.kg.backends.embedded.sqlite import MEMORY_TABLES, check_sqlite_file, sqlite_open_error
 
 MEMORY_DB_FILE = "memory.sqlite"
 WHAT = "a langgraph_kgmem memory database"
+STRIPES = 64            # lock files per memory database (keys share a stripe by hash)
 
 
 @contextmanager
@@ -92,5 +97,61 @@ def holds_sqlite_memory(target: str) -> bool:
     return (Path(target) / MEMORY_DB_FILE).exists()
 
 
+def _sqlite_path(store: Any) -> Path | None:
+    try:
+        hit = _sqlite_paths.get(store)
+    except TypeError:   # a store that takes no weak reference
+        hit = None
+    if hit is not None:   # a store's database file never changes
+        return hit[0]
+    conn = getattr(store, "conn", None)
+    try:
+        rows = conn.execute("PRAGMA database_list").fetchall()
+    except Exception:  # noqa: BLE001 - not a sqlite connection
+        return None
+    path = next((r[2] for r in rows if r[1] == "main"), "")
+    found = Path(path) if path else None   # "" for an in-memory database: one process only
+    try:
+        _sqlite_paths[store] = (found,)
+    except TypeError:   # asked again next time
+        pass
+    return found
+
+
+_sqlite_paths: "weakref.WeakKeyDictionary[Any, tuple[Path | None]]" = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def _file_lock(path: str) -> Iterator[None]:
+    """An exclusive lock on file ``path`` across processes: ``flock`` on a descriptor opened for
+    the block (closing it releases the lock, also when the process dies) where the OS has it —
+    far cheaper than ``filelock.FileLock``, and taken a few times per question; the same
+    ``flock`` that ``FileLock`` takes on Unix, so both exclude each other — else ``FileLock``.
+    The caller's thread lock keeps this process's threads apart."""
+    try:
+        import fcntl
+    except ImportError:   # Windows
+        from filelock import FileLock
+
+        with FileLock(path, mode=0o600):
+            yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def sqlite_store_lock(store: Any, key: str) -> AbstractContextManager[None] | None:
+    """For a ``SqliteStore`` (subclasses too: :mod:`.memory_store`) on a database file, the file
+    lock of ``key``'s stripe beside it; None for any other store, or one in memory (one process)."""
+    if "SqliteStore" not in {c.__name__ for c in type(store).__mro__}:
+        return None
+    path = _sqlite_path(store)
+    return None if path is None else _file_lock(f"{path}.lock-{lock_key(key) % STRIPES:02d}")
+
+
 HOOKS = PersistenceHooks(open=open_sqlite_persistence, open_async=open_async_sqlite_persistence,
-                         holds_memory=holds_sqlite_memory)
+                         holds_memory=holds_sqlite_memory, store_lock=sqlite_store_lock)

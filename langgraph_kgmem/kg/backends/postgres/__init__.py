@@ -19,9 +19,11 @@ The package's modules, in reading order: :mod:`.pool` (schema, URI checks, error
 connection pool and its write transaction), :mod:`.graph` (the structure store), :mod:`.vectors`
 (the pgvector index), :mod:`.push` (forward-push PPR that loads no graph), :mod:`.persistence`
 (the methods' checkpointer and memory store in the same database) and :mod:`.opener` (the opener
-and the registry's :data:`SPEC`). ``check_uri`` (named in docs/reliability.md), ``list_kgs`` and ``drop_kg`` are re-exported here.
+and the registry's :data:`SPEC`). ``LazyPushPpr`` (public as ``langgraph_kgmem.kg.LazyPushPpr``), ``check_uri`` (named in
+docs/reliability.md), ``list_kgs`` and ``drop_kg`` are re-exported here.
 """
 
 from langgraph_kgmem.kg.backends.postgres.pool import check_uri, drop_kg, list_kgs
+from langgraph_kgmem.kg.backends.postgres.push import LazyPushPpr
 
-__all__ = ["check_uri", "drop_kg", "list_kgs"]
+__all__ = ["LazyPushPpr", "check_uri", "drop_kg", "list_kgs"]

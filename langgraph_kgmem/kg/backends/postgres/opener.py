@@ -29,7 +29,7 @@ def open_postgres(target: str, *, name: str | None = None, create: bool = True,
 
 
 def _scratch(workdir: Any) -> Any:
-    from langgraph_kgmem.testing_postgres import scratch_databases
+    from langgraph_kgmem.kg.backends.postgres.testing import scratch_databases
 
     return scratch_databases(workdir)
 

@@ -1,6 +1,7 @@
 """The PostgreSQL backend's checkpointer and memory store: LangGraph's Postgres saver and store in
 the KG's own database (or ``$KGMEM_POSTGRES_URI``), on a connection pool, set up by one process
-at a time under the schema's advisory lock.
+at a time under the schema's advisory lock; and the cross-process lock of a Postgres memory
+store (a session advisory lock per key).
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ import asyncio
 import logging
 import os
 import time
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from typing import Any, AsyncIterator, Iterator
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemError
+from langgraph_kgmem.kg.backends.base import lock_key
 from langgraph_kgmem.kg.backends.contract import PersistenceHooks, SaverFactory
 from langgraph_kgmem.kg.backends.postgres.pool import SCHEMA_LOCK, check_uri, database_label, storage_error
 
@@ -21,6 +23,7 @@ logger = logging.getLogger(__name__)
 #: the environment variable that puts every KG's checkpointer and store in one PostgreSQL database
 ENV = "KGMEM_POSTGRES_URI"
 POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0}
+MEMORY_LOCK_CLASS = 0x6B6D6D   # advisory-lock namespace of memory ("kmm"); the KG itself uses 0x6B676D
 
 
 def open_pg_persistence(uri: str, saver: SaverFactory) -> tuple[Any, Any]:
@@ -112,5 +115,38 @@ def holds_pg_memory(uri: str) -> bool:
     return True
 
 
+@contextmanager
+def _postgres_lock(store: Any, key: str) -> Iterator[None]:
+    conn = store.conn
+    pool = conn if hasattr(conn, "getconn") else None
+    if pool is not None:
+        c = pool.getconn()
+        own = False
+    else:
+        import psycopg
+
+        c = psycopg.connect(conn.info.dsn, password=conn.info.password, autocommit=True)
+        own = True
+    try:
+        c.execute("SELECT pg_advisory_lock(%s, %s)", (MEMORY_LOCK_CLASS, lock_key(key)))
+        try:
+            yield
+        finally:
+            c.execute("SELECT pg_advisory_unlock(%s, %s)", (MEMORY_LOCK_CLASS, lock_key(key)))
+    finally:
+        if own:
+            c.close()
+        else:
+            pool.putconn(c)
+
+
+def pg_store_lock(store: Any, key: str) -> AbstractContextManager[None] | None:
+    """For a ``PostgresStore`` (subclasses too), a session advisory lock of ``key`` on a connection of
+    its own pool (or a new one to the same database); None for any other store."""
+    if "PostgresStore" not in {c.__name__ for c in type(store).__mro__}:
+        return None
+    return _postgres_lock(store, key)
+
+
 HOOKS = PersistenceHooks(open=open_pg_persistence, open_async=open_async_pg_persistence,
-                         holds_memory=holds_pg_memory, env=ENV)
+                         holds_memory=holds_pg_memory, env=ENV, store_lock=pg_store_lock)
