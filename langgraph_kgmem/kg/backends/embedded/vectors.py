@@ -22,8 +22,8 @@ import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.backends.base import VectorIndexBase
-from langgraph_kgmem.kg.backends.embedded.files import (JOURNAL_FILE, append_vector_journal, replay_journal, save_npz_vectors,
-                                     write_journal)
+from langgraph_kgmem.kg.backends.embedded.files import (JOURNAL_FILE, append_vector_journal, replay_journal,
+                                                       save_npz_vectors, write_journal)
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 from langgraph_kgmem.ranking import best_first
 
