@@ -463,3 +463,18 @@ def test_a_backend_declaring_a_capability_it_lacks_fails(scratch):
         dataclasses.replace(embedded, capabilities=frozenset())
     with pytest.raises(ValueError, match="unknown capabilities"):
         dataclasses.replace(embedded, capabilities=frozenset({"teleport"}))
+
+
+def test_a_backend_without_persistence_hooks_gets_a_clear_error(monkeypatch):
+    """persistence.py asks the backend's spec; a backend that keeps no checkpointer says so."""
+    from langgraph_kgmem.errors import ConfigurationError
+    from langgraph_kgmem.kg.backends import registry
+    from langgraph_kgmem.persistence import holds_memory, open_persistence
+
+    spec = dataclasses.replace(CORE_ONLY, claims=lambda target, vb: target.startswith("core://"))
+    monkeypatch.setattr(registry, "BACKENDS", (spec, *registry.BACKENDS))
+    monkeypatch.delenv("KGMEM_POSTGRES_URI", raising=False)
+    with pytest.raises(ConfigurationError, match="the core-only storage backend keeps no checkpointer"):
+        open_persistence(None, uri="core://kg")
+    with pytest.raises(ConfigurationError, match="keeps no checkpointer"):
+        holds_memory(None, uri="core://kg")
