@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     target = args.kg
     if target is None and args.backend == "postgres":
-        from langgraph_kgmem.testing_postgres import TemporaryPostgres
+        from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
         server = TemporaryPostgres().start()   # its own directory: the server runs as another user under root
         target = server.uri
