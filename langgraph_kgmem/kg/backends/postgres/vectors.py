@@ -109,8 +109,9 @@ class PgVectorIndex(VectorIndexBase):
         """Build the space's HNSW index once it holds :data:`HNSW_MIN_ROWS` vectors. Below that an
         exact scan is fast, and every row an HNSW index takes on insert costs more server time than
         the whole rest of that row's ingest, which would dominate a small KG's build; one bulk build
-        later costs far less than the incremental inserts would have."""
-        if space in self._indexed(conn):
+        later costs far less than the incremental inserts would have. Only the searched spaces
+        ("nodes", "facts") get one: "texts" is read by id alone."""
+        if space not in ("nodes", "facts") or space in self._indexed(conn):
             return
         # counted now and then, not on every write (other writers add rows too, hence the recount)
         seen = self._rows_seen.get(space, 0) + added
