@@ -61,7 +61,7 @@ def test_text_vector_ids_are_content_hashes():
 
 
 def test_a_kg_directory_written_before_the_texts_space_opens(tmp_path):
-    from langgraph_kgmem.kg import files
+    from langgraph_kgmem.kg.backends.embedded import files
 
     kg = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
     kg.add_documents(SAMPLE_DOCS[:1], model="offline")
