@@ -306,6 +306,10 @@ def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any,
         with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
             saver.setup()
             store.setup()
+        # the store's writes (run records, feedback, route statistics) commit one by one: in WAL mode
+        # (saver.setup sets it) NORMAL survives a crash of the process, like the KG's own SQLite, and
+        # skips the fsync that made each small write cost milliseconds
+        store.conn.execute("PRAGMA synchronous=NORMAL")
     except BaseException as exc:
         saver.conn.close()
         store.conn.close()
