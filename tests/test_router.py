@@ -387,3 +387,25 @@ def test_one_tenants_verdicts_never_move_another_tenants_route_and_stay_bounded(
     bob = app.invoke({"question": RELATIONAL}, context={"user_id": "bob"})
     assert bob["route"]["method"] == "catrag" and read_stats(routes(store, docs_kg.name, ("bob",))).keys() == {"relational"}
     assert all("feedback" not in a["why"] for a in bob["route"]["alternatives"])
+
+
+def test_a_method_judged_wrong_on_the_question_is_never_an_escalation_target_whatever_its_form_statistics():
+    from langgraph_kgmem.graphs.router.policy import ladder
+
+    stats = {"hipporag2": {"runs": 9, "confidence": 8.0, "calls": 18, "seconds": 1, "useful": 9, "wrong": 0}}
+    asked = {"methods": {"hipporag2": {"runs": 1, "useful": 0, "wrong": 1},
+                         "remindrag": {"runs": 1, "useful": 0, "wrong": 1}}}
+    ranked = rank("relational", ["hipporag2", "catrag", "remindrag", "autopruned"], stats, asked, min_runs=3,
+                  offline=True)
+    hippo = next(c for c in ranked if c.method == "hipporag2")
+    assert hippo.ruled_out and hippo.value > 0.06     # its form's feedback keeps it above the floor ...
+    assert ranked[0].method == "autopruned"
+    assert ladder("relational", ranked, True) == ["autopruned"]   # ... yet it is not tried again on this question
+
+
+def test_a_family_mate_of_a_method_judged_wrong_is_demoted_less_than_the_method_itself():
+    asked = {"methods": {"r3cycle": {"runs": 1, "useful": 0, "wrong": 1}}}
+    ranked = rank("graph", ["r3cycle", "graphcot", "hipporag2"], None, asked, min_runs=3, offline=True)
+    assert [c.method for c in ranked] == ["graphcot", "r3cycle", "hipporag2"]   # the form's other method next
+    graphcot, r3cycle = ranked[0], ranked[1]
+    assert graphcot.value > r3cycle.value + 0.1 and "r3cycle (its family) judged wrong" in graphcot.why

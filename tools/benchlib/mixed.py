@@ -23,8 +23,15 @@ methods. ``oracle-router`` rows are the ceiling: per question, the best single m
 and printed) gives per part the best single method, the router's quality and its gap to the
 oracle router, the router's LLM calls against always running the costliest method, its routing
 overhead, and with ``--passes 2`` or more the feedback experiment: after each pass every router
-answer gets a verdict (quality ≥ 0.5) through the router's ``on_feedback`` hook, as a user would
-give it; the next pass reports how the questions judged wrong were routed and answered.
+answer gets a verdict (quality ≥ 0.5) through ``give_feedback``, as a user would give it (the gold
+reaches the verdict only), and the next pass reports (:func:`feedback_learning`) how the questions
+judged wrong were routed: how many moved from the method judged wrong to one that answers them right
+in that pass (hindsight: the single methods' runs), and the quality before and after.
+
+Under the oracle decider a routed method meets the responder its own adapter gives the question
+(benchlib/methods/router.py), so router and single methods differ by the routing only.
+``router-memstore`` (only when named) is the router on LangGraph's InMemoryStore instead of the KG's
+SQLite store: its ``overhead_ms`` is the router's cost without store I/O on disk.
 """
 
 from __future__ import annotations

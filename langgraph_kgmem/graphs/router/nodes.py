@@ -147,6 +147,8 @@ def route_question(state: RouterState, runtime: Runtime[RouterOptions], *, deps:
     route = {"method": choice, "first": plan[0], "why": why, "form": form.form, "signals": form.signals(),
              "holds": profile.holds(), "alternatives": [c.as_dict() for c in ranked], "decider": decider,
              "memory": memory, "unavailable": unavailable, "budget": opts.budget, "offline_run": run_offline,
+             "useful_before": sorted(m for m, e in ((asked or {}).get("methods") or {}).items()
+                                     if e.get("useful", 0) > e.get("wrong", 0)),
              "routing_ms": round((time.perf_counter() - t0) * 1000, 3)}
     update = {"run_id": uuid.uuid4().hex[:12], "route": route, "plan": plan[1:], "tried": [], "usage": usage,
               "result": {}, "best": ""}
@@ -170,7 +172,9 @@ def run_method(state: RouterState, runtime: Runtime[RouterOptions], *, name: str
                                              "seconds": round(seconds, 4), "offline": is_offline(mdl)}]
     update: dict[str, Any] = {"tried": tried, "usage": out.get("usage") or {}}
     best_conf = max((t["confidence"] for t in state.get("tried", []) if t["method"] == state.get("best")), default=-1.0)
-    if conf >= best_conf:   # an escalated result wins a tie: it is the costlier method's
+    # on a tie the escalated result wins, unless the first was judged useful on this very question
+    useful = state["route"].get("useful_before", [])
+    if conf > best_conf or (conf == best_conf and (name in useful or state.get("best") not in useful)):
         update["result"], update["best"] = {k: v for k, v in out.items()}, name
     plan = list(state.get("plan", []))
     spent = _calls(state.get("usage")) + calls

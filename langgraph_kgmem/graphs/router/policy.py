@@ -56,6 +56,7 @@ FEEDBACK_WEIGHT = 0.5
 FEEDBACK_PRIOR = 8.0             # pseudo-verdicts: one rescued question moves a form by at most 0.5 / 9
 CONFIDENCE_WEIGHT = 0.2
 WRONG_PENALTY = 1.0
+FAMILY_PENALTY = 0.5             # a method whose family-mate was judged wrong on the question: likely, not surely, wrong
 WRONG_FLOOR = 0.01               # a fitting method judged wrong still ranks above the methods the rules do not name
 USEFUL_BONUS = 0.5
 ASK_MARGIN = 0.1                 # top two methods of different families closer than this: the rules are not sure
@@ -75,10 +76,12 @@ class Candidate:
     value: float
     cost: float
     why: str
+    ruled_out: bool = False      # judged wrong on this question (itself or its family): never an escalation target
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``{"method", "value", "cost", "why"}`` (``cost``: expected LLM calls)."""
-        return {"method": self.method, "value": round(self.value, 4), "cost": round(self.cost, 2), "why": self.why}
+        """JSON-ready: ``{"method", "value", "cost", "why", "ruled_out"}`` (``cost``: expected LLM calls)."""
+        return {"method": self.method, "value": round(self.value, 4), "cost": round(self.cost, 2), "why": self.why,
+                "ruled_out": self.ruled_out}
 
 
 def unservable(method: str, profile: KgProfile, has_store: bool, offline: bool = True) -> str | None:
@@ -131,13 +134,14 @@ def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]
             why.append(f"judged useful on this question before ({USEFUL_BONUS:+.2f})")
         elif judged_wrong(mine) or kin:
             # behind every other method the rules name for the form, never behind one they do not
-            value = max(value - WRONG_PENALTY, OTHER_FIT + WRONG_FLOOR) if m in fit else value - WRONG_PENALTY
+            cut = WRONG_PENALTY if judged_wrong(mine) else FAMILY_PENALTY
+            value = max(value - cut, OTHER_FIT + WRONG_FLOOR) if m in fit else value - cut
             whom = "it" if judged_wrong(mine) else f"{kin[0]} (its family)"
-            why.append(f"{whom} judged wrong on this question before (-{WRONG_PENALTY:.2f}, "
-                       f"floor {OTHER_FIT + WRONG_FLOOR:.2f})")
+            why.append(f"{whom} judged wrong on this question before (-{cut:.2f}, floor {OTHER_FIT + WRONG_FLOOR:.2f})")
         elif mine:
             why.append("answered this question before")
-        out.append(Candidate(m, value, expected_calls(m, row, min_runs, offline), "; ".join(why)))
+        out.append(Candidate(m, value, expected_calls(m, row, min_runs, offline), "; ".join(why),
+                             ruled_out=bool(judged_wrong(mine) or kin) and not mine.get("useful", 0) > mine.get("wrong", 0)))
     return sorted(out, key=lambda c: (-c.value, c.cost, c.method))
 
 
@@ -164,12 +168,11 @@ def ladder(form: Form, ranked: list[Candidate], escalate: bool, first: str | Non
     """The methods to run, in order: ``first`` (default: the best-ranked), then, on a question over
     documents (:data:`ESCALATE_FORMS`) with escalation on, the best-ranked method of another family
     that the rules name for the form and the question's record has not ruled out (its value above
-    the floor of a method judged wrong); it runs only when the first result's own confidence is low."""
+    the method or its family judged wrong on it); it runs only when the first result's own confidence is low."""
     first = first or ranked[0].method
     if not escalate or form not in ESCALATE_FORMS:
         return [first]
-    floor = OTHER_FIT + WRONG_FLOOR
-    nxt = next((c.method for c in ranked if family(c.method) != family(first) and c.value > floor
+    nxt = next((c.method for c in ranked if family(c.method) != family(first) and not c.ruled_out
                 and c.method in FIT.get(form, {})), None)
     return [first, nxt] if nxt else [first]
 
@@ -201,5 +204,5 @@ def confidence(method: str, out: Mapping[str, Any]) -> float:
 
 
 __all__ = ["ASK_MARGIN", "CONFIDENCE_WEIGHT", "Candidate", "DEFAULT_PRIOR_CALLS", "ESCALATE_FORMS", "FEEDBACK_PRIOR",
-           "FEEDBACK_WEIGHT", "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_FLOOR", "WRONG_PENALTY", "confidence",
+           "FAMILY_PENALTY", "FEEDBACK_WEIGHT", "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_FLOOR", "WRONG_PENALTY", "confidence",
            "expected_calls", "family", "judged_wrong", "ladder", "rank", "rules_unsure", "unservable"]
