@@ -409,3 +409,27 @@ def test_a_family_mate_of_a_method_judged_wrong_is_demoted_less_than_the_method_
     assert [c.method for c in ranked] == ["graphcot", "r3cycle", "hipporag2"]   # the form's other method next
     graphcot, r3cycle = ranked[0], ranked[1]
     assert graphcot.value > r3cycle.value + 0.1 and "r3cycle (its family) judged wrong" in graphcot.why
+
+
+def test_a_confidence_tie_keeps_the_method_judged_useful_on_the_question_else_the_escalated_one(docs_kg):
+    from types import SimpleNamespace
+
+    from langgraph_kgmem.graphs.router import nodes
+    from langgraph_kgmem.graphs.router.options import RouterOptions
+
+    class _Says:   # a compiled method graph that answers "no answer" (its own confidence 0)
+        def invoke(self, inputs, context=None):
+            return {"answer": "no answer", "evidence": [], "usage": {"llm_calls": 0}}
+
+    deps = nodes.RouterDeps(kg=docs_kg, model="offline", options=RouterOptions.build(), store=None,
+                            apps={"remindrag": _Says()}, unavailable={}, summaries={})
+    runtime = SimpleNamespace(context=None, store=None)
+    first = {"method": "hipporag2", "confidence": 0.0, "calls": 0, "seconds": 0.01, "offline": True}
+
+    def escalated(useful_before):
+        state = {"question": "q", "route": {"useful_before": useful_before, "alternatives": []}, "tried": [first],
+                 "best": "hipporag2", "result": {"answer": "no answer"}, "plan": [], "usage": {}}
+        return nodes.run_method(state, runtime, name="remindrag", deps=deps).update.get("best", "hipporag2")
+
+    assert escalated([]) == "remindrag"
+    assert escalated(["hipporag2"]) == "hipporag2"
