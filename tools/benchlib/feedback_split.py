@@ -41,6 +41,7 @@ from benchlib.metrics import full_chain, recall_at_k
 from langgraph_kgmem.graphs.catrag import kg_index, prepare_catrag_kg
 from langgraph_kgmem.graphs.catrag.index import dense_scores
 from langgraph_kgmem.graphs.catrag.nodes import EXPERIENCE_DEPTH
+from langgraph_kgmem.graphs.catrag.options import CatragOptions
 from langgraph_kgmem.graphs.feedback import give_feedback
 from langgraph_kgmem.graphs.registry import METHODS
 from langgraph_kgmem.memory.experience import ExperienceMemory
@@ -73,8 +74,9 @@ class DenseReader:
 
     def __init__(self, kg: Any, store: Any, *, experience: bool, options: dict[str, Any]) -> None:
         self.kg, self.store, self.experience = kg, store, experience
-        self.weight = float(options.get("experience_weight", 0.3))
-        self.memory = {k: options[k] for k in ("experience_gate", "experience_distractor_after") if k in options}
+        defaults = {k: CatragOptions.model_fields[k].default for k in EXPERIENCE_OPTIONS}
+        self.weight = float(options.get("experience_weight", defaults["experience_weight"]))
+        self.memory = {k: options.get(k, defaults[k]) for k in ("experience_gate", "experience_distractor_after")}
 
     def invoke(self, inp: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         """``{"passages": [{"id", "score"}]}`` best first (the top 20)."""
@@ -83,8 +85,8 @@ class DenseReader:
         if self.experience and len(dense):
             rows = best_first(dense, EXPERIENCE_DEPTH)
             mem = ExperienceMemory(self.store, self.kg.name, (context["user_id"],), kg=self.kg,
-                                   gate=self.memory.get("experience_gate", 0.5),
-                                   distractor_after=self.memory.get("experience_distractor_after", 2))
+                                   gate=self.memory["experience_gate"],
+                                   distractor_after=self.memory["experience_distractor_after"])
             dense[rows] += self.weight * mem.credit([idx.chunk_ids[i] for i in rows], self.kg.embed_query(inp["question"]))
         return {"passages": [{"id": idx.chunk_ids[i], "score": float(dense[i])} for i in best_first(dense, 20)]}
 

@@ -54,7 +54,7 @@ class CatragOptions(MethodOptions):
     fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
     experience: bool = Field(False, description="read the experience layer: passages credited by feedback on similar "
                                                 "questions get a bounded prior (docs/memory.md)")
-    experience_weight: float = Field(0.3, description="experience: the most a passage's dense score moves (cosine units)")
+    experience_weight: float = Field(1.0, description="experience: the most a passage's dense score moves (cosine units)")
     experience_gate: float = Field(0.5, description="experience: cosine with the credited questions below which a "
                                                     "passage's credit reads as zero")
     experience_distractor_after: int = Field(2, description="experience: runs that marked a passage wrong (none "
