@@ -133,3 +133,25 @@ def test_catrag_demotes_a_passage_marked_wrong_in_two_runs_for_a_new_question():
                               experience_distractor_after=0).compile(store=store)
     assert off.invoke({"question": new_question})["passages"] == before   # no penalty, and the marks were for other questions
     kg.close()
+
+
+def test_the_split_marks_gold_useful_and_other_passages_wrong_and_dense_reads_the_layer():
+    from bench_helpers import offline_kg  # noqa: I001  (puts tools/ on sys.path)
+    from benchlib.feedback_split import DenseReader, marks, ranked_ids
+
+    kg = offline_kg([{"title": "Ulm", "text": ULM_V1["text"]}, {"title": "Warsaw", "text": WARSAW["text"]}])
+    ulm, warsaw = (next(n.id for n in kg.nodes("chunk") if n.attrs["title"] == t) for t in ("Ulm", "Warsaw"))
+    entity = next(n.id for n in kg.nodes("entity"))
+    evidence = [{"id": ulm}, {"id": warsaw}, {"id": entity}, {"id": "run-a", "chunks": [ulm]}]
+    assert marks(kg, evidence, {ulm}) == ([ulm, "run-a"], [warsaw])   # entities stay unmarked
+    assert ranked_ids({"evidence": evidence}) == [ulm, warsaw, entity, "run-a", ulm]
+    store = InMemoryStore()
+    reader = DenseReader(kg, store, experience=True, options={})
+    question = {"question": "Where was Marie Curie born?"}
+    assert [p["id"] for p in reader.invoke(question, {"user_id": "u"})["passages"]][0] == warsaw
+    mem = ExperienceMemory(store, kg.name, ("u",), kg=kg)
+    for asked in ("Curie's river?", "Vistula city?"):          # two runs marked it wrong
+        mem.add((), [warsaw], kg.embed_query(asked))
+    assert [p["id"] for p in reader.invoke(question, {"user_id": "u"})["passages"]][0] == ulm
+    assert [p["id"] for p in reader.invoke(question, {"user_id": "v"})["passages"]][0] == warsaw   # per tenant
+    kg.close()
