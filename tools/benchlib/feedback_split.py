@@ -168,8 +168,10 @@ def measure(kg: Any, app: Any, questions: Sequence[BenchQuestion], tenant: str) 
 
 def run_split(dataset: str, *, n: int | None, seed: int | None, emb: Any, workdir: Path,
               sources: Sequence[str] = SOURCES, targets: Sequence[str] = TARGETS,
-              options: dict[str, Any] | None = None, hostile: bool = False) -> list[dict[str, Any]]:
-    """The rows of one data set (see the module docstring)."""
+              options: dict[str, Any] | None = None, hostile: bool = False,
+              self_taught: Sequence[str] = SELF_TAUGHT) -> list[dict[str, Any]]:
+    """The rows of one data set (see the module docstring); ``self_taught``: targets that also
+    teach their own second half."""
     options = dict(options or {})
     qs = load_questions(dataset, n, None)
     first, second = split_halves(qs, seed)
@@ -177,14 +179,14 @@ def run_split(dataset: str, *, n: int | None, seed: int | None, emb: Any, workdi
     kg = open_working_copy(built, workdir / dataset, emb)
     try:
         return _split_rows(kg, dataset, first, second, sources=sources, targets=targets, options=options,
-                           hostile=hostile)
+                           hostile=hostile, self_taught=self_taught)
     finally:
         kg.close()
 
 
 def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[BenchQuestion], *,
                 sources: Sequence[str], targets: Sequence[str], options: dict[str, Any],
-                hostile: bool) -> list[dict[str, Any]]:
+                hostile: bool, self_taught: Sequence[str] = ()) -> list[dict[str, Any]]:
     prepare_catrag_kg(kg)
     kg_index(kg)
     rows: list[dict[str, Any]] = []
@@ -195,7 +197,7 @@ def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[
     cold = {t: measure(kg, _app(kg, t, InMemoryStore(), experience=False, options=options), second, "u")
             for t in targets}
     pairs = [(src, tgt) for src in sources for tgt in targets]
-    pairs += [(t, t) for t in SELF_TAUGHT if t in targets and t not in sources]
+    pairs += [(t, t) for t in self_taught if t in targets and t not in sources]
     for src in dict.fromkeys(s for s, _ in pairs):
         store = InMemoryStore()
         t0 = time.perf_counter()
@@ -236,7 +238,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 def run_feedback_split(args: Any) -> int:
     """The ``--feedback-split`` entry point: every data set of ``--dataset`` (comma-separated),
-    ``--questions`` per set, sources from ``--method`` (default: :data:`SOURCES`); writes the rows
+    ``--questions`` per set, sources from ``--method`` (default: :data:`SOURCES`, and the
+    :data:`SELF_TAUGHT` targets teaching themselves), targets from ``--feedback-targets``; writes the rows
     as JSON (``--json``, default ``bench_output/feedback-split.json``) and prints a table."""
     import json
     import os
@@ -256,7 +259,8 @@ def run_feedback_split(args: Any) -> int:
         for dataset in args.dataset.split(","):
             for options in grid:
                 rows += run_split(dataset, n=args.questions, seed=args.seed, emb=emb, workdir=run_dir,
-                                  sources=sources, targets=targets, options=options, hostile=args.hostile)
+                                  sources=sources, targets=targets, options=options, hostile=args.hostile,
+                                  self_taught=() if args.method else SELF_TAUGHT)
     finally:
         if not args.keep_run:
             shutil.rmtree(run_dir, ignore_errors=True)
