@@ -99,8 +99,8 @@ def _app(kg: Any, method: str, store: Any, *, experience: bool, options: dict[st
     if method == "autopruned":
         own.setdefault("extraction", "offline")
         own.setdefault("phrase_facts", "always")
-    return entry.factory(kg, model="offline", store=store, experience=experience, memory_scope=("{user_id}",),
-                         **dict(entry.preset), **own).compile(store=store)
+    given = {**dict(entry.preset), "experience": experience, "memory_scope": ("{user_id}",), **own}
+    return entry.factory(kg, model="offline", store=store, **given).compile(store=store)
 
 
 def _ask(app: Any, q: BenchQuestion, tenant: str) -> dict[str, Any]:

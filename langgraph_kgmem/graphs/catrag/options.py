@@ -52,8 +52,9 @@ class CatragOptions(MethodOptions):
                              "other place or all of them by its confidence (fusion_weak, fusion_strong)")
     fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence PPR gets one evidence place")
     fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
-    experience: bool = Field(False, description="read the experience layer: passages credited by feedback on similar "
-                                                "questions get a bounded prior (docs/memory.md)")
+    experience: bool = Field(True, description="read the experience layer: passages credited by feedback on similar "
+                                               "questions, or marked wrong in several runs, get a bounded prior "
+                                               "(docs/memory.md; the hipporag2 preset turns it off)")
     experience_weight: float = Field(1.0, description="experience: the most a passage's dense score moves (cosine units)")
     experience_gate: float = Field(0.5, description="experience: cosine with the credited questions below which a "
                                                     "passage's credit reads as zero")
