@@ -155,3 +155,23 @@ def test_the_split_marks_gold_useful_and_other_passages_wrong_and_dense_reads_th
     assert [p["id"] for p in reader.invoke(question, {"user_id": "u"})["passages"]][0] == ulm
     assert [p["id"] for p in reader.invoke(question, {"user_id": "v"})["passages"]][0] == warsaw   # per tenant
     kg.close()
+
+
+def test_catrag_reads_the_layer_by_default_and_the_hipporag2_preset_does_not():
+    """The documented defaults (docs/memory.md): on where the held-out figures never lost."""
+    from langgraph_kgmem.graphs.registry import METHODS
+
+    kg = KnowledgeGraph.in_memory(name="exp", embeddings="hash")
+    kg.add_documents([ULM_V1, WARSAW], model="offline")
+    store = InMemoryStore()
+    question = "Where was Albert Einstein born?"
+    first = create_catrag_graph(kg, model="offline", top_passages=1).compile(store=store).invoke(
+        {"question": question})["evidence"][0]["id"]
+    mem = ExperienceMemory(store, kg.name, kg=kg)
+    for asked in ("Einstein's birthplace river?", "Which city on the Danube?"):
+        mem.add((), [first], kg.embed_query(asked))
+    catrag = create_catrag_graph(kg, model="offline", top_passages=1).compile(store=store)
+    assert catrag.invoke({"question": question})["ppr"]["experience"] == {first: pytest.approx(-0.5, abs=1e-3)}
+    hipporag2 = create_catrag_graph(kg, model="offline", top_passages=1, **METHODS["hipporag2"].preset)
+    assert "experience" not in hipporag2.compile(store=store).invoke({"question": question})["ppr"]
+    kg.close()
