@@ -459,6 +459,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--hostile", action="store_true", help="--feedback-split: add a tenant giving inverted feedback")
     ap.add_argument("--feedback-options", default=None, metavar="JSON",
                     help="--feedback-split: options of the methods, e.g. '{\"experience_weight\": 0.05}'")
+    ap.add_argument("--feedback-targets", default=None, metavar="M1,M2",
+                    help="--feedback-split: the methods measured on the second half (default: dense, catrag, "
+                         "hipporag2, remindrag, autopruned)")
     ap.add_argument("--_worker-pass", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_run-dir", help=argparse.SUPPRESS)
     ap.add_argument("--_worker-out", help=argparse.SUPPRESS)

@@ -52,11 +52,14 @@ class CatragOptions(MethodOptions):
                              "other place or all of them by its confidence (fusion_weak, fusion_strong)")
     fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence PPR gets one evidence place")
     fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
-    experience: bool = Field(False, description="read the experience layer: passages credited by feedback on similar "
-                                                "questions get a bounded prior (docs/memory.md)")
-    experience_weight: float = Field(0.3, description="experience: the most a passage's dense score moves (cosine units)")
+    experience: bool = Field(True, description="read the experience layer: passages credited by feedback on similar "
+                                               "questions, or marked wrong in several runs, get a bounded prior "
+                                               "(docs/memory.md; the hipporag2 preset turns it off)")
+    experience_weight: float = Field(1.0, description="experience: the most a passage's dense score moves (cosine units)")
     experience_gate: float = Field(0.5, description="experience: cosine with the credited questions below which a "
                                                     "passage's credit reads as zero")
+    experience_distractor_after: int = Field(2, description="experience: runs that marked a passage wrong (none "
+                                                            "useful) before it is demoted for every question; 0: never")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the run records and experience "
                                                                  "namespaces, e.g. ('{user_id}',)")
 
@@ -72,6 +75,7 @@ class CatragOptions(MethodOptions):
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
         check_number("experience_weight", opts["experience_weight"], 0.0, 1.0)
         check_number("experience_gate", opts["experience_gate"], 0.0, 1.0, high_open=True)
+        check_number("experience_distractor_after", opts["experience_distractor_after"], 0.0)
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
