@@ -180,7 +180,7 @@ def test_fence_cannot_be_closed_by_its_text():
 
 
 def test_kgirag_plan_out_of_bounds_takes_the_fallback(text_kg=None):
-    from langgraph_kgmem.graphs.kgirag import MAX_TRIP_HOURS
+    from langgraph_kgmem.graphs.kgirag.schemas import MAX_TRIP_HOURS
 
     kg, question, _ = method_case("kgirag", None)
     for bad in ({"trip_hours": 60_000_000}, {"departure_time": "9999-12-31 23:00"}, {"horizon_hours": 10**9}):

@@ -16,12 +16,12 @@ from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.graphs import kgirag
 from langgraph_kgmem.errors import KgmemInputError, MissingRequirementError
 from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, clean_answer, create_kgirag_graph, create_singlepass_graph, hop_count,
-                                           scan_records)
+                                           parse_question, scan_records)
 from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, normalize_records, slot_of, parse_time,
                                             time_node_id)
 from langgraph_kgmem.ingest.temporal_questions import (NO_DEPARTURE, Q1_TEMPLATE, Q2_TEMPLATE, Q3_TEMPLATE,
                                                        abnormal_by_location, generate_questions, ground_truth,
-                                                       make_question, parse_question)
+                                                       make_question)
 from langgraph_kgmem.testing import ScriptedChatModel
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kgirag_records.csv"
@@ -349,7 +349,7 @@ def test_singlepass_graph_reads_one_window(rkg):
 
 
 def test_docstring_example_runs():
-    result = doctest.testmod(kgirag, raise_on_error=False, verbose=False)
+    result = doctest.testmod(kgirag.graph, raise_on_error=False, verbose=False)
     assert result.attempted >= 1 and result.failed == 0
 
 
