@@ -78,7 +78,13 @@ class MethodOptions(BaseModel):
             for name, low in cls.OPTIONAL_INT_FLOORS.items():
                 check_int(name, opts[name], low, optional=True)
             cls.check_values(opts)
+            cls.check_prompts(opts)
         return data
+
+    @classmethod
+    def check_prompts(cls, opts: Mapping[str, Any]) -> None:
+        """Checks of the ``prompts`` option of a method whose prompts can be overridden
+        (:class:`~langgraph_kgmem.graphs.prompt_overrides.PromptOptions`); nothing here."""
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
@@ -30,6 +30,7 @@ def create_kgirag_graph(
     kappa: int = 400,
     step: int | None = None,
     k0: int | None = None,
+    prompts: Mapping[str, str] | None = None,
 ) -> StateGraph:
     """Build the KG-IRAG graph (uncompiled).
 
@@ -46,13 +47,17 @@ def create_kgirag_graph(
         step: hours of the time chain per hop (default: the plan's; offline Δt for detection,
             max(2, Δt) for latest/earliest).
         k0: hops of round 0 (default: the plan's, offline 1).
+        prompts: prompt overrides, name -> template (``plan``, ``reasoning_detect``,
+            ``reasoning_latest``, ``reasoning_earliest``, ``judge``, ``answer``: the ``PROMPTS`` of
+            :mod:`~langgraph_kgmem.graphs.kgirag.prompts`, which lists each one's placeholders).
 
     Returns:
         An uncompiled ``StateGraph``. Output keys: answer, evidence (the retrieved triples),
         usage, method ("kgirag"), plan, iterations, retrieved_triples, anchors, hops, stopped, events.
 
     Raises:
-        KgmemInputError: an option is out of range.
+        KgmemInputError: an option is out of range, or a prompt override names no prompt or uses a
+            placeholder its step does not fill.
 
     Example:
         >>> from langgraph_kgmem import KnowledgeGraph
@@ -68,7 +73,7 @@ def create_kgirag_graph(
         ('2025-01-01 04:00', ['2025-01-01 02:00', '2025-01-01 04:00'])
     """
     deps = KgiragDeps(kg=kg, model=method_model(model, retry_policy),
-                      options=KgiragOptions.build(t_max=t_max, kappa=kappa, step=step, k0=k0))
+                      options=KgiragOptions.build(t_max=t_max, kappa=kappa, step=step, k0=k0, prompts=prompts or {}))
 
     builder = StateGraph(KgiragState, input_schema=InputState, output_schema=KgiragOutput,
                          context_schema=KgiragOptions)
@@ -86,12 +91,13 @@ def create_kgirag_graph(
 
 
 def create_singlepass_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any = None,
-                            retry_policy: RetryPolicy | None = None, kappa: int = 400) -> StateGraph:
+                            retry_policy: RetryPolicy | None = None, kappa: int = 400,
+                            prompts: Mapping[str, str] | None = None) -> StateGraph:
     """Single-pass baseline: the same plan, one retrieval of the whole horizon window (detect:
     the trip window; earliest: t+1 .. t+L+Δt−1; latest: t−L .. t+Δt−2), the same answer step.
-    Output keys as :func:`create_kgirag_graph` (method "singlepass")."""
-    deps = KgiragDeps(kg=kg, model=method_model(model, retry_policy), options=KgiragOptions.build(t_max=1, kappa=kappa),
-                      method="singlepass")
+    Output keys and ``prompts`` as :func:`create_kgirag_graph` (method "singlepass")."""
+    deps = KgiragDeps(kg=kg, model=method_model(model, retry_policy),
+                      options=KgiragOptions.build(t_max=1, kappa=kappa, prompts=prompts or {}), method="singlepass")
 
     builder = StateGraph(KgiragState, input_schema=InputState, output_schema=KgiragOutput,
                          context_schema=KgiragOptions)

@@ -14,8 +14,8 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.common import check_question, emit_progress, evidence_item, fence, require, run_model
 from langgraph_kgmem.graphs.kgirag.index import (collect_triples, known_records, neighbourhood_slots, record_lines,
                                                  temporal_index)
+from langgraph_kgmem.graphs.kgirag import prompts
 from langgraph_kgmem.graphs.kgirag.options import KgiragOptions
-from langgraph_kgmem.graphs.kgirag.prompts import ANSWER_PROMPT, JUDGE_PROMPT, PLAN_PROMPT, REASONING_TEXT
 from langgraph_kgmem.graphs.kgirag.questions import clean_answer, offline_plan, plan_problem
 from langgraph_kgmem.graphs.kgirag.scan import default_step, hop_count, horizon_window, scan_records
 from langgraph_kgmem.graphs.kgirag.schemas import NO_ANSWER, JudgeDecision, KgiragState, TemporalPlan
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
-def _reasoning(plan: Mapping[str, Any], rule: str) -> str:
+def _reasoning(plan: Mapping[str, Any], rule: str, opts: KgiragOptions) -> str:
     t = slot_of(parse_time(plan["time"]))
     hours = int(plan["hours"])
-    return REASONING_TEXT[plan["task"]].format(
+    return render(opts.prompt(f"reasoning_{plan['task']}"),
         rule=rule, location=fence(plan.get("location") or "every location", inline=True), time=plan["time"],
         horizon=plan.get("horizon", 0), hours=hours, last=f"{hours - 1}" if hours > 1 else "0",
         start=plan["time"], end=format_time(time_of_slot(t + hours - 1)))
@@ -95,7 +95,7 @@ def plan_query(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: Kgi
         if len(idx.slots) else ("-", "-")
     names = sorted(idx.locations)
     shown = ", ".join(names[:50]) + (f" (and {len(names) - 50} more)" if len(names) > 50 else "")
-    prompt = render(PLAN_PROMPT, event_name=idx.event_name, rule=rule, locations=fence(shown, inline=True),
+    prompt = render(opts.prompt("plan"), event_name=idx.event_name, rule=rule, locations=fence(shown, inline=True),
                     start=span[0], end=span[1], question=state["question"])
     decision, usage = decide(mdl, TemporalPlan, prompt, step="plan_query", offline=offline, validate=validate,
                              context={"question": state["question"], "offline_plan": guess,
@@ -107,7 +107,7 @@ def plan_query(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: Kgi
             "hours": int(decision.trip_hours), "horizon": int(decision.horizon_hours),
             "step": int(step or decision.step_hours), "k0": int(k0 or decision.k0),
             "event": (guess or {}).get("event") or idx.event_name, "valid": bool(ok and len(idx.slots))}
-    plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule)
+    plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule, opts)
     if not plan["valid"]:   # said in the output: a bare "no answer" leaves the user guessing why
         plan["problem"] = (f"{unreadable or 'the model gave no usable plan'}; ask about a departure time "
                            f"within the records ({span[0]} to {span[1]}), e.g. 'if I leave at {span[0]} and "
@@ -131,12 +131,13 @@ def no_answer_reason(state: Mapping[str, Any], kappa: int) -> str:
 
 
 def synthesis_prompt(kg: "KnowledgeGraph", question: str, plan: Mapping[str, Any], events: Sequence[str], *,
-                      stopped: bool, n_triples: int, kappa: int) -> str | None:
+                      stopped: bool, n_triples: int, kappa: int, template: str | None = None) -> str | None:
     """The prompt the answer step sends, or None when it answers "no answer" without asking: the
-    judge never stopped the loop, the triples reached κ, or the plan is not valid."""
+    judge never stopped the loop, the triples reached κ, or the plan is not valid. ``template``:
+    the graph's ``answer`` prompt (default: ``PROMPTS["answer"]`` as it is now)."""
     if not stopped or n_triples >= kappa or not plan.get("valid"):
         return None
-    return render(ANSWER_PROMPT, reasoning=plan["reasoning"], records=record_lines(kg, events), question=question)
+    return render(template if template is not None else prompts.PROMPTS["answer"], reasoning=plan["reasoning"], records=record_lines(kg, events), question=question)
 
 
 def synthesize_answer(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> dict[str, Any]:
@@ -157,7 +158,8 @@ def _synthesize(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: Kg
     evidence = _evidence(kg, triples)
     base = {"evidence": evidence, "retrieved_triples": len(triples), "method": method}
     prompt = synthesis_prompt(kg, state["question"], plan, state.get("events", []),
-                              stopped=bool(state.get("stopped")), n_triples=len(triples), kappa=kappa)
+                              stopped=bool(state.get("stopped")), n_triples=len(triples), kappa=kappa,
+                              template=opts.prompt("answer"))
     if prompt is None:
         return {**base, "answer": NO_ANSWER, "no_answer_reason": no_answer_reason(state, kappa)}
     known = known_records(kg, state.get("events", []))
@@ -199,6 +201,7 @@ def retrieve_triples(state: KgiragState, *, deps: KgiragDeps) -> dict[str, Any]:
 
 def judge_retrieval(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: KgiragDeps) -> dict[str, Any]:
     """LLM2: stop (the records read settle the answer) or the next anchor."""
+    opts = options_of(runtime, deps.options)
     mdl = run_model(runtime, deps.model)
     kg = deps.kg
     idx = temporal_index(kg)
@@ -225,7 +228,7 @@ def judge_retrieval(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps
             return f"{d.next_time} is outside the records"
         return None
 
-    prompt = render(JUDGE_PROMPT, reasoning=plan["reasoning"], question=state["question"], count=len(known),
+    prompt = render(opts.prompt("judge"), reasoning=plan["reasoning"], question=state["question"], count=len(known),
                     triples=len(state.get("triples", [])), records=record_lines(kg, state.get("events", [])),
                     new=(state.get("round_sizes") or [0])[-1], anchor=(state.get("anchors") or ["-"])[-1])
     decision, usage = decide(mdl, JudgeDecision, prompt, step="judge_retrieval", offline=offline,

@@ -1,4 +1,18 @@
-"""KG-IRAG's prompts (rendered strictly by ``llm.render``: a missing placeholder is an error)."""
+"""KG-IRAG's prompts (rendered strictly by ``llm.render``: a missing placeholder is an error).
+
+:data:`PROMPTS` names them; a graph replaces any with ``create_kgirag_graph(kg, prompts={name:
+template})`` (or a run with ``context={"prompts": {...}}``), checked against the placeholders
+below (:mod:`langgraph_kgmem.graphs.prompt_overrides`):
+
+- ``plan`` (LLM1, the plan): ``{event_name}``, ``{rule}``, ``{locations}`` (fenced), ``{start}``,
+  ``{end}``, ``{question}``;
+- ``reasoning_detect`` / ``reasoning_latest`` / ``reasoning_earliest``: the judge's instruction
+  written when the plan gives none: ``{rule}``, ``{location}`` (fenced), ``{time}``, ``{horizon}``,
+  ``{hours}``, ``{last}``, ``{start}``, ``{end}``;
+- ``judge`` (LLM2, stop or the next time): ``{reasoning}``, ``{question}``, ``{count}``,
+  ``{triples}``, ``{records}`` (fenced), ``{new}``, ``{anchor}``;
+- ``answer`` (LLM1, the answer): ``{reasoning}``, ``{records}`` (fenced), ``{question}``.
+"""
 
 from __future__ import annotations
 
@@ -50,4 +64,8 @@ Answer with only: "yes" or "no" for whether the event can be avoided; or the dep
 YYYY-MM-DD HH:MM; or "none" if no departure within the horizon avoids it."""
 
 
-__all__ = ["ANSWER_PROMPT", "JUDGE_PROMPT", "PLAN_PROMPT", "REASONING_TEXT"]
+#: every prompt by name (see the module docstring): what ``prompts=`` may override
+PROMPTS: dict[str, str] = {"plan": PLAN_PROMPT, **{f"reasoning_{task}": text for task, text in REASONING_TEXT.items()},
+                           "judge": JUDGE_PROMPT, "answer": ANSWER_PROMPT}
+
+__all__ = ["ANSWER_PROMPT", "JUDGE_PROMPT", "PLAN_PROMPT", "PROMPTS", "REASONING_TEXT"]
