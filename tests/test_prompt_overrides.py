@@ -108,3 +108,23 @@ def test_the_data_note_is_added_only_where_the_default_carries_it():
     defaults = {"quotes": "Data:\n{records}\n" + DATA_NOTE, "plain": "List the entities of {question}"}
     out = check_prompts(defaults, {"quotes": "Only {records}", "plain": "Entities in {question}?"})
     assert out == {"quotes": "Only {records}\n" + DATA_NOTE, "plain": "Entities in {question}?"}
+
+
+def test_catrag_reads_its_overrides_too(text_kg):
+    """Every method with a PROMPTS mapping takes ``prompts=`` the same way (CatRAG: the NER prompt)."""
+    from langgraph_kgmem.graphs.catrag import create_catrag_graph
+
+    def responder(messages, request):
+        if request is None:
+            return "Warsaw"
+        return {"filter_facts": {"keep": [1]}, "anchor_entities": {"names": ["Marie Curie"]},
+                "weight_edges": {"scores": []}}.get(request.step, {})
+
+    model = ScriptedChatModel(responder=responder)
+    ner = "Name the people and places in this question, as written: {question} (custom ner prompt)"
+    app = create_catrag_graph(text_kg, model=model, dynamic_weighting=False, prompts={"ner": ner}).compile()
+    app.invoke({"question": "Where was Marie Curie born?"})
+    [sent] = step_messages(model, "anchor_entities")
+    assert sent.startswith("Name the people and places in this question, as written: Where was Marie Curie born?")
+    with pytest.raises(KgmemInputError, match=r"create_catrag_graph: no prompt 'answer'; the prompts are: filter, ner"):
+        create_catrag_graph(text_kg, model="offline", prompts={"answer": "x"})
