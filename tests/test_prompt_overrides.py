@@ -128,3 +128,32 @@ def test_catrag_reads_its_overrides_too(text_kg):
     assert sent.startswith("Name the people and places in this question, as written: Where was Marie Curie born?")
     with pytest.raises(KgmemInputError, match=r"create_catrag_graph: no prompt 'answer'; the prompts are: filter, ner"):
         create_catrag_graph(text_kg, model="offline", prompts={"answer": "x"})
+
+
+def test_r3cycle_reads_its_overrides_too(text_kg):
+    """R3-Cycle: the agent's system message and the reflection prompt."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
+
+    def responder(messages, request):
+        if request is None:
+            return {"tool_calls": [{"name": "Finish", "args": {"answer": "Paris"}}]}
+        if request.step == "verify":
+            return {"ok": False, "reason": "wrong city"}
+        if request.step == "reflect":
+            return {"root_cause": "guessed", "advice": "look up the birthplace", "retry": False}
+        return {}
+
+    model = ScriptedChatModel(responder=responder)
+    system = "You explore a graph with tools; {remaining} of {budget} steps left. (custom system prompt)"
+    app = create_r3cycle_graph(text_kg, model=model, max_cycles=1, store=InMemoryStore(),
+                               prompts={"reason_system": system,
+                                        "reflect": "Why did this fail? {question} {failure} {log} (custom reflect)"})
+    app.compile(store=InMemoryStore()).invoke({"question": "Where was Marie Curie born?"})
+    first = model.calls[0]["messages"][0].content
+    assert first == "You explore a graph with tools; 10 of 10 steps left. (custom system prompt)"
+    reflected = step_messages(model, "reflect")
+    assert reflected and "(custom reflect)" in reflected[0] and reflected[0].endswith(DATA_NOTE)
+    with pytest.raises(KgmemInputError, match=r"prompt 'reflect' uses \{advice\}"):
+        create_r3cycle_graph(text_kg, model="offline", prompts={"reflect": "{advice}"})
