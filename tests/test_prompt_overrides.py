@@ -157,3 +157,23 @@ def test_r3cycle_reads_its_overrides_too(text_kg):
     assert reflected and "(custom reflect)" in reflected[0] and reflected[0].endswith(DATA_NOTE)
     with pytest.raises(KgmemInputError, match=r"prompt 'reflect' uses \{advice\}"):
         create_r3cycle_graph(text_kg, model="offline", prompts={"reflect": "{advice}"})
+
+
+def test_remindrag_reads_its_overrides_too(text_kg):
+    """ReMindRAG: the decomposition prompt, asked when ``decompose=True``."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
+
+    def responder(messages, request):
+        if request is None:
+            return "Warsaw"
+        return {"decompose": {"sub_questions": ["Who is Marie Curie?"]}, "check_sufficiency": {"sufficient": True},
+                "next_move": {"action": "stop"}, "memorize": {"useful": []}}.get(request.step, {})
+
+    model = ScriptedChatModel(responder=responder)
+    decompose = "Break {question} into smaller questions. (custom decompose)"
+    app = create_remindrag_graph(text_kg, model=model, decompose=True, prompts={"decompose": decompose})
+    app.compile(store=InMemoryStore()).invoke({"question": "Where was Marie Curie born?"})
+    assert step_messages(model, "decompose")[0].startswith(
+        "Break Where was Marie Curie born? into smaller questions. (custom decompose)")
