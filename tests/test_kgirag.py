@@ -382,3 +382,25 @@ def test_every_no_answer_says_why(rkg):
     assert capped["answer"] == NO_ANSWER and "kappa=10" in capped["no_answer_reason"]
     answered = create_kgirag_graph(rkg, model="offline").compile().invoke({"question": question})
     assert answered["answer"] == gold and "no_answer_reason" not in answered
+
+
+def test_kgirag_follows_the_method_template_and_ingest_holds_none_of_its_query_code():
+    """KG-IRAG is a package like the others (options, schemas, prompts, nodes, graph, each a few
+    hundred lines at most); its temporal index and offline question parser live in it, while
+    ingest keeps what writes records and generates questions."""
+    import importlib
+    from pathlib import Path
+
+    import langgraph_kgmem.ingest.records as records
+    import langgraph_kgmem.ingest.temporal_questions as temporal_questions
+
+    folder = Path(kgirag.__file__).parent
+    for module in ("options", "schemas", "prompts", "index", "questions", "scan", "nodes", "graph"):
+        importlib.import_module(f"langgraph_kgmem.graphs.kgirag.{module}")
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in folder.glob("*.py")}
+    assert sizes["__init__.py"] < 120 and max(sizes.values()) < 400, sizes
+    for name in ("TemporalIndex", "temporal_index"):
+        assert not hasattr(records, name) and hasattr(kgirag, name)
+    for name in ("ParsedQuestion", "parse_question"):
+        assert not hasattr(temporal_questions, name)
+    assert kgirag.parse_question is importlib.import_module("langgraph_kgmem.graphs.kgirag.questions").parse_question

@@ -177,3 +177,20 @@ def test_remindrag_reads_its_overrides_too(text_kg):
     app.compile(store=InMemoryStore()).invoke({"question": "Where was Marie Curie born?"})
     assert step_messages(model, "decompose")[0].startswith(
         "Break Where was Marie Curie born? into smaller questions. (custom decompose)")
+
+
+def test_autopruned_reads_its_overrides_too(text_kg):
+    """AutoPrunedRetriever: the answer prompt around the packed codebook."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+
+    model = ScriptedChatModel(responder=lambda messages, request: "Warsaw" if request is None or request.step == "answer"
+                              else {"triples": []})
+    answer = "Facts ({legend}):\n{knowledge}\nQ: {question}{known_note}\n(custom answer prompt)"
+    app = create_autopruned_graph(text_kg, model=model, prompts={"answer": answer, "sentences": answer.replace(
+        "({legend})", "").replace("{known_note}", "")})
+    out = app.compile(store=InMemoryStore()).invoke({"question": "Where was Marie Curie born?"})
+    [sent] = step_messages(model, "answer")
+    assert sent.startswith("Facts") and "Q: Where was Marie Curie born?" in sent and sent.endswith(DATA_NOTE)
+    assert out["answer"] == "Warsaw"
