@@ -68,7 +68,7 @@ def test_the_sqlite_slice_catches_unnormalised_model_text(monkeypatch):
 def test_fuzz_catches_a_planted_crash(monkeypatch):
     """The suite can fail: with two guards removed (KG-IRAG's plan bounds, R3-Cycle's tool-argument
     check) the hostile model's year 9999 and deeply nested arguments crash runs again."""
-    monkeypatch.setattr("langgraph_kgmem.graphs.kgirag.plan_problem", lambda *a, **k: None)
+    monkeypatch.setattr("langgraph_kgmem.graphs.kgirag.nodes.plan_problem", lambda *a, **k: None)
     monkeypatch.setattr("langgraph_kgmem.graphs.r3cycle.nodes.tool_call_problem", lambda call: "")
     report = fuzz.run_fuzz(30, methods=["kgirag", "r3cycle"])
     errors = {c["error"].split(":")[0] for c in report.crashes}
