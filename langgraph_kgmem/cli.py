@@ -29,8 +29,7 @@ from typing import Any, Sequence
 
 from langgraph_kgmem import __version__
 from langgraph_kgmem.errors import KgmemError, KgmemInputError, describe_error
-from langgraph_kgmem.graphs.registry import summaries
-from langgraph_kgmem.memory import KINDS
+from langgraph_kgmem.graphs.registry import memory_kinds, summaries
 from langgraph_kgmem.terminal import echo
 
 TEXT_SUFFIXES = {".txt", ".md", ".rst", ".text"}
@@ -375,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("memory", help="list (or --reset) what the methods remember about a KG")
     common(sp)
-    sp.add_argument("--kind", default=None, choices=sorted(KINDS), help="one kind of memory (default: all)")
+    sp.add_argument("--kind", default=None, choices=[k.short for k in memory_kinds()], help="one kind of memory (default: all)")
     sp.add_argument("--scope", default=None,
                     help="one memory scope, labels joined by '/' (e.g. a user id) (default: every scope)")
     sp.add_argument("--reset", action="store_true", help="delete that memory (the KG itself is kept)")

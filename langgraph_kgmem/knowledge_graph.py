@@ -29,6 +29,14 @@ logger = logging.getLogger(__name__)
 ProgressCallback = Callable[[dict[str, Any]], None]
 
 
+def _register_memory_kinds() -> None:
+    """Import every method, so the memory kinds their specs declare are registered with the memory
+    layer (the methods' layer owns them, like feedback: imported when used)."""
+    from langgraph_kgmem.graphs.registry import method_specs
+
+    method_specs()
+
+
 class KnowledgeGraph(KnowledgeGraphCore):
     """A named, persistent knowledge graph: reads, writes, PPR, ingestion and method memory.
 
@@ -184,11 +192,13 @@ class KnowledgeGraph(KnowledgeGraphCore):
         """What the methods remember about this KG, per namespace (edge memories, trajectories,
         reflections, codebook, summaries; every memory scope), with each item as a person reads it:
         see :func:`memory.view.describe_memory`. ``store``: default the KG's own :meth:`persistence` store."""
+        _register_memory_kinds()
         return describe_memory(self, store if store is not None else self.persistence()[1], kind, limit=limit)
 
     def reset_memory(self, kind: str | None = None, *, scope: Sequence[str] | None = None, store: Any = None) -> int:
         """Forget what the methods remember about this KG (one ``kind``, one ``scope``, or all);
         the graph itself is untouched. Returns the number of items deleted."""
+        _register_memory_kinds()
         return reset_memory(store if store is not None else self.persistence()[1], self.name, kind, scope=scope)
 
     def feedback(self, run: str, *, useful: Sequence[str] | str = (), wrong: Sequence[str] | str = (),

@@ -68,7 +68,7 @@ def test_the_sqlite_slice_catches_unnormalised_model_text(monkeypatch):
 def test_fuzz_catches_a_planted_crash(monkeypatch):
     """The suite can fail: with two guards removed (KG-IRAG's plan bounds, R3-Cycle's tool-argument
     check) the hostile model's year 9999 and deeply nested arguments crash runs again."""
-    monkeypatch.setattr("langgraph_kgmem.graphs.kgirag.plan_problem", lambda *a, **k: None)
+    monkeypatch.setattr("langgraph_kgmem.graphs.kgirag.nodes.plan_problem", lambda *a, **k: None)
     monkeypatch.setattr("langgraph_kgmem.graphs.r3cycle.nodes.tool_call_problem", lambda call: "")
     report = fuzz.run_fuzz(30, methods=["kgirag", "r3cycle"])
     errors = {c["error"].split(":")[0] for c in report.crashes}
@@ -180,7 +180,7 @@ def test_fence_cannot_be_closed_by_its_text():
 
 
 def test_kgirag_plan_out_of_bounds_takes_the_fallback(text_kg=None):
-    from langgraph_kgmem.graphs.kgirag import MAX_TRIP_HOURS
+    from langgraph_kgmem.graphs.kgirag.schemas import MAX_TRIP_HOURS
 
     kg, question, _ = method_case("kgirag", None)
     for bad in ({"trip_hours": 60_000_000}, {"departure_time": "9999-12-31 23:00"}, {"horizon_hours": 10**9}):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench_helpers import TOOLS  # noqa: F401  (puts tools/ on sys.path)
 from code_metrics import (BENCHLIB, PACKAGE, ROOT, area, import_cycles, import_graph, long_functions, module_files,
-                          module_imports, private_imports)
+                          module_imports, private_imports, upward_imports)
 
 # --------------------------------------------------------------------------------------------
 # the checker itself
@@ -66,6 +66,23 @@ def test_llm_package_imports_nothing_above_it():
     upward = [i for i in PKG_IMPORTS if area(i.importer) == "llm" and area(i.target) != "llm"
               and i.target not in allowed]
     assert upward == []
+
+
+def test_no_import_points_up_a_layer():
+    """graphs -> memory -> ingest -> kg -> llm: the memory layer reads how to show a method's memory
+    from the method's spec, never from the method's modules (``tools/code_metrics.py`` prints these)."""
+    assert [(i.importer, i.target) for i in upward_imports(PKG_IMPORTS)] == []
+
+
+def test_the_layer_check_sees_an_arrow_up(tmp_path):
+    pkg = tmp_path / "langgraph_kgmem"
+    for sub in ("memory", "graphs", "kg"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "memory" / "view.py").write_text("def f():\n    from langgraph_kgmem.graphs.thing import x\n")
+    (pkg / "graphs" / "thing.py").write_text("from langgraph_kgmem.kg import y\nx = 1\n")
+    found = upward_imports(module_imports(module_files(pkg, "langgraph_kgmem")))
+    assert [(i.importer, i.target) for i in found] == [("langgraph_kgmem.memory.view", "langgraph_kgmem.graphs.thing")]
 
 
 def test_no_function_is_longer_than_the_limit():

@@ -16,12 +16,12 @@ from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.graphs import kgirag
 from langgraph_kgmem.errors import KgmemInputError, MissingRequirementError
 from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, clean_answer, create_kgirag_graph, create_singlepass_graph, hop_count,
-                                           scan_records)
+                                           parse_question, scan_records)
 from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, normalize_records, slot_of, parse_time,
                                             time_node_id)
 from langgraph_kgmem.ingest.temporal_questions import (NO_DEPARTURE, Q1_TEMPLATE, Q2_TEMPLATE, Q3_TEMPLATE,
                                                        abnormal_by_location, generate_questions, ground_truth,
-                                                       make_question, parse_question)
+                                                       make_question)
 from langgraph_kgmem.testing import ScriptedChatModel
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kgirag_records.csv"
@@ -349,7 +349,7 @@ def test_singlepass_graph_reads_one_window(rkg):
 
 
 def test_docstring_example_runs():
-    result = doctest.testmod(kgirag, raise_on_error=False, verbose=False)
+    result = doctest.testmod(kgirag.graph, raise_on_error=False, verbose=False)
     assert result.attempted >= 1 and result.failed == 0
 
 
@@ -382,3 +382,25 @@ def test_every_no_answer_says_why(rkg):
     assert capped["answer"] == NO_ANSWER and "kappa=10" in capped["no_answer_reason"]
     answered = create_kgirag_graph(rkg, model="offline").compile().invoke({"question": question})
     assert answered["answer"] == gold and "no_answer_reason" not in answered
+
+
+def test_kgirag_follows_the_method_template_and_ingest_holds_none_of_its_query_code():
+    """KG-IRAG is a package like the others (options, schemas, prompts, nodes, graph, each a few
+    hundred lines at most); its temporal index and offline question parser live in it, while
+    ingest keeps what writes records and generates questions."""
+    import importlib
+    from pathlib import Path
+
+    import langgraph_kgmem.ingest.records as records
+    import langgraph_kgmem.ingest.temporal_questions as temporal_questions
+
+    folder = Path(kgirag.__file__).parent
+    for module in ("options", "schemas", "prompts", "index", "questions", "scan", "nodes", "graph"):
+        importlib.import_module(f"langgraph_kgmem.graphs.kgirag.{module}")
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in folder.glob("*.py")}
+    assert sizes["__init__.py"] < 120 and max(sizes.values()) < 400, sizes
+    for name in ("TemporalIndex", "temporal_index"):
+        assert not hasattr(records, name) and hasattr(kgirag, name)
+    for name in ("ParsedQuestion", "parse_question"):
+        assert not hasattr(temporal_questions, name)
+    assert kgirag.parse_question is importlib.import_module("langgraph_kgmem.graphs.kgirag.questions").parse_question

@@ -4,7 +4,7 @@ the shared codebook's namespace; a store search takes a namespace *prefix*, so t
 codebook loaded the tenant's pages, an unscoped graph replayed the tenant's answer and its next
 question crashed with IndexError. Now namespaces are matched exactly (``memory.list_items``) on
 every store the package uses, and no tenant label may equal a kind (``memory.reserved_labels``,
-read from ``memory.KINDS``)."""
+read from ``memory.KINDS``, which the methods' specs fill)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.memory import (KINDS, EdgeMemory, RecordMemory, list_items, memory_scope, namespace,
-                                    reserved_labels)
+from langgraph_kgmem.graphs.registry import method_specs
+from langgraph_kgmem.memory import EdgeMemory, RecordMemory, list_items, memory_scope, namespace, reserved_labels
+from langgraph_kgmem.memory.kinds import MemoryKind, register_kind, unregister_kind
+
+method_specs()   # every method imported: the kinds their specs declare are registered
 
 
 def user(uid):
@@ -39,16 +42,22 @@ def test_every_kind_and_the_root_are_reserved():
         assert memory_scope(("{user_id}",), user(label)) == (label,)
 
 
-def test_a_new_kind_is_reserved_once_registered(monkeypatch):
-    """The reserved labels are read from KINDS: a kind another module adds is covered at once, and
-    a namespace of a kind nobody registered is refused (so none escapes the check)."""
+def test_a_new_kind_is_reserved_once_registered():
+    """The reserved labels are read from the registered kinds: a kind a new method declares is
+    covered at once, and a namespace of a kind nobody registered is refused (so none escapes the check)."""
     assert memory_scope(("{user_id}",), user("notes")) == ("notes",)
     with pytest.raises(KgmemInputError, match="unknown memory kind label 'notes'"):
         namespace("kg", "notes")
-    monkeypatch.setitem(KINDS, "notes", "notes")
-    assert namespace("kg", "notes", ("alice",)) == ("kgmem", "kg", "alice", "notes")
-    with pytest.raises(KgmemInputError, match="name of a memory kind"):
-        memory_scope(("{user_id}",), user("notes"))
+    register_kind(MemoryKind(label="notes", short="note", title="notes"))
+    try:
+        assert namespace("kg", "notes", ("alice",)) == ("kgmem", "kg", "alice", "notes")
+        for name in ("notes", "note"):
+            with pytest.raises(KgmemInputError, match="name of a memory kind"):
+                memory_scope(("{user_id}",), user(name))
+    finally:
+        unregister_kind("notes")
+    with pytest.raises(KgmemInputError, match="unknown memory kind label 'notes'"):
+        namespace("kg", "notes")
 
 
 def test_a_run_for_a_tenant_named_codebook_is_refused_and_the_graph_stays_usable(text_kg):

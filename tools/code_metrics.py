@@ -163,6 +163,19 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+#: The layers, lowest first: a module may import its own layer and those below it, never one above
+#: (``graphs -> memory -> ingest -> kg -> llm``). Modules outside these packages (the public class,
+#: the CLI, persistence, tools ...) sit on top and are not ranked.
+LAYERS = ("llm", "kg", "ingest", "memory", "graphs")
+
+
+def upward_imports(imports: Iterable[Import]) -> list[Import]:
+    """Imports from a lower layer of :data:`LAYERS` into a higher one (an arrow up a layer)."""
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    return [i for i in imports
+            if area(i.importer) in rank and area(i.target) in rank and rank[area(i.importer)] < rank[area(i.target)]]
+
+
 def private_imports(imports: Iterable[Import]) -> list[Import]:
     """Imports that take a private (``_x``, not dunder) name from another module."""
     return [i for i in imports
@@ -249,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     for c in import_cycles(import_graph(imports, modules)) or [["none"]]:
         print(f"  {len(c)}: {', '.join(c)}" if c != ["none"] else "  none")
     print(f"private names imported across modules: {len(private_imports(imports))}")
+    upward = upward_imports(imports)
+    print(f"imports up a layer ({' <- '.join(LAYERS)}): {len({(i.importer, i.line, i.target) for i in upward})}")
+    for importer, line, target in sorted({(i.importer, i.line, i.target) for i in upward}):
+        print(f"  {importer}:{line} -> {target}")
     outside = backend_modules_outside(modules)
     print(f"backend-specific modules outside {BACKENDS.replace('.', '/')}/: {len({m for m, _, _ in outside})}")
     for module, target, line in outside:

@@ -154,9 +154,8 @@ def require(method: str, *, runtime: Any = None, model: Any = None, store: Any =
             f"{method} needs a chat model with tool calling (bind_tools); {model_label(model)} has none. "
             "Use a model that calls tools, or model='offline'.")
     if records:
-        from langgraph_kgmem.ingest.records import temporal_index
-
-        if kg is None or not len(temporal_index(kg).slots):
+        # the time nodes add_records writes (what KG-IRAG's temporal index is built from)
+        if kg is None or not any("slot" in n.attrs for n in kg.nodes("time")):
             raise MissingRequirementError(
                 f"{method} reasons over time-stamped records, and KG {getattr(kg, 'name', None)!r} holds none: "
                 "add them first with kg.add_records(csv_or_rows, event_rule=..., event_name=...), "

@@ -16,6 +16,7 @@ from importlib import import_module
 from typing import Any, Callable, Iterator, Mapping
 
 from langgraph_kgmem.graphs.spec import MethodSpec
+from langgraph_kgmem.memory.kinds import MemoryKind
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,12 @@ def get_method(name: str) -> Registered:
 def summaries() -> dict[str, str]:
     """Registry name → its one-line summary, for people choosing a method (the demo, ``kgmem ask --help``)."""
     return {name: entry.summary for name, entry in registered().items()}
+
+
+def memory_kinds() -> tuple[MemoryKind, ...]:
+    """Every memory kind the methods declare (importing them registers the kinds with the memory
+    layer), in short-name order: what ``kgmem memory --kind`` offers."""
+    return tuple(sorted({k.label: k for spec in method_specs() for k in spec.memory}.values(), key=lambda k: k.short))
 
 
 def get_factory(name: str) -> tuple[Callable[..., Any], dict[str, Any]]:

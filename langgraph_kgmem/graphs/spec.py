@@ -22,6 +22,8 @@ from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from langgraph_kgmem.errors import KgmemInputError, check_int
+from langgraph_kgmem.memory import ROOT, SYSTEM_KINDS
+from langgraph_kgmem.memory.kinds import MemoryKind, register_kind
 
 O = TypeVar("O", bound="MethodOptions")
 
@@ -76,7 +78,13 @@ class MethodOptions(BaseModel):
             for name, low in cls.OPTIONAL_INT_FLOORS.items():
                 check_int(name, opts[name], low, optional=True)
             cls.check_values(opts)
+            cls.check_prompts(opts)
         return data
+
+    @classmethod
+    def check_prompts(cls, opts: Mapping[str, Any]) -> None:
+        """Checks of the ``prompts`` option of a method whose prompts can be overridden
+        (:class:`~langgraph_kgmem.graphs.prompt_overrides.PromptOptions`); nothing here."""
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
@@ -187,11 +195,19 @@ class MethodSpec:
     # called by give_feedback after it stored feedback on one of this method's runs:
     # (store, kg name, tenant scope, {run_id, question, method, useful, wrong, verdict, source})
     on_feedback: Callable[[BaseStore, str, tuple[str, ...], dict], None] | None = None
+    # the memory kinds the method keeps in the store and how `kgmem memory` shows them; registered
+    # with the memory layer when the spec is made (the method's package is imported)
+    memory: tuple[MemoryKind, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = set(self.requirements) - set(REQUIREMENTS)
         if unknown:
             raise ValueError(f"{self.name}: unknown requirement(s) {sorted(unknown)}; known: {sorted(REQUIREMENTS)}")
+        for kind in self.memory:
+            if {kind.label, kind.short} & (SYSTEM_KINDS | {ROOT}):
+                raise ValueError(f"{self.name}: memory kind {kind.label!r} (--kind {kind.short}) takes a system "
+                                 f"kind's name ({', '.join(sorted(SYSTEM_KINDS | {ROOT}))}): give it its own")
+            register_kind(kind)
 
     @property
     def export(self) -> str:

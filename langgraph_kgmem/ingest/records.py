@@ -16,8 +16,8 @@ are merged: numeric values take the maximum, text values are joined with "/".
 Idempotent per source (document id); time/location/event nodes are not embedded.
 
 :func:`normalize_records` exposes the parsed :class:`Observation` list (the question generator in
-:mod:`langgraph_kgmem.ingest.temporal_questions` works on it), and :class:`TemporalIndex` is the
-per-KG-version lookup (time slots, events by (slot, location)) the KG-IRAG graph reads.
+:mod:`langgraph_kgmem.ingest.temporal_questions` works on it). The lookup the KG-IRAG graph reads at
+query time is its own (:mod:`langgraph_kgmem.graphs.kgirag.index`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ import numbers
 import operator
 import re
 import time as _time
-import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
@@ -486,63 +485,6 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
     return report
 
 
-# ------------------------------------------------------------------------------------ reading
-
-
-@dataclass
-class TemporalIndex:
-    """Lookup over a KG's temporal part (rebuilt when ``kg.version`` changes)."""
-
-    slots: np.ndarray                                  # sorted time slots (hours since epoch)
-    time_ids: list[str]                                # time node id per slot (same order)
-    locations: dict[str, str]                          # location name -> node id
-    events: dict[tuple[int, str], str]                 # (slot, location name) -> event node id
-    event_name: str = "event"
-    event_rules: list[str] = field(default_factory=list)
-
-    def position(self, slot: int, direction: str = "forward") -> int | None:
-        """Index of the first time slot >= ``slot`` (forward) or last <= ``slot`` (backward)."""
-        if direction == "forward":
-            p = int(np.searchsorted(self.slots, slot, side="left"))
-            return p if p < len(self.slots) else None
-        p = int(np.searchsorted(self.slots, slot, side="right")) - 1
-        return p if p >= 0 else None
-
-    def location_of(self, name: str | None) -> str | None:
-        """The stored location name matching ``name`` case-insensitively (or None)."""
-        if name is None:
-            return None
-        want = name.strip().lower()
-        for loc in self.locations:
-            if loc.lower() == want:
-                return loc
-        return None
-
-
-_INDEXES: "weakref.WeakKeyDictionary[Any, tuple[int, TemporalIndex]]" = weakref.WeakKeyDictionary()
-
-
-def temporal_index(kg: "KnowledgeGraph") -> TemporalIndex:
-    """The KG's :class:`TemporalIndex` (time slots, locations, events, event name and rules), built from
-    its nodes once per KG version and cached while the KG lives."""
-    cached = _INDEXES.get(kg)
-    if cached is not None and cached[0] == kg.version:
-        return cached[1]
-    times = sorted(((int(n.attrs["slot"]), n.id) for n in kg.nodes("time") if "slot" in n.attrs))
-    locations = {n.text: n.id for n in kg.nodes("location")}
-    events: dict[tuple[int, str], str] = {}
-    names: dict[str, int] = {}
-    for n in kg.nodes("event"):
-        if "slot" in n.attrs and "location" in n.attrs:
-            events[(int(n.attrs["slot"]), str(n.attrs["location"]))] = n.id
-            names[str(n.attrs.get("event", "event"))] = names.get(str(n.attrs.get("event", "event")), 0) + 1
-    rules = [d["meta"].get("event_rule", "") for d in kg.documents() if (d.get("meta") or {}).get("kind") == "records"]
-    idx = TemporalIndex(np.asarray([s for s, _ in times], dtype=np.int64), [i for _, i in times], locations, events,
-                        max(names, key=names.get) if names else "event", [r for r in dict.fromkeys(rules) if r])
-    _INDEXES[kg] = (kg.version, idx)
-    return idx
-
-
-__all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule", "TemporalIndex",
-           "add_records", "normalize_records", "read_rows", "compile_rule", "temporal_index", "parse_time",
+__all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule",
+           "add_records", "normalize_records", "read_rows", "compile_rule", "parse_time",
            "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id"]

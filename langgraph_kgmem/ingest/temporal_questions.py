@@ -17,19 +17,18 @@ candidate windows an exact scan reads when it jumps past abnormal hours (Q1: the
 Q3: start at t+1, a window with an abnormal hour h sends the next candidate to h+1; Q2: start at
 t−1, go back to h−Δt; until a clear window or the end of the horizon).
 
-The templates below are parsed back exactly by :func:`parse_question` (the offline planner of
-KG-IRAG uses it).
+KG-IRAG's offline planner reads questions written with the templates below back exactly
+(:func:`langgraph_kgmem.graphs.kgirag.questions.parse_question`).
 """
 
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.ingest.records import Observation, format_time, parse_time, time_of_slot
+from langgraph_kgmem.ingest.records import Observation, format_time, time_of_slot
 
 QuestionKind = Literal["Q1", "Q2", "Q3"]
 Task = Literal["detect", "latest", "earliest"]
@@ -42,13 +41,6 @@ Q2_TEMPLATE = ("I would meet {event} at {location} on a {hours}-hour trip leavin
                "departure time before then, at most {horizon} hours earlier, that avoids {event} for the whole trip?")
 Q3_TEMPLATE = ("I would meet {event} at {location} on a {hours}-hour trip leaving at {time}. What is the earliest "
                "departure time after then, at most {horizon} hours later, that avoids {event} for the whole trip?")
-
-_TIME = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2})"
-_Q1_RE = re.compile(r"avoid (?P<event>.+?) at (?P<location>.+?) if I leave at " + _TIME.replace("(", "(?P<time>", 1)
-                    + r" and travel for (?P<hours>\d+) hours?", re.I)
-_Q23_RE = re.compile(r"meet (?P<event>.+?) at (?P<location>.+?) on a (?P<hours>\d+)-hour trip leaving at "
-                     + _TIME.replace("(", "(?P<time>", 1) + r"\. What is the (?P<which>latest|earliest) departure "
-                     r"time (?:before|after) then, at most (?P<horizon>\d+) hours", re.I)
 
 
 @dataclass
@@ -74,32 +66,6 @@ class TemporalQuestion:
     def to_dict(self) -> dict[str, Any]:
         """The question as a JSON-native dict of its fields (a row of a question file)."""
         return asdict(self)
-
-
-@dataclass
-class ParsedQuestion:
-    """What :func:`parse_question` reads back from a question's text: the task, place, departure time
-    (``"YYYY-MM-DD HH:MM"``), trip hours, horizon (0 for Q1) and event name."""
-    task: str
-    location: str
-    time: str
-    hours: int
-    horizon: int
-    event: str
-
-
-def parse_question(text: str) -> ParsedQuestion | None:
-    """The fields of a question written with this module's templates (None when it is not one)."""
-    m = _Q1_RE.search(text)
-    if m:
-        return ParsedQuestion("detect", m["location"].strip(), format_time(parse_time(m["time"])), int(m["hours"]),
-                              0, m["event"].strip())
-    m = _Q23_RE.search(text)
-    if m:
-        task = "latest" if m["which"].lower() == "latest" else "earliest"
-        return ParsedQuestion(task, m["location"].strip(), format_time(parse_time(m["time"])), int(m["hours"]),
-                              int(m["horizon"]), m["event"].strip())
-    return None
 
 
 # ------------------------------------------------------------------------------------ ground truth
@@ -265,6 +231,6 @@ def generate_questions(observations: Sequence[Observation], *, n: int, seed: int
     return out
 
 
-__all__ = ["TemporalQuestion", "ParsedQuestion", "parse_question", "generate_questions", "ground_truth",
+__all__ = ["TemporalQuestion", "generate_questions", "ground_truth",
            "window_clear", "q1_truth", "q2_truth", "q3_truth", "required_slots", "make_question", "NO_DEPARTURE",
            "Q1_TEMPLATE", "Q2_TEMPLATE", "Q3_TEMPLATE"]

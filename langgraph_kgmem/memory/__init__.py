@@ -5,8 +5,11 @@ Thin typed wrappers; every namespace is ``("kgmem", <kg name>, *scope, <kind>)``
 ("{user_id}",)`` is filled from each run's ``config["configurable"]`` (:func:`memory_scope`):
 
 - :class:`EdgeMemory` (``edge_memory``): ReMindRAG's per-edge memory vectors.
-- :class:`RecordMemory` (any kind: ``trajectories``, ``reflections``, ``codebook``, ``summaries`` ...):
-  pydantic/JSON records by key.
+- :class:`RecordMemory` (any registered kind): pydantic/JSON records by key.
+
+Which kinds exist is not this package's knowledge: each method declares its own on its spec
+(:class:`~langgraph_kgmem.memory.kinds.MemoryKind`, registered when the method is imported);
+:data:`KINDS` reads them, :data:`SYSTEM_KINDS` are the package's own bookkeeping.
 
 The store comes from the argument, or from the running graph (``langgraph.config.get_store()``).
 """
@@ -20,6 +23,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
+from langgraph_kgmem.memory.kinds import ShortNames, memory_kind
 from langgraph_kgmem.memory.stored import edge_record
 
 ROOT = "kgmem"
@@ -27,10 +31,10 @@ EDGE_QUESTIONS_KEPT = 5        # most recent questions an edge memory remembers 
 EDGE_QUESTION_CHARS = 300      # each kept question at most this long: a record stays small
 
 
+EDGE_MEMORY_KIND = "edge_memory"   # the namespace label of EdgeMemory's vectors (ReMindRAG registers the kind)
 INDEX_KIND = "provenance_index"    # which records rest on which document (memory/provenance.py)
 SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
-KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
-         "summary": "summaries"}   # short names (CLI) -> the namespace label each method writes
+KINDS = ShortNames()   # short names (CLI) -> the namespace label of every kind the methods registered
 # the package's own bookkeeping beside the methods' memories (the provenance index, run records,
 # feedback, the shared experience layer, the router's statistics: not choices of `kgmem memory --kind`): valid namespace kinds and reserved tenant labels like the KINDS
 SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, "runs", "feedback", "experience", "routes"})
@@ -54,12 +58,25 @@ def namespace(kg_name: str, kind: str, scope: Sequence[str] = ()) -> tuple[str, 
     one, nor one lie below another.
 
     Raises:
-        KgmemInputError: a kind not registered in :data:`KINDS`, or a bad KG name or tenant."""
-    if kind not in KINDS.values() and kind not in SYSTEM_KINDS:
-        raise KgmemInputError(f"unknown memory kind label {kind!r}: memory kinds are registered in "
-                              f"langgraph_kgmem.memory.KINDS ({', '.join(sorted(KINDS.values()))}) "
-                              "or SYSTEM_KINDS")
+        KgmemInputError: a kind not registered (by a method's spec, :data:`KINDS`) nor in
+            :data:`SYSTEM_KINDS`, or a bad KG name or tenant."""
+    if memory_kind(kind) is None and kind not in SYSTEM_KINDS:
+        raise KgmemInputError(f"unknown memory kind label {kind!r}: memory kinds are declared on a method's spec "
+                              f"(MethodSpec.memory, registered when the method is imported; now: "
+                              f"{', '.join(sorted(KINDS.values())) or 'none'}) or are SYSTEM_KINDS")
     return (ROOT, check_kg_name(kg_name), *(check_scope_label(x) for x in scope), kind)
+
+
+def stored_namespace(kg_name: str, label: str, scope: Sequence[str] = ()) -> tuple[str, ...]:
+    """The namespace of a kind read back from the store (the provenance index names the kind of
+    each record it lists): as :func:`namespace`, except that the kind need not be registered in
+    this process (the method that wrote the record may not be imported here).
+
+    Raises:
+        KgmemInputError: a label that no kind could have, or a bad KG name or tenant."""
+    if not isinstance(label, str) or not label or "." in label or label == ROOT:
+        raise KgmemInputError(f"stored memory kind label {label!r} is not a namespace label")
+    return (ROOT, check_kg_name(kg_name), *(check_scope_label(x) for x in scope), label)
 
 
 _CONTROL = frozenset(chr(c) for c in [*range(0x20), 0x7F])
@@ -199,7 +216,7 @@ class EdgeMemory:
     def __init__(self, store: BaseStore, kg_name: str, dim: int, scope: Sequence[str] = (), *,
                  guard: Any = None) -> None:
         self.store = store
-        self.ns = namespace(kg_name, "edge_memory", scope)
+        self.ns = namespace(kg_name, EDGE_MEMORY_KIND, scope)
         self.scope = tuple(scope)
         self.dim = dim
         self.guard = guard
@@ -320,17 +337,17 @@ def _bookkeeping(ns: tuple[str, ...]) -> bool:
 
 def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
     """What a KG remembers, per namespace: ``{"namespace", "kind", "scope", "items", "sample"}``
-    where ``sample`` holds up to ``limit`` items (edge memories as their update count and vector
-    norm, records as stored)."""
+    where ``sample`` holds up to ``limit`` items (as their kind's ``raw`` shows them, e.g. an edge
+    memory as its update count and vector norm; else as stored)."""
     out = []
     for ns in memory_namespaces(store, kg_name, kind):
         items = list_items(store, ns)
         sample = []
         for it in sorted(items, key=lambda i: i.key)[:limit]:
             value = dict(it.value)
-            if ns[-1] == "edge_memory" and "v" in value:
-                value = {"updates": int(value.get("n", 0)),
-                         "norm": round(float(np.linalg.norm(np.asarray(value["v"], dtype=np.float64))), 4)}
+            registered = memory_kind(ns[-1])
+            if registered is not None and registered.raw is not None:
+                value = registered.raw(value)
             sample.append({"key": it.key, "value": value, "updated_at": str(it.updated_at)})
         out.append({"namespace": list(ns), "kind": ns[-1], "scope": list(ns[2:-1]), "items": len(items),
                     "sample": sample})
@@ -358,11 +375,13 @@ def edge_memory_counts(store: BaseStore, kg_name: str) -> dict[str, int]:
     """Updates ReMindRAG's memory applied per edge of KG ``kg_name``, summed over memory scopes
     (what the HTML view draws as green edges)."""
     counts: dict[str, int] = {}
-    for ns in memory_namespaces(store, kg_name, "edge"):
+    for ns in memory_namespaces(store, kg_name):
+        if ns[-1] != EDGE_MEMORY_KIND:
+            continue
         for it in list_items(store, ns):
             counts[it.key] = counts.get(it.key, 0) + max(int(it.value.get("n", 0)), 1)
     return counts
 
 
-__all__ = ["EdgeMemory", "KINDS", "RecordMemory", "SYSTEM_KINDS", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
-           "memory_namespaces", "memory_scope", "namespace", "reserved_labels", "reset_memory", "resolve_store"]
+__all__ = ["EDGE_MEMORY_KIND", "EdgeMemory", "KINDS", "RecordMemory", "SYSTEM_KINDS", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
+           "memory_namespaces", "memory_scope", "namespace", "reserved_labels", "reset_memory", "resolve_store", "stored_namespace"]

@@ -33,7 +33,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.kg.backends import DERIVED_SOURCE
 from langgraph_kgmem.kg.types import content_hash
-from langgraph_kgmem.memory import INDEX_KIND, SCOPES_KIND, list_items, namespace
+from langgraph_kgmem.memory import INDEX_KIND, SCOPES_KIND, list_items, namespace, stored_namespace
 from langgraph_kgmem.memory.locks import memory_lock
 
 if TYPE_CHECKING:
@@ -200,12 +200,12 @@ def invalidate_documents(kg: "KnowledgeGraph", store: BaseStore, doc_ids: Iterab
             ns = (*namespace(kg.name, INDEX_KIND, scope), _doc_label(d))
             entries += [it for it in list_items(store, ns) if tuple(it.namespace) == ns]
         refs = sorted({(str(it.value["kind"]), str(it.value["key"])) for it in entries})
-        found = store.batch([GetOp(namespace(kg.name, kind, scope), key, refresh_ttl=False) for kind, key in refs])
+        found = store.batch([GetOp(stored_namespace(kg.name, kind, scope), key, refresh_ttl=False) for kind, key in refs])
         still: dict[tuple[str, str], set[str]] = {}
         writes: list[PutOp] = []     # every delete and update of the scope, in one batch
         book_changed = False
         for (kind, key), item in zip(refs, found):
-            gone, still[(kind, key)] = _recheck(kg, store, namespace(kg.name, kind, scope), key, item,
+            gone, still[(kind, key)] = _recheck(kg, store, stored_namespace(kg.name, kind, scope), key, item,
                                                 set(changed), writes)
             total += gone
             book_changed = book_changed or (kind == "codebook" and gone > 0)
@@ -269,7 +269,7 @@ def _still(kg: "KnowledgeGraph", run: dict[str, Any]) -> dict[str, Any] | None:
 def _bump_codebook(store: BaseStore, kg_name: str, scope: Sequence[str]) -> None:
     """Move the codebook's stored revision on, so every process holding it reloads it (its run
     pages changed under it)."""
-    ns = namespace(kg_name, "codebook", scope)
+    ns = stored_namespace(kg_name, "codebook", scope)
     with memory_lock(store, codebook_lock_key(kg_name, scope)):
         meta = store.get(ns, "meta", refresh_ttl=False)
         if meta is None:

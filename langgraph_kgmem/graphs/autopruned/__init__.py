@@ -59,6 +59,7 @@ from langgraph_kgmem.graphs.autopruned.schemas import (SENTENCES_PRESET, AutoPru
                                                        TextTriples)
 from langgraph_kgmem.graphs.autopruned.scoring import default_selection_policy, fine_score, fine_scores, stacked_fine_scores
 from langgraph_kgmem.graphs.autopruned.sentences import split_sentences
+from langgraph_kgmem.graphs.autopruned.memory_view import CODEBOOK
 from langgraph_kgmem.graphs.spec import MethodSpec
 
 AutoPrunedContext = AutoprunedOptions  # the graph's context_schema (the name earlier releases exported)
@@ -76,6 +77,7 @@ SPEC = MethodSpec(
     requirements=frozenset({"store"}),
     output_keys=("answer", "evidence", "usage", "method", "model", "run_id", "encoding", "packed_prompt", "reused",
                  "codebook_size"),
+    memory=(CODEBOOK,),
 )
 
 

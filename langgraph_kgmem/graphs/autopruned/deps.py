@@ -14,7 +14,7 @@ import numpy as np
 
 from langgraph_kgmem.graphs.autopruned.codebook import MAX_ENTITY_CHARS, Codebook, Run, grounded_in, phrase_triples
 from langgraph_kgmem.graphs.autopruned.options import AutoprunedOptions
-from langgraph_kgmem.graphs.autopruned.prompts import TRIPLES_PROMPT
+from langgraph_kgmem.graphs.autopruned import prompts
 from langgraph_kgmem.graphs.autopruned.schemas import QUESTION_WORDS, TextTriple, TextTriples
 from langgraph_kgmem.graphs.common import fence
 from langgraph_kgmem.ingest.extract import OfflineExtractor
@@ -193,10 +193,11 @@ class AutoprunedDeps:
             return list(state["query_edges"])
         return book.indexify(state.get("query_triples", [])) or book.indexify([["?", "is", "?"]])
 
-    def extract(self, text: str, kind: str, model: Any,
-                extraction: str = "llm") -> tuple[list[list[str]], dict[str, Any]]:
+    def extract(self, text: str, kind: str, model: Any, extraction: str = "llm",
+                template: str | None = None) -> tuple[list[list[str]], dict[str, Any]]:
         """Triples of a question / answer: the LLM decision (``extraction="llm"`` and a model), or
-        the offline parser."""
+        the offline parser. ``template``: the graph's ``triples`` prompt (default: ``PROMPTS["triples"]``
+        as it is now)."""
 
         def offline() -> TextTriples:
             trips = [(t.subject, t.relation, t.object) for t in OfflineExtractor().extract(text).triples]
@@ -207,7 +208,7 @@ class AutoprunedDeps:
 
         use_llm = extraction == "llm" and not is_offline(model)
         decision, usage = decide(model if use_llm else "offline", TextTriples,
-                                 TRIPLES_PROMPT.format(kind=kind, text=fence(text, inline=True)),
+                                 (template or prompts.PROMPTS["triples"]).format(kind=kind, text=fence(text, inline=True)),
                                  step=f"extract_{kind}_triples",
                                  offline=offline, context={"text": text, "kind": kind})
         trips = [[t.subject.strip(), t.relation.strip(), t.object.strip()] for t in decision.triples

@@ -38,6 +38,7 @@ def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None,
             ``consolidate``, ``memory_scope`` and the options that shape the stored codebook
             (``tau_run``, ``phrase_facts``, ``alias_threshold``, ``entity_budget``,
             ``layer2_min_cos``) can be overridden per run: ``app.invoke(inputs, context={"fine_m": 5})``.
+            Prompts: ``prompts`` (overrides of :data:`~langgraph_kgmem.graphs.autopruned.prompts.PROMPTS`).
             Retrieval: ``selection_policy``, ``coarse_k``, ``fine_m``, ``w_ent``, ``w_rel``,
             ``fine``, ``unique_threshold``, ``cover_weight``, ``dense_fusion``. Packing:
             ``encodings``, ``max_prompt_tokens``, ``edges_per_run``, ``show``, ``sentence_budget``,

@@ -71,7 +71,8 @@ def encode_question(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     opts = options_of(runtime, deps.options)
     question = state["question"].strip()
     # the LLM: outside the lock
-    triples, usage = deps.extract(question, "question", run_model(runtime, deps.model), opts.extraction)
+    triples, usage = deps.extract(question, "question", run_model(runtime, deps.model), opts.extraction,
+                                  opts.prompt("triples"))
     with deps.lock:
         _, book = deps.book(deps.scope(), check=False)
         # triples whose symbols the codebook refuses are skipped: the phrase node stands in
@@ -347,7 +348,8 @@ def _answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions], *, deps
     offline = partial(offline_span, kg, state["question"], facts)
     if is_offline(model):
         return {"answer": offline(), "answer_by": decider, "replayed_answer": None}
-    prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"))
+    prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"),
+                           {"answer": opts.prompt("answer"), "sentences": opts.prompt("sentences")})
     text, usage = generate(model, prompt, step="answer", context={
         "question": state["question"], "evidence_ids": [e["id"] for e in evidence],
         "evidence_texts": [e["text"] for e in evidence], "run_ids": state.get("selected_runs", {}),
@@ -377,7 +379,8 @@ def memorize(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     # the question is a retrieval atom whatever its answer; only a grounded answer is kept
     wanted = opts.memorize and (answered or opts.memorize_unanswered)
     # the LLM extraction runs outside the lock; the codebook updates below hold it
-    trips, usage = (deps.extract(ans, "answer", run_model(runtime, deps.model), opts.extraction)
+    trips, usage = (deps.extract(ans, "answer", run_model(runtime, deps.model), opts.extraction,
+                                   opts.prompt("triples"))
                     if wanted and grounded else ([], {}))
     by = state.get("answer_by") or model_label(run_model(runtime, deps.model))
     if grounded and opts.experience and cited:   # the passages a grounded answer cites earn shared credit

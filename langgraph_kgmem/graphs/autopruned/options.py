@@ -104,7 +104,7 @@ from pydantic.json_schema import SkipJsonSchema
 from langgraph_kgmem.errors import KgmemInputError, check_number
 from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
 from langgraph_kgmem.graphs.autopruned.schemas import FineScoring
-from langgraph_kgmem.graphs.spec import MethodOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
 
 Encoding = Literal["words", "ids", "matrix"]
 Show = Literal["triples", "sentences"]
@@ -129,7 +129,7 @@ _CHOICES = {"show": ("triples", "sentences"), "extraction": ("llm", "offline"),
             "phrase_facts": ("uncovered", "always", "never")}
 
 
-class AutoprunedOptions(MethodOptions):
+class AutoprunedOptions(PromptOptions):
     """AutoPrunedRetriever options (see
     :func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`)."""
 
@@ -137,6 +137,7 @@ class AutoprunedOptions(MethodOptions):
     OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = _OPTIONAL_INT_FLOORS
 
     METHOD: ClassVar[str] = "create_autopruned_graph"
+    PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.autopruned.prompts"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"consolidate", "memory_scope", "tau_run", "phrase_facts",
                                                       "alias_threshold", "entity_budget", "layer2_min_cos"})
 

@@ -1,8 +1,20 @@
-"""AutoPrunedRetriever's prompts and the answer prompt around a packed codebook."""
+"""AutoPrunedRetriever's prompts and the answer prompt around a packed codebook.
+
+:data:`PROMPTS` names them; a graph replaces any with ``create_autopruned_graph(kg, prompts={name:
+template})``, checked against the placeholders below
+(:mod:`langgraph_kgmem.graphs.prompt_overrides`):
+
+- ``triples`` (a question's or answer's triples): ``{kind}``, ``{text}`` (fenced);
+- ``answer`` (the answer around a packed codebook): ``{legend}``, ``{known_note}`` (the note on
+  stored answers, or nothing), ``{knowledge}`` (fenced), ``{question}``;
+- ``sentences`` (the answer when the codebook shows passage sentences only): ``{knowledge}``
+  (fenced), ``{question}``.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Mapping
 
 from langgraph_kgmem.graphs.autopruned.packing import HEADER
 from langgraph_kgmem.graphs.autopruned.schemas import CHANNEL_SECTION
@@ -57,18 +69,24 @@ def _bulleted(lines: list[str]) -> list[str]:
     return [f"- {x}" if _LABEL_START.match(x) and not HEADER.match(x) else x for x in lines]
 
 
-def answer_prompt(question: str, packed: str, encoding: str) -> str:
-    """The answer step's prompt around a packed codebook (also used to count would-be tokens offline)."""
+#: every prompt by name (see the module docstring): what ``prompts=`` may override
+PROMPTS: dict[str, str] = {"triples": TRIPLES_PROMPT, "answer": ANSWER_PROMPT, "sentences": SENTENCES_PROMPT}
+
+
+def answer_prompt(question: str, packed: str, encoding: str, templates: Mapping[str, str] | None = None) -> str:
+    """The answer step's prompt around a packed codebook (also used to count would-be tokens offline).
+    ``templates``: the graph's ``answer`` and ``sentences`` prompts (default: :data:`PROMPTS` as it is now)."""
+    chosen = {**PROMPTS, **(templates or {})}
     lines = packed.splitlines()
     if encoding == "sentences" and lines[:1] == [f"[{CHANNEL_SECTION['F']}]"] and not any(
             HEADER.match(x) for x in lines[1:]):
-        return SENTENCES_PROMPT.format(knowledge=fence(_bulleted(lines[1:])), question=question)
+        return chosen["sentences"].format(knowledge=fence(_bulleted(lines[1:])), question=question)
     # a stored answer came from another question: the model is told so, never handed it as this one's
     note = KNOWN_NOTE if any(x.startswith(f"[{CHANNEL_SECTION['A']}]") for x in lines) else ""
-    return ANSWER_PROMPT.format(legend=LEGENDS.get(encoding, LEGENDS["words"]), known_note=note,
+    return chosen["answer"].format(legend=LEGENDS.get(encoding, LEGENDS["words"]), known_note=note,
                                 knowledge=fence(_bulleted(lines) if encoding == "sentences" else lines,
                                                 empty="(nothing known)"), question=question)
 
 
 
-__all__ = ["ANSWER_PROMPT", "KNOWN_NOTE", "LEGENDS", "SENTENCES_PROMPT", "TRIPLES_PROMPT", "answer_prompt"]
+__all__ = ["PROMPTS", "ANSWER_PROMPT", "KNOWN_NOTE", "LEGENDS", "SENTENCES_PROMPT", "TRIPLES_PROMPT", "answer_prompt"]

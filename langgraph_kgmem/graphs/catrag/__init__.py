@@ -50,6 +50,7 @@ from langgraph_kgmem.graphs.catrag.index import (CatragIndex, fuse_dense, hub_ma
 from langgraph_kgmem.graphs.catrag.options import CatragOptions
 from langgraph_kgmem.graphs.catrag.schemas import (PPR_EDGE_KINDS, CatragOutput, CatragState, NeighbourScores,
                                                    QueryEntities, RecognizedFacts, score_multiplier)
+from langgraph_kgmem.graphs.catrag.memory_view import SUMMARIES
 from langgraph_kgmem.graphs.spec import MethodSpec, Preset
 
 CatragContext = CatragOptions   # the graph's context_schema (the name earlier releases exported)
@@ -78,6 +79,7 @@ SPEC = MethodSpec(
                 "experience layer off.",
         agent_description="Answer a factual question with plain personalised-PageRank retrieval over the knowledge "
                           "graph (HippoRAG 2 baseline). Fast, one shot; use as a second opinion."),),
+    memory=(SUMMARIES,),
 )
 
 __all__ = ["SPEC", "CatragContext", "CatragIndex", "CatragOptions", "CatragOutput", "CatragState", "NeighbourScores",

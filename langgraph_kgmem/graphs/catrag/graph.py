@@ -33,6 +33,8 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         **options: :class:`~langgraph_kgmem.graphs.catrag.options.CatragOptions`, validated here; each
             is the run's default, and every one but the three switches, ``answer`` and the synonym
             edges can be overridden per run: ``app.invoke(inputs, context={"top_passages": 3})``.
+        prompts: prompt overrides, name -> template (``filter``, ``ner``, ``score``, ``summary``: the
+            ``PROMPTS`` of :mod:`~langgraph_kgmem.graphs.catrag.prompts`, which lists their placeholders).
         anchoring / dynamic_weighting / key_fact_boost: CatRAG's three additions.
         top_facts, filter_keep: facts retrieved / kept by the recognition filter.
         passage_weight: reset weight of every passage (× its min-max normalised dense score).

@@ -20,7 +20,8 @@ from langgraph_kgmem.graphs.answering import answer_with_candidates, path_names
 from langgraph_kgmem.graphs.catrag.index import (CatragIndex, dense_scores, entity_seeds, entity_text, fuse_adaptive,
                                                  fuse_dense, hub_mass, kg_index, minmax, rank_rows)
 from langgraph_kgmem.graphs.catrag.options import CatragOptions
-from langgraph_kgmem.graphs.catrag.prompts import FILTER_PROMPT, NER_PROMPT, SCORE_PROMPT, SUMMARY_PROMPT, fact_lines
+from langgraph_kgmem.graphs.catrag import prompts
+from langgraph_kgmem.graphs.catrag.prompts import fact_lines
 from langgraph_kgmem.graphs.catrag.schemas import (HUB_TOP, MAX_CONTEXT_FACTS, MAX_SUMMARY_CHARS, MAX_SUMMARY_FACTS,
                                                    SUMMARY_KIND, UNPARSABLE_SCORE, WEAK_MULTIPLIER, CatragState,
                                                    NeighbourScore, NeighbourScores, QueryEntities, RecognizedFacts,
@@ -93,7 +94,7 @@ def filter_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps: C
         bad = [k for k in d.keep if not 1 <= k <= len(cands)]
         return f"fact number {bad[0]} does not exist; choose from 1..{len(cands)}" if bad else None
 
-    prompt = render(FILTER_PROMPT, question=state["question"], keep=opts.filter_keep,
+    prompt = render(opts.prompt("filter"), question=state["question"], keep=opts.filter_keep,
                     facts=fence([f"{i}. {c['text']}" for i, c in enumerate(cands, 1)]))
     decision, usage = decide(mdl, RecognizedFacts, prompt, step="filter_facts", offline=offline,
                              validate=check, context={"question": state["question"], "candidates": cands})
@@ -114,7 +115,7 @@ def anchor_entities(state: CatragState, runtime: Runtime[CatragOptions], *, deps
     def offline() -> QueryEntities:
         return QueryEntities.model_construct(names=offline_entities(question))
 
-    decision, usage = decide(mdl, QueryEntities, render(NER_PROMPT, question=question), step="anchor_entities",
+    decision, usage = decide(mdl, QueryEntities, render(opts.prompt("ner"), question=question), step="anchor_entities",
                              offline=offline, context={"question": question})
     anchors: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(n.strip() for n in decision.names if n and n.strip()):
@@ -176,8 +177,9 @@ def _offline_scores(kept: list[str], kept_sim: dict[str, float]) -> NeighbourSco
 
 
 def _scoring(kg: "KnowledgeGraph", idx: CatragIndex, mdl: Any, plan: _Plan, question: str,
-             facts: Sequence[dict[str, Any]], contexts: Mapping[str, str], offline_run: bool) -> Any:
-    """The Stage II decision for one seed, as a call ``run_concurrently`` can make."""
+             facts: Sequence[dict[str, Any]], contexts: Mapping[str, str], offline_run: bool, template: str) -> Any:
+    """The Stage II decision for one seed, as a call ``run_concurrently`` can make (``template``:
+    the graph's ``score`` prompt)."""
     seed, kept, kept_sim, groups = plan
     lines, listing = [], []
     for num, v in enumerate(kept if not offline_run else [], 1):  # prompt: LLM runs only
@@ -187,7 +189,7 @@ def _scoring(kg: "KnowledgeGraph", idx: CatragIndex, mdl: Any, plan: _Plan, ques
         listing.append({"neighbour": num, "id": v, "name": node.text if node else v,
                         "chunks": idx.entity_chunks(kg, v)})
     seed_node = kg.node(seed)
-    prompt = render(SCORE_PROMPT, seed=fence(seed_node.text if seed_node else seed, inline=True),
+    prompt = render(template, seed=fence(seed_node.text if seed_node else seed, inline=True),
                     question=question, facts=fact_lines(facts), neighbours=fence(lines)) if not offline_run else ""
     return functools.partial(
         decide, mdl, NeighbourScores, prompt, step="weight_edges",
@@ -216,9 +218,10 @@ def weight_edges(state: CatragState, runtime: Runtime[CatragOptions], *, deps: C
     if not offline_run:  # neighbour contexts C(v) for the prompts (summaries batched via the store)
         contexts, usage = neighbour_contexts(kg, idx, mdl, resolve_store(deps.store),
                                              sorted({v for _, kept, _, _ in plans for v in kept}), opts.tau,
-                                             opts.llm_concurrency)
+                                             opts.llm_concurrency, template=opts.prompt("summary"))
     # Stage II (fine): one LLM decision per seed, the seeds' calls made concurrently
-    scorings = [_scoring(kg, idx, mdl, plan, question, facts, contexts, offline_run) for plan in plans]
+    scorings = [_scoring(kg, idx, mdl, plan, question, facts, contexts, offline_run, opts.prompt("score"))
+                for plan in plans]
     for (seed, kept, _, _), (decision, u) in zip(plans, run_concurrently(scorings, 1 if offline_run
                                                                          else opts.llm_concurrency)):
         usage = merge_usage(usage, u)
@@ -395,13 +398,15 @@ def route_after_filter(state: CatragState, *, after: str) -> str:
 
 
 def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store: Any, ids: Sequence[str],
-                       tau: int, concurrency: int = 1) -> tuple[dict[str, str], dict[str, Any]]:
+                       tau: int, concurrency: int = 1, *, template: str | None = None
+                       ) -> tuple[dict[str, str], dict[str, Any]]:
     """C(v) for each neighbour: its facts when it has ≤ τ of them, else its LLM summary, generated
     once and cached in the store (namespace ``("kgmem", kg name, "summaries")``, key = entity id;
     regenerated when the entity's fact count changed, or a document it rests on is gone or was
     replaced: its ``provenance`` is the entity's documents, checked by
     :func:`~langgraph_kgmem.memory.provenance.record_holds`). One batched store read, one write; the
-    missing summaries are generated ``concurrency`` at a time."""
+    missing summaries are generated ``concurrency`` at a time. ``template``: the graph's ``summary``
+    prompt (default: ``PROMPTS["summary"]`` as it is now)."""
     from langgraph.store.base import GetOp, PutOp
 
     ns = RecordMemory(store, kg.name, SUMMARY_KIND).ns
@@ -419,8 +424,10 @@ def neighbour_contexts(kg: "KnowledgeGraph", idx: CatragIndex, model: Any, store
         node = kg.node(v)
         todo.append((v, node.text if node else v, facts[v][:MAX_SUMMARY_FACTS]))
 
+    summary_prompt = template if template is not None else prompts.PROMPTS["summary"]
+
     def summarize(v: str, name: str, shown: list[str]) -> Any:
-        return lambda: generate(model, render(SUMMARY_PROMPT, entity=fence(name, inline=True),
+        return lambda: generate(model, render(summary_prompt, entity=fence(name, inline=True),
                                               facts=fact_lines([{"text": t} for t in shown])),
                                 step="summarize_neighbour", context={"entity": v, "name": name, "facts": shown},
                                 fallback=lambda: "; ".join(shown[:MAX_CONTEXT_FACTS]) or "(no facts)")

@@ -8,15 +8,17 @@ from typing import Any, ClassVar, Literal, Mapping, Sequence
 from pydantic import Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_number
-from langgraph_kgmem.graphs.spec import MethodOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
 from langgraph_kgmem.kg.ppr import PprMethod
 
 _INT_FLOORS = {"top_facts": 1, "filter_keep": 1, "n_seed": 0, "k_edge": 1, "tau": 0, "top_passages": 1,
                "rank_depth": 1, "llm_concurrency": 1}
 
 
-class CatragOptions(MethodOptions):
+class CatragOptions(PromptOptions):
     """CatRAG (and HippoRAG 2: the three additions off) options."""
+
+    PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.catrag.prompts"
 
     INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
 

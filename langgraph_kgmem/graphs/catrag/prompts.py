@@ -1,4 +1,15 @@
-"""CatRAG's prompts (rendered strictly by ``llm.render``: a missing placeholder is an error)."""
+"""CatRAG's prompts (rendered strictly by ``llm.render``: a missing placeholder is an error).
+
+:data:`PROMPTS` names them; a graph replaces any with ``create_catrag_graph(kg, prompts={name:
+template})`` (or a run with ``context={"prompts": {...}}``), checked against the placeholders
+below (:mod:`langgraph_kgmem.graphs.prompt_overrides`):
+
+- ``filter`` (the recognition filter): ``{question}``, ``{facts}`` (fenced), ``{keep}``;
+- ``ner`` (the question's named entities): ``{question}``;
+- ``score`` (Stage II edge scores, one call per seed): ``{seed}`` (fenced), ``{question}``,
+  ``{facts}`` (fenced), ``{neighbours}`` (fenced);
+- ``summary`` (a neighbour's summary, cached in the store): ``{entity}`` (fenced), ``{facts}`` (fenced).
+"""
 
 from __future__ import annotations
 
@@ -49,4 +60,7 @@ def fact_lines(facts: Sequence[dict[str, Any]]) -> str:
     return fence([f"- {f['text']}" for f in facts])
 
 
-__all__ = ["FILTER_PROMPT", "NER_PROMPT", "SCORE_PROMPT", "SUMMARY_PROMPT", "fact_lines"]
+#: every prompt by name (see the module docstring): what ``prompts=`` may override
+PROMPTS: dict[str, str] = {"filter": FILTER_PROMPT, "ner": NER_PROMPT, "score": SCORE_PROMPT, "summary": SUMMARY_PROMPT}
+
+__all__ = ["FILTER_PROMPT", "NER_PROMPT", "PROMPTS", "SCORE_PROMPT", "SUMMARY_PROMPT", "fact_lines"]

@@ -8,13 +8,14 @@ from typing import Any, ClassVar, Mapping
 from pydantic import Field
 
 from langgraph_kgmem.errors import check_int
-from langgraph_kgmem.graphs.spec import MethodOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
 
 
-class KgiragOptions(MethodOptions):
-    """KG-IRAG (and the single-pass baseline, which reads only ``kappa``) options."""
+class KgiragOptions(PromptOptions):
+    """KG-IRAG (and the single-pass baseline, which reads only ``kappa`` and ``prompts``) options."""
 
     METHOD: ClassVar[str] = "create_kgirag_graph"
+    PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.kgirag.prompts"
 
     t_max: int = Field(12, description="maximum retrieval rounds (T_max)")
     kappa: int = Field(400, description="triple budget: at or above it the answer is 'no answer'")

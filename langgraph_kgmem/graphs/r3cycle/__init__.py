@@ -46,6 +46,7 @@ from langgraph_kgmem.graphs.r3cycle.offline import entity_span, offline_action
 from langgraph_kgmem.graphs.r3cycle.options import R3cycleOptions
 from langgraph_kgmem.graphs.r3cycle.records import exact_match_verifier, load_run
 from langgraph_kgmem.graphs.r3cycle.schemas import TOOL_CALLS, Reflection, ToolStep, Verdict, Verifier, VerifierState
+from langgraph_kgmem.graphs.r3cycle.memory_view import REFLECTIONS, TRAJECTORIES
 from langgraph_kgmem.graphs.spec import MethodSpec, Preset
 
 SPEC = MethodSpec(
@@ -66,6 +67,7 @@ SPEC = MethodSpec(
         summary="Graph-CoT baseline: R3-Cycle without reflection.",
         agent_description="Answer a question by step-by-step reasoning with knowledge-graph lookups (Graph-CoT, no "
                           "reflection)."),),
+    memory=(TRAJECTORIES, REFLECTIONS),
 )
 
 

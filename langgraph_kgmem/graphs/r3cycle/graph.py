@@ -4,7 +4,7 @@ the nodes."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
@@ -37,6 +37,7 @@ def create_r3cycle_graph(
     max_cycles: int = 1,
     reflection: bool = True,
     top_n: int = 1,
+    prompts: Mapping[str, str] | None = None,
 ) -> StateGraph:
     """Build the R3-Cycle graph (uncompiled); ``reflection=False`` gives plain Graph-CoT.
 
@@ -65,6 +66,8 @@ def create_r3cycle_graph(
         max_cycles: maximum number of retries after the first attempt (0 = never retry).
         reflection: False = Graph-CoT (one attempt, no verification, no reflection).
         top_n: how many ids RetrieveNode returns.
+        prompts: prompt overrides, name -> template (``reason_system``, ``verify``, ``reflect``: the
+            ``PROMPTS`` of :mod:`~langgraph_kgmem.graphs.r3cycle.prompts`, which lists their placeholders).
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``
@@ -97,7 +100,8 @@ def create_r3cycle_graph(
         raise KgmemInputError(f"kg_or_graph_env must be a KnowledgeGraph or a GraphEnv, got "
                               f"{type(kg_or_graph_env).__name__}")
     options = R3cycleOptions.build(memory_scope=memory_scope, verifier=verifier, max_steps=max_steps,
-                                   max_cycles=max_cycles, reflection=reflection, top_n=top_n)
+                                   max_cycles=max_cycles, reflection=reflection, top_n=top_n,
+                                   prompts=prompts or {})
     deps = R3Deps(env, method_model(model, retry_policy), store, options)
     require(deps.label, model=deps.model, tool_calling=True)   # the factory's model: refused when the graph is built
     if not is_offline(deps.model):

@@ -24,8 +24,8 @@ from langgraph_kgmem.graphs.r3cycle.deps import R3Deps
 from langgraph_kgmem.graphs.r3cycle.offline import (NODE_IDS, observed_value, offline_action, offline_reflection,
                                                     offline_verdict)
 from langgraph_kgmem.graphs.r3cycle.options import R3cycleOptions
-from langgraph_kgmem.graphs.r3cycle.prompts import (GUIDANCE_TEMPLATE, REASON_AS_JSON, REASON_ONE_CALL, REFLECT_PROMPT,
-                                                    VERIFY_PROMPT, log_text, path_text, transcript_messages)
+from langgraph_kgmem.graphs.r3cycle.prompts import (GUIDANCE_TEMPLATE, REASON_AS_JSON, REASON_ONE_CALL, log_text,
+                                                    path_text, transcript_messages)
 from langgraph_kgmem.graphs.r3cycle.records import as_verdict, close_attempt
 from langgraph_kgmem.graphs.r3cycle.schemas import (FINISH, HALT_GROWTH, MAX_ARG_CHARS, MAX_OBSERVATION_CHARS,
                                                     MAX_THOUGHT_CHARS, MAX_TOOL_ARGS, NO_ANSWER, TOOL_CALLS,
@@ -63,7 +63,7 @@ def reason(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) ->
                                              state.get("guidance", ""))
         return {"pending": {"thought": thought, "tool": tool, "args": args, "call_id": call_id},
                 "usage": offline_usage()}
-    messages = transcript_messages(state)
+    messages = transcript_messages(state, options_of(runtime, deps.options).prompt("reason_system"))
     context = {"question": state["question"], "attempt": state["attempt"], "budget": state["budget"],
                "step_index": len(steps), "guidance": state.get("guidance", ""),
                "steps": [{k: s[k] for k in ("tool", "args", "observation")} for s in steps], "tools": deps.tool_names}
@@ -233,7 +233,7 @@ def verify(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) ->
         evidence += [{"id": f"obs-{s['index']}", "kind": "observation", "text": s["observation"]}
                      for s in steps if s["tool"] != FINISH]
         if opts.verifier is None:
-            prompt = render(VERIFY_PROMPT, question=state["question"], answer=fence(answer, inline=True),
+            prompt = render(opts.prompt("verify"), question=state["question"], answer=fence(answer, inline=True),
                             evidence=fence([f"- {e['text']}" for e in evidence if e["kind"] == "observation"]))
             verdict, usage = decide(run_model(runtime, deps.model), Verdict, prompt, step="verify",
                                     offline=lambda: offline_verdict(answer, steps, state["question"]),
@@ -263,7 +263,7 @@ def reflect(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -
     else:
         failure_text = (f"the attempt answered {state['final']!r}, which a check rejected: "
                         f"{verdict.get('reason', '')}")
-    prompt = render(REFLECT_PROMPT, question=state["question"], failure=fence(failure_text, inline=True),
+    prompt = render(options_of(runtime, deps.options).prompt("reflect"), question=state["question"], failure=fence(failure_text, inline=True),
                     log=log_text(state.get("steps", [])), path=path_text(state.get("path", [])))
     decision, usage = decide(
         run_model(runtime, deps.model), Reflection, prompt, step="reflect",

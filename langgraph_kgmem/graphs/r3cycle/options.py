@@ -17,18 +17,19 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.spec import MethodOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
 
 _INT_FLOORS = {"max_steps": 1, "max_cycles": 0, "top_n": 1}
 
 
-class R3cycleOptions(MethodOptions):
+class R3cycleOptions(PromptOptions):
     """R3-Cycle (and Graph-CoT: ``reflection=False``) options (see
     :func:`~langgraph_kgmem.graphs.r3cycle.create_r3cycle_graph`)."""
 
     INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
 
     METHOD: ClassVar[str] = "create_r3cycle_graph"
+    PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.r3cycle.prompts"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"reflection", "memory_scope"})
 
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the memory namespace, e.g. "

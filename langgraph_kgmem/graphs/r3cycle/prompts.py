@@ -1,5 +1,16 @@
 """R3-Cycle's prompts (rendered strictly by ``llm.render``) and the text they quote: an attempt's
-log, its knowledge path and its transcript as chat messages."""
+log, its knowledge path and its transcript as chat messages.
+
+:data:`PROMPTS` names the ones a graph may replace, with ``create_r3cycle_graph(kg, prompts={name:
+template})`` (or a run with ``context={"prompts": {...}}``), checked against the placeholders
+below (:mod:`langgraph_kgmem.graphs.prompt_overrides`); the transcript's framing (the question
+line, the guidance block, the one-tool-call and JSON hints) stays as it is:
+
+- ``reason_system`` (the agent's system message): ``{budget}``, ``{remaining}``;
+- ``verify`` (the built-in answer check): ``{question}``, ``{answer}`` (fenced), ``{evidence}`` (fenced);
+- ``reflect`` (the review of a failed attempt): ``{question}``, ``{failure}`` (fenced), ``{log}``
+  (fenced), ``{path}`` (fenced).
+"""
 
 from __future__ import annotations
 
@@ -62,6 +73,10 @@ only the question and your advice, so name the exact node ids, relations and fea
 GUIDANCE_TEMPLATE = "Root cause: {root_cause}\nAdvice: {advice}"
 
 
+#: the prompts a graph may override (see the module docstring)
+PROMPTS: dict[str, str] = {"reason_system": REASON_SYSTEM, "verify": VERIFY_PROMPT, "reflect": REFLECT_PROMPT}
+
+
 def action_signature(tool: str, args: dict[str, Any]) -> str:
     """A tool call as one line: ``Tool(arg, ...)``, arguments in name order."""
     return f"{tool}({', '.join(str(args[k]) for k in sorted(args))})"
@@ -97,8 +112,9 @@ def path_lines(path: Sequence[dict[str, Any]]) -> list[str]:
     return parts
 
 
-def transcript_messages(state: dict[str, Any]) -> list[BaseMessage]:
-    """The current attempt's context: system, question (+ guidance), then its own steps only."""
+def transcript_messages(state: dict[str, Any], system: str | None = None) -> list[BaseMessage]:
+    """The current attempt's context: system, question (+ guidance), then its own steps only.
+    ``system``: the graph's ``reason_system`` prompt (default: ``PROMPTS["reason_system"]`` as it is now)."""
     steps = state.get("steps", [])
     budget = state["budget"]
     user = render(REASON_USER, question=state["question"])
@@ -106,7 +122,8 @@ def transcript_messages(state: dict[str, Any]) -> list[BaseMessage]:
         # the review was written from fenced documents and is stored (reflections, checkpoints):
         # it comes back as data, never as instructions of its own
         user += render(REASON_GUIDANCE, guidance=fence(state["guidance"].splitlines()))
-    msgs: list[BaseMessage] = [SystemMessage(render(REASON_SYSTEM, budget=budget, remaining=budget - len(steps))),
+    template = system if system is not None else PROMPTS["reason_system"]
+    msgs: list[BaseMessage] = [SystemMessage(render(template, budget=budget, remaining=budget - len(steps))),
                                HumanMessage(user)]
     for s in steps:
         msgs.append(AIMessage(s["thought"], tool_calls=[{"name": s["tool"], "args": s["args"], "id": s["call_id"],
@@ -115,6 +132,6 @@ def transcript_messages(state: dict[str, Any]) -> list[BaseMessage]:
     return msgs
 
 
-__all__ = ["GUIDANCE_TEMPLATE", "REASON_AS_JSON", "REASON_GUIDANCE", "REASON_ONE_CALL", "REASON_SYSTEM", "REASON_USER",
+__all__ = ["PROMPTS", "GUIDANCE_TEMPLATE", "REASON_AS_JSON", "REASON_GUIDANCE", "REASON_ONE_CALL", "REASON_SYSTEM", "REASON_USER",
            "REFLECT_PROMPT", "VERIFY_PROMPT", "action_signature", "log_text", "path_lines", "path_text",
            "transcript_messages"]

@@ -37,6 +37,7 @@ from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
 from langgraph_kgmem.graphs.remindrag.schemas import (NextMove, ReMindOutput, ReMindState, SubQuestions, Sufficiency,
                                                       UsefulMarks, read_person_move)
 from langgraph_kgmem.graphs.remindrag.view import effective_edges, hop_distances
+from langgraph_kgmem.graphs.remindrag.memory_view import EDGE_MEMORY
 from langgraph_kgmem.graphs.spec import MethodSpec
 
 SPEC = MethodSpec(
@@ -53,6 +54,7 @@ SPEC = MethodSpec(
     requirements=frozenset({"store"}),
     output_keys=("answer", "evidence", "usage", "method", "model", "run_id", "seed_ids", "path", "replayed", "memory_updates",
                  "stop_reason", "fusion"),
+    memory=(EDGE_MEMORY,),
 )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
@@ -34,13 +34,12 @@ def create_remindrag_graph(
     max_steps: int | None = None,
     max_replay_nodes: int = 64,
     synonym_threshold: float | None = None,
-    decompose: bool = False,
-    chunk_chars: int = 800,
+    decompose: bool = False, chunk_chars: int = 800,
     human_in_the_loop: bool = False,
-    replay: bool = True,
-    dense_fusion: bool = True,
+    replay: bool = True, dense_fusion: bool = True,
     top_passages: int = 5,
     fusion: str = "fixed", fusion_weak: float = 0.0, fusion_strong: float = 1.01, experience: bool = False,
+    prompts: Mapping[str, str] | None = None,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -94,6 +93,7 @@ def create_remindrag_graph(
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
         fusion, fusion_weak, fusion_strong: ``"adaptive"`` lets the walk's confidence decide its
             share of the evidence (:func:`~langgraph_kgmem.ranking.adaptive_fuse`; docs: dense fusion).
+        prompts: prompt overrides by name (``PROMPTS`` of :mod:`~langgraph_kgmem.graphs.remindrag.prompts`).
 
     Returns:
         An uncompiled ``StateGraph``; input ``{"question"}``, output ``answer``, ``evidence``,
@@ -119,7 +119,7 @@ def create_remindrag_graph(
         max_replay_nodes=max_replay_nodes, synonym_threshold=synonym_threshold, decompose=decompose,
         chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, experience=experience, dense_fusion=dense_fusion,
         fusion=fusion, fusion_weak=fusion_weak, fusion_strong=fusion_strong,
-        top_passages=top_passages)
+        top_passages=top_passages, prompts=prompts or {})
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)
     deps = RemindragDeps(kg=kg, view=GraphView(kg), model=method_model(model, retry_policy), options=options,

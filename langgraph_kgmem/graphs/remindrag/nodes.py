@@ -22,8 +22,7 @@ from langgraph_kgmem.graphs.common import (check_question, content_words, data_t
 from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps, edge_weights
 from langgraph_kgmem.graphs.remindrag.maths import enhance, penalize, replay_weights, unit_vector
 from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
-from langgraph_kgmem.graphs.remindrag.prompts import (DECOMPOSE_PROMPT, NEXT_MOVE_PROMPT, SUFFICIENCY_PROMPT,
-                                                      USEFUL_PROMPT, node_label, render_evidence)
+from langgraph_kgmem.graphs.remindrag.prompts import node_label, render_evidence
 from langgraph_kgmem.graphs.remindrag.schemas import (MAX_BACKWARD, MAX_CANDIDATES, METHOD, NO_UPDATES,
                                                       OFFLINE_COVERAGE, SEED_POOL, NextMove, ReMindState, SubQuestions,
                                                       Sufficiency, UsefulMarks, read_person_move)
@@ -49,7 +48,7 @@ def retrieve_seeds(state: ReMindState, runtime: Runtime[RemindragOptions],
     usage: dict[str, Any] = {}
     queries = [question]
     if opts.decompose:
-        sub, usage = decide(llm, SubQuestions, render(DECOMPOSE_PROMPT, question=question), step="decompose",
+        sub, usage = decide(llm, SubQuestions, render(opts.prompt("decompose"), question=question), step="decompose",
                             offline=lambda: SubQuestions.model_construct(sub_questions=[question]),
                             context={"question": question})
         queries = [s for s in sub.sub_questions[:4] if s.strip()] or [question]
@@ -146,7 +145,7 @@ def check_sufficiency(state: ReMindState, runtime: Runtime[RemindragOptions],
         return Sufficiency(sufficient=bool(chunks) and cover >= OFFLINE_COVERAGE)
 
     decision, usage = decide(
-        llm, Sufficiency, render(SUFFICIENCY_PROMPT, question=question, evidence=evidence_text),
+        llm, Sufficiency, render(opts.prompt("sufficiency"), question=question, evidence=evidence_text),
         step="check_sufficiency", offline=heuristic, fallback=lambda: Sufficiency(sufficient=False),
         context={"question": question, "evidence_ids": chunks, "fact_ids": facts,
                  "node_ids": list(state.get("subgraph_nodes", [])), "edge_ids": list(state.get("subgraph_edges", []))})
@@ -242,7 +241,7 @@ def traverse_step(state: ReMindState, runtime: Runtime[RemindragOptions],
     path_text = " → ".join(data_text(node_label(kg, h["to"], 40)) + (" (back)" if h["direction"] == "backward" else "")
                             for h in state.get("path", [])[-8:])
     prompt = render(
-        NEXT_MOVE_PROMPT, question=question, evidence=render_evidence(kg, question, chunks, facts, opts.chunk_chars),
+        opts.prompt("next_move"), question=question, evidence=render_evidence(kg, question, chunks, facts, opts.chunk_chars),
         path=fence(path_text, empty="(start)", inline=True), current=fence(f"{current} {node_label(kg, current)}", inline=True),
         forward=fence([f"- {b} {node_label(kg, b)} (w={w:.2f})" for b, _, w, _ in forward]),
         backward=fence([f"- {u} {node_label(kg, u)}" for u in backward]))
@@ -343,7 +342,8 @@ def memorize(state: ReMindState, runtime: Runtime[RemindragOptions],
                        for e in (evidence_item(kg, i) for i in candidates)])
         answer_text = fence(state.get("answer", ""), inline=True)
         marks, usage = decide(
-            llm, UsefulMarks, render(USEFUL_PROMPT, question=question, answer=answer_text, items=items),
+            llm, UsefulMarks, render(options_of(runtime, deps.options).prompt("useful"), question=question, answer=answer_text,
+                                           items=items),
             step="mark_useful", offline=heuristic, fallback=heuristic,
             validate=id_validator(candidates, "useful_ids"),
             context={"question": question, "candidates": candidates, "evidence_ids": chunks, "fact_ids": facts})

@@ -16,17 +16,18 @@ from typing import Any, ClassVar, Literal, Mapping, Sequence
 from pydantic import Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.spec import MethodOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
 
 _INT_FLOORS = {"seeds_k": 1, "max_hops": 0, "max_replay_nodes": 0, "chunk_chars": 50, "top_passages": 1}
 
 
-class RemindragOptions(MethodOptions):
+class RemindragOptions(PromptOptions):
     """ReMindRAG options (see :func:`~langgraph_kgmem.graphs.remindrag.create_remindrag_graph`)."""
 
     INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
 
     METHOD: ClassVar[str] = "create_remindrag_graph"
+    PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.remindrag.prompts"
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"memory_scope", "synonym_threshold", "human_in_the_loop"})
 
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the memory namespace, e.g. "

@@ -1,4 +1,15 @@
-"""ReMindRAG's prompts (rendered strictly by ``llm.render``) and the evidence text they quote."""
+"""ReMindRAG's prompts (rendered strictly by ``llm.render``) and the evidence text they quote.
+
+:data:`PROMPTS` names them; a graph replaces any with ``create_remindrag_graph(kg, prompts={name:
+template})`` (or a run with ``context={"prompts": {...}}``), checked against the placeholders
+below (:mod:`langgraph_kgmem.graphs.prompt_overrides`):
+
+- ``decompose`` (sub-questions): ``{question}``;
+- ``sufficiency`` (enough evidence?): ``{question}``, ``{evidence}`` (fenced);
+- ``next_move`` (the walk's next edge): ``{question}``, ``{evidence}``, ``{path}``, ``{current}``,
+  ``{forward}``, ``{backward}`` (all but the question fenced);
+- ``useful`` (which evidence helped, for memorisation): ``{question}``, ``{answer}``, ``{items}`` (fenced).
+"""
 
 from __future__ import annotations
 
@@ -101,5 +112,9 @@ def render_evidence(kg: "KnowledgeGraph", question: str, chunks: Sequence[str], 
 
 
 
-__all__ = ["DECOMPOSE_PROMPT", "NEXT_MOVE_PROMPT", "SUFFICIENCY_PROMPT", "USEFUL_PROMPT", "condense", "node_label",
+#: every prompt by name (see the module docstring): what ``prompts=`` may override
+PROMPTS: dict[str, str] = {"decompose": DECOMPOSE_PROMPT, "sufficiency": SUFFICIENCY_PROMPT,
+                           "next_move": NEXT_MOVE_PROMPT, "useful": USEFUL_PROMPT}
+
+__all__ = ["PROMPTS", "DECOMPOSE_PROMPT", "NEXT_MOVE_PROMPT", "SUFFICIENCY_PROMPT", "USEFUL_PROMPT", "condense", "node_label",
            "render_evidence"]

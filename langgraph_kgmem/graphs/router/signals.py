@@ -63,7 +63,7 @@ class KgProfile:
 def kg_profile(kg: "KnowledgeGraph") -> KgProfile:
     """The :class:`KgProfile` of ``kg`` at its current version (one pass over its nodes; callers
     cache it per ``kg.version``)."""
-    from langgraph_kgmem.ingest.records import temporal_index
+    from langgraph_kgmem.graphs.kgirag.index import temporal_index
 
     idx = temporal_index(kg)
     typed = [n for n in kg.nodes("entity") if n.attrs.get("type") and isinstance(n.attrs.get("features"), dict)]
