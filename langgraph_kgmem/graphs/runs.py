@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
 from langgraph_kgmem.memory import memory_scope
+from langgraph_kgmem.memory.prior_runs import index_question
 from langgraph_kgmem.memory.runs import evidence_provenance, run_record, save_run
 
 if TYPE_CHECKING:
@@ -65,7 +66,10 @@ def finish_run(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Se
     thread = (config.get("configurable") or {}).get("thread_id")
     record = run_record(question=question, method=method, evidence_ids=ids, answer=answer, thread_id=thread,
                         provenance=evidence_provenance(kg, ids))
-    save_run(found, kg.name, memory_scope(scope), rid, record)
+    tenant = memory_scope(scope)
+    save_run(found, kg.name, tenant, rid, record)
+    # the question index: a later run of this question (any method, reuse=True) finds this one
+    index_question(found, kg.name, tenant, record["question"], kg.embed_query(record["question"]), method, rid)
     return {"run_id": rid}
 
 

@@ -32,8 +32,8 @@ SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
 KINDS = {"edge": "edge_memory", "trajectory": "trajectories", "reflection": "reflections", "codebook": "codebook",
          "summary": "summaries"}   # short names (CLI) -> the namespace label each method writes
 # the package's own bookkeeping beside the methods' memories (the provenance index, run records,
-# feedback, the shared experience layer, the router's statistics: not choices of `kgmem memory --kind`): valid namespace kinds and reserved tenant labels like the KINDS
-SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, "runs", "feedback", "experience", "routes"})
+# the question index of run records, feedback, the shared experience layer, the router's statistics: not choices of `kgmem memory --kind`): valid namespace kinds and reserved tenant labels like the KINDS
+SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, "runs", "run_questions", "feedback", "experience", "routes"})
 # Every kind of memory is registered in KINDS or SYSTEM_KINDS (a namespace of any other kind is
 # refused): what a tenant label may not be is read from there, so a new kind is reserved the day
 # it is added.

@@ -73,6 +73,14 @@ def asked(args: Any, pass_no: int) -> str:
     return "paraphrase" if getattr(args, "paraphrases", False) and pass_no > 1 else "original"
 
 
+def reuse_options(ctx: BenchContext) -> dict[str, Any]:
+    """``--reuse`` (and ``--reuse-similarity``) as factory options of the methods that have the switch."""
+    if not ctx.options.get("reuse"):
+        return {}
+    sim = ctx.options.get("reuse_similarity")
+    return {"reuse": True, **({"reuse_similarity": float(sim)} if sim is not None else {})}
+
+
 def warm_up(first: Any, ctx: BenchContext, questions: Sequence[BenchQuestion], decider: str, llm: Any,
             run_question: Callable[..., Any]) -> list[Any]:
     """``--after``: method ``first`` asks ``questions`` on ``ctx``'s KG and store (its own adapter
@@ -84,4 +92,4 @@ def warm_up(first: Any, ctx: BenchContext, questions: Sequence[BenchQuestion], d
     return [run_question(first, own, q, decider, llm, errors) for q in questions]
 
 
-__all__ = ["PARAPHRASES", "asked", "load_paraphrases", "paraphrase_asker", "warm_up"]
+__all__ = ["PARAPHRASES", "asked", "load_paraphrases", "paraphrase_asker", "reuse_options", "warm_up"]

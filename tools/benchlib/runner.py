@@ -203,7 +203,8 @@ def extraction_model(args: argparse.Namespace) -> tuple[Any, str]:
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"seed": args.seed if args.seed is not None else 0, "noise": args.noise, "quick": args.quick,
             "corpus": args.corpus, "embeddings": args.embeddings, "passes": args.passes,
-            "llm_latency": args.llm_latency}
+            "llm_latency": args.llm_latency, "reuse": getattr(args, "reuse", False),
+            "reuse_similarity": getattr(args, "reuse_similarity", None)}
 
 
 # ------------------------------------------------------------------------------------ running
@@ -472,6 +473,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--after", metavar="METHOD", default=None,
                     help="METHOD asks the same questions on the same KG and store first (not reported): what "
                          "another method's runs save the measured methods")
+    ap.add_argument("--reuse", action="store_true",
+                    help="methods with the switch (remindrag, catrag, hipporag2) run with reuse=True: a question "
+                         "asked before, by any method, starts from that run's confirmed evidence (docs/memory.md)")
+    ap.add_argument("--reuse-similarity", type=float, default=None,
+                    help="--reuse: the cosine at which a stored question counts as the same one reworded "
+                         "(default: the methods' own, 0.8; above 1: the same wording only)")
     ap.add_argument("--_worker-pass", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_run-dir", help=argparse.SUPPRESS)
     ap.add_argument("--_worker-out", help=argparse.SUPPRESS)

@@ -74,6 +74,12 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
             cosine with this one passes ``experience_gate`` become PPR seeds, discredited ones lose
             their in-edges, each by at most ``experience_weight``; ``ppr["experience"]`` lists the
             credit read. memory_scope: tenant labels of the run records and experience namespaces.
+        reuse / reuse_similarity: start from a confirmed earlier run of the same question, or of one
+            reworded (cosine at least ``reuse_similarity``), by any method of this tenant
+            (``docs/memory.md``; off by default): its passages seed PageRank, the fact filter,
+            anchoring and edge scoring take their offline heuristics, and where the evidence is
+            all among the passages that run was given its answer is given again without a call;
+            ``reused`` says which run.
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method, run_id

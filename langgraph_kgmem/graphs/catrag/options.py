@@ -57,6 +57,11 @@ class CatragOptions(MethodOptions):
     experience_weight: float = Field(0.3, description="experience: the most a passage's dense score moves (cosine units)")
     experience_gate: float = Field(0.5, description="experience: cosine with the credited questions below which a "
                                                     "passage's credit reads as zero")
+    reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
+                                           "any method of this tenant: its passages seed PageRank, the fact filter, "
+                                           "anchoring and edge scoring decide offline")
+    reuse_similarity: float = Field(0.8, description="reuse: cosine at which a stored question counts as this one "
+                                                     "reworded (above 1: the same question only)")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the run records and experience "
                                                                  "namespaces, e.g. ('{user_id}',)")
 
@@ -71,6 +76,7 @@ class CatragOptions(MethodOptions):
             raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
         check_number("experience_weight", opts["experience_weight"], 0.0, 1.0)
+        check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
         check_number("experience_gate", opts["experience_gate"], 0.0, 1.0, high_open=True)
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):

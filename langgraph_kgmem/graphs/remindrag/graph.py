@@ -41,6 +41,7 @@ def create_remindrag_graph(
     dense_fusion: bool = True,
     top_passages: int = 5,
     fusion: str = "fixed", fusion_weak: float = 0.0, fusion_strong: float = 1.01, experience: bool = False,
+    reuse: bool = False, reuse_similarity: float = 0.8,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -92,6 +93,11 @@ def create_remindrag_graph(
             walk's finds (in discovery order) and vector search's next passages in turns. The walk
             and its memory are unchanged; no LLM call. ``False``: the walk's passages alone (the paper).
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
+        reuse: start from a confirmed earlier run of the same question, or of one reworded (cosine at
+            least ``reuse_similarity``), by any method of this tenant (``docs/memory.md``): its
+            passages join the subgraph after replay and the first sufficiency check is skipped, so a
+            question asked before costs one answer call. Needs a store; off by default.
+        reuse_similarity: the cosine for ``reuse``; above 1, the same question only.
         fusion, fusion_weak, fusion_strong: ``"adaptive"`` lets the walk's confidence decide its
             share of the evidence (:func:`~langgraph_kgmem.ranking.adaptive_fuse`; docs: dense fusion).
 
@@ -119,7 +125,7 @@ def create_remindrag_graph(
         max_replay_nodes=max_replay_nodes, synonym_threshold=synonym_threshold, decompose=decompose,
         chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, experience=experience, dense_fusion=dense_fusion,
         fusion=fusion, fusion_weak=fusion_weak, fusion_strong=fusion_strong,
-        top_passages=top_passages)
+        top_passages=top_passages, reuse=reuse, reuse_similarity=reuse_similarity)
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)
     deps = RemindragDeps(kg=kg, view=GraphView(kg), model=method_model(model, retry_policy), options=options,
