@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 from langgraph.store.base import BaseStore, GetOp
@@ -91,15 +91,14 @@ def index_question(store: BaseStore, kg_name: str, scope: Sequence[str], questio
 
 
 def _matches(store: BaseStore, ns: tuple[str, ...], key: str, query: np.ndarray,
-             similarity: float) -> list[tuple[float, bool, dict[str, Any]]]:
-    """The index items to try, best first: the same key, then the nearest stored question at or
-    above ``similarity`` (of at most :data:`MAX_SCAN`)."""
-    out: list[tuple[float, bool, dict[str, Any]]] = []
+             similarity: float) -> Iterator[tuple[float, bool, dict[str, Any]]]:
+    """The index items to try, best first: the same key, then (read only when that one did not
+    serve) the nearest stored question at or above ``similarity``, of at most :data:`MAX_SCAN`."""
     same = store.get(ns, key)
     if same is not None:
-        out.append((1.0, True, dict(same.value)))
+        yield 1.0, True, dict(same.value)
     if similarity > 1.0:
-        return out
+        return
     q = np.asarray(query, dtype=np.float64)
     q = q / max(float(np.linalg.norm(q)), 1e-12)
     best: tuple[float, dict[str, Any]] | None = None
@@ -110,8 +109,7 @@ def _matches(store: BaseStore, ns: tuple[str, ...], key: str, query: np.ndarray,
         if cos >= similarity and (best is None or cos > best[0]):
             best = (cos, dict(item.value))
     if best is not None:
-        out.append((best[0], False, best[1]))
-    return out
+        yield best[0], False, best[1]
 
 
 def _wrong(store: BaseStore, kg_name: str, scope: Sequence[str], run_id: str) -> tuple[bool, set[str]]:

@@ -37,12 +37,9 @@ def create_remindrag_graph(
     decompose: bool = False,
     chunk_chars: int = 800,
     human_in_the_loop: bool = False,
-    replay: bool = True,
-    dense_fusion: bool = True,
-    top_passages: int = 5,
+    replay: bool = True, dense_fusion: bool = True, top_passages: int = 5,
     fusion: str = "fixed", fusion_weak: float = 0.0, fusion_strong: float = 1.01, experience: bool = False,
-    reuse: bool = False, reuse_similarity: float = 0.8,
-) -> StateGraph:
+    reuse: bool = False, reuse_similarity: float = 0.8) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
     Every option but ``memory_scope``, ``synonym_threshold`` and ``human_in_the_loop`` can be
@@ -93,11 +90,8 @@ def create_remindrag_graph(
             walk's finds (in discovery order) and vector search's next passages in turns. The walk
             and its memory are unchanged; no LLM call. ``False``: the walk's passages alone (the paper).
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
-        reuse: start from a confirmed earlier run of the same question, or of one reworded (cosine at
-            least ``reuse_similarity``), by any method of this tenant (``docs/memory.md``): its
-            passages join the subgraph after replay and the first sufficiency check is skipped, so a
-            question asked before costs one answer call. Needs a store; off by default.
-        reuse_similarity: the cosine for ``reuse``; above 1, the same question only.
+        reuse, reuse_similarity: start from a confirmed earlier run (any method) of this question or one at cosine
+            ``reuse_similarity`` (``docs/memory.md``): its passages join S, no first sufficiency check.
         fusion, fusion_weak, fusion_strong: ``"adaptive"`` lets the walk's confidence decide its
             share of the evidence (:func:`~langgraph_kgmem.ranking.adaptive_fuse`; docs: dense fusion).
 
