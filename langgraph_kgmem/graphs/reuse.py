@@ -67,6 +67,20 @@ def reuse_seeds(index: Mapping[str, int], reset: np.ndarray, reused: dict[str, A
     return len(rows)
 
 
+def own_run_first(passages: Sequence[dict[str, Any]], reused: dict[str, Any] | None, method: str,
+                  depth: int) -> list[dict[str, Any]]:
+    """The ranked passages with the method's own earlier run of the very same question replayed:
+    its passages first, in its order, then the rest (at most ``depth``). A reworded question or
+    another method's run is only a seed, never replayed (its evidence was chosen for another
+    wording, or by another ranking)."""
+    if not reused or not reused.get("exact") or reused.get("method") != method:
+        return list(passages)
+    first = list(reused.get("passages", []))
+    score = {p["id"]: p.get("score", 0.0) for p in passages}
+    head = [{"id": p, "score": score.get(p, 0.0)} for p in first]
+    return (head + [p for p in passages if p["id"] not in set(first)])[:depth]
+
+
 def reused_answer(reused: dict[str, Any] | None, evidence: Sequence[dict[str, Any]]) -> str | None:
     """The earlier run's answer when this run's evidence passages are all among the passages it
     was given (nothing new to read), else None (the answer step runs)."""
@@ -78,4 +92,4 @@ def reused_answer(reused: dict[str, Any] | None, evidence: Sequence[dict[str, An
     return str(reused["answer"])
 
 
-__all__ = ["passage_ids", "prior_run", "reuse_facts", "reuse_seeds", "reused_answer"]
+__all__ = ["own_run_first", "passage_ids", "prior_run", "reuse_facts", "reuse_seeds", "reused_answer"]

@@ -27,7 +27,7 @@ from langgraph_kgmem.graphs.catrag.schemas import (HUB_TOP, MAX_CONTEXT_FACTS, M
                                                    score_multiplier)
 from langgraph_kgmem.graphs.common import (check_question, content_words, emit_progress, evidence_item,
                                            fence, named_in, require, run_model)
-from langgraph_kgmem.graphs.reuse import prior_run, reuse_facts, reuse_seeds, reused_answer
+from langgraph_kgmem.graphs.reuse import own_run_first, prior_run, reuse_facts, reuse_seeds, reused_answer
 from langgraph_kgmem.graphs.runs import finish_run, run_store
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.ingest.extract import offline_entities
@@ -294,6 +294,7 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
         passages = fuse_dense(idx, scores, dense, opts.rank_depth)
     else:
         passages = rank_rows(snap, scores, idx.chunk_rows, opts.rank_depth)
+    passages = own_run_first(passages, state.get("reused"), opts.method, opts.rank_depth)
     top = best_first(scores, HUB_TOP)
     stats = {"hub_mass": round(hub_mass(scores, idx.hub_mask), 6), "seeds": n_seeds, "overrides": len(ov),
              "method": res.method,
