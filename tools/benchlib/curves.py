@@ -18,6 +18,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+
+if __name__ == "__main__":   # run as a script: make `benchlib` and `langgraph_kgmem` importable
+    import sys
+    from pathlib import Path as _Path
+
+    sys.path[:0] = [str(_Path(__file__).resolve().parents[1]), str(_Path(__file__).resolve().parents[2])]
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -92,4 +98,38 @@ def warm_up(first: Any, ctx: BenchContext, questions: Sequence[BenchQuestion], d
     return [run_question(first, own, q, decider, llm, errors) for q in questions]
 
 
-__all__ = ["PARAPHRASES", "asked", "load_paraphrases", "paraphrase_asker", "reuse_options", "warm_up"]
+def paraphrase_similarity(embeddings: str, thresholds: Sequence[float] = (0.5, 0.6, 0.7, 0.8)) -> list[dict[str, Any]]:
+    """Per data set: each paraphrase's cosine with its own original and with the nearest other
+    original of the file, and per threshold the share matched and the false matches (paraphrases
+    whose nearest other original is at or above it). What ``reuse_similarity`` is chosen on."""
+    import numpy as np
+
+    from benchlib.common import make_embeddings
+
+    emb = make_embeddings(embeddings)
+    rows = [json.loads(line) for line in PARAPHRASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for ds in sorted({r["dataset"] for r in rows}):
+        mine = [r for r in rows if r["dataset"] == ds]
+        orig = np.array([emb.embed_query(r["original"]) for r in mine], dtype=np.float64)
+        para = np.array([emb.embed_query(r["question"]) for r in mine], dtype=np.float64)
+        orig /= np.linalg.norm(orig, axis=1, keepdims=True)
+        para /= np.linalg.norm(para, axis=1, keepdims=True)
+        sims = para @ orig.T
+        own = np.diag(sims).copy()
+        np.fill_diagonal(sims, -1.0)
+        other = sims.max(axis=1)
+        out.append({"dataset": ds, "embeddings": embeddings, "own_min": round(float(own.min()), 3),
+                    "own_median": round(float(np.median(own)), 3), "other_max": round(float(other.max()), 3),
+                    **{f"matched@{t}": round(float((own >= t).mean()), 3) for t in thresholds},
+                    **{f"false@{t}": int((other >= t).sum()) for t in thresholds}})
+    return out
+
+
+if __name__ == "__main__":   # python tools/benchlib/curves.py hash local
+    for spec in sys.argv[1:] or ["hash"]:
+        for row in paraphrase_similarity(spec):
+            print(json.dumps(row))
+
+
+__all__ = ["PARAPHRASES", "paraphrase_similarity", "asked", "load_paraphrases", "paraphrase_asker", "reuse_options", "warm_up"]
