@@ -188,3 +188,33 @@ def test_question_keys_fold_case_and_spacing_only():
     assert question_key("  Which city is the capital of Poland? ") == question_key("which city is the  capital of poland")
     assert question_key("Founded in 1898?") != question_key("Founded in 1899?")
     assert question_key("What is 5*3?") != question_key("What is 5-3?")
+
+
+def test_r3cycle_answers_a_question_asked_before_without_a_walk():
+    from langgraph_kgmem.graphqa import make_domain_graph
+    from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
+    from langgraph_kgmem.tools import load_grbench
+
+    data = make_domain_graph(seed=1, books=6, authors=3, publishers=2, genres=2)
+    books = KnowledgeGraph.in_memory(name="books", embeddings="hash")
+    load_grbench(books, data)
+    title = data["book"]["book-0"]["features"]["title"]
+    author = data["author"][data["book"]["book-0"]["neighbors"]["author"][0]]["features"]["name"]
+    plan = [("RetrieveNode", {"keyword": title}), ("Finish", {"answer": author})]
+
+    def model():
+        def respond(messages, request):
+            name, args = plan[min(request.context["step_index"], len(plan) - 1)]
+            return {"content": "thought", "tool_calls": [{"name": name, "args": args}]}
+        return ScriptedChatModel(responder=respond)
+
+    store, question = InMemoryStore(), f"Who wrote {title}?"
+    first_model, again_model, off_model = model(), model(), model()
+    build = lambda m, **o: create_r3cycle_graph(books, model=m, reflection=False, **o).compile(store=store)  # noqa: E731
+    first = build(first_model).invoke({"question": question})
+    assert first["answer"] == author and first_model.calls
+    again = build(again_model, reuse=True).invoke({"question": question})
+    assert again_model.calls == [] and again["answer"] == author and again["reused"]["run_id"] == first["run_id"]
+    assert [e["id"] for e in again["evidence"]] == [e["id"] for e in first["evidence"]]
+    off = build(off_model).invoke({"question": question})
+    assert off_model.calls and off["reused"] is None

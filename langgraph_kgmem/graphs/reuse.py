@@ -4,7 +4,8 @@ A method asked a question this tenant already asked (of this method or another, 
 or reworded, :mod:`langgraph_kgmem.memory.prior_runs`) starts from that run's evidence instead of
 deciding again: ReMindRAG puts the passages in its subgraph and skips the first sufficiency
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
-scoring. Where the evidence handed to the answer step holds nothing the earlier answer did not
+scoring; R3-Cycle and Graph-CoT give its answer and evidence again without
+a walk. Where the evidence handed to the answer step holds nothing the earlier answer did not
 see, that answer is given again without a model call (:func:`reused_answer`).
 """
 
@@ -24,18 +25,19 @@ if TYPE_CHECKING:
 
 
 def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, question: str, *, method: str,
-              similarity: float) -> dict[str, Any] | None:
+              similarity: float, passages_only: bool = True) -> dict[str, Any] | None:
     """The run to reuse for ``question`` in the run's tenant (``scope``: the factory's
     ``memory_scope`` template), as a JSON-native state value: the summary of
     :class:`~langgraph_kgmem.memory.prior_runs.PriorRun` plus its ``passages`` (the evidence ids
-    that are passages, best first) and ``answer``; None without a store or a confirmed run."""
+    that are passages, best first; every evidence id still in the KG when not ``passages_only``)
+    and ``answer``; None without a store or a confirmed run."""
     found = run_store(store)
     if found is None:
         return None
     prior = find_prior_run(found, kg, memory_scope(scope), question, method=method, similarity=similarity)
     if prior is None:
         return None
-    passages = passage_ids(kg, prior)
+    passages = passage_ids(kg, prior) if passages_only else [i for i in prior.evidence if kg.node(i) is not None]
     if not passages:
         return None
     return {**prior.summary(), "passages": passages, "answer": prior.answer}

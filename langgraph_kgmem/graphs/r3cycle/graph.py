@@ -37,6 +37,8 @@ def create_r3cycle_graph(
     max_cycles: int = 1,
     reflection: bool = True,
     top_n: int = 1,
+    reuse: bool = False,
+    reuse_similarity: float = 0.8,
 ) -> StateGraph:
     """Build the R3-Cycle graph (uncompiled); ``reflection=False`` gives plain Graph-CoT.
 
@@ -65,6 +67,9 @@ def create_r3cycle_graph(
         max_cycles: maximum number of retries after the first attempt (0 = never retry).
         reflection: False = Graph-CoT (one attempt, no verification, no reflection).
         top_n: how many ids RetrieveNode returns.
+        reuse, reuse_similarity: a question this tenant asked before (the same, or one at cosine
+            ``reuse_similarity``; any method), answered and still holding, is answered again from
+            that run, without a walk (``docs/memory.md``); ``reused`` names the run. Off by default.
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``
@@ -97,7 +102,8 @@ def create_r3cycle_graph(
         raise KgmemInputError(f"kg_or_graph_env must be a KnowledgeGraph or a GraphEnv, got "
                               f"{type(kg_or_graph_env).__name__}")
     options = R3cycleOptions.build(memory_scope=memory_scope, verifier=verifier, max_steps=max_steps,
-                                   max_cycles=max_cycles, reflection=reflection, top_n=top_n)
+                                   max_cycles=max_cycles, reflection=reflection, top_n=top_n, reuse=reuse,
+                                   reuse_similarity=reuse_similarity)
     deps = R3Deps(env, method_model(model, retry_policy), store, options)
     require(deps.label, model=deps.model, tool_calling=True)   # the factory's model: refused when the graph is built
     if not is_offline(deps.model):
@@ -110,7 +116,7 @@ def create_r3cycle_graph(
     for name in ("start_run", "reason", "act", "record", "verify", "reflect", "replan", "finish_run"):
         builder.add_node(name, bound(getattr(nodes, name)))
     builder.add_edge(START, "start_run")
-    builder.add_edge("start_run", "reason")
+    builder.add_conditional_edges("start_run", nodes.after_start, ["reason", "finish_run"])
     builder.add_edge("reason", "act")
     builder.add_edge("act", "record")
     builder.add_conditional_edges("record", partial(nodes.after_record, reflection=reflection),
