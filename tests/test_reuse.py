@@ -218,3 +218,17 @@ def test_r3cycle_answers_a_question_asked_before_without_a_walk():
     assert [e["id"] for e in again["evidence"]] == [e["id"] for e in first["evidence"]]
     off = build(off_model).invoke({"question": question})
     assert off_model.calls and off["reused"] is None
+
+
+def test_a_near_question_about_other_names_is_never_taken_for_a_rewording(kg):
+    store = InMemoryStore()
+    chunk = next(n.id for n in kg.nodes("chunk"))
+    asked = "Who wrote The Crimson Compass in 1990?"
+    save_run(store, kg.name, (), "r-1", run_record(question=asked, method="catrag", evidence_ids=[chunk],
+                                                     answer="Anouk Moreau", thread_id=None, provenance=[]))
+    index_question(store, kg.name, (), asked, kg.embed_query(asked), "catrag", "r-1")
+    for other in ("Who wrote The Last Letters in 1990?", "Who wrote The Crimson Compass in 1991?"):
+        assert find_prior_run(store, kg, (), other, method="catrag", similarity=0.0) is None
+    found = find_prior_run(store, kg, (), "In 1990, who was the author of The Crimson Compass?", method="catrag",
+                           similarity=0.0)
+    assert found is not None and found.run_id == "r-1" and not found.exact

@@ -7,7 +7,9 @@ item under ``("kgmem", kg, *scope, "run_questions")``, key = the question's key
 it. A method with ``reuse=True`` looks its question up here before it decides anything:
 
 1. the same question (equal keys), else the stored question nearest by cosine at or above
-   ``similarity`` (a paraphrase), reading at most :data:`MAX_SCAN` stored questions;
+   ``similarity`` that also names the same things (:func:`same_names`: the same numbers, and at
+   least half of the capitalised words in common), reading at most :data:`MAX_SCAN` stored
+   questions: "Who wrote The Crimson Compass?" is not "Who wrote The Last Letters?", however near;
 2. of that question's runs, the method's own first, then the others newest first, the first
    that is *confirmed*: its run record is still there (a replaced or deleted document takes it
    along, :mod:`~langgraph_kgmem.memory.provenance`), every document it names is still in the
@@ -21,6 +23,7 @@ Everything is read in the tenant's own scope: another tenant's runs are never fo
 
 from __future__ import annotations
 
+import re
 import time
 import unicodedata
 from dataclasses import dataclass, field
@@ -45,6 +48,32 @@ MAX_METHODS = 16              # run ids one question item keeps (one per method)
 QUESTION_CHARS = 300
 DEFAULT_SIMILARITY = 0.8      # cosine at which a stored question counts as the same one reworded
 NO_ANSWER = frozenset({"", "no answer", "noanswer", "none", "unknown"})
+
+
+_NOT_NAMES = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "in", "on", "at", "the",
+                        "a", "an", "from", "for", "of", "since", "before", "after", "apart", "besides", "aside",
+                        "this", "that", "is", "was", "are", "were", "did", "does", "do", "and", "or"})
+NAMES_OVERLAP = 0.5   # share of the two questions' capitalised words they must have in common
+
+
+def names_of(question: str) -> set[str]:
+    """The words of ``question`` that name something: capitalised words (a possessive 's dropped)
+    other than question and function words, and every word holding a digit; casefolded."""
+    out = set()
+    for word in re.findall(r"[^\W_][\w'’.\-]*", str(question)):
+        word = re.sub(r"['’]s$", "", word).strip(".'’-")
+        if word and (word[0].isupper() or any(c.isdigit() for c in word)) and word.casefold() not in _NOT_NAMES:
+            out.add(word.casefold())
+    return out
+
+
+def same_names(a: str, b: str) -> bool:
+    """Whether two questions name the same things: the same numbers, and at least
+    :data:`NAMES_OVERLAP` of their names in common (a reworded question keeps its names)."""
+    na, nb = names_of(a), names_of(b)
+    if {w for w in na if any(c.isdigit() for c in w)} != {w for w in nb if any(c.isdigit() for c in w)}:
+        return False
+    return not (na or nb) or len(na & nb) / len(na | nb) >= NAMES_OVERLAP
 
 
 def question_key(question: str) -> str:
@@ -90,7 +119,7 @@ def index_question(store: BaseStore, kg_name: str, scope: Sequence[str], questio
                         "v": [round(float(x), 5) for x in v], "runs": runs, "ts": time.time()}, index=False)
 
 
-def _matches(store: BaseStore, ns: tuple[str, ...], key: str, query: np.ndarray,
+def _matches(store: BaseStore, ns: tuple[str, ...], key: str, question: str, query: np.ndarray,
              similarity: float) -> Iterator[tuple[float, bool, dict[str, Any]]]:
     """The index items to try, best first: the same key, then (read only when that one did not
     serve) the nearest stored question at or above ``similarity``, of at most :data:`MAX_SCAN`."""
@@ -106,7 +135,7 @@ def _matches(store: BaseStore, ns: tuple[str, ...], key: str, query: np.ndarray,
         if item.key == key or tuple(item.namespace) != ns or len(item.value.get("v", ())) != len(q):
             continue
         cos = float(np.asarray(item.value["v"], dtype=np.float64) @ q)
-        if cos >= similarity and (best is None or cos > best[0]):
+        if cos >= similarity and (best is None or cos > best[0]) and same_names(question, item.value.get("question", "")):
             best = (cos, dict(item.value))
     if best is not None:
         yield best[0], False, best[1]
@@ -131,7 +160,7 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
     ns = namespace(kg.name, QUESTIONS_KIND, scope)
     query = kg.embed_query(question) if query is None else query
     runs_ns = namespace(kg.name, RUNS_KIND, scope)
-    for sim, exact, value in _matches(store, ns, question_key(question), query, similarity):
+    for sim, exact, value in _matches(store, ns, question_key(question), question, query, similarity):
         entries = value.get("runs", {})
         order = sorted(entries, key=lambda m: (m != method, -float(entries[m].get("ts", 0.0))))
         for m in order:
@@ -154,5 +183,5 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
     return None
 
 
-__all__ = ["DEFAULT_SIMILARITY", "MAX_METHODS", "MAX_REUSED_EVIDENCE", "MAX_SCAN", "PriorRun", "QUESTIONS_KIND",
+__all__ = ["DEFAULT_SIMILARITY", "MAX_METHODS", "NAMES_OVERLAP", "names_of", "same_names", "MAX_REUSED_EVIDENCE", "MAX_SCAN", "PriorRun", "QUESTIONS_KIND",
            "find_prior_run", "index_question", "question_key"]
