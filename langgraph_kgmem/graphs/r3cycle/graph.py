@@ -38,7 +38,7 @@ def create_r3cycle_graph(
     reflection: bool = True,
     top_n: int = 1,
     reuse: bool = False,
-    reuse_similarity: float = 0.8,
+    reuse_similarity: float = 1.01,
 ) -> StateGraph:
     """Build the R3-Cycle graph (uncompiled); ``reflection=False`` gives plain Graph-CoT.
 
@@ -67,9 +67,10 @@ def create_r3cycle_graph(
         max_cycles: maximum number of retries after the first attempt (0 = never retry).
         reflection: False = Graph-CoT (one attempt, no verification, no reflection).
         top_n: how many ids RetrieveNode returns.
-        reuse, reuse_similarity: a question this tenant asked before (the same, or one at cosine
-            ``reuse_similarity``; any method), answered and still holding, is answered again from
-            that run, without a walk (``docs/memory.md``); ``reused`` names the run. Off by default.
+        reuse, reuse_similarity: a question this tenant asked before (any method), answered and
+            still holding, is answered again from that run, without a walk (``docs/memory.md``);
+            ``reused`` names the run. Off by default. ``reuse_similarity`` above 1 (default): the
+            same question only; a cosine admits rewordings, with nothing to correct a wrong match.
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``
