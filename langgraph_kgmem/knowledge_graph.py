@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
@@ -22,7 +21,7 @@ from langgraph_kgmem.kg.graph import KnowledgeGraphCore
 from langgraph_kgmem.memory import reset_memory
 from langgraph_kgmem.memory.provenance import invalidate_documents
 from langgraph_kgmem.memory.view import describe_memory
-from langgraph_kgmem.persistence import MEMORY_DB_FILE, open_async_persistence, open_persistence
+from langgraph_kgmem.persistence import holds_memory, open_async_persistence, open_persistence
 
 logger = logging.getLogger(__name__)
 
@@ -147,8 +146,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
         if not ids:
             return 0
         stores = list(self._memory_stores)
-        on_disk = self.path is not None and (self.path / MEMORY_DB_FILE).exists()
-        if self._persistence is not None or self.uri or on_disk or (self.path and os.environ.get("KGMEM_POSTGRES_URI")):
+        if self._persistence is not None or holds_memory(self.path, uri=self.uri):
             stores.insert(0, self.persistence()[1])
         total = sum(invalidate_documents(self, store, ids) for store in stores)
         if total:

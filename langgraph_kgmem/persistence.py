@@ -1,9 +1,11 @@
 """The methods' checkpointer and memory store: (checkpointer, store) pairs on one database, sync
 and async, and the strict deserialisation every checkpointer here uses.
 
-:func:`open_persistence` / :func:`open_async_persistence` put both on the KG's own PostgreSQL
-database (or ``$KGMEM_POSTGRES_URI``), else on SQLite (``memory.sqlite`` in the KG directory),
-else in memory.
+:func:`open_persistence` / :func:`open_async_persistence` put both where the KG's storage backend
+keeps them (its :class:`~langgraph_kgmem.kg.backends.PersistenceHooks`): the KG's own PostgreSQL
+database (or ``$KGMEM_POSTGRES_URI``), SQLite (``memory.sqlite`` in the KG directory), or, for an
+in-memory KG, memory. This module knows no backend: it resolves the target, hands the backend the
+strict checkpointer factory (:func:`checkpointer`) and returns what the backend opened.
 
 Strict deserialisation of checkpoints: what the package's checkpointers load, and nothing else.
 
@@ -24,12 +26,9 @@ objects, so it needs no serializer.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import sqlite3
-import time
-from contextlib import asynccontextmanager, closing
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
@@ -37,14 +36,10 @@ import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_kgmem.checked_savers import checked
-from langgraph_kgmem.errors import KgmemError, UnsafeStoredDataError
-from langgraph_kgmem.kg.backends.sqlite import MEMORY_TABLES, check_sqlite_file, sqlite_open_error
-from langgraph_kgmem.kg.files import private_file
-from langgraph_kgmem.memory.locks import sqlite_setup_lock
+from langgraph_kgmem.errors import ConfigurationError, UnsafeStoredDataError
+from langgraph_kgmem.kg.backends import BackendSpec, PersistenceHooks, backend_for, registered_backends
 
 logger = logging.getLogger(__name__)
-
-MEMORY_DB_FILE = "memory.sqlite"
 
 # (module, name) pairs a checkpoint of this package may rebuild. Method states hold JSON-native
 # values only; the rest is what LangGraph itself writes into checkpoints and pending writes
@@ -165,151 +160,71 @@ def strict_serializer(where: str) -> StrictCheckpointSerializer:
     return StrictCheckpointSerializer(where)
 
 
+def checkpointer(saver_class: type, conn: Any, where: str) -> Any:
+    """The package's checkpointer: LangGraph's ``saver_class`` on ``conn`` with the strict
+    serializer and read errors as the package's (:func:`~langgraph_kgmem.checked_savers.checked`),
+    labelled ``where`` in its errors. Backends build theirs with it
+    (:data:`~langgraph_kgmem.kg.backends.contract.SaverFactory`)."""
+    saver = checked(saver_class)(conn, serde=strict_serializer(where))
+    saver.where = where
+    return saver
+
+
+def _backend(path: Path | None, uri: str | None) -> tuple[PersistenceHooks, str] | None:
+    """The persistence hooks and target for a KG at ``path`` / ``uri``: the KG's own database
+    (``uri``), else a backend's environment variable (``KGMEM_POSTGRES_URI``), else the KG
+    directory; None for an in-memory KG."""
+    if uri:
+        return _hooks(backend_for(uri)), uri
+    for spec in registered_backends():
+        if spec.persistence is not None and spec.persistence.env and os.environ.get(spec.persistence.env):
+            return spec.persistence, os.environ[spec.persistence.env]
+    if path is None:
+        return None
+    target = os.fspath(path)
+    return _hooks(backend_for(target)), target
+
+
+def _hooks(spec: BackendSpec) -> PersistenceHooks:
+    if spec.persistence is None:
+        raise ConfigurationError(f"the {spec.name} storage backend keeps no checkpointer or memory store: "
+                                 "pass your own to the methods' graphs (compile(checkpointer=..., store=...))")
+    return spec.persistence
+
+
 @asynccontextmanager
 async def open_async_persistence(path: Path | None, *, uri: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """The async twin of :func:`open_persistence` (same database, same tables), closed on exit."""
-    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
-    if uri:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from langgraph.store.postgres.aio import AsyncPostgresStore
-        from psycopg import AsyncConnection
-        from psycopg.rows import dict_row
-        from psycopg_pool import AsyncConnectionPool
-
-        from langgraph_kgmem.kg.backends.postgres import SCHEMA_LOCK, check_uri, database_label, storage_error
-
-        check_uri(uri)   # refused at once: a pool would retry a malformed URI until its timeout
-        pool = AsyncConnectionPool(uri, min_size=1, max_size=8, open=False,
-                                   kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-        try:
-            await pool.open(wait=True, timeout=15)
-            saver = checked(AsyncPostgresSaver)(pool, serde=strict_serializer(database_label(uri)))
-            saver.where = database_label(uri)
-            store = AsyncPostgresStore(pool)
-            # one migrator at a time, polled (see open_persistence)
-            async with await AsyncConnection.connect(uri, autocommit=True) as conn:
-                while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
-                                                     (SCHEMA_LOCK[0], 1))).fetchone())[0]:
-                    logger.debug("waiting for another process to set up the checkpoint tables")
-                    await asyncio.sleep(0.05)
-                try:
-                    await saver.setup()
-                    await store.setup()
-                finally:
-                    await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
-        except Exception as exc:
-            await pool.close()
-            if isinstance(exc, KgmemError):
-                raise
-            raise storage_error(exc, uri, "setting up the async checkpointer and store") from exc
-        try:
-            yield saver, store
-        finally:
-            await pool.close()
-        return
-    if path is None:
+    found = _backend(path, uri)
+    if found is None:
         from langgraph.checkpoint.memory import InMemorySaver
         from langgraph.store.memory import InMemoryStore
 
         yield InMemorySaver(), InMemoryStore()
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    from langgraph_kgmem.memory.checked_store import CheckedAsyncSqliteStore
-
-    import aiosqlite
-
-    db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    # checked on a plain connection first: a foreign or corrupt file is refused before setup
-    # creates anything in it
-    with closing(sqlite3.connect(db)) as probe:
-        check_sqlite_file(probe, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
-    # the saver built on its own connection: from_conn_string takes no serializer
-    async with aiosqlite.connect(db) as conn, CheckedAsyncSqliteStore.from_conn_string(db) as store:
-        store.where = db
-        saver = checked(AsyncSqliteSaver)(conn, serde=strict_serializer(db))
-        saver.where = db
-        try:
-            with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-                await saver.setup()
-                await store.setup()
-        except sqlite3.DatabaseError as exc:
-            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
-        yield saver, store
+    hooks, target = found
+    async with hooks.open_async(target, checkpointer) as pair:
+        yield pair
 
 
 def open_persistence(path: Path | None, *, uri: str | None = None) -> tuple[Any, Any]:
     """(checkpointer, store) on one database: the KG's own PostgreSQL database (``uri``) or
     ``KGMEM_POSTGRES_URI``, else SQLite in ``path`` (in memory without one)."""
-    uri = uri or os.environ.get("KGMEM_POSTGRES_URI")
-    if uri:
-        try:
-            from langgraph.checkpoint.postgres import PostgresSaver
-            from langgraph.store.postgres import PostgresStore
-            from psycopg import Connection
-        except ImportError as exc:  # pragma: no cover - optional extra
-            from langgraph_kgmem.errors import ConfigurationError
-
-            raise ConfigurationError(
-                f"{'KGMEM_POSTGRES_URI is set' if uri == os.environ.get('KGMEM_POSTGRES_URI') else 'a postgresql:// KG'}"
-                " needs the Postgres checkpointer and store, which are missing: "
-                "pip install 'langgraph-kgmem[postgres]'") from exc
-        from psycopg.rows import dict_row
-        from psycopg_pool import ConnectionPool
-
-        from langgraph_kgmem.kg.backends.postgres import SCHEMA_LOCK, check_uri, database_label, storage_error
-
-        check_uri(uri)   # refused at once: a pool would retry a malformed URI until its timeout
-        # a pool, so threads (app.batch) and the KG's own connections never share one connection
-        pool = ConnectionPool(uri, min_size=1, max_size=8, open=False,
-                              kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-        try:
-            pool.open(wait=True, timeout=15)
-            saver = checked(PostgresSaver)(pool, serde=strict_serializer(database_label(uri)))
-            saver.where = database_label(uri)
-            store = PostgresStore(pool)
-            # one migrator at a time; a session lock, not a transaction: the saver's migrations
-            # create indexes CONCURRENTLY, which wait for every open transaction
-            # waiting is polled: a session blocked in pg_advisory_lock holds a snapshot, which such
-            # an index build waits for, while the lock holder waits for the build (a deadlock)
-            with Connection.connect(uri, autocommit=True) as conn:
-                while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (SCHEMA_LOCK[0], 1)).fetchone()[0]:
-                    logger.debug("waiting for another process to set up the checkpoint tables")
-                    time.sleep(0.05)
-                try:
-                    saver.setup()
-                    store.setup()
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (SCHEMA_LOCK[0], 1))
-        except Exception as exc:
-            pool.close()
-            if isinstance(exc, KgmemError):
-                raise
-            raise storage_error(exc, uri, "setting up the checkpointer and store") from exc
-        return saver, store
-    if path is None:
+    found = _backend(path, uri)
+    if found is None:
         from langgraph.checkpoint.memory import InMemorySaver
         from langgraph.store.memory import InMemoryStore
 
         return InMemorySaver(), InMemoryStore()
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    hooks, target = found
+    return hooks.open(target, checkpointer)
 
-    from langgraph_kgmem.memory.checked_store import CheckedSqliteStore
 
-    db = str(private_file(Path(path) / MEMORY_DB_FILE))
-    saver = checked(SqliteSaver)(sqlite3.connect(db, check_same_thread=False), serde=strict_serializer(db))
-    saver.where = db
-    store = CheckedSqliteStore(sqlite3.connect(db, check_same_thread=False, isolation_level=None))
-    store.where = db
-    try:
-        check_sqlite_file(saver.conn, db, MEMORY_TABLES, "a langgraph_kgmem memory database")
-        with sqlite_setup_lock(db):   # processes opening one new database set it up in turn
-            saver.setup()
-            store.setup()
-    except BaseException as exc:
-        saver.conn.close()
-        store.conn.close()
-        if isinstance(exc, sqlite3.DatabaseError):
-            raise sqlite_open_error(exc, db, "a langgraph_kgmem memory database") from exc
-        raise
-    return saver, store
+def holds_memory(path: Path | None, *, uri: str | None = None) -> bool:
+    """Whether the KG at ``path`` / ``uri`` may hold memory written before (a database, or a
+    directory with its memory file): deletes and replaces then open the pair to invalidate it.
+    An in-memory KG's memory lives only in a pair it opened."""
+    if path is None and not uri:
+        return False
+    found = _backend(path, uri)
+    return found is not None and found[0].holds_memory(found[1])

@@ -185,7 +185,7 @@ def postgres_uri():
     if uri:
         yield uri
         return
-    from langgraph_kgmem.testing_postgres import TemporaryPostgres
+    from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
     try:
         pg = TemporaryPostgres().start()

@@ -3,13 +3,23 @@
 Each test runs once per :class:`~langgraph_kgmem.kg.backends.BackendSpec` in the registry, on a
 fresh target from the spec's own ``scratch`` hook: registering a backend is all it takes for this
 suite to run against it. Backends whose targets need a database server are ``integration`` tests.
+
+The contract's required core is checked for every backend, and the store and vector tests also
+run on a backend that implements the core alone (``core-only``: the embedded stores behind a
+proxy that forwards only the core, everything else from the defaults in
+:mod:`~langgraph_kgmem.kg.backends.base`), so the defaults are held to the same tests. Each
+optional capability is checked only where a backend declares it, and a backend that declares
+one it lacks fails (the capability section at the end).
 """
 
 from __future__ import annotations
 
 import ast
+import asyncio
+import dataclasses
 import inspect
 from contextlib import ExitStack
+from typing import TypedDict
 
 import numpy as np
 import pytest
@@ -17,17 +27,47 @@ import pytest
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg import graph as graph_module
-from langgraph_kgmem.kg.backends import (DERIVED_SOURCE, GraphBackend, VectorBackend, backend_for, open_backend,
-                                         registered_backends)
+from langgraph_kgmem.kg.backends import (DERIVED_SOURCE, BackendSpec, GraphBackend, OpenedBackend, VectorBackend,
+                                         backend_for, registered_backends)
+from langgraph_kgmem.kg.backends.base import GraphStoreBase, VectorIndexBase
+from langgraph_kgmem.kg.backends.contract import (BULK_READS, CAPABILITIES, GRAPH_CORE, SHARED_MEMBERS,
+                                                  VECTOR_CORE)
+from langgraph_kgmem.kg.backends.embedded.opener import open_in_memory, scratch_directories
 from langgraph_kgmem.kg.types import Edge, Node, edge_id, entity_id
 
 from conftest import SAMPLE_DOCS
 
-SPECS = {spec.name: spec for spec in registered_backends()}
+def _core_only(inner, base: type, core: frozenset[str]):
+    """``inner`` behind a proxy with only the ``core`` members forwarded, the rest from ``base``."""
+    members: dict[str, object] = {}
+    for name in core:
+        if isinstance(getattr(type(inner), name, None), property):
+            members[name] = property(lambda self, n=name: getattr(self.inner, n))
+        elif callable(getattr(inner, name)):
+            members[name] = lambda self, *a, n=name, **k: getattr(self.inner, n)(*a, **k)
+        else:
+            members[name] = getattr(inner, name)
+    proxy = type(f"CoreOnly{type(inner).__name__}", (base,), members)()
+    proxy.inner = inner
+    return proxy
+
+
+def _open_core_only(target: str, **_: object) -> OpenedBackend:
+    inner = open_in_memory()
+    return OpenedBackend(_core_only(inner.store, GraphStoreBase, GRAPH_CORE),
+                         _core_only(inner.vectors, VectorIndexBase, VECTOR_CORE), backend="core-only")
+
+
+#: a backend implementing the required core and nothing else (not registered: it claims no target)
+CORE_ONLY = BackendSpec("core-only", lambda target, vb: False, _open_core_only, scratch_directories)
+SPECS = {spec.name: spec for spec in (*registered_backends(), CORE_ONLY)}
 
 
 def _param(spec):
     return pytest.param(spec.name, id=spec.name, marks=[pytest.mark.integration] if spec.server else [])
+
+
+WITH_CORE_ONLY = [_param(s) for s in (*registered_backends(), CORE_ONLY)]
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +91,11 @@ def spec_and_target(request, scratch):
     return spec, scratch(spec.name)()
 
 
-@pytest.fixture
-def opened(spec_and_target):
-    spec, target = spec_and_target
-    backend = open_backend(target, name="conformance", vector_backend=spec.open_options.get("vector_backend"))
+@pytest.fixture(params=WITH_CORE_ONLY)
+def opened(request, scratch):
+    spec = SPECS[request.param]
+    backend = spec.open(scratch(spec.name)(), name="conformance", create=True,
+                        vector_backend=spec.open_options.get("vector_backend"))
     yield backend
     backend.close()
 
@@ -82,10 +123,22 @@ def test_the_facade_uses_nothing_the_contract_does_not_declare():
     assert used["_vectors"] - _contract_members(VectorBackend) == set()
 
 
-@pytest.mark.parametrize("name", [_param(s) for s in registered_backends()])
+def test_the_core_is_small_and_everything_else_has_a_default():
+    """The contract is a required core plus members the base classes build on it: a backend that
+    implements the core is complete."""
+    for protocol, base, core in ((GraphBackend, GraphStoreBase, GRAPH_CORE), (VectorBackend, VectorIndexBase, VECTOR_CORE)):
+        members = _contract_members(protocol)
+        assert core <= members, f"{protocol.__name__}: core names outside the contract: {sorted(core - members)}"
+        defaults = {n for n in vars(base) if not n.startswith("_")}
+        assert members - core == defaults, f"{protocol.__name__}: members without a default or defaults beyond it"
+    assert len(GRAPH_CORE) + len(VECTOR_CORE) < len(_contract_members(GraphBackend) | _contract_members(VectorBackend))
+
+
+@pytest.mark.parametrize("name", WITH_CORE_ONLY)
 def test_each_backend_implements_every_contract_member(name, scratch):
     spec = SPECS[name]
-    backend = open_backend(scratch(name)(), name="members", vector_backend=spec.open_options.get("vector_backend"))
+    backend = spec.open(scratch(name)(), name="members", create=True,
+                        vector_backend=spec.open_options.get("vector_backend"))
     try:
         for obj, protocol in ((backend.store, GraphBackend), (backend.vectors, VectorBackend)):
             missing = sorted(m for m in _contract_members(protocol) if not hasattr(obj, m))
@@ -241,3 +294,187 @@ def test_writes_through_the_facade_check_their_references(spec_and_target):
     with KnowledgeGraph.open(target, name="refs", embeddings="hash", **spec.open_options) as kg:
         with pytest.raises(KgmemInputError, match="put_vectors: no node"):
             kg.put_vectors("nodes", ["ent-nowhere"], np.ones((1, 256), dtype=np.float32), ["entity"])
+
+
+# ------------------------------------------------------------------ declared capabilities
+
+
+def _open(spec, target, name: str, **kw) -> OpenedBackend:
+    return spec.open(target, name=name, create=kw.pop("create", True),
+                     vector_backend=spec.open_options.get("vector_backend"), **kw)
+
+
+def _check_shared(spec, target) -> None:
+    """A second handle on the same KG sees the first one's write through the change log."""
+    a = _open(spec, target, "shared")
+    try:
+        assert a.store.shared, f"{spec.name} declares 'shared' but its store's shared is False"
+        own = [m for m in SHARED_MEMBERS if getattr(type(a.store), m) is getattr(GraphStoreBase, m)]
+        assert own == [], f"{spec.name} declares 'shared' but leaves {own} to the single-process defaults"
+        b = _open(spec, target, "shared", create=False)
+        try:
+            v0 = b.store.version()
+            node = Node(entity_id("Bergen"), "entity", "Bergen", {})
+            with a.store.transaction():
+                a.store.upsert_nodes([node])
+            assert a.store.last_committed_version() > v0 and b.store.version() > v0
+            changes = b.store.changes_since(v0)
+            assert changes is not None and node.id in [n.id for n in changes[1]]
+            version, nodes, _ = b.store.load_all()
+            assert version == b.store.version() and node.id in [n.id for n in nodes]
+        finally:
+            b.close()
+    finally:
+        a.close()
+
+
+def _check_bulk_reads(spec, target) -> None:
+    """The backend's own derived reads, answering as the defaults built on its core do."""
+    backend = _open(spec, target, "bulk")
+    try:
+        store, vec = backend.store, backend.vectors
+        nodes, _ = _graph(store)
+        ids, mat = ["ent-a", "ent-b", "chk-c"], _unit([[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0]])
+        with store.transaction():
+            store.put_alias("osloby", nodes[0].id, 0.91)
+            vec.upsert("nodes", ids, mat, ["entity", "entity", "chunk"])
+            vec.commit()
+        parts = {"store": (store, GraphStoreBase), "vectors": (vec, VectorIndexBase)}
+        inherited = [m for part, m in BULK_READS if getattr(type(parts[part][0]), m) is getattr(parts[part][1], m)]
+        assert inherited == [], f"{spec.name} declares 'bulk_reads' but inherits {inherited} from the defaults"
+        calls = {"alias_targets": (["osloby", "bergen", "osloby"],), "alias_count": (), "document_count": (),
+                 "get": ("nodes", ["chk-c", "ent-a"]), "has": ("nodes", ["ent-a", "nope"]), "ids": ("nodes", ["entity"]),
+                 "scores": ("nodes", mat[1], ["entity"]), "search": ("nodes", mat[1], 2),
+                 "best": ("nodes", mat[[0, 2]], ["entity"])}
+        for part, member in BULK_READS:
+            obj, base = parts[part]
+            own, default = getattr(obj, member)(*calls[member]), getattr(base, member)(obj, *calls[member])
+            if member in ("scores",):
+                assert own[0] == default[0]
+                np.testing.assert_allclose(own[1], default[1], atol=1e-5)
+            elif member == "get":
+                np.testing.assert_allclose(own, default, atol=1e-6)
+            elif member in ("search", "best"):
+                assert [i for i, _ in own] == [i for i, _ in default], member
+                np.testing.assert_allclose([s for _, s in own], [s for _, s in default], atol=1e-5)
+            else:
+                assert own == default, f"{spec.name}: {member} answers {own!r}, the default {default!r}"
+    finally:
+        backend.close()
+
+
+def _check_drop(spec, target) -> None:
+    """One target holds several KGs by name; dropping one leaves the others."""
+    for name in ("keep", "gone"):
+        backend = _open(spec, target, name)
+        with backend.store.transaction():
+            backend.store.upsert_nodes([Node(entity_id(name), "entity", name, {})])
+        backend.close()
+    assert spec.drop(target, "gone") is True and spec.drop(target, "gone") is False
+    with pytest.raises(KgmemInputError):
+        _open(spec, target, "gone", create=False)
+    kept = _open(spec, target, "keep", create=False)
+    try:
+        assert [n.id for n in kept.store.load_nodes()] == [entity_id("keep")]
+    finally:
+        kept.close()
+
+
+class _Counter(TypedDict):
+    n: int
+
+
+def _check_persistence(spec, target) -> None:
+    """The methods' checkpointer and store open on the KG's storage, sync and async, and keep state."""
+    from langgraph.graph import END, START, StateGraph
+
+    from langgraph_kgmem.persistence import checkpointer
+
+    _open(spec, target, "persisted").close()   # the KG exists first, as for KnowledgeGraph.persistence()
+    hooks = spec.persistence
+    saver, store = hooks.open(target, checkpointer)
+    try:
+        store.put(("conformance",), "k", {"v": 1})
+        assert store.get(("conformance",), "k").value == {"v": 1}
+        graph = StateGraph(_Counter)
+        graph.add_node("bump", lambda s: {"n": s["n"] + 1})
+        graph.add_edge(START, "bump")
+        graph.add_edge("bump", END)
+        app = graph.compile(checkpointer=saver)
+        app.invoke({"n": 1}, {"configurable": {"thread_id": "t"}})
+        assert app.get_state({"configurable": {"thread_id": "t"}}).values == {"n": 2}
+        assert hooks.holds_memory(target)
+    finally:
+        for conn in {id(c): c for c in (saver.conn, store.conn)}.values():
+            conn.close()
+
+    async def read_async():
+        async with hooks.open_async(target, checkpointer) as (_, astore):
+            return (await astore.aget(("conformance",), "k")).value
+
+    assert asyncio.run(read_async()) == {"v": 1}
+
+
+def _check_push_ppr(spec, target) -> None:
+    """PPR by forward push from storage equals the push over the KG's in-memory snapshot (on a
+    graph without parallel edges, where the two agree to float rounding)."""
+    with KnowledgeGraph.open(target, name="push", embeddings="hash", **spec.open_options) as kg:
+        kg.add_nodes([Node(f"n{i}", "entity", f"n{i}", {}) for i in range(8)], embed=False)
+        kg.add_edges([Edge(f"e{i}", f"n{a}", f"n{b}", "relation", "r", 1.0 + i / 10, {})
+                      for i, (a, b) in enumerate([(0, 1), (1, 2), (2, 3), (0, 4), (4, 5), (5, 6), (3, 7)])],
+                     embed_facts=False)
+        seeds = {"n0": 1.0, "n5": 0.5}
+        expected = dict(kg.ppr(seeds, method="push", eps=1e-6))
+    reader = spec.push_ppr(target, name="push")
+    try:
+        got = dict(reader.ppr(seeds, eps=1e-6))
+    finally:
+        reader.close()
+    assert set(got) == set(expected) and np.allclose([got[k] for k in got], [expected[k] for k in got], atol=1e-12)
+
+
+CHECKS = {"shared": _check_shared, "bulk_reads": _check_bulk_reads, "drop": _check_drop,
+          "persistence": _check_persistence, "push_ppr": _check_push_ppr}
+
+
+def test_every_capability_has_a_check():
+    assert set(CHECKS) == set(CAPABILITIES)
+
+
+@pytest.mark.parametrize("name, capability", [
+    pytest.param(s.name, c, id=f"{s.name}-{c}", marks=[pytest.mark.integration] if s.server else [])
+    for s in registered_backends() for c in sorted(s.capabilities)])
+def test_each_declared_capability_holds(name, capability, scratch):
+    CHECKS[capability](SPECS[name], scratch(name)())
+
+
+def test_a_backend_declaring_a_capability_it_lacks_fails(scratch):
+    """The checks fail a backend that claims more than it does, and a spec whose declarations and
+    hooks disagree is refused when it is built."""
+    embedded = SPECS["sqlite+memory"]
+    with pytest.raises(AssertionError, match="declares 'shared'"):
+        _check_shared(dataclasses.replace(embedded, capabilities=embedded.capabilities | {"shared"}),
+                      scratch(embedded.name)())
+    with pytest.raises(AssertionError, match="declares 'bulk_reads' but inherits"):
+        _check_bulk_reads(dataclasses.replace(CORE_ONLY, capabilities=frozenset({"bulk_reads"})), scratch("core-only")())
+    with pytest.raises(ValueError, match="declares the 'push_ppr' capability but has no push_ppr hook"):
+        dataclasses.replace(embedded, capabilities=embedded.capabilities | {"push_ppr"})
+    with pytest.raises(ValueError, match="does not declare the 'persistence' capability but has a"):
+        dataclasses.replace(embedded, capabilities=frozenset())
+    with pytest.raises(ValueError, match="unknown capabilities"):
+        dataclasses.replace(embedded, capabilities=frozenset({"teleport"}))
+
+
+def test_a_backend_without_persistence_hooks_gets_a_clear_error(monkeypatch):
+    """persistence.py asks the backend's spec; a backend that keeps no checkpointer says so."""
+    from langgraph_kgmem.errors import ConfigurationError
+    from langgraph_kgmem.kg.backends import registry
+    from langgraph_kgmem.persistence import holds_memory, open_persistence
+
+    spec = dataclasses.replace(CORE_ONLY, claims=lambda target, vb: target.startswith("core://"))
+    monkeypatch.setattr(registry, "BACKENDS", (spec, *registry.BACKENDS))
+    monkeypatch.delenv("KGMEM_POSTGRES_URI", raising=False)
+    with pytest.raises(ConfigurationError, match="the core-only storage backend keeps no checkpointer"):
+        open_persistence(None, uri="core://kg")
+    with pytest.raises(ConfigurationError, match="keeps no checkpointer"):
+        holds_memory(None, uri="core://kg")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from langgraph_kgmem.kg import vectors
-from langgraph_kgmem.kg.backends.embedded_vectors import NumpyVectorIndex
+from langgraph_kgmem.kg.backends.embedded.vectors import NumpyVectorIndex
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, unit_rows
 
 DIM = 96
@@ -158,7 +158,7 @@ def test_ingest_makes_the_merges_of_a_full_scan(make_kg, monkeypatch):
 def test_sqlite_finds_the_next_document_number_by_index(tmp_path):
     """Each document written asks for the highest document number: without an index on it that
     read scans every document, and ingest slows as the KG grows."""
-    from langgraph_kgmem.kg.backends.sqlite import SqliteGraphStore
+    from langgraph_kgmem.kg.backends.embedded.sqlite import SqliteGraphStore
 
     store = SqliteGraphStore(tmp_path / "kg.db")
     try:

@@ -28,7 +28,8 @@ def test_every_ablation_is_registered_on_the_pooled_corpus():
                           "catrag-serial", "catrag-nofusion", "hipporag2-nofusion", "catrag-adaptive",
                           "hipporag2-adaptive"}
     assert all(a.corpus == "pooled" for a in ADAPTERS)
-    assert names["hipporag2"].options == {"anchoring": False, "dynamic_weighting": False, "key_fact_boost": False}
+    assert names["hipporag2"].options == {"anchoring": False, "dynamic_weighting": False, "key_fact_boost": False,
+                                          "experience": False}
     assert names["catrag-serial"].options == {"llm_concurrency": 1} and not names["catrag-serial"].in_default_run
     # the papers' PPR-only ranking, only when named: the default ranking is fused with vector search
     assert names["catrag-nofusion"].options == {"dense_fusion": False} and not names["catrag-nofusion"].in_default_run

@@ -196,7 +196,7 @@ def test_migrate_to_name_renames_the_kg_and_its_memory(corpus, tmp_path, capsys)
 
 
 def test_postgres_hints_name_where_the_uri_came_from(monkeypatch):
-    from langgraph_kgmem.kg.backends.postgres import storage_error
+    from langgraph_kgmem.kg.backends.postgres.pool import storage_error
 
     uri = "postgresql://kg@db.example:5433/graphs"
     monkeypatch.delenv("KGMEM_POSTGRES_URI", raising=False)

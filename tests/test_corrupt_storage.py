@@ -22,7 +22,7 @@ import pytest
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import CorruptStoredDataError, KgmemError, NotAKnowledgeGraphError, StorageError
-from langgraph_kgmem.kg.files import VECTORS_FILE
+from langgraph_kgmem.kg.backends.embedded.files import VECTORS_FILE
 
 DOCS = [{"id": "doc-oslo", "title": "Oslo", "text": "Oslo is the capital of Norway. Oslo lies on a fjord."},
         {"id": "doc-bergen", "title": "Bergen", "text": "Bergen is a city in Norway. Bergen has a harbour."}]
@@ -435,7 +435,7 @@ def test_a_damaged_codebook_revision_is_a_storage_error(value):
 def test_the_checked_memory_store_still_takes_its_file_lock(tmp_path):
     """memory_lock picks a store's cross-process lock by its class; the checked subclass must keep
     SqliteStore's file lock (without it, 3 concurrent AutoPrunedRetriever writers lost runs)."""
-    from langgraph_kgmem.memory.checked_store import CheckedSqliteStore
+    from langgraph_kgmem.kg.backends.embedded.memory_store import CheckedSqliteStore
     from langgraph_kgmem.memory.locks import memory_lock
 
     g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")

@@ -160,8 +160,8 @@ def test_kg_feedback_uses_the_kgs_own_store(tmp_path):
 def test_catrag_and_hipporag2_read_the_credit(kg, method):
     preset = dict(METHODS[method].preset)
     store = InMemoryStore()
-    plain = _app(kg, store, **preset)
-    reads = _app(kg, store, **preset, experience=True, experience_weight=1.0)
+    plain = _app(kg, store, **{**preset, "experience": False})
+    reads = _app(kg, store, **{**preset, "experience": True, "experience_weight": 1.0})
     before = plain.invoke({"question": QUESTION})
     # no credit yet: reading the layer changes nothing
     assert reads.invoke({"question": QUESTION})["passages"] == before["passages"]

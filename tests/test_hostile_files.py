@@ -14,7 +14,7 @@ import pytest
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
-from langgraph_kgmem.kg.files import VECTORS_FILE
+from langgraph_kgmem.kg.backends.embedded.files import VECTORS_FILE
 from langgraph_kgmem.kg.types import entity_id
 from langgraph_kgmem.tracing import redact_secrets, scrub
 
@@ -91,7 +91,7 @@ def test_a_corrupt_vectors_file_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize("backend,journal", [("memory", "vectors.journal"), ("chroma", "chroma.journal")])
 def test_a_tampered_vector_journal_is_a_clear_error(tmp_path, backend, journal):
-    from langgraph_kgmem.kg.files import write_journal
+    from langgraph_kgmem.kg.backends.embedded.files import write_journal
 
     root = tmp_path / "kg"
     with KnowledgeGraph.open(root, embeddings="hash", vector_backend=backend) as g:
@@ -122,7 +122,7 @@ def test_a_journal_cut_short_by_a_crash_is_reported_and_its_tail_dropped(tmp_pat
     a KgmemRecoveryWarning says how much was dropped, the KG records it, and the tail is cut off so
     records appended later stay readable."""
     from langgraph_kgmem.errors import KgmemRecoveryWarning
-    from langgraph_kgmem.kg.files import write_journal
+    from langgraph_kgmem.kg.backends.embedded.files import write_journal
 
     root = tmp_path / "kg"
     with KnowledgeGraph.open(root, embeddings="hash", vector_backend=backend) as g:

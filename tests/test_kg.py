@@ -225,7 +225,7 @@ def test_interrupted_ingest_is_completed_by_rerun(tmp_path, sample_docs):
 
 
 def test_vector_index_upsert_delete_and_compaction():
-    from langgraph_kgmem.kg.backends.embedded_vectors import NumpyVectorIndex
+    from langgraph_kgmem.kg.backends.embedded.vectors import NumpyVectorIndex
 
     idx = NumpyVectorIndex()
     eye = np.eye(4, dtype=np.float32)
@@ -245,7 +245,7 @@ def test_vector_index_upsert_delete_and_compaction():
 
 
 def test_vector_search_never_returns_deleted_or_filtered_rows_and_is_exact():
-    from langgraph_kgmem.kg.backends.embedded_vectors import NumpyVectorIndex
+    from langgraph_kgmem.kg.backends.embedded.vectors import NumpyVectorIndex
 
     rng = np.random.default_rng(3)
     vecs = rng.normal(size=(300, 16)).astype(np.float32)
@@ -271,7 +271,7 @@ def test_vector_search_never_returns_deleted_or_filtered_rows_and_is_exact():
 def test_scores_follow_every_write_though_their_rows_are_cached():
     """``scores`` (dense scores of every passage) keeps each kind filter's rows and ids until the
     next write: an upsert, a kind change and a delete (with compaction) each show at once."""
-    from langgraph_kgmem.kg.backends.embedded_vectors import NumpyVectorIndex
+    from langgraph_kgmem.kg.backends.embedded.vectors import NumpyVectorIndex
 
     rng = np.random.default_rng(5)
     vecs = rng.normal(size=(40, 8)).astype(np.float32)

@@ -250,7 +250,7 @@ def test_vector_journal_with_a_torn_tail_still_opens(tmp_path):
 def test_close_releases_lock_and_connection_when_saving_fails(tmp_path, monkeypatch):
     import sqlite3
 
-    from langgraph_kgmem.kg.backends import embedded_vectors
+    from langgraph_kgmem.kg.backends.embedded import vectors as embedded_vectors
 
     monkeypatch.setenv("KGMEM_LOCK_TIMEOUT", "0.2")
     g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
@@ -424,7 +424,7 @@ def test_chroma_gets_the_documents_vectors_in_one_upsert_per_space_and_persists_
 
 
 def test_chroma_writes_once_the_journal_holds_enough_rows(tmp_path, monkeypatch, sample_docs):
-    from langgraph_kgmem.kg.backends import embedded_vectors
+    from langgraph_kgmem.kg.backends.embedded import vectors as embedded_vectors
 
     monkeypatch.setattr(embedded_vectors, "CHROMA_FLUSH_ROWS", 20)
     calls = _count_chroma_upserts(monkeypatch)

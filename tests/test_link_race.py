@@ -1,6 +1,6 @@
 """A link planted between the check and the open is not followed (#39, item 10).
 
-:func:`~langgraph_kgmem.kg.files.open_in_kg` checks a path with ``lstat`` and then opens it; the
+:func:`~langgraph_kgmem.kg.backends.embedded.files.open_in_kg` checks a path with ``lstat`` and then opens it; the
 open itself passes ``O_NOFOLLOW``, which is what closes the gap between the two. A link planted
 after the check (here: by the check itself, standing in for another process that wins the
 race) must be refused at the open, and the file it points to must stay as it was. Without
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from langgraph_kgmem.errors import NotAKnowledgeGraphError
-from langgraph_kgmem.kg import files
+from langgraph_kgmem.kg.backends.embedded import files
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from method_cases import compile_method
 
 from langgraph_kgmem import KnowledgeGraph
-from langgraph_kgmem.persistence import MEMORY_DB_FILE
+from langgraph_kgmem.kg.backends.embedded.persistence import MEMORY_DB_FILE
 from langgraph_kgmem.memory import EdgeMemory, RecordMemory
 from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 from tests.conftest import SAMPLE_DOCS

@@ -15,7 +15,7 @@ import pytest
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.kg.pg_push import LazyPushPpr
+from langgraph_kgmem.kg.backends.postgres.push import LazyPushPpr
 from langgraph_kgmem.kg.types import Edge, Node
 
 pytestmark = [pytest.mark.integration]

@@ -231,7 +231,7 @@ def test_kgs_of_different_dimensions_share_a_database(new_database):
 
 
 def test_wrong_uri_or_password_is_a_clear_error(postgres_uri):
-    from langgraph_kgmem.testing_postgres import PASSWORD
+    from langgraph_kgmem.kg.backends.postgres.testing import PASSWORD
 
     port = int(postgres_uri.rsplit(":", 1)[1].split("/")[0])
     bad_port = f"postgresql://postgres@127.0.0.1:{port + 1 if port < 65535 else port - 1}/postgres"
@@ -261,7 +261,7 @@ def test_a_server_without_pgvector_is_a_clear_error(new_database):
 
 
 def test_a_server_that_goes_away_loses_nothing_committed_and_writes_nothing_half(monkeypatch):
-    from langgraph_kgmem.testing_postgres import TemporaryPostgres
+    from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
     monkeypatch.setenv("KGMEM_POSTGRES_TIMEOUT", "2")
     pg = TemporaryPostgres().start()
@@ -393,9 +393,9 @@ def test_cli_drop_removes_one_kg(new_database, capsys):
 
 
 def test_a_space_gets_its_hnsw_index_once_it_is_large_and_search_agrees_with_exact(new_database, monkeypatch):
-    from langgraph_kgmem.kg.backends import postgres
+    from langgraph_kgmem.kg.backends.postgres import vectors
 
-    monkeypatch.setattr(postgres, "HNSW_MIN_ROWS", 12)
+    monkeypatch.setattr(vectors, "HNSW_MIN_ROWS", 12)
     uri = new_database()
     exact = KnowledgeGraph.in_memory(name="hnsw")
     with KnowledgeGraph.open(uri, name="hnsw", embeddings="hash") as g:

@@ -68,7 +68,7 @@ def test_kgmem_stats_prints_no_password_of_a_malformed_uri():
 
 
 def test_a_well_formed_uri_parses_and_a_server_error_never_quotes_the_password():
-    from langgraph_kgmem.kg.backends.postgres import check_uri, storage_error
+    from langgraph_kgmem.kg.backends.postgres.pool import check_uri, storage_error
 
     uri = "postgresql://admin:pa%20ss%40word@db.example:5433/kg"
     assert check_uri(uri) == {"user": "admin", "password": "pa ss@word", "host": "db.example", "port": "5433",

@@ -21,7 +21,7 @@ from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemSchemaUpgradeWarning, SchemaVersionError
 from langgraph_kgmem.graphs.registry import get_factory
 from langgraph_kgmem.kg.backends.schema import SCHEMA_VERSION
-from langgraph_kgmem.testing_postgres import restore_dump
+from langgraph_kgmem.kg.backends.postgres.testing import restore_dump
 
 RELEASES = sorted(p for p in (Path(__file__).parent / "fixtures" / "releases").iterdir() if p.is_dir())
 KG_NAME = "release"

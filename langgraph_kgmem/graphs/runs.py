@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from langgraph_kgmem.memory import memory_scope
 from langgraph_kgmem.memory.prior_runs import index_question
-from langgraph_kgmem.memory.runs import evidence_provenance, run_record, save_run
+from langgraph_kgmem.memory.runs import evidence_provenance, run_record, run_record_ops
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
@@ -51,26 +51,35 @@ def new_run_id(config: dict[str, Any] | None = None) -> str:
     return str(given) if given else str(uuid.uuid4())
 
 
+def run_ops(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Sequence[dict[str, Any]] | Sequence[str],
+            answer: Any, scope: Sequence[str] | None = None, run_id: str | None = None) -> tuple[str, list[Any]]:
+    """``(run_id, the store writes of the run's record and its index entries)``, for a caller that
+    adds them to a batch of its own (the router: one write for its route and the run)."""
+    config = _run_config()
+    rid = run_id or new_run_id(config)
+    ids = [e if isinstance(e, str) else str(e.get("id")) for e in evidence]
+    thread = (config.get("configurable") or {}).get("thread_id")
+    record = run_record(question=question, method=method, evidence_ids=ids, answer=answer, thread_id=thread,
+                        provenance=evidence_provenance(kg, ids))
+    return rid, run_record_ops(kg.name, memory_scope(scope), rid, record)
+
+
 def finish_run(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Sequence[dict[str, Any]] | Sequence[str],
                answer: Any, store: Any = None, scope: Sequence[str] | None = None,
                run_id: str | None = None) -> dict[str, str]:
     """``{"run_id": ...}`` for the method's output; with a store (``store`` or the running
     graph's), the run's record is saved in the tenant scope that ``scope`` (the factory's
     ``memory_scope`` template) names for this run."""
-    config = _run_config()
-    rid = run_id or new_run_id(config)
     found = run_store(store)
     if found is None:
-        return {"run_id": rid}
-    ids = [e if isinstance(e, str) else str(e.get("id")) for e in evidence]
-    thread = (config.get("configurable") or {}).get("thread_id")
-    record = run_record(question=question, method=method, evidence_ids=ids, answer=answer, thread_id=thread,
-                        provenance=evidence_provenance(kg, ids))
-    tenant = memory_scope(scope)
-    save_run(found, kg.name, tenant, rid, record)
+        return {"run_id": run_id or new_run_id()}
+    rid, ops = run_ops(kg, method=method, question=question, evidence=evidence, answer=answer, scope=scope,
+                       run_id=run_id)
+    found.batch(ops)
     # the question index: a later run of this question (any method, reuse=True) finds this one
-    index_question(found, kg.name, tenant, record["question"], kg.embed_query(record["question"]), method, rid)
+    asked = " ".join(str(question).split())
+    index_question(found, kg.name, memory_scope(scope), asked, kg.embed_query(asked), method, rid)
     return {"run_id": rid}
 
 
-__all__ = ["finish_run", "new_run_id", "run_store"]
+__all__ = ["finish_run", "new_run_id", "run_ops", "run_store"]

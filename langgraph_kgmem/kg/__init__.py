@@ -5,7 +5,7 @@ ingestion and the methods' persistence; this package imports nothing above it.
 """
 
 from langgraph_kgmem.kg.graph import KnowledgeGraphCore
-from langgraph_kgmem.kg.pg_push import LazyPushPpr
+from langgraph_kgmem.kg.backends.postgres import LazyPushPpr
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, Triple, edge_id, entity_id, node_id
 

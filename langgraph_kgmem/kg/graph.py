@@ -14,6 +14,7 @@ The public :class:`langgraph_kgmem.KnowledgeGraph` adds, above this layer, the i
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from contextlib import contextmanager
@@ -26,8 +27,8 @@ from langchain_core.embeddings import Embeddings
 from langgraph_kgmem.config import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemInputError, check_storable
 from langgraph_kgmem.fast_embeddings import block_cosines, short_similarity, short_threshold
-from langgraph_kgmem.kg.backends import DERIVED_SOURCE, GraphBackend, OpenedBackend, VectorBackend, open_backend
-from langgraph_kgmem.kg.backends.embedded import open_in_memory
+from langgraph_kgmem.kg.backends import (DERIVED_SOURCE, GraphBackend, OpenedBackend, VectorBackend, open_backend,
+                                         open_in_memory)
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
 from langgraph_kgmem.kg.ppr import PUSH_MIN_ENTRIES, GraphSnapshot, PprMethod, PprResult, choose_method, ppr_scores
 from langgraph_kgmem.kg.stored import checked_graph
@@ -54,6 +55,13 @@ SHORT_KINDS = ("entity", "anchor")
 PASSAGE_TEXTS = ("title+text", "text")
 Direction = Literal["out", "in", "both"]
 KG = TypeVar("KG", bound="KnowledgeGraphCore")
+TEXT_SPACE = "texts"          # the vector space of KnowledgeGraphCore.text_vectors
+TEXT_VECTOR_BATCH = 4096      # ids per lookup in text_vectors
+
+
+def text_vector_id(text: str) -> str:
+    """The id of ``text``'s vector in the ``"texts"`` space: its content hash (``txt-`` + 32 hex digits)."""
+    return "txt-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 class KnowledgeGraphCore:
@@ -363,6 +371,30 @@ class KnowledgeGraphCore:
     def embed_query(self, text: str) -> np.ndarray:
         """Unit query vector, LRU-cached (the same question is embedded once per process)."""
         return self._embedder.embed_query(text)
+
+    def text_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of short texts that are no row of the graph (a method's symbols: relation
+        phrases, phrase-parser names, ``"h r t"`` lines), each embedded once per KG: kept in the
+        KG's vector store, space ``"texts"``, under the text's content id (:func:`text_vector_id`),
+        so later questions and other processes read them instead of embedding them again.
+        Embedded as :meth:`embed_texts` with ``short=True`` does. A text's vector never goes stale
+        (the id is its content and the KG keeps one embedding model), so a changed or deleted
+        document leaves nothing to invalidate; texts no longer used stay, as a cache's entries do."""
+        texts = list(texts)
+        ids = [text_vector_id(t) for t in texts]
+        if not ids:
+            return np.zeros((0, self._vectors.dimension() or 0), dtype=np.float32)
+        first = dict(zip(ids, texts))
+        out = []
+        for off in range(0, len(ids), TEXT_VECTOR_BATCH):   # bounded reads: the remote read cache holds 20k
+            part = ids[off:off + TEXT_VECTOR_BATCH]
+            todo = list(dict.fromkeys(i for i, h in zip(part, self.has_vectors(part, space=TEXT_SPACE)) if not h))
+            if todo:
+                vecs = self.embed_texts([first[i] for i in todo], short=True)
+                with self.transaction():   # vectors only: the graph's version stays
+                    self._upsert_vectors(TEXT_SPACE, todo, vecs, ["text"] * len(todo))
+            out.append(self.vectors(part, space=TEXT_SPACE))
+        return np.concatenate(out)
 
     def passage_embedding_text(self, text: str, title: str | None) -> str:
         """The string a chunk's vector embeds: ``"title\\ntext"`` in a KG whose ``passage_text`` is

@@ -3,7 +3,7 @@ closest-row search behind ``best`` (entity resolution).
 
 :class:`HyperplaneIndex` finds closest rows by locality-sensitive hashing, so a new name costs the
 same in a large KG as in a small one; the embedded indexes
-(:mod:`~langgraph_kgmem.kg.backends.embedded_vectors`) and the PostgreSQL backend's in-process copy
+(:mod:`~langgraph_kgmem.kg.backends.embedded.vectors`) and the PostgreSQL backend's in-process copy
 of the entity vectors use it alike.
 """
 

@@ -28,6 +28,7 @@ from langgraph.store.base import BaseStore
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.memory import RecordMemory
 from langgraph_kgmem.memory.experience import ExperienceMemory
+from langgraph_kgmem.memory.provenance import put_records
 from langgraph_kgmem.memory.runs import MAX_RUN_IDS, find_run
 
 if TYPE_CHECKING:
@@ -86,13 +87,14 @@ def record_feedback(kg: "KnowledgeGraphCore", store: BaseStore, run: str, *, use
     done = {i for e in earlier for i in e.get("credited", [])}
     new_good, new_bad = [i for i in good if i not in done], [i for i in bad if i not in done]
     if new_good or new_bad:
-        ExperienceMemory(store, kg.name, scope).add(new_good, new_bad, kg.embed_query(rec.get("question", "")),
+        ExperienceMemory(store, kg.name, scope, kg=kg).add(new_good, new_bad, kg.embed_query(rec.get("question", "")),
                                                     weight=SOURCE_WEIGHT[source])
     record = {"run_id": run_id, "question": rec.get("question", ""), "method": rec.get("method", ""),
               "useful": good, "wrong": bad, "verdict": verdict, "source": source, "evidence": evidence,
               "provenance": list(rec.get("provenance", [])), "credited": new_good + new_bad, "ts": time.time(),
               "id": uuid.uuid4().hex[:12]}
-    memory.put(f"{run_id}-{len(earlier)}", record)
+    # indexed under the documents it rests on: a replace or delete takes it along
+    put_records(store, kg.name, FEEDBACK_KIND, {f"{run_id}-{len(earlier)}": record}, scope)
     return record
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.memory import namespace
-from langgraph_kgmem.memory.provenance import provenance_of_edges, provenance_of_nodes, put_records
+from langgraph_kgmem.memory.provenance import index_ops, provenance_of_edges, provenance_of_nodes, put_records
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore
@@ -54,6 +54,12 @@ def save_run(store: BaseStore, kg_name: str, scope: Sequence[str], run_id: str, 
     put_records(store, kg_name, RUNS_KIND, {run_id: record}, scope)   # indexed: a replaced document takes it along
 
 
+def run_record_ops(kg_name: str, scope: Sequence[str], run_id: str, record: Mapping[str, Any]) -> list[PutOp]:
+    """The writes :func:`save_run` makes (the record and its index entries), for a caller's own batch."""
+    return ([PutOp(namespace(kg_name, RUNS_KIND, scope), run_id, dict(record), index=False)]
+            + index_ops(kg_name, scope, RUNS_KIND, {run_id: record.get("provenance")}))
+
+
 def find_run(store: BaseStore, kg_name: str, scope: Sequence[str], run: str) -> tuple[str, dict[str, Any]]:
     """The run named by ``run``: a run id, else a thread id (that thread's latest run), in tenant
     ``scope`` only.
@@ -76,4 +82,4 @@ def find_run(store: BaseStore, kg_name: str, scope: Sequence[str], run: str) -> 
                           "or the thread_id it ran in (runs are recorded when the graph has a store)")
 
 
-__all__ = ["MAX_RUN_IDS", "RUNS_KIND", "evidence_provenance", "find_run", "run_record", "save_run"]
+__all__ = ["MAX_RUN_IDS", "RUNS_KIND", "evidence_provenance", "find_run", "run_record", "run_record_ops", "save_run"]

@@ -133,7 +133,7 @@ def rss_suite(local_dir: Path, uri: str, embeddings: str, questions: list[str]) 
 def run_backends(args: Any) -> int:
     from langgraph_kgmem import KnowledgeGraph
     from langgraph_kgmem.migrate import migrate
-    from langgraph_kgmem.testing_postgres import TemporaryPostgres
+    from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
     embeddings = args.embeddings if args.embeddings != "local" else "local"
     try:

@@ -23,8 +23,15 @@ methods. ``oracle-router`` rows are the ceiling: per question, the best single m
 and printed) gives per part the best single method, the router's quality and its gap to the
 oracle router, the router's LLM calls against always running the costliest method, its routing
 overhead, and with ``--passes 2`` or more the feedback experiment: after each pass every router
-answer gets a verdict (quality ≥ 0.5) through the router's ``on_feedback`` hook, as a user would
-give it; the next pass reports how the questions judged wrong were routed and answered.
+answer gets a verdict (quality ≥ 0.5) through ``give_feedback``, as a user would give it (the gold
+reaches the verdict only), and the next pass reports (:func:`feedback_learning`) how the questions
+judged wrong were routed: how many moved from the method judged wrong to one that answers them right
+in that pass (hindsight: the single methods' runs), and the quality before and after.
+
+Under the oracle decider a routed method meets the responder its own adapter gives the question
+(benchlib/methods/router.py), so router and single methods differ by the routing only.
+``router-memstore`` (only when named) is the router on LangGraph's InMemoryStore instead of the KG's
+SQLite store: its ``overhead_ms`` is the router's cost without store I/O on disk.
 """
 
 from __future__ import annotations
@@ -154,26 +161,30 @@ def select(reg: Any, names: str | None) -> list[Any]:
     return out
 
 
-def _feedback(adapter: Any, ctx: BenchContext, questions: list[BenchQuestion], outcomes: list[QuestionOutcome],
-              judged: dict[str, dict[str, Any]]) -> None:
-    """After a pass: a verdict on every router answer (quality ≥ GOOD) through the router's hook."""
-    from langgraph_kgmem.graphs.registry import get_method
+def is_router(name: str) -> bool:
+    """Whether an adapter's rows are a router's (``router``, ``router-memstore``), not a single method's."""
+    return name == "router" or name.startswith("router-")
 
-    hook = get_method("router").spec.on_feedback
+
+def _feedback(ctx: BenchContext, questions: list[BenchQuestion], outcomes: list[QuestionOutcome]) -> None:
+    """After a pass: a verdict on every router answer (quality ≥ GOOD) through ``give_feedback``, as a
+    user would give it (the gold reaches this call only)."""
+    from langgraph_kgmem.graphs.feedback import give_feedback
+
     runs = ctx.cache.get("router_runs", {})
     for q, o in zip(questions, outcomes):
         run = runs.get(q.id)
         if run is None or o.error is not None:
             continue
         good = quality(o, q.extra["part"]) >= GOOD
-        hook(ctx.store, ctx.kg.name, (), {"run_id": run["run_id"], "question": q.question, "method": "router",
-                                          "useful": [], "wrong": [], "verdict": good, "source": "bench"})
-        judged[q.id] = {"good": good, "method": run["method"], "quality": quality(o, q.extra["part"])}
+        give_feedback(ctx.kg, run["run_id"], verdict="correct" if good else "wrong",
+                      store=ctx.cache.get("router_store", ctx.store))
 
 
 def run_adapter(runner: Any, adapter: Any, built: corpora.BuiltCorpus, questions: list[BenchQuestion], emb: Any,
                 args: argparse.Namespace, llm: Any, run_dir: Path) -> dict[int, dict[str, Any]]:
-    """Every pass of one adapter on its own copy of the mixed KG: {pass: {"outcomes", "feedback"}}."""
+    """Every pass of one adapter on its own copy of the mixed KG: {pass: {"outcomes"}}; a router's
+    answers get their verdicts between passes."""
     wd = run_dir / adapter.name
     kg = corpora.open_working_copy(built, wd, emb, backend=args.backend)
     cp, store = kg.persistence()
@@ -181,16 +192,13 @@ def run_adapter(runner: Any, adapter: Any, built: corpora.BuiltCorpus, questions
                        options=runner.run_options(args))
     out: dict[int, dict[str, Any]] = {}
     errors: list[str] = []
-    judged: dict[str, dict[str, Any]] = {}
     try:
         adapter.setup(ctx)
         for p in range(1, args.passes + 1):
             ctx.options["pass"] = p
-            outcomes = [runner.run_question(adapter, ctx, q, args.decider, llm, errors) for q in questions]
-            out[p] = {"outcomes": outcomes, "feedback": _feedback_report(ctx, questions, outcomes, judged)}
-            if adapter.name == "router" and p < args.passes:
-                judged = {}
-                _feedback(adapter, ctx, questions, outcomes, judged)
+            out[p] = {"outcomes": [runner.run_question(adapter, ctx, q, args.decider, llm, errors) for q in questions]}
+            if is_router(adapter.name) and p < args.passes:
+                _feedback(ctx, questions, out[p]["outcomes"])
     finally:
         kg.close()
     if errors:
@@ -198,21 +206,38 @@ def run_adapter(runner: Any, adapter: Any, built: corpora.BuiltCorpus, questions
     return out
 
 
-def _feedback_report(ctx: BenchContext, questions: list[BenchQuestion], outcomes: list[QuestionOutcome],
-                     judged: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """How the questions judged wrong in the previous pass were routed and answered in this one."""
-    if not judged:
-        return None
-    runs = ctx.cache.get("router_runs", {})
-    wrong = [(q, o) for q, o in zip(questions, outcomes) if q.id in judged and not judged[q.id]["good"]]
-    if not wrong:
-        return {"judged_wrong": 0}
-    before = sum(judged[q.id]["quality"] for q, _ in wrong) / len(wrong)
-    after = sum(quality(o, q.extra["part"]) for q, o in wrong) / len(wrong)
-    rerouted = sum(runs.get(q.id, {}).get("method") != judged[q.id]["method"] for q, _ in wrong)
-    fixed = sum(quality(o, q.extra["part"]) >= GOOD for q, o in wrong)
-    return {"judged_wrong": len(wrong), "rerouted": rerouted, "now_good": fixed,
-            "quality_before": round(before, 4), "quality_after": round(after, 4)}
+def feedback_learning(results: dict[str, dict[int, dict[str, Any]]], questions: list[BenchQuestion],
+                      router: str = "router") -> dict[int, dict[str, Any]]:
+    """Per pass after the first: how the router's questions judged wrong in the pass before were
+    routed and answered. ``judged_wrong`` (M), ``improvable`` (some single method answers it right
+    in this pass: hindsight, gold), ``rerouted``, ``improved`` (N: routed from the method judged
+    wrong to one that answers it right in this pass), ``now_good`` (answered right), the quality of
+    those questions before and after, and the router's quality on every question before and after."""
+    runs = results.get(router, {})
+    singles = {n: r for n, r in results.items() if not is_router(n)}
+    out: dict[int, dict[str, Any]] = {}
+    for p in sorted(runs):
+        if p - 1 not in runs:
+            continue
+        before, after = runs[p - 1]["outcomes"], runs[p]["outcomes"]
+        wrong = [i for i, q in enumerate(questions) if before[i].error is None and quality(before[i], q.extra["part"]) < GOOD]
+        right = {i: {n for n, r in singles.items() if p in r and quality(r[p]["outcomes"][i], questions[i].extra["part"]) >= GOOD}
+                 for i in wrong}
+        was = {i: before[i].extra.get("routed_to") for i in wrong}
+        now = {i: after[i].extra.get("routed_to") for i in wrong}
+        q_of = {i: (quality(before[i], questions[i].extra["part"]), quality(after[i], questions[i].extra["part"])) for i in wrong}
+        every = [(quality(before[i], q.extra["part"]), quality(after[i], q.extra["part"])) for i, q in enumerate(questions)]
+        out[p] = {"judged_wrong": len(wrong), "improvable": sum(bool(right[i]) for i in wrong),
+                  "rerouted": sum(now[i] != was[i] for i in wrong),
+                  "improved": sum(now[i] != was[i] and now[i] in right[i] for i in wrong),
+                  "now_good": sum(q_of[i][1] >= GOOD for i in wrong),
+                  "quality_before": round(sum(b for b, _ in q_of.values()) / len(wrong), 4) if wrong else None,
+                  "quality_after": round(sum(a for _, a in q_of.values()) / len(wrong), 4) if wrong else None,
+                  "all_quality_before": round(sum(b for b, _ in every) / len(every), 4),
+                  "all_quality_after": round(sum(a for _, a in every) / len(every), 4),
+                  "routes": [{"qid": questions[i].id, "was": was[i], "now": now[i], "right": sorted(right[i])}
+                             for i in wrong]}
+    return out
 
 
 def rows_of(name: str, passes: dict[int, dict[str, Any]], questions: list[BenchQuestion], args: argparse.Namespace,
@@ -236,8 +261,6 @@ def rows_of(name: str, passes: dict[int, dict[str, Any]], questions: list[BenchQ
                     row[f"{key}_median"] = round(statistics.median(vals), 3)
             row["quality_metric"] = PARTS.get(part, "mean of the parts' figures")
             row["quality"] = sum(quality(o, q.extra["part"]) for q, o in pairs) / len(pairs)
-            if part == "all" and res.get("feedback"):
-                row["feedback"] = res["feedback"]
             rows.append(row)
     return rows
 
@@ -245,7 +268,7 @@ def rows_of(name: str, passes: dict[int, dict[str, Any]], questions: list[BenchQ
 def oracle_rows(results: dict[str, dict[int, dict[str, Any]]], questions: list[BenchQuestion],
                 args: argparse.Namespace) -> list[dict[str, Any]]:
     """The ceiling: per question the best single method in hindsight (quality, then fewer calls)."""
-    singles = {n: r for n, r in results.items() if n != "router"}
+    singles = {n: r for n, r in results.items() if not is_router(n)}
     if not singles:
         return []
     out: dict[int, dict[str, Any]] = {}
@@ -261,6 +284,23 @@ def oracle_rows(results: dict[str, dict[int, dict[str, Any]]], questions: list[B
                                                                   "(gold): a ceiling, not a method"})
 
 
+def per_question(results: dict[str, dict[int, dict[str, Any]]], questions: list[BenchQuestion]) -> list[dict[str, Any]]:
+    """One entry per (method, pass, question): its part, quality, LLM calls and, for the router, the
+    method it routed to (what reading why the router picked otherwise needs)."""
+    out = []
+    for name, passes in results.items():
+        for p, res in sorted(passes.items()):
+            for q, o in zip(questions, res["outcomes"]):
+                entry = {"method": name, "pass": p, "qid": q.id, "part": q.extra["part"],
+                         "quality": round(quality(o, q.extra["part"]), 4),
+                         "llm_calls": int(o.usage.get("llm_calls", 0) or 0)}
+                for key in ("routed_to", "form", "escalated", "confidence"):
+                    if key in o.extra:
+                        entry[key] = o.extra[key]
+                out.append(entry)
+    return out
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per pass and part: best single method, router, oracle router; calls against the costliest method."""
     summary: dict[str, Any] = {}
@@ -269,7 +309,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         at = [r for r in rows if r["pass"] == p]
         for part in [*PARTS, "all"]:
             cell = {r["method"]: r for r in at if r["part"] == part}
-            singles = {m: r for m, r in cell.items() if m not in ("router", ORACLE_ROUTER)}
+            singles = {m: r for m, r in cell.items() if not is_router(m) and m != ORACLE_ROUTER}
             if not singles:
                 continue
             best = max(singles, key=lambda m: (singles[m]["quality"], -(singles[m]["llm_calls_per_query"] or 0)))
@@ -293,7 +333,6 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                         entry[f"{key}_mean"] = r.get(key)
                         entry[f"{key}_median"] = r.get(f"{key}_median")
                     entry["escalated_share"] = r.get("escalated")
-                    entry["feedback"] = r.get("feedback")
             per[part] = entry
         summary[f"pass {p}"] = per
     return summary
@@ -330,6 +369,13 @@ def run_mixed(args: argparse.Namespace, argv: Sequence[str], reg: Any, runner: A
         if server is not None:
             server.stop()
     summary = summarize(rows)
+    for p, learned in feedback_learning(results, questions).items():
+        summary.setdefault(f"pass {p}", {}).setdefault("all", {})["feedback"] = learned
+    for name in (n for n in results if is_router(n) and n != "router"):   # the same router on another store
+        for part, entry in summary.items():
+            cell = {r["part"]: r for r in rows if r["method"] == name and f"pass {r['pass']}" == part}
+            if "all" in cell:
+                entry.setdefault("all", {})[f"{name}_overhead_ms_median"] = cell["all"].get("overhead_ms_median")
     meta = {"command": "python tools/bench.py " + " ".join(argv), "seconds": round(time.perf_counter() - t0, 1),
             "embeddings": args.embeddings, "backend": args.backend, "parts": PARTS, "summary": summary,
             "kg": {"passages": built.passages, **{k: built.stats.get(k) for k in ("nodes", "edges", "nodes_by_kind")}},
@@ -337,7 +383,7 @@ def run_mixed(args: argparse.Namespace, argv: Sequence[str], reg: Any, runner: A
     noisy = f"-noise{args.noise:g}" if args.decider == "oracle" and args.noise else ""
     out = Path(args.json) if args.json else OUTPUT_DIR / f"bench-mixed-{args.decider}{noisy}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"results": rows, "meta": meta}, indent=1))
+    out.write_text(json.dumps({"results": rows, "meta": meta, "questions": per_question(results, questions)}, indent=1))
     print(markdown_table(rows, SUMMARY_COLUMNS))
     print(json.dumps(summary, indent=1))
     print(f"\n{len(rows)} result row(s) written to {out} (decider: {args.decider})")
@@ -346,5 +392,5 @@ def run_mixed(args: argparse.Namespace, argv: Sequence[str], reg: Any, runner: A
     return 0
 
 
-__all__ = ["MIXED", "MixedAdapter", "PARTS", "build_mixed", "load_mixed", "oracle_rows", "parts_of", "quality",
-           "rows_of", "run_mixed", "summarize"]
+__all__ = ["MIXED", "MixedAdapter", "PARTS", "build_mixed", "feedback_learning", "is_router", "load_mixed", "oracle_rows", "parts_of", "quality",
+           "per_question", "rows_of", "run_mixed", "summarize"]

@@ -8,7 +8,7 @@ For each size (default: the 1M-edge power-law graph of ``--perf``, same generato
    - ``full``: ``KnowledgeGraph.open(uri)`` (the whole structure in memory, PPR on its CSR
      snapshot): open time, first snapshot build, RSS; then push (``method="push"``), exact
      (top-20 certified) and strict exact ms per query;
-   - ``lazy``: :class:`~langgraph_kgmem.kg.pg_push.LazyPushPpr` (no structure loaded; rows read
+   - ``lazy``: :class:`~langgraph_kgmem.kg.backends.postgres.push.LazyPushPpr` (no structure loaded; rows read
      per push round into a bounded neighbour cache): open time, RSS, push ms on the first query
      (empty cache), over the 20 queries, and over the same 20 again (warm cache), with its round
      trips and the rows it read.
@@ -73,7 +73,8 @@ def bulk_load(uri: str, name: str, n: int, src: np.ndarray, dst: np.ndarray, w: 
     """Nodes ``n0..n{n-1}`` and one ``relation`` edge per (src, dst, w), by COPY in one
     transaction under the KG's write lock; then one version bump with ``log_from`` moved past
     it (readers at an older version reload) and VACUUM (ANALYZE)."""
-    from langgraph_kgmem.kg.backends.postgres import LOCK_CLASS, PgDatabase, PostgresGraphStore
+    from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
+    from langgraph_kgmem.kg.backends.postgres.pool import LOCK_CLASS, PgDatabase
 
     db = PgDatabase(uri, max_size=1)
     try:
@@ -118,7 +119,7 @@ def worker(argv: Sequence[str]) -> None:
     """A worker process: opens the KG (``full`` or ``lazy``), then answers JSON requests on stdin."""
     uri, name, mode = argv[0], argv[1], argv[2]
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.kg.pg_push import LazyPushPpr
+    from langgraph_kgmem.kg.backends.postgres.push import LazyPushPpr
 
     imported_mb = _rss_mb()   # the package and its dependencies, before any KG
     t0 = time.perf_counter()
@@ -292,7 +293,7 @@ def pg_suite(sizes: Sequence[int], seed: int, passages: Sequence[dict[str, str]]
     open reads every edge into Python objects)."""
     from benchlib.synthetic import power_law_graph
 
-    from langgraph_kgmem.testing_postgres import TemporaryPostgres
+    from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
 
     pg = None if uri else TemporaryPostgres().start()
     base = uri or pg.uri

@@ -467,6 +467,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--hostile", action="store_true", help="--feedback-split: add a tenant giving inverted feedback")
     ap.add_argument("--feedback-options", default=None, metavar="JSON",
                     help="--feedback-split: options of the methods, e.g. '{\"experience_weight\": 0.05}'")
+    ap.add_argument("--feedback-targets", default=None, metavar="M1,M2",
+                    help="--feedback-split: the methods measured on the second half (default: dense, catrag, "
+                         "hipporag2, remindrag, autopruned)")
     ap.add_argument("--paraphrases", action="store_true",
                     help="pass 1 asks the questions, later passes their hand-written paraphrases "
                          "(benchmarks/data/paraphrases; hotpotqa and musique-train100, first 30 questions each)")

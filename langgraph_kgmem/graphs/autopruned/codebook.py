@@ -6,10 +6,12 @@ The codebook turns text into small integer symbols so prompts and memories stay 
 - ``M`` unique edges ``(h, r, t)`` over those ids;
 - runs: short edge-id sequences, the retrieval atoms, one store per channel: ``F`` facts (from the
   KG's relation edges, one group per passage chunk), ``Q`` earlier questions, ``A`` earlier answers;
-- embedding tables for E, R and the edge lines ``"h r t"``: recomputed deterministically from the
-  KG's embedding model and cached in memory (the KG's own entity/fact vectors are reused; the
-  local model's on-disk cache makes the rest cheap), never written to the store — a float table of
-  20k symbols would be ~50 MB of JSON per save.
+- embedding tables for E, R and the edge lines ``"h r t"``: the KG's own entity and fact vectors
+  where a symbol came from the KG, else the KG's text vectors (each text embedded once per KG and
+  kept in its vector store, :meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.text_vectors`),
+  gathered into in-memory tables; never written to the codebook's store (a float table of 20k
+  symbols would be ~50 MB of JSON per save). Entity and relation tables are read whole (every run
+  is scored against them); line vectors only for the edges a question reaches.
 
 Consolidation (entities only) keeps the dictionary from growing with every alias: layer 1 groups
 entities at cosine ≥ ``alias_threshold`` (union-find, continuous: only new entities are compared
@@ -600,30 +602,17 @@ class Codebook:
                     by_chunk.setdefault(c, []).append(e)
         added = 0
         version = {d["id"]: d.get("content_hash", "") for d in rows}
+        # first every chunk's edge sequence (E, R, M grow in the same order as chunk by chunk), then
+        # their line vectors in one lookup, then the runs: one embedding call and one write of the
+        # KG's text vectors for the whole pass, not one per chunk
+        seqs = {d: [(node, self._chunk_edges(kg, node, by_chunk.get(node.id, []), phrase_facts))
+                    for node in sorted(chunks[d], key=lambda n: (int(n.attrs.get("index", 0)), n.id))]
+                for d in todo}
+        self.line_vectors(kg, [e for parts in seqs.values() for _, seq in parts for e in seq])
         for d in todo:
             run_ids: list[str] = []
             prov = [{"doc": d, "hash": version.get(d, "")}]
-            for node in sorted(chunks[d], key=lambda n: (int(n.attrs.get("index", 0)), n.id)):
-                text = node.text
-                lower = text.lower()
-                items: list[tuple[int, int, str, int | None]] = []
-                for e in by_chunk.get(node.id, []):
-                    s, o = kg.node(e.src), kg.node(e.dst)
-                    if s is None or o is None:
-                        continue
-                    eid = self.add_edge(s.text, e.text, o.text, kg_edge=e.id, h_kg=s.id, t_kg=o.id)
-                    if eid is not None:
-                        ps, po = lower.find(s.text.lower()), lower.find(o.text.lower())
-                        items.append((ps if ps >= 0 else len(text), po if po >= 0 else len(text), e.id, eid))
-                if phrase_facts == "always" or (phrase_facts == "uncovered" and not items):
-                    for h, r, t in phrase_triples(text):
-                        eid = self.add_edge(h, r, t)
-                        if eid is not None:
-                            ps, po = lower.find(h.lower()), lower.find(t.lower())
-                            items.append((ps if ps >= 0 else len(text), po if po >= 0 else len(text), "~", eid))
-                # text order of the subject, then the object, then the KG edge id: no hash order
-                items.sort(key=lambda x: (x[0], x[1], x[2], x[3]))
-                seq = list(dict.fromkeys(x[3] for x in items if x[3] is not None))
+            for node, seq in seqs[d]:
                 for part in self.segment(kg, seq, **(segment_opts or {})):
                     run = self.add_run("F", part, chunks=[node.id], doc=d, provenance=prov)
                     run_ids.append(run.id)
@@ -633,11 +622,38 @@ class Codebook:
             self._dirty_docs = True
         return {"documents": len(todo), "runs": added}
 
+    def _chunk_edges(self, kg: "KnowledgeGraph", node: Any, edges: Sequence[Any],
+                     phrase_facts: Literal["uncovered", "always", "never"]) -> list[int]:
+        """The codebook edges of one chunk in text order (its KG relation ``edges``, and its phrase
+        triples as ``phrase_facts`` says; see :meth:`sync_facts`), adding new symbols."""
+        text = node.text
+        lower = text.lower()
+        items: list[tuple[int, int, str, int | None]] = []
+        for e in edges:
+            s, o = kg.node(e.src), kg.node(e.dst)
+            if s is None or o is None:
+                continue
+            eid = self.add_edge(s.text, e.text, o.text, kg_edge=e.id, h_kg=s.id, t_kg=o.id)
+            if eid is not None:
+                ps, po = lower.find(s.text.lower()), lower.find(o.text.lower())
+                items.append((ps if ps >= 0 else len(text), po if po >= 0 else len(text), e.id, eid))
+        if phrase_facts == "always" or (phrase_facts == "uncovered" and not items):
+            for h, r, t in phrase_triples(text):
+                eid = self.add_edge(h, r, t)
+                if eid is not None:
+                    ps, po = lower.find(h.lower()), lower.find(t.lower())
+                    items.append((ps if ps >= 0 else len(text), po if po >= 0 else len(text), "~", eid))
+        # text order of the subject, then the object, then the KG edge id: no hash order
+        items.sort(key=lambda x: (x[0], x[1], x[2], x[3]))
+        return list(dict.fromkeys(x[3] for x in items if x[3] is not None))
+
     # ------------------------------------------------------------------ embedding tables
     def _embed(self, kg: "KnowledgeGraph", texts: Sequence[str]) -> np.ndarray:
         # names, relations and "h r t" lines: the short-text space, where the KG's own entity and
-        # fact vectors (reused by _vectors_of) live
-        mat = _short_columns(kg, np.asarray(kg.embed_texts(list(texts), short=True), dtype=np.float32))
+        # fact vectors (reused by _vectors_of) live; each text is embedded once per KG and kept in
+        # its vector store (kg.text_vectors), so a codebook loaded in a later run or another
+        # process reads its tables instead of embedding every symbol of the KG again
+        mat = _short_columns(kg, np.asarray(kg.text_vectors(list(texts)), dtype=np.float32))
         return mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
 
     @staticmethod
@@ -722,21 +738,32 @@ class Codebook:
         return self._rel_vecs[: len(self.rel_text)]
 
     def line_vectors(self, kg: "KnowledgeGraph", edges: Sequence[int] | None = None) -> np.ndarray:
-        """Unit vectors of the edge lines ``"h r t"``. An edge that came from the KG reuses the KG's
-        fact vector (also after an alias remap: the text then differs only by an alias)."""
-        todo = list(self._line_todo)
-        if todo:
-            vecs = self._vectors_of(kg, todo, self.line, self.edge_kg.__getitem__, "facts")
-            dim = len(next(iter(vecs.values())))
-            self._line_vecs = self._grow(self._line_vecs, len(self.edge_hrt), dim)
-            for e, v in vecs.items():
-                self._line_vecs[e] = v
-                self._line_valid[e] = True
-            self._line_todo.clear()
-        assert self._line_vecs is not None or not self.edge_hrt
-        if edges is None:
+        """Unit vectors of the edge lines ``"h r t"`` of ``edges`` (through their representatives;
+        every edge when None). An edge that came from the KG reuses the KG's fact vector (also
+        after an alias remap: the text then differs only by an alias). Only the lines asked for are
+        looked up: a question reads the lines of the runs it reaches, not the whole table."""
+        reps = None if edges is None else [self.resolve_edge(e) for e in edges]
+        self._fill_lines(kg, list(self._line_todo) if reps is None else
+                         [e for e in dict.fromkeys(reps) if e in self._line_todo])
+        if not self.edge_hrt:
+            return np.zeros((0 if reps is None else len(reps), 1), dtype=np.float32)
+        assert self._line_vecs is not None
+        if reps is None:
             return self._line_vecs[: len(self.edge_hrt)]
-        return self._line_vecs[[self.resolve_edge(e) for e in edges]]
+        return self._line_vecs[reps]
+
+    def _fill_lines(self, kg: "KnowledgeGraph", todo: Sequence[int]) -> None:
+        """Compute the line vectors of live edges ``todo`` (all missing), in edge order."""
+        if not todo:
+            return
+        todo = sorted(todo)
+        vecs = self._vectors_of(kg, todo, self.line, self.edge_kg.__getitem__, "facts")
+        dim = len(next(iter(vecs.values())))
+        self._line_vecs = self._grow(self._line_vecs, len(self.edge_hrt), dim)
+        for e, v in vecs.items():
+            self._line_vecs[e] = v
+            self._line_valid[e] = True
+            self._line_todo.pop(e, None)
 
     def stacked_lines(self, kg: "KnowledgeGraph", runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
         """The line vectors of ``runs``' edges stacked run after run (one gather), and each run's
@@ -744,9 +771,11 @@ class Codebook:
         lens = np.fromiter((len(r.edges) for r in runs), dtype=np.int64, count=len(runs))
         if not lens.sum():
             return np.zeros((0, 1), dtype=np.float32), lens
-        table = self.line_vectors(kg)
-        edges = np.fromiter((e for r in runs for e in r.edges), dtype=np.int64, count=int(lens.sum()))
-        return table[self._resolved_reps("edge")[edges]], lens
+        edges = self._resolved_reps("edge")[np.fromiter((e for r in runs for e in r.edges), dtype=np.int64,
+                                                        count=int(lens.sum()))]
+        self._fill_lines(kg, [e for e in dict.fromkeys(edges.tolist()) if e in self._line_todo])
+        assert self._line_vecs is not None
+        return self._line_vecs[edges], lens
 
     def run_index(self, kg: "KnowledgeGraph") -> dict[str, Any]:
         """Flattened run → entities / relations / edges arrays for vectorised scoring (cached:

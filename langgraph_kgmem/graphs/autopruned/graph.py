@@ -88,10 +88,15 @@ def sync_codebook(kg: Any, store: Any, *, tau_run: float = 0.7,
                   layer2_min_cos: float = LAYER2_FLOOR, scope: Sequence[str] = ()) -> dict[str, int]:
     """Index every KG document not yet in the codebook (of tenant ``scope``: the labels a graph's
     ``memory_scope`` fills in) and consolidate, outside a graph run (e.g. right after ingestion,
-    so the first question does not pay for it). Returns the codebook size."""
+    so the first question does not pay for it): its entity, relation and line vectors are embedded
+    here and kept in the KG's vector store (:meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.text_vectors`),
+    where every later run and process reads them. Returns the codebook size."""
     book = Codebook.load(store, kg.name, tuple(scope))
     book.sync_facts(kg, phrase_facts=phrase_facts, segment_opts={"tau": tau_run})
     book.consolidate(kg, alias_threshold=alias_threshold, entity_budget=entity_budget, layer2_min_cos=layer2_min_cos)
+    # the relation table too (entity and line vectors were made above): every symbol is embedded
+    # here, once, and kept in the KG's vector store, so no question pays for the KG's size
+    book.relation_vectors(kg)
     book.save(store)
     return book.size()
 

@@ -381,7 +381,7 @@ def memorize(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                     if wanted and grounded else ([], {}))
     by = state.get("answer_by") or model_label(run_model(runtime, deps.model))
     if grounded and opts.experience and cited:   # the passages a grounded answer cites earn shared credit
-        ExperienceMemory(resolve_store(deps.store), kg.name, deps.scope()).add(cited, (), kg.embed_query(state["question"]),
+        ExperienceMemory(resolve_store(deps.store), kg.name, deps.scope(), kg=kg).add(cited, (), kg.embed_query(state["question"]),
                                                                       weight=GROUNDED_CREDIT)
     new: list[str] = []
     linked = False

@@ -70,10 +70,13 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
             (:func:`~langgraph_kgmem.ranking.adaptive_fuse`).
 
         experience / experience_weight / experience_gate: read the shared experience layer
-            (``docs/memory.md``; off by default): passages credited by feedback on questions whose
-            cosine with this one passes ``experience_gate`` become PPR seeds, discredited ones lose
+            (``docs/memory.md``; on by default, off in the hipporag2 preset): passages credited by
+            feedback on questions whose cosine with this one passes ``experience_gate`` become PPR
+            seeds, discredited ones lose
             their in-edges, each by at most ``experience_weight``; ``ppr["experience"]`` lists the
-            credit read. memory_scope: tenant labels of the run records and experience namespaces.
+            credit read. experience_distractor_after: a passage marked wrong in this many runs
+            (and useful in none) reads as a distractor for every question (0: never).
+            memory_scope: tenant labels of the run records and experience namespaces.
         reuse / reuse_similarity: start from a confirmed earlier run of the same question, or of one
             reworded (cosine at least ``reuse_similarity``), by any method of this tenant
             (``docs/memory.md``; off by default): its passages seed PageRank, the fact filter,

@@ -362,7 +362,8 @@ def with_experience(deps: CatragDeps, opts: CatragOptions, question: str,
     idx = kg_index(deps.kg)
     rows = best_first(dense, EXPERIENCE_DEPTH)
     ids = [idx.chunk_ids[i] for i in rows]
-    credit = ExperienceMemory(store, deps.kg.name, memory_scope(opts.memory_scope), gate=opts.experience_gate).credit(
+    credit = ExperienceMemory(store, deps.kg.name, memory_scope(opts.memory_scope), gate=opts.experience_gate,
+                              distractor_after=opts.experience_distractor_after, kg=deps.kg).credit(
         ids, deps.kg.embed_query(question))
     if not np.any(credit):
         return dense, {}

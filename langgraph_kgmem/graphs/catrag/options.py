@@ -52,11 +52,14 @@ class CatragOptions(MethodOptions):
                              "other place or all of them by its confidence (fusion_weak, fusion_strong)")
     fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence PPR gets one evidence place")
     fusion_strong: float = Field(0.8, description="adaptive fusion: from this confidence on, PPR's own ranking")
-    experience: bool = Field(False, description="read the experience layer: passages credited by feedback on similar "
-                                                "questions get a bounded prior (docs/memory.md)")
-    experience_weight: float = Field(0.3, description="experience: the most a passage's dense score moves (cosine units)")
+    experience: bool = Field(True, description="read the experience layer: passages credited by feedback on similar "
+                                               "questions, or marked wrong in several runs, get a bounded prior "
+                                               "(docs/memory.md; the hipporag2 preset turns it off)")
+    experience_weight: float = Field(1.0, description="experience: the most a passage's dense score moves (cosine units)")
     experience_gate: float = Field(0.5, description="experience: cosine with the credited questions below which a "
                                                     "passage's credit reads as zero")
+    experience_distractor_after: int = Field(2, description="experience: runs that marked a passage wrong (none "
+                                                            "useful) before it is demoted for every question; 0: never")
     reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
                                            "any method of this tenant: its passages seed PageRank, the fact filter, "
                                            "anchoring and edge scoring decide offline")
@@ -78,6 +81,7 @@ class CatragOptions(MethodOptions):
         check_number("experience_weight", opts["experience_weight"], 0.0, 1.0)
         check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
         check_number("experience_gate", opts["experience_gate"], 0.0, 1.0, high_open=True)
+        check_number("experience_distractor_after", opts["experience_distractor_after"], 0.0)
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")

@@ -39,7 +39,7 @@ class RemindragDeps:
 
     def experience(self) -> ExperienceMemory:
         """The shared experience layer of this KG in the run's tenant scope."""
-        return ExperienceMemory(resolve_store(self.store), self.kg.name, scope_of(self.options.memory_scope))
+        return ExperienceMemory(resolve_store(self.store), self.kg.name, scope_of(self.options.memory_scope), kg=self.kg)
 
 
 def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -> np.ndarray:

@@ -13,7 +13,7 @@ from langgraph_kgmem.errors import KgmemInputError, MissingRequirementError
 from langgraph_kgmem.graphs.common import InputState, method_model
 from langgraph_kgmem.graphs.router import nodes
 from langgraph_kgmem.graphs.router.options import DEFAULT_METHODS, RouterOptions
-from langgraph_kgmem.graphs.router.policy import CHEAP_FIRST
+from langgraph_kgmem.graphs.router.policy import family
 from langgraph_kgmem.graphs.router.schemas import RouterOutput, RouterState
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         >>> app = create_router_graph(kg, model="offline", methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
         >>> out = app.invoke({"question": "What is the capital of Poland?"})
         >>> out["method"], out["route"]["form"], out["route"]["first"]
-        ('router', 'lookup', 'catrag')
+        ('router', 'lookup', 'hipporag2')
     """
     opts = RouterOptions.build(methods=methods, budget=budget, **options)
     mdl = method_model(model, retry_policy)
@@ -117,11 +117,10 @@ def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
     runs = [nodes.node_name(m) for m in apps]
     builder = StateGraph(RouterState, input_schema=InputState, output_schema=RouterOutput, context_schema=RouterOptions)
     builder.add_node("route_question", partial(nodes.route_question, deps=deps), destinations=tuple(runs))
-    for m in apps:   # a run goes on only to a costlier method it stands in for (policy.CHEAP_FIRST)
-        costlier = sorted({c for ladders in CHEAP_FIRST.values() for c, cheap in ladders.items()
-                           if cheap == m and c in apps})
+    for m in apps:   # a run escalates to a method of another family (policy.ladder), or finishes
+        others = sorted(c for c in apps if family(c) != family(m))
         builder.add_node(nodes.node_name(m), partial(nodes.run_method, name=m, deps=deps),
-                         destinations=tuple(nodes.node_name(c) for c in costlier) + (nodes.FINISH,))
+                         destinations=tuple(nodes.node_name(c) for c in others) + (nodes.FINISH,))
     builder.add_node(nodes.FINISH, partial(nodes.finish_route, deps=deps))
     builder.add_edge(START, "route_question")
     builder.add_edge(nodes.FINISH, END)

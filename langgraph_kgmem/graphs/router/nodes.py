@@ -20,7 +20,7 @@ from langgraph_kgmem.graphs.router.prompts import ROUTE_PROMPT, method_lines
 from langgraph_kgmem.graphs.router.schemas import RouteDecision, RouterState
 from langgraph_kgmem.graphs.router.signals import KgProfile, kg_profile, question_form
 from langgraph_kgmem.graphs.router.stats import load_route_memory, routes, save_outcome
-from langgraph_kgmem.graphs.runs import finish_run
+from langgraph_kgmem.graphs.runs import run_ops, run_store
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import decide, fence, fresh_usage, is_offline, model_label, render
 from langgraph_kgmem.memory import RecordMemory, memory_scope
@@ -142,13 +142,13 @@ def route_question(state: RouterState, runtime: Runtime[RouterOptions], *, deps:
         else:
             run_offline = True
             why = f"no method fits the remaining budget of {opts.budget} calls: {choice} runs offline"
-    plan = ladder(form.form, choice, {c.method: c.cost for c in ranked}, opts.escalate and not run_offline)
-    if len(plan) > 1 and not _fits(by_name[plan[0]].cost, opts.budget, spent):
-        plan = plan[1:]
+    plan = ladder(form.form, ranked, opts.escalate and not run_offline, first=choice)
     memory = "new question" if not asked else f"asked before, answered by {', '.join(sorted(asked['methods']))}"
     route = {"method": choice, "first": plan[0], "why": why, "form": form.form, "signals": form.signals(),
              "holds": profile.holds(), "alternatives": [c.as_dict() for c in ranked], "decider": decider,
              "memory": memory, "unavailable": unavailable, "budget": opts.budget, "offline_run": run_offline,
+             "useful_before": sorted(m for m, e in ((asked or {}).get("methods") or {}).items()
+                                     if e.get("useful", 0) > e.get("wrong", 0)),
              "routing_ms": round((time.perf_counter() - t0) * 1000, 3)}
     update = {"run_id": uuid.uuid4().hex[:12], "route": route, "plan": plan[1:], "tried": [], "usage": usage,
               "result": {}, "best": ""}
@@ -172,7 +172,9 @@ def run_method(state: RouterState, runtime: Runtime[RouterOptions], *, name: str
                                              "seconds": round(seconds, 4), "offline": is_offline(mdl)}]
     update: dict[str, Any] = {"tried": tried, "usage": out.get("usage") or {}}
     best_conf = max((t["confidence"] for t in state.get("tried", []) if t["method"] == state.get("best")), default=-1.0)
-    if conf >= best_conf:   # an escalated result wins a tie: it is the costlier method's
+    # on a tie the escalated result wins, unless the first was judged useful on this very question
+    useful = state["route"].get("useful_before", [])
+    if conf > best_conf or (conf == best_conf and (name in useful or state.get("best") not in useful)):
         update["result"], update["best"] = {k: v for k, v in out.items()}, name
     plan = list(state.get("plan", []))
     spent = _calls(state.get("usage")) + calls
@@ -191,18 +193,21 @@ def finish_route(state: RouterState, runtime: Runtime[RouterOptions], *, deps: R
     result, best = state.get("result") or {}, state.get("best", "")
     tried = state.get("tried", [])
     route = {**state["route"], "method": best, "tried": tried, "escalated": len(tried) > 1}
+    # the router's own run record, so feedback naming this run reaches its on_feedback hook: written in
+    # the same batch as the route's statistics (one store write a question, counted in the overhead)
+    _, run_writes = run_ops(deps.kg, method="router", question=state["question"], evidence=result.get("evidence", []),
+                            answer=result.get("answer", ""), scope=opts.memory_scope, run_id=state["run_id"])
     mem = deps.memory(runtime, opts)
     if mem is not None:
         # a run the budget forced offline says nothing about the method's calls with a model
         counted = [t for t in tried if not t["offline"] or is_offline(run_model(runtime, deps.model))]
         save_outcome(mem, run_id=state["run_id"], question=state["question"], form=route["form"], method=best,
-                     tried=counted or tried)
+                     tried=counted or tried, also=run_writes)
+    elif (store := run_store(deps.store)) is not None:
+        store.batch(run_writes)
     learning_ms = (time.perf_counter() - t0) * 1000
     route["learning_ms"] = round(learning_ms, 3)
     route["overhead_ms"] = round(route["routing_ms"] + learning_ms, 3)
-    # the router's own run record, so feedback naming this run reaches its on_feedback hook
-    finish_run(deps.kg, method="router", question=state["question"], evidence=result.get("evidence", []),
-               answer=result.get("answer", ""), store=deps.store, scope=opts.memory_scope, run_id=state["run_id"])
     return {"answer": result.get("answer", ""), "evidence": result.get("evidence", []), "method": "router",
             "model": model_label(run_model(runtime, deps.model)), "route": route, "run_id": state["run_id"],
             "result": {k: v for k, v in result.items() if k not in OWN_KEYS}}

@@ -5,21 +5,26 @@ Rules (:data:`FIT`): per question form, how well each method fits it, a prior va
 
 - ``records`` → KG-IRAG (the one method that reads time-stamped records);
 - ``graph`` → R3-Cycle (tool calls over typed nodes, reflection on failure), Graph-CoT next;
-- ``relational`` → CatRAG (PPR seeded by verified facts: multi-hop), then ReMindRAG, HippoRAG 2,
-  AutoPrunedRetriever;
-- ``lookup`` → CatRAG, run as its cheap stand-in HippoRAG 2 first (:data:`CHEAP_FIRST`) when a
-  model decides (offline no method makes a call, so CatRAG runs alone): one fact, one passage;
-  CatRAG only when HippoRAG 2's own confidence is low.
+- ``relational`` and ``lookup`` (questions over documents) → HippoRAG 2 first (about 2 LLM calls),
+  CatRAG, ReMindRAG, AutoPrunedRetriever after it.
+
+Escalation (:func:`ladder`): on a question over documents (:data:`ESCALATE_FORMS`) the first
+method's result escalates, when its own confidence is low, to the best-ranked method of *another
+family* (:data:`FAMILY`: HippoRAG 2 is CatRAG with its additions off, so the two miss the same
+passages): ReMindRAG's LLM-guided traversal after HippoRAG 2. The more confident result answers.
 
 A method the KG cannot serve (KG-IRAG without records, a passage method without documents) or the
 run lacks (a store) is left out. Learned statistics move the prior value (:func:`rank`): feedback
-on the method for this form, ``(useful - wrong) / (useful + wrong + 2)`` × :data:`FEEDBACK_WEIGHT`;
-mean confidence once the method ran ``min_runs`` times on the form, ``(mean - 0.5)`` ×
-:data:`CONFIDENCE_WEIGHT`; and the question's own record: a method judged wrong on this very
-question loses :data:`WRONG_PENALTY` (a method the form's rules name stays just above those they
-do not: on a records question KG-IRAG, the only method that reads records, stays first), one
-judged useful gains :data:`USEFUL_BONUS` (a question asked again goes back to what served it).
-Ties go to the cheaper method.
+on the method for this form, ``(useful - wrong) / (useful + wrong + FEEDBACK_PRIOR)`` ×
+:data:`FEEDBACK_WEIGHT` (bounded by the weight, whatever a tenant sends; a ``wrong`` counts at the
+form's level only once another method answered that question right, see
+:mod:`~langgraph_kgmem.graphs.router.stats`); mean confidence once the method ran ``min_runs``
+times on the form, ``(mean - 0.5)`` × :data:`CONFIDENCE_WEIGHT`; and the question's own record: a
+method judged wrong on this very question (the answer it gave, or a run it tried and lost) loses
+:data:`WRONG_PENALTY`, and so does its family (a method the form's rules name stays just above
+those they do not: on a records question KG-IRAG, the only method that reads records, stays
+first); one judged useful gains :data:`USEFUL_BONUS` (a question asked again goes back to what
+served it). Ties go to the cheaper method.
 
 Expected cost (:func:`expected_calls`): LLM calls, from the statistics' mean once a method ran
 ``min_runs`` times on the form, else :data:`PRIOR_CALLS`; zero for an offline run.
@@ -37,19 +42,21 @@ from langgraph_kgmem.graphs.router.stats import means
 FIT: dict[str, dict[str, float]] = {
     "records": {"kgirag": 1.0},
     "graph": {"r3cycle": 1.0, "graphcot": 0.9},
-    "relational": {"catrag": 1.0, "hipporag2": 0.85, "remindrag": 0.75, "autopruned": 0.6},
-    "lookup": {"catrag": 1.0, "hipporag2": 0.95, "remindrag": 0.7, "autopruned": 0.7},
+    "relational": {"hipporag2": 1.0, "catrag": 0.95, "remindrag": 0.8, "autopruned": 0.7},
+    "lookup": {"hipporag2": 1.0, "catrag": 0.95, "remindrag": 0.8, "autopruned": 0.7},
 }
 OTHER_FIT = 0.05                 # a method the form's rules do not name
-CHEAP_FIRST: dict[str, dict[str, str]] = {"lookup": {"catrag": "hipporag2"}}   # form: {costly: its cheap stand-in}
+ESCALATE_FORMS = frozenset({"relational", "lookup"})   # forms whose first result may escalate to another family
 # LLM calls a question, before the statistics know better: CatRAG's 3.8 with a real model (docs/methods/catrag.md),
 # HippoRAG 2's filter + answer, KG-IRAG's plan + two judge rounds + answer, a ReAct attempt of a few steps
 PRIOR_CALLS: dict[str, float] = {"hipporag2": 2.0, "catrag": 3.8, "kgirag": 4.0, "r3cycle": 5.0, "graphcot": 4.0,
                                  "remindrag": 6.0, "autopruned": 2.0}
 DEFAULT_PRIOR_CALLS = 4.0
 FEEDBACK_WEIGHT = 0.5
+FEEDBACK_PRIOR = 8.0             # pseudo-verdicts: one rescued question moves a form by at most 0.5 / 9
 CONFIDENCE_WEIGHT = 0.2
 WRONG_PENALTY = 1.0
+FAMILY_PENALTY = 0.5             # a method whose family-mate was judged wrong on the question: likely, not surely, wrong
 WRONG_FLOOR = 0.01               # a fitting method judged wrong still ranks above the methods the rules do not name
 USEFUL_BONUS = 0.5
 ASK_MARGIN = 0.1                 # top two methods of different families closer than this: the rules are not sure
@@ -69,10 +76,12 @@ class Candidate:
     value: float
     cost: float
     why: str
+    ruled_out: bool = False      # judged wrong on this question (itself or its family): never an escalation target
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``{"method", "value", "cost", "why"}`` (``cost``: expected LLM calls)."""
-        return {"method": self.method, "value": round(self.value, 4), "cost": round(self.cost, 2), "why": self.why}
+        """JSON-ready: ``{"method", "value", "cost", "why", "ruled_out"}`` (``cost``: expected LLM calls)."""
+        return {"method": self.method, "value": round(self.value, 4), "cost": round(self.cost, 2), "why": self.why,
+                "ruled_out": self.ruled_out}
 
 
 def unservable(method: str, profile: KgProfile, has_store: bool, offline: bool = True) -> str | None:
@@ -111,32 +120,39 @@ def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]
         value = fit.get(m, OTHER_FIT)
         why = [f"rules: {'fits' if m in fit else 'not named for'} {form} questions ({value:.2f})"]
         if s["useful"] or s["wrong"]:
-            fb = FEEDBACK_WEIGHT * (s["useful"] - s["wrong"]) / (s["useful"] + s["wrong"] + 2.0)
+            fb = FEEDBACK_WEIGHT * (s["useful"] - s["wrong"]) / (s["useful"] + s["wrong"] + FEEDBACK_PRIOR)
             value += fb
             why.append(f"feedback {int(s['useful'])} useful / {int(s['wrong'])} wrong ({fb:+.2f})")
         if s["runs"] >= min_runs:
             adj = CONFIDENCE_WEIGHT * (s["confidence"] - 0.5)
             value += adj
             why.append(f"mean confidence {s['confidence']:.2f} over {int(s['runs'])} runs ({adj:+.2f})")
-        mine = seen.get(m)
-        if mine:
-            if mine.get("wrong", 0) > mine.get("useful", 0):
-                # behind every other method the rules name for the form, never behind one they do not
-                value = max(value - WRONG_PENALTY, OTHER_FIT + WRONG_FLOOR) if m in fit else value - WRONG_PENALTY
-                why.append(f"judged wrong on this question before (-{WRONG_PENALTY:.2f}, "
-                           f"floor {OTHER_FIT + WRONG_FLOOR:.2f})")
-            elif mine.get("useful", 0) > mine.get("wrong", 0):
-                value += USEFUL_BONUS
-                why.append(f"judged useful on this question before ({USEFUL_BONUS:+.2f})")
-            else:
-                why.append("answered this question before")
-        out.append(Candidate(m, value, expected_calls(m, row, min_runs, offline), "; ".join(why)))
+        mine = seen.get(m) or {}
+        kin = [k for k, v in seen.items() if k != m and family(k) == family(m) and judged_wrong(v)]
+        if mine.get("useful", 0) > mine.get("wrong", 0):
+            value += USEFUL_BONUS
+            why.append(f"judged useful on this question before ({USEFUL_BONUS:+.2f})")
+        elif judged_wrong(mine) or kin:
+            # behind every other method the rules name for the form, never behind one they do not
+            cut = WRONG_PENALTY if judged_wrong(mine) else FAMILY_PENALTY
+            value = max(value - cut, OTHER_FIT + WRONG_FLOOR) if m in fit else value - cut
+            whom = "it" if judged_wrong(mine) else f"{kin[0]} (its family)"
+            why.append(f"{whom} judged wrong on this question before (-{cut:.2f}, floor {OTHER_FIT + WRONG_FLOOR:.2f})")
+        elif mine:
+            why.append("answered this question before")
+        out.append(Candidate(m, value, expected_calls(m, row, min_runs, offline), "; ".join(why),
+                             ruled_out=bool(judged_wrong(mine) or kin) and not mine.get("useful", 0) > mine.get("wrong", 0)))
     return sorted(out, key=lambda c: (-c.value, c.cost, c.method))
 
 
 def family(method: str) -> str:
     """The method a preset belongs to (``hipporag2`` → ``catrag``); a method is its own family."""
     return FAMILY.get(method, method)
+
+
+def judged_wrong(entry: Mapping[str, Any] | None) -> bool:
+    """Whether a question record's entry for one method holds more wrong verdicts than useful ones."""
+    return bool(entry) and entry.get("wrong", 0) > entry.get("useful", 0)
 
 
 def rules_unsure(ranked: list[Candidate]) -> bool:
@@ -148,15 +164,17 @@ def rules_unsure(ranked: list[Candidate]) -> bool:
     return rival is not None and top.value - rival.value < ASK_MARGIN
 
 
-def ladder(form: Form, choice: str, costs: Mapping[str, float], escalate: bool) -> list[str]:
-    """The methods to run, in order: the chosen one, or its cheap stand-in first where the form
-    allows (:data:`CHEAP_FIRST`), escalation is on and the stand-in is expected to cost fewer LLM
-    calls (``costs``: expected calls of the methods that can serve; offline nothing is cheaper, so
-    the choice runs alone)."""
-    cheap = CHEAP_FIRST.get(form, {}).get(choice)
-    if escalate and cheap and cheap in costs and costs[cheap] < costs.get(choice, 0.0):
-        return [cheap, choice]
-    return [choice]
+def ladder(form: Form, ranked: list[Candidate], escalate: bool, first: str | None = None) -> list[str]:
+    """The methods to run, in order: ``first`` (default: the best-ranked), then, on a question over
+    documents (:data:`ESCALATE_FORMS`) with escalation on, the best-ranked method of another family
+    that the rules name for the form and the question's record has not ruled out (its value above
+    the method or its family judged wrong on it); it runs only when the first result's own confidence is low."""
+    first = first or ranked[0].method
+    if not escalate or form not in ESCALATE_FORMS:
+        return [first]
+    nxt = next((c.method for c in ranked if family(c.method) != family(first) and not c.ruled_out
+                and c.method in FIT.get(form, {})), None)
+    return [first, nxt] if nxt else [first]
 
 
 def confidence(method: str, out: Mapping[str, Any]) -> float:
@@ -185,6 +203,6 @@ def confidence(method: str, out: Mapping[str, Any]) -> float:
     return 0.5
 
 
-__all__ = ["ASK_MARGIN", "CHEAP_FIRST", "CONFIDENCE_WEIGHT", "Candidate", "DEFAULT_PRIOR_CALLS", "FEEDBACK_WEIGHT",
-           "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_FLOOR", "WRONG_PENALTY", "confidence", "expected_calls",
-           "family", "ladder", "rank", "rules_unsure", "unservable"]
+__all__ = ["ASK_MARGIN", "CONFIDENCE_WEIGHT", "Candidate", "DEFAULT_PRIOR_CALLS", "ESCALATE_FORMS", "FEEDBACK_PRIOR",
+           "FAMILY_PENALTY", "FEEDBACK_WEIGHT", "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_FLOOR", "WRONG_PENALTY", "confidence",
+           "expected_calls", "family", "judged_wrong", "ladder", "rank", "rules_unsure", "unservable"]

@@ -38,7 +38,8 @@ class RouterOutput(BaseState, total=False):  # answer, evidence, usage, method (
     considered, with its value and expected LLM calls), ``tried`` (each run: confidence, calls,
     seconds), ``escalated``, ``decider`` (``rules`` / ``model`` / ``fallback``), ``memory`` (what the
     router knew of this question), ``unavailable``, ``budget``, ``routing_ms`` (the decision, the
-    store read included), ``learning_ms`` (writing the outcome), ``overhead_ms`` (both); ``run_id`` (what
+    store read included), ``learning_ms`` (writing the outcome and the router's run record: one store
+    batch), ``overhead_ms`` (both: all the router adds to the method's run); ``run_id`` (what
     feedback on this run names); ``result`` (the chosen method's other output keys)."""
     run_id: str
     route: dict[str, Any]

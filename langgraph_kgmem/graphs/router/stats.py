@@ -4,14 +4,20 @@ Namespace ``("kgmem", <kg name>, *scope, "routes")`` (:data:`ROUTES_KIND`), thre
 
 - ``stats``: per question form, per method, sums over the runs the router made: ``runs``,
   ``confidence`` (the result's own confidence), ``calls`` (LLM calls), ``seconds``, and the
-  feedback received: ``useful`` and ``wrong`` (counts of runs judged so).
-- ``run-<run_id>``: which method the router ran for that run, for which question and form, so
-  that feedback given later on the run reaches the right method (:func:`on_feedback`).
-- ``q-<hash>``: per question (its normalised text), per method that answered it: runs, the last
-  confidence, and the feedback — a question asked again is routed by what happened to it.
+  feedback received: ``useful`` (runs judged right) and ``wrong`` (runs judged wrong on a question
+  that another method then answered right: a question no method answers says nothing about which
+  method suits its form, so it moves no form's statistics).
+- ``run-<run_id>``: which method the router answered that run with and which it tried, for which
+  question and form, so that feedback given later on the run reaches them (:func:`on_feedback`).
+- ``q-<hash>``: per question (its normalised text), per method that ran on it: runs, the last
+  confidence, the verdicts, and ``pending`` (methods judged wrong on it whose ``wrong`` waits for
+  another method's right answer) — a question asked again is routed by what happened to it.
 
-Writes are read-modify-write of one small record each; two concurrent runs of one tenant may
-lose one run's counts (the figures are statistics, not an audit trail).
+Every record is bounded: one entry per method and form. The store calls a routed question adds
+are one read (:func:`load_route_memory`, before the pick) and one read and one write (after the
+run, :func:`save_outcome`), each a single batch. Writes are read-modify-write of small records;
+two concurrent runs of one tenant may lose one run's counts (the figures are statistics, not an
+audit trail). A tenant's records live in its own namespace: no tenant's verdicts reach another's.
 """
 
 from __future__ import annotations
@@ -61,27 +67,31 @@ def load_route_memory(mem: RecordMemory, question: str) -> tuple[dict[str, Any],
     return (dict(stats.value) if stats else {}), (dict(rec.value) if rec else None)
 
 
+def _entry(rec: dict[str, Any], method: str) -> dict[str, Any]:
+    return rec["methods"].setdefault(method, {"runs": 0, "useful": 0, "wrong": 0, "confidence": 0.0})
+
+
 def save_outcome(mem: RecordMemory, *, run_id: str, question: str, form: str, method: str,
-                 tried: Sequence[Mapping[str, Any]]) -> None:
+                 tried: Sequence[Mapping[str, Any]], also: Sequence[Any] = ()) -> None:
     """Count each run of ``tried`` (``{method, confidence, calls, seconds}``) in the statistics of
-    ``form``, and keep which ``method`` answered run ``run_id`` (the run record) and the question's
-    own record: one read and one write round trip to the store."""
+    ``form`` and in the question's own record, and keep which ``method`` answered run ``run_id``
+    and which ran (the run record): one read and one write round trip to the store, the write
+    carrying ``also`` (the caller's own writes: the router's run record) in the same batch."""
     stats, rec = load_route_memory(mem, question)
+    rec = rec or {"question": question[:QUESTION_CHARS], "methods": {}}
     for t in tried:
         row = stats.setdefault(form, {}).setdefault(t["method"], {k: 0.0 for k in COUNTERS})
         for k, v in (("runs", 1.0), ("confidence", t["confidence"]), ("calls", float(t["calls"])),
                      ("seconds", t["seconds"])):
             row[k] = float(row.get(k, 0.0)) + float(v)
-    rec = rec or {"question": question[:QUESTION_CHARS], "methods": {}}
-    entry = rec["methods"].setdefault(method, {"runs": 0, "useful": 0, "wrong": 0, "confidence": 0.0})
-    entry["runs"] += 1
-    entry["confidence"] = round(float(next((t["confidence"] for t in reversed(tried) if t["method"] == method),
-                                           0.0)), 4)
+        entry = _entry(rec, t["method"])
+        entry["runs"] += 1
+        entry["confidence"] = round(float(t["confidence"]), 4)
     rec["last"] = method
     run = {"run_id": run_id, "question": question[:QUESTION_CHARS], "form": form, "method": method,
-           "tried": [t["method"] for t in tried]}
+           "tried": list(dict.fromkeys(t["method"] for t in tried))}
     mem.store.batch([PutOp(mem.ns, STATS_KEY, stats, index=False), PutOp(mem.ns, f"run-{run_id}", run, index=False),
-                     PutOp(mem.ns, question_key(question), rec, index=False)])
+                     PutOp(mem.ns, question_key(question), rec, index=False), *also])
 
 
 def question_record(mem: RecordMemory, question: str) -> dict[str, Any] | None:
@@ -115,27 +125,38 @@ def verdict_of(record: Mapping[str, Any]) -> bool | None:
 
 
 def on_feedback(store: BaseStore, kg_name: str, scope: tuple[str, ...], record: dict[str, Any]) -> None:
-    """The router's ``MethodSpec.on_feedback`` hook: feedback on a run the router made counts for the
-    method it routed that run to, in the route statistics of the run's question form and in the
-    question's own record (so the same question is routed elsewhere after a negative verdict).
-    A run the router has no record of, or feedback without a verdict, changes nothing."""
+    """The router's ``MethodSpec.on_feedback`` hook: a verdict on a run the router made.
+
+    Wrong: every method the run tried (the one that answered and any that lost to it) is marked
+    wrong on the run's question, so the question goes to another family next time; at the form's
+    level they wait (``pending``). Right: the method that answered gains ``useful`` on the question
+    and on its form, and the methods judged wrong on that question before now count ``wrong`` on
+    the form — the evidence that moves similar questions. A run the router has no record of, or
+    feedback without a verdict, changes nothing."""
     verdict = verdict_of(record)
-    if verdict is None:
+    if verdict is None or not record.get("run_id"):
         return
     mem = routes(store, kg_name, scope)
-    run = mem.get(f"run-{record.get('run_id')}") if record.get("run_id") else None
+    run = mem.get(f"run-{record['run_id']}")
     if run is None:
         return
-    counter = "useful" if verdict else "wrong"
-    stats = read_stats(mem)
-    row = stats.setdefault(run["form"], {}).setdefault(run["method"], {k: 0.0 for k in COUNTERS})
-    row[counter] = float(row.get(counter, 0.0)) + 1.0
-    mem.put(STATS_KEY, stats)
-    key = question_key(run["question"])
-    rec = mem.get(key) or {"question": run["question"], "methods": {}}
-    entry = rec["methods"].setdefault(run["method"], {"runs": 0, "useful": 0, "wrong": 0, "confidence": 0.0})
-    entry[counter] += 1
-    mem.put(key, rec)
+    stats, rec = load_route_memory(mem, run["question"])
+    rec = rec or {"question": run["question"], "methods": {}}
+    form = stats.setdefault(run["form"], {})
+    pending = list(rec.get("pending", []))
+    if verdict:
+        _entry(rec, run["method"])["useful"] += 1
+        for m, counter in [(run["method"], "useful")] + [(w, "wrong") for w in pending if w != run["method"]]:
+            row = form.setdefault(m, {k: 0.0 for k in COUNTERS})
+            row[counter] = float(row.get(counter, 0.0)) + 1.0
+        pending = []
+    else:
+        for m in run.get("tried") or [run["method"]]:
+            _entry(rec, m)["wrong"] += 1
+            pending = pending if m in pending else pending + [m]
+    rec["pending"] = pending
+    mem.store.batch([PutOp(mem.ns, STATS_KEY, stats, index=False),
+                     PutOp(mem.ns, question_key(run["question"]), rec, index=False)])
 
 
 __all__ = ["COUNTERS", "ROUTES_KIND", "STATS_KEY", "load_route_memory", "means", "on_feedback", "question_key", "question_record",

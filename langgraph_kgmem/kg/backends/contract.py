@@ -8,11 +8,16 @@ methods; ingest, memory, tools and the CLI write through the facade, so transact
 rules live in one place. Nothing outside this module's declarations is used: a new backend
 implements what is here, registers a :class:`BackendSpec` in
 :mod:`~langgraph_kgmem.kg.backends.registry`, and the conformance suite runs against it.
+
+The contract has a required core (:data:`GRAPH_CORE`, :data:`VECTOR_CORE`); every other member has
+a default built on the core in :mod:`~langgraph_kgmem.kg.backends.base`. What a backend does
+beyond the core it declares as capabilities (:data:`CAPABILITIES`) on its :class:`BackendSpec`,
+and the conformance suite checks each declared one (and only those).
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
@@ -27,6 +32,38 @@ DERIVED_SOURCE = "__derived__"
 
 #: (new version, nodes upserted, node ids deleted, edges upserted, edge ids deleted)
 Changes = tuple[int, list[Node], list[str], list[Edge], list[str]]
+
+#: What every structure store implements itself; the rest of :class:`GraphBackend` has defaults
+#: (:class:`~langgraph_kgmem.kg.backends.base.GraphStoreBase`).
+GRAPH_CORE = frozenset({
+    "kind", "depth", "transaction", "schema_version", "get_meta", "set_meta", "load_nodes", "load_edges",
+    "upsert_nodes", "upsert_edges", "add_sources", "node_sources", "edge_sources", "doc_node_ids",
+    "doc_edge_ids", "remove_document_sources", "delete_nodes", "delete_edges", "document", "documents",
+    "put_document", "delete_document_row", "put_alias", "aliases", "alias_target", "close"})
+#: What every vector index implements itself; the rest of :class:`VectorBackend` has defaults
+#: (:class:`~langgraph_kgmem.kg.backends.base.VectorIndexBase`).
+VECTOR_CORE = frozenset({"kind", "upsert", "delete", "get_present", "matrix", "count", "version", "dimension"})
+
+#: The optional capabilities a :class:`BackendSpec` may declare, and what declaring one promises
+#: (the conformance suite checks each declared capability, and fails a backend that lacks it).
+CAPABILITIES: dict[str, str] = {
+    "shared": "several processes open one KG at once: the store's ``shared`` is True and it implements "
+              "``version``, ``last_committed_version``, ``changes_since`` and a consistent ``load_all`` "
+              "(one process sees another's writes through the change log)",
+    "bulk_reads": "the derived reads (``alias_targets``, ``alias_count``, ``document_count``, ``get``, ``has``, "
+                  "``ids``, ``scores``, ``search``, ``best``) are the backend's own, in one read or an index, "
+                  "and agree with the defaults built on the core",
+    "drop": "a target holds many KGs picked by name, and ``BackendSpec.drop`` removes one (``server``)",
+    "persistence": "the methods' checkpointer and memory store live in the backend's storage "
+                   "(``BackendSpec.persistence``)",
+    "push_ppr": "forward-push PPR straight from storage, without loading the graph (``BackendSpec.push_ppr``)",
+}
+#: The members a backend declaring ``bulk_reads`` implements itself.
+BULK_READS = (("store", "alias_targets"), ("store", "alias_count"), ("store", "document_count"),
+              ("vectors", "get"), ("vectors", "has"), ("vectors", "ids"), ("vectors", "scores"),
+              ("vectors", "search"), ("vectors", "best"))
+#: The members a backend declaring ``shared`` implements itself.
+SHARED_MEMBERS = ("version", "last_committed_version", "changes_since", "load_all")
 
 
 class GraphBackend(Protocol):
@@ -265,6 +302,42 @@ class OpenedBackend:
             raise first
 
 
+#: ``saver(saver_class, connection, where)``: the package's checkpointer of LangGraph class
+#: ``saver_class`` on ``connection``, loading only what the methods store and labelled ``where`` in
+#: errors (the shared layer, :mod:`langgraph_kgmem.persistence`, hands it to the hooks below, so a
+#: backend cannot build a checkpointer that skips those checks).
+SaverFactory = Callable[[type, Any, str], Any]
+
+
+@dataclass(frozen=True)
+class PersistenceHooks:
+    """How a backend keeps the methods' LangGraph checkpointer and memory store beside its KG, in
+    its own storage (:func:`~langgraph_kgmem.persistence.open_persistence` calls these and knows
+    no backend). What a backend needs for it (the tables it checks, its setup lock, the mapping of
+    its driver's errors to the package's) stays inside the hooks.
+
+    Attributes:
+        open: ``open(target, saver)`` → ``(checkpointer, store)``, set up (tables created or
+            migrated) and checked; ``target`` is what the backend's ``claims`` accepted.
+        open_async: ``open_async(target, saver)`` → an async context manager yielding the async
+            pair on the same tables, closed on exit.
+        holds_memory: ``holds_memory(target)``: whether ``target`` may already hold memory written
+            by an earlier process (deletes and replaces then open the pair to invalidate it).
+        env: an environment variable whose value, when set, is a target of this backend that every
+            KG's checkpointer and store use instead of the KG's own storage (None: no such variable).
+        store_lock: ``store_lock(store, key)``: for a memory store of this backend (one it opened or
+            the user's own of the same LangGraph class), a context manager holding ``key``
+            exclusively across processes; None for any other store
+            (:func:`~langgraph_kgmem.memory.locks.memory_lock` adds the thread lock around it).
+    """
+
+    open: Callable[[str, SaverFactory], tuple[Any, Any]]
+    open_async: Callable[[str, SaverFactory], AbstractAsyncContextManager[tuple[Any, Any]]]
+    holds_memory: Callable[[str], bool]
+    env: str | None = None
+    store_lock: Callable[[Any, str], AbstractContextManager[None] | None] = lambda store, key: None
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """One registered backend: which targets it opens, how, and how the conformance suite gets a
@@ -284,6 +357,15 @@ class BackendSpec:
             marks its tests ``integration``.
         drop: ``drop(target, name)`` removes KG ``name`` from a server target, True if it existed
             (None: a KG is its directory, deleted as one).
+        persistence: where the methods' checkpointer and memory store live for a KG of this backend
+            (:class:`PersistenceHooks`; None: in memory only).
+        push_ppr: ``push_ppr(target, name=...)`` → a reader answering ``ppr(seeds, ...)`` by forward
+            push straight from storage (None: PPR runs on the KG's in-memory snapshot only).
+        capabilities: what the backend does beyond the required core, from :data:`CAPABILITIES`;
+            each hook above is present exactly when its capability is declared.
+
+    Raises:
+        ValueError: an unknown capability, or a declaration and its hook that disagree.
     """
 
     name: str
@@ -293,3 +375,17 @@ class BackendSpec:
     open_options: dict[str, Any] = field(default_factory=dict)
     server: bool = False
     drop: Callable[[str, str], bool] | None = None
+    persistence: PersistenceHooks | None = None
+    push_ppr: Callable[..., Any] | None = None
+    capabilities: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.capabilities) - set(CAPABILITIES))
+        if unknown:
+            raise ValueError(f"backend {self.name!r} declares unknown capabilities {unknown}: "
+                             f"choose from {sorted(CAPABILITIES)}")
+        for capability, hook in (("drop", self.drop), ("persistence", self.persistence), ("push_ppr", self.push_ppr)):
+            if (capability in self.capabilities) != (hook is not None):
+                raise ValueError(f"backend {self.name!r} {'declares' if hook is None else 'does not declare'} "
+                                 f"the {capability!r} capability but {'has no' if hook is None else 'has a'} "
+                                 f"{capability} hook: declare it exactly when the hook is given")

@@ -1,9 +1,10 @@
 """The registered storage backends, and the one place that turns a target (a directory path or a
 database URI) into an opened backend.
 
-A new backend is a module that implements the contract
-(:mod:`~langgraph_kgmem.kg.backends.contract`) and exports a :class:`BackendSpec`; adding it to
-:data:`BACKENDS` registers it for :func:`open_backend` (so for ``KnowledgeGraph.open``, the CLI,
+A new backend is a package under ``kg/backends/`` that implements the contract's core
+(:mod:`~langgraph_kgmem.kg.backends.contract`, defaults for the rest in
+:mod:`~langgraph_kgmem.kg.backends.base`) and exports a :class:`BackendSpec`; adding it to
+:data:`BACKENDS` (one line here) registers it for :func:`open_backend` (so for ``KnowledgeGraph.open``, the CLI,
 the server and migration) and for the conformance suite. The first spec that claims a target
 opens it: URI schemes first, directory paths last.
 """
@@ -14,10 +15,17 @@ import os
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
-from langgraph_kgmem.kg.backends.embedded import SPECS as EMBEDDED_SPECS
-from langgraph_kgmem.kg.backends.postgres import SPEC as POSTGRES_SPEC
+from langgraph_kgmem.kg.backends.embedded.opener import SPECS as EMBEDDED_SPECS
+from langgraph_kgmem.kg.backends.embedded.opener import open_in_memory as open_embedded_in_memory
+from langgraph_kgmem.kg.backends.postgres.opener import SPEC as POSTGRES_SPEC
 
 BACKENDS: tuple[BackendSpec, ...] = (POSTGRES_SPEC, *EMBEDDED_SPECS)
+
+
+def open_in_memory() -> OpenedBackend:
+    """A throw-away KG storage, nothing on disk (``KnowledgeGraph.in_memory``): the embedded
+    backend's SQLite ``:memory:`` and numpy vectors."""
+    return open_embedded_in_memory()
 
 
 def registered_backends() -> tuple[BackendSpec, ...]:

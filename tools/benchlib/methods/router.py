@@ -7,11 +7,12 @@ retrieved ids are the routed method's ranking: the ranked passages of CatRAG / H
 chunks of AutoPrunedRetriever's runs, the evidence ids of the others (a records or graph method
 asked a passage question retrieves no passage: a miss).
 
-Oracle decider: one responder per question, by the question's part (gold used only inside it):
-passage questions answer CatRAG's steps with CatRAG's oracle, ReMindRAG's with ReMindRAG's, any
-other with the competent reader; records questions with KG-IRAG's oracle; book-graph questions
-with R3-Cycle's noisy agent. The router's own decision (asked only when its rules are unsure)
-is the rules' pick, or with probability ``--noise`` a random candidate.
+Oracle decider: each routed method's calls meet the responder that method's own adapter gives the
+question (its own dice, gold used only inside it) on the parts it was built for, and an LLM without
+the right data elsewhere (as ``MixedAdapter`` does for the single methods): routing a question to a
+method reproduces that method's single run, so router and single methods differ by the routing
+only. The router's own decision (asked only when its rules are unsure) is the rules' pick, or with
+probability ``--noise`` a random candidate.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ from langgraph_kgmem.graphs.autopruned import sync_codebook
 from langgraph_kgmem.graphs.router import DEFAULT_METHODS, create_router_graph
 
 PASSAGE_PARTS = ("hotpotqa", "musique")
-CATRAG_STEPS = frozenset({"filter_facts", "anchor_entities", "weight_edges", "summarize_neighbour", "answer"})
-REMINDRAG_STEPS = frozenset({"check_sufficiency", "traverse_step", "mark_useful", "decompose"})
 APR_OPTIONS = dict(next(a for a in APR_ADAPTERS if a.name == "autopruned").options)
 
 
@@ -45,45 +44,87 @@ def retrieved_ids(out: dict[str, Any]) -> list[str]:
     return [e["id"] for e in out.get("evidence", []) if "id" in e]
 
 
+# the parts each routed method was built for: there it meets its own adapter's oracle, elsewhere an
+# LLM without the right data (benchlib.mixed.MixedAdapter's rule, so a routed run equals the single run)
+OWN_PARTS = {"hipporag2": PASSAGE_PARTS, "catrag": PASSAGE_PARTS, "remindrag": PASSAGE_PARTS,
+             "autopruned": PASSAGE_PARTS, "kgirag": ("beijing-rain",), "r3cycle": ("graph-qa",),
+             "graphcot": ("graph-qa",)}
+
+
+def _own_oracle(ctx: BenchContext, q: BenchQuestion, method: str) -> Responder:
+    """The responder ``method``'s own adapter gives ``q`` (same dice: seeded by that method's name)."""
+    if method in ("hipporag2", "catrag"):
+        return catrag_oracle(ctx, q, method)
+    if method == "remindrag":
+        return ReMindRAGAdapter().oracle(ctx, q)
+    if method == "autopruned":
+        return passage_oracle(ctx, q)
+    if method == "kgirag":
+        return temporal_oracle(q, mistakes(ctx, q, "kgirag"))
+    return NoisyOracle(q, float(ctx.options.get("noise") or 0.0), int(ctx.options.get("seed") or 0))
+
+
+def _nothing(messages: list[Any], request: Any) -> Any:
+    return "no answer" if request is None or request.schema is None else "{}"
+
+
+def running_method() -> str | None:
+    """The routed method whose subgraph makes the current call (its node ``run_<method>`` opens the
+    checkpoint namespace), or None outside one (the routing decision)."""
+    from langgraph.config import get_config
+
+    try:
+        ns = str((get_config().get("configurable") or {}).get("checkpoint_ns") or "")
+    except RuntimeError:
+        return None
+    head = ns.split("|", 1)[0].split(":", 1)[0]
+    return head[len("run_"):] if head.startswith("run_") else None
+
+
 def router_oracle(ctx: BenchContext, q: BenchQuestion) -> Responder:
-    """The responder of one question (see the module docstring)."""
+    """The responder of one question: each routed method meets the responder its own adapter gives
+    (the same dice), so routing to a method reproduces that method's single run; the routing decision
+    is the rules' pick, or with probability ``--noise`` a random candidate."""
     part = q.extra.get("part")
     dice = mistakes(ctx, q, "router")
-    if part in PASSAGE_PARTS:
-        cat, rem, reader = catrag_oracle(ctx, q, "catrag"), ReMindRAGAdapter().oracle(ctx, q), passage_oracle(ctx, q)
-
-        def own(messages: list[Any], request: Any) -> Any:
-            step = getattr(request, "step", None)
-            if step in CATRAG_STEPS:
-                return cat(messages, request)
-            if step in REMINDRAG_STEPS:
-                return rem(messages, request)
-            return reader(messages, request)
-    elif part == "beijing-rain":
-        own = temporal_oracle(q, mistakes(ctx, q, "kgirag"))
-    else:
-        own = NoisyOracle(q, float(ctx.options.get("noise") or 0.0), int(ctx.options.get("seed") or 0))
+    own: dict[str, Responder] = {}
 
     def respond(messages: list[Any], request: Any) -> Any:
         if getattr(request, "step", None) == "route_question":
             names = [c["method"] for c in request.context["candidates"]]
             pick = dice.rng.choice(names) if dice.wrong() else request.context["rules"]
             return {"method": pick, "reason": "the rules' pick" if pick == request.context["rules"] else "a guess"}
-        return own(messages, request)
+        method = running_method() or ""
+        if part not in OWN_PARTS.get(method, ()):
+            return _nothing(messages, request)
+        if method not in own:
+            own[method] = _own_oracle(ctx, q, method)
+        return own[method](messages, request)
 
     return respond
 
 
 class RouterAdapter:
-    name = "router"
+    """``router``: the router on the KG's own store (SQLite for an embedded KG); ``router-memstore``
+    (only when named): the same on LangGraph's InMemoryStore, to measure its overhead there."""
+
     corpus = "mixed"
     datasets = ("mixed",)
     mixed_parts = ("hotpotqa", "musique", "beijing-rain", "graph-qa")
 
+    def __init__(self, name: str = "router", *, memory_store: bool = False) -> None:
+        self.name = name
+        self.memory_store = memory_store
+        self.in_default_run = not memory_store
+
     def setup(self, ctx: BenchContext) -> None:
-        sync_codebook(ctx.kg, ctx.store, phrase_facts=APR_OPTIONS["phrase_facts"])
-        ctx.cache["router"] = create_router_graph(ctx.kg, model="offline", store=ctx.store,
-                                                  method_options={"autopruned": APR_OPTIONS}).compile(store=ctx.store)
+        from langgraph.store.memory import InMemoryStore
+
+        store = InMemoryStore() if self.memory_store else ctx.store
+        ctx.cache["router_store"] = store
+        sync_codebook(ctx.kg, store, phrase_facts=APR_OPTIONS["phrase_facts"])
+        ctx.cache["router"] = create_router_graph(ctx.kg, model="offline", store=store,
+                                                  method_options={"autopruned": APR_OPTIONS}).compile(store=store)
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache["router"].invoke({"question": q.question}, context={"model": model})
@@ -91,7 +132,9 @@ class RouterAdapter:
         ctx.cache.setdefault("router_runs", {})[q.id] = {"run_id": out["run_id"], "method": route["method"]}
         extra = {"routing_ms": route["routing_ms"], "overhead_ms": route["overhead_ms"],
                  "learning_ms": route["learning_ms"],
-                 "escalated": float(route["escalated"]), "model_routed": float(route["decider"] != "rules"),
+                 "escalated": float(route["escalated"]), "routed_to": route["method"], "form": route["form"],
+                 "confidence": max((t["confidence"] for t in route["tried"] if t["method"] == route["method"]),
+                                   default=0.0), "model_routed": float(route["decider"] != "rules"),
                  **{f"to_{m}": float(route["method"] == m) for m in DEFAULT_METHODS}}
         return MethodResult(retrieved_ids=retrieved_ids(out), answer=out.get("answer"), usage=out.get("usage") or {},
                             retrieved_count=len(out.get("evidence") or []), extra=extra)
@@ -100,4 +143,4 @@ class RouterAdapter:
         return router_oracle(ctx, q)
 
 
-ADAPTERS = [RouterAdapter()]
+ADAPTERS = [RouterAdapter(), RouterAdapter("router-memstore", memory_store=True)]

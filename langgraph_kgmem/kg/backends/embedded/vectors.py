@@ -21,8 +21,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
-from langgraph_kgmem.kg.files import (JOURNAL_FILE, append_vector_journal, replay_journal, save_npz_vectors,
-                                     write_journal)
+from langgraph_kgmem.kg.backends.base import VectorIndexBase
+from langgraph_kgmem.kg.backends.embedded.files import (JOURNAL_FILE, append_vector_journal, replay_journal,
+                                                       save_npz_vectors, write_journal)
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 from langgraph_kgmem.ranking import best_first
 
@@ -165,7 +166,7 @@ CHROMA_FLUSH_ROWS = 4096
 _Part = tuple[list[str], np.ndarray, list[str]]   # (ids, vectors, kinds) of one upsert call
 
 
-class NumpyVectorIndex:
+class NumpyVectorIndex(VectorIndexBase):
     """In-memory vector index (cosine on unit vectors)."""
 
     kind = "memory"

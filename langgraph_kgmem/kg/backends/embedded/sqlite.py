@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from langgraph_kgmem.errors import NotAKnowledgeGraphError, StorageError
+from langgraph_kgmem.kg.backends.base import GraphStoreBase
 from langgraph_kgmem.kg.backends.schema import FIRST_VERSION, SCHEMA_VERSION, announce, columns_at, pending
 from langgraph_kgmem.kg.stored import edge_from_row, json_object, node_from_row
 from langgraph_kgmem.kg.types import Edge, Node
@@ -121,7 +122,7 @@ def check_kg_tables(conn: sqlite3.Connection, path: str, *, create: bool) -> Non
 
 
 
-class SqliteGraphStore:
+class SqliteGraphStore(GraphStoreBase):
     """Persistent structure of one KG (the embedded :class:`~langgraph_kgmem.kg.backends.contract.GraphBackend`).
     Writes are grouped with :meth:`transaction`; one process writes a KG directory at a time."""
 

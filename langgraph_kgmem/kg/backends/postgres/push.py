@@ -407,7 +407,8 @@ class LazyPushPpr:
 
         Raises:
             KgmemInputError: ``uri`` is not a PostgreSQL URI, or the database has no KG ``name``."""
-        from langgraph_kgmem.kg.backends.postgres import PgDatabase, PostgresGraphStore, is_postgres_uri
+        from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
+        from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase, is_postgres_uri
 
         if not is_postgres_uri(uri):
             raise KgmemInputError(f"LazyPushPpr reads a PostgreSQL KG: give a postgresql:// URI, not {uri!r}")

@@ -4,7 +4,7 @@ and the vectors in Chroma (``chroma/``) or numpy (``vectors.npz`` + ``vectors.jo
 One writer process per directory, enforced by a file lock (``.lock``) held while the KG is open:
 Chroma's persistent client is not safe for several. Everything in the directory is checked before
 anything opens it (no symbolic links, no special files, nothing foreign), see
-:mod:`~langgraph_kgmem.kg.files`.
+:mod:`~langgraph_kgmem.kg.backends.embedded.files`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from typing import Callable, Iterator
 
 from langgraph_kgmem.errors import KgmemInputError, NotAKnowledgeGraphError
 from langgraph_kgmem.kg.backends.contract import BackendSpec, OpenedBackend
-from langgraph_kgmem.kg.backends.embedded_vectors import ChromaVectorIndex, NumpyVectorIndex
-from langgraph_kgmem.kg.backends.sqlite import SqliteGraphStore
-from langgraph_kgmem.kg.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, VECTORS_FILE, check_kg_entries,
-                                     detect_vector_backend, load_npz_vectors, private_dir, private_file, restrict_tree,
-                                     save_npz_vectors)
+from langgraph_kgmem.kg.backends.embedded.files import (CHROMA_JOURNAL_FILE, JOURNAL_FILE, VECTORS_FILE,
+                                                       check_kg_entries, detect_vector_backend, load_npz_vectors,
+                                                       private_dir, private_file, restrict_tree, save_npz_vectors)
+from langgraph_kgmem.kg.backends.embedded.persistence import HOOKS
+from langgraph_kgmem.kg.backends.embedded.sqlite import SqliteGraphStore
+from langgraph_kgmem.kg.backends.embedded.vectors import ChromaVectorIndex, NumpyVectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -176,10 +177,15 @@ def scratch_directories(workdir: Path) -> Iterator[Callable[[], str]]:
     yield lambda: str(workdir / f"kg{next(count)}")
 
 
+#: what the embedded backend does beyond the contract's core (one writer per directory: not ``shared``)
+CAPABILITIES = frozenset({"bulk_reads", "persistence"})
+
 SPECS = (
     BackendSpec("sqlite+memory", lambda target, vb: is_directory_target(target) and vb == "memory",
-                open_directory, scratch_directories, open_options={"vector_backend": "memory"}),
+                open_directory, scratch_directories, open_options={"vector_backend": "memory"}, persistence=HOOKS,
+                capabilities=CAPABILITIES),
     # a directory without a vector backend asked for: its own (open_directory detects it), Chroma if new
     BackendSpec("sqlite+chroma", lambda target, vb: is_directory_target(target) and vb != "memory",
-                open_directory, scratch_directories, open_options={"vector_backend": "chroma"}),
+                open_directory, scratch_directories, open_options={"vector_backend": "chroma"}, persistence=HOOKS,
+                capabilities=CAPABILITIES),
 )

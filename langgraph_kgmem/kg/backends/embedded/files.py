@@ -24,7 +24,7 @@ are not a record at all are an error, not the journal's end.
 
 The Chroma backend journals the same way (``chroma.journal``): each transaction's vectors are
 appended there before it commits, and go to Chroma in one upsert per space once
-:data:`~langgraph_kgmem.kg.backends.embedded_vectors.CHROMA_FLUSH_ROWS` have gathered (and at
+:data:`~langgraph_kgmem.kg.backends.embedded.vectors.CHROMA_FLUSH_ROWS` have gathered (and at
 close, and before a delete); an open after a crash replays the journal into Chroma.
 """
 
@@ -57,6 +57,9 @@ KG_DIRS = ("chroma",)
 KG_FILE_PREFIXES = ("kg.sqlite", "memory.sqlite", "vectors.", "chroma")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 JOURNAL_COMPACT_BYTES = 8 << 20
+# the vector spaces a KG directory keeps: "nodes" and "facts" (the graph's rows), and "texts"
+# (short texts embedded once per KG, keyed by content: KnowledgeGraphCore.text_vectors)
+VECTOR_SPACES = ("nodes", "facts", "texts")
 
 
 def detect_vector_backend(root: Path, asked: str | None) -> str:
@@ -291,7 +294,7 @@ def kinds_of(index: Any, space: str, ids: Sequence[str]) -> list[str]:
 def save_npz_vectors(root: Path, index: Any) -> None:
     """Write every vector to vectors.npz (atomically, 0600, no pickles) and drop the journal."""
     arrays: dict[str, Any] = {}
-    for space in ("nodes", "facts"):
+    for space in VECTOR_SPACES:
         ids, mat = index.matrix(space)
         arrays[f"{space}_ids"] = np.asarray(ids, dtype=str)
         arrays[f"{space}_kinds"] = np.asarray(kinds_of(index, space, ids), dtype=str)
@@ -302,7 +305,7 @@ def save_npz_vectors(root: Path, index: Any) -> None:
         np.savez(fh, **arrays)
     os.replace(tmp, root / VECTORS_FILE)
     (root / JOURNAL_FILE).unlink(missing_ok=True)
-    for space in ("nodes", "facts"):
+    for space in VECTOR_SPACES:
         index.take_dirty(space)
 
 
@@ -428,7 +431,7 @@ def replay_journal(path: Path, index: Any) -> int:
     records, good, size = read_journal(path)
     for space, ids, kinds, mat in records:
         try:
-            if space not in ("nodes", "facts") or len(kinds) != len(ids):
+            if space not in VECTOR_SPACES or len(kinds) != len(ids):
                 raise KgmemInputError(f"a record for space {space!r} with {len(ids)} ids and {len(kinds)} kinds")
             index.upsert(space, ids, mat, kinds, normalized=True)
         except KgmemInputError as exc:
@@ -452,7 +455,7 @@ def replay_journal(path: Path, index: Any) -> int:
 def append_vector_journal(root: Path, index: Any) -> None:
     """Append the vectors upserted since the last save (unit rows) to ``vectors.journal``; fold the
     journal into the npz once it outgrows it."""
-    todo = [(space, ids) for space in ("nodes", "facts") if (ids := index.take_dirty(space))]
+    todo = [(space, ids) for space in VECTOR_SPACES if (ids := index.take_dirty(space))]
     if not todo:
         return
     journal = root / JOURNAL_FILE
@@ -475,7 +478,9 @@ def load_npz_vectors(root: Path, index: Any) -> bool:
     if f.exists() or f.is_symlink():
         try:
             data, legacy = _read_npz(f)
-            for space in ("nodes", "facts"):
+            for space in VECTOR_SPACES:
+                if f"{space}_ids" not in data and space == "texts":
+                    continue   # written before the texts space existed
                 ids = [str(x) for x in data[f"{space}_ids"]]
                 if ids:
                     index.upsert(space, ids, data[f"{space}_mat"], [str(x) for x in data[f"{space}_kinds"]],
