@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
 from langgraph_kgmem.memory import memory_scope
+from langgraph_kgmem.memory.prior_runs import index_question
 from langgraph_kgmem.memory.runs import evidence_provenance, run_record, run_record_ops
 
 if TYPE_CHECKING:
@@ -75,6 +76,9 @@ def finish_run(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Se
     rid, ops = run_ops(kg, method=method, question=question, evidence=evidence, answer=answer, scope=scope,
                        run_id=run_id)
     found.batch(ops)
+    # the question index: a later run of this question (any method, reuse=True) finds this one
+    asked = " ".join(str(question).split())
+    index_question(found, kg.name, memory_scope(scope), asked, kg.embed_query(asked), method, rid)
     return {"run_id": rid}
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchlib import corpus as corpora
+from benchlib import curves
 from benchlib.api import BenchContext, BenchQuestion, gold_passage_keys, ranked_passages
 from benchlib.common import OUTPUT_DIR, BenchError, log, make_embeddings
 from benchlib.datasets import (DATASETS, REPO_ROOT, DatasetError, dataset_label, is_qa_dataset,
@@ -202,7 +203,8 @@ def extraction_model(args: argparse.Namespace) -> tuple[Any, str]:
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"seed": args.seed if args.seed is not None else 0, "noise": args.noise, "quick": args.quick,
             "corpus": args.corpus, "embeddings": args.embeddings, "passes": args.passes,
-            "llm_latency": args.llm_latency}
+            "llm_latency": args.llm_latency, "reuse": getattr(args, "reuse", False),
+            "reuse_similarity": getattr(args, "reuse_similarity", None)}
 
 
 # ------------------------------------------------------------------------------------ running
@@ -319,16 +321,21 @@ def run_plan(plan: MethodPlan, passes: Sequence[int], run_dir: Path, emb: Any, a
     """Run ``passes`` of one method; returns {pass: {"outcomes", "setup_seconds"}}."""
     out = {p: {"outcomes": [], "setup_seconds": 0.0} for p in passes}
     errors: list[str] = []
+    ask = getattr(args, "_ask", None)   # --paraphrases: later passes ask each question reworded
+    first = getattr(args, "_after", None)   # --after: another method asks the questions first
     for c in plan.corpora:
         ctx = open_context(plan, c, run_dir, emb, args, reopen)
         try:
+            if first is not None and not reopen:
+                curves.warm_up(first, ctx, c.questions, args.decider, llm, run_question)
             t0 = time.perf_counter()
             plan.adapter.setup(ctx)
             out[passes[0]]["setup_seconds"] += time.perf_counter() - t0
             for p in passes:
                 ctx.options["pass"] = p
                 for q in c.questions:
-                    out[p]["outcomes"].append(run_question(plan.adapter, ctx, q, args.decider, llm, errors))
+                    out[p]["outcomes"].append(run_question(plan.adapter, ctx, ask(q, p) if ask else q, args.decider,
+                                                           llm, errors))
         finally:
             ctx.kg.close()
     if errors:
@@ -346,7 +353,8 @@ def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argpars
                 for o in res["outcomes"]:
                     f.write(json.dumps({"method": plan.adapter.name, "dataset": dataset_label(args.dataset), "pass": p,
                                         **o.to_dict()}) + "\n")
-        more = {**(who or {}), "corpus": plan.mode, "embeddings": args.embeddings,
+        more = {**(who or {}), "corpus": plan.mode, "embeddings": args.embeddings, "asked": curves.asked(args, p),
+                "after": getattr(args, "after", None),
                 "noise": args.noise if args.decider == "oracle" else None,
                 "setup_seconds": round(res["setup_seconds"], 3) if res["setup_seconds"] else None}
         rows.append(aggregate(res["outcomes"], method=plan.adapter.name, decider=args.decider,
@@ -462,6 +470,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--feedback-targets", default=None, metavar="M1,M2",
                     help="--feedback-split: the methods measured on the second half (default: dense, catrag, "
                          "hipporag2, remindrag, autopruned)")
+    ap.add_argument("--paraphrases", action="store_true",
+                    help="pass 1 asks the questions, later passes their hand-written paraphrases "
+                         "(benchmarks/data/paraphrases; hotpotqa and musique-train100, first 30 questions each)")
+    ap.add_argument("--after", metavar="METHOD", default=None,
+                    help="METHOD asks the same questions on the same KG and store first (not reported): what "
+                         "another method's runs save the measured methods")
+    ap.add_argument("--reuse", action="store_true",
+                    help="methods with the switch (remindrag, catrag, hipporag2) run with reuse=True: a question "
+                         "asked before, by any method, starts from that run's confirmed evidence (docs/memory.md)")
+    ap.add_argument("--reuse-similarity", type=float, default=None,
+                    help="--reuse: the cosine at which a stored question counts as the same one reworded "
+                         "(default: the methods' own, 0.8; above 1: the same wording only)")
     ap.add_argument("--_worker-pass", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--_run-dir", help=argparse.SUPPRESS)
     ap.add_argument("--_worker-out", help=argparse.SUPPRESS)
@@ -601,6 +621,10 @@ def _run_with(args: argparse.Namespace, argv: list[str], reg: Registry, adapters
     who = model_info(args.decider, llm, server)
     t_start = time.perf_counter()
     plans = plan_methods(args, adapters, emb)
+    if args.paraphrases and plans:
+        args._ask = curves.paraphrase_asker(args.dataset, plans[0].questions)
+    if args.after:
+        (args._after,) = select_methods(reg, args.after, args.dataset)
     run_dir = Path(args._run_dir) if worker else corpora.CACHE_DIR / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     rows: list[dict[str, Any]] = []
     if worker:

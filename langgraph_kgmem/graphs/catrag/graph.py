@@ -48,14 +48,9 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         answer: ``False`` skips the answer step (retrieval only).
         llm_concurrency: how many of the dynamic-weighting step's independent LLM calls (the
             neighbour summaries, then one score per seed) run at once; 1 = one after another.
-        ppr_method, ppr_eps: the PPR algorithm (see ``KnowledgeGraph.ppr``): ``"auto"`` (default)
-            is forward push only where push's own error bound certifies the top ``top_passages``
-            passages as the exact iteration's and push costs less, the exact iteration otherwise
-            (small graphs, hubs among the top passages); ``"exact"`` / ``"push"`` force one.
-            ``ppr_eps`` is push's residual threshold (each score low by at most ``eps`` × the
-            node's degree; ``"auto"`` starts there and lowers it): the reset covers every passage,
-            so each holds a tiny share of it and a forced push needs a finer eps than ``kg.ppr``'s
-            few seeds do.
+        ppr_method, ppr_eps: the PPR algorithm (see ``KnowledgeGraph.ppr``): ``"auto"`` (default) is
+            forward push only where push's own error bound certifies the top passages and push costs
+            less; ``"exact"`` / ``"push"`` force one. ``ppr_eps``: push's residual threshold.
         dense_fusion: ``True`` (default): the final passage ranking takes the PPR ranking and the
             dense ranking of the passages by cosine with the question in turns, PPR first
             (:func:`~langgraph_kgmem.ranking.interleave`): the top ``2n`` holds PPR's top ``n`` and
@@ -79,6 +74,12 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
             credit read. experience_distractor_after: a passage marked wrong in this many runs
             (and useful in none) reads as a distractor for every question (0: never).
             memory_scope: tenant labels of the run records and experience namespaces.
+        reuse / reuse_similarity: start from a confirmed earlier run of the same question, or of one
+            reworded (cosine at least ``reuse_similarity``), by any method of this tenant
+            (``docs/memory.md``; off by default): its passages seed PageRank, the fact filter,
+            anchoring and edge scoring take their offline heuristics, and where the evidence is
+            all among the passages that run was given its answer is given again without a call;
+            ``reused`` says which run.
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage, method, run_id

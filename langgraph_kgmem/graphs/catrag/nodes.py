@@ -28,6 +28,7 @@ from langgraph_kgmem.graphs.catrag.schemas import (HUB_TOP, MAX_CONTEXT_FACTS, M
                                                    score_multiplier)
 from langgraph_kgmem.graphs.common import (check_question, content_words, emit_progress, evidence_item,
                                            fence, named_in, require, run_model)
+from langgraph_kgmem.graphs.reuse import own_run_first, prior_run, reuse_facts, reuse_seeds, reused_answer
 from langgraph_kgmem.graphs.runs import finish_run, run_store
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.ingest.extract import offline_entities
@@ -66,8 +67,10 @@ def retrieve_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps:
     for e, score in deps.kg.nearest_facts(question, opts.top_facts):
         out.append({"id": e.id, "text": deps.kg.fact_text(e), "score": round(float(score), 6), "src": e.src,
                     "dst": e.dst, "chunks": list(e.attrs.get("chunks", []))})
+    reused = prior_run(deps.kg, deps.store, opts.memory_scope, question, method=opts.method,
+                       similarity=opts.reuse_similarity) if opts.reuse else None
     return {"candidates": out, "method": opts.method, "fallback": None, "anchors": [], "overrides": [],
-            "edge_weights": {}, "usage": fresh_usage(), "model": model_label(mdl),
+            "edge_weights": {}, "usage": fresh_usage(), "model": model_label(mdl), "reused": reused,
             "timings": {"retrieve_facts": _ms(t0)}}
 
 
@@ -94,6 +97,9 @@ def filter_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps: C
         bad = [k for k in d.keep if not 1 <= k <= len(cands)]
         return f"fact number {bad[0]} does not exist; choose from 1..{len(cands)}" if bad else None
 
+    if state.get("reused"):   # the facts of the earlier run's passages, no model call
+        facts = reuse_facts(cands, state["reused"], opts.filter_keep) or [cands[k - 1] for k in offline().keep]
+        return {"facts": facts, "timings": _add(state, "filter_facts", t0)}
     prompt = render(opts.prompt("filter"), question=state["question"], keep=opts.filter_keep,
                     facts=fence([f"{i}. {c['text']}" for i, c in enumerate(cands, 1)]))
     decision, usage = decide(mdl, RecognizedFacts, prompt, step="filter_facts", offline=offline,
@@ -107,7 +113,7 @@ def anchor_entities(state: CatragState, runtime: Runtime[CatragOptions], *, deps
     """Symbolic anchoring: the question's named entities → nearest entity nodes as weak seeds."""
     t0 = time.perf_counter()
     opts = options_of(runtime, deps.options)
-    mdl = run_model(runtime, deps.model)
+    mdl = "offline" if state.get("reused") else run_model(runtime, deps.model)
     kg = deps.kg
     question = state["question"]
     idx = kg_index(kg)
@@ -202,7 +208,7 @@ def weight_edges(state: CatragState, runtime: Runtime[CatragOptions], *, deps: C
     """Query-aware edge weighting on the relation edges leaving the top ``n_seed`` seeds."""
     t0 = time.perf_counter()
     opts = options_of(runtime, deps.options)
-    mdl = run_model(runtime, deps.model)
+    mdl = "offline" if state.get("reused") else run_model(runtime, deps.model)   # reuse: no scoring calls
     kg = deps.kg
     idx = kg_index(kg)
     question = state["question"]
@@ -278,6 +284,7 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
         np.add.at(reset, idx.chunk_rows, minmax(dense) * opts.passage_weight)
     ov = {(a, b): float(m) for a, b, m in state.get("overrides", []) if a in snap.index and b in snap.index}
     experience_priors(kg, snap, reset, ov, credited, opts.experience_weight, seed_mass)
+    reuse_seeds(snap.index, reset, state.get("reused"), seed_mass)
     # exact runs stop once the evidence (top_passages) is certified; push is local to the seeds
     res = kg.ppr_scores(reset, snapshot=snap, damping=opts.damping, overrides=ov or None, method=opts.ppr_method,
                         eps=opts.ppr_eps, top_k=opts.top_passages, top_rows=idx.chunk_rows)
@@ -290,6 +297,7 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
         passages = fuse_dense(idx, scores, dense, opts.rank_depth)
     else:
         passages = rank_rows(snap, scores, idx.chunk_rows, opts.rank_depth)
+    passages = own_run_first(passages, state.get("reused"), opts.method, opts.rank_depth)
     top = best_first(scores, HUB_TOP)
     stats = {"hub_mass": round(hub_mass(scores, idx.hub_mask), 6), "seeds": n_seeds, "overrides": len(ov),
              "method": res.method,
@@ -332,9 +340,11 @@ def answer(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragD
     # the PPR ranking's entities are the method's own path to the answer
     path = path_names(deps.kg, [n for n, _ in (state.get("ppr") or {}).get("top_nodes", [])])
     further = [evidence_item(deps.kg, p["id"]) for p in state.get("passages", [])[len(evidence):2 * len(evidence)]]
-    text, usage = answer_with_candidates(mdl, state["question"], evidence, path, further=further,
-                                         context={"evidence_texts": [e["text"] for e in evidence],
-                                                  "method": opts.method})
+    text, usage = reused_answer(state.get("reused"), evidence), {}
+    if text is None:
+        text, usage = answer_with_candidates(mdl, state["question"], evidence, path, further=further,
+                                             context={"evidence_texts": [e["text"] for e in evidence],
+                                                      "method": opts.method})
     run = finish_run(deps.kg, method=opts.method, question=state["question"], evidence=evidence, answer=text,
                      store=deps.store, scope=opts.memory_scope)
     return {"answer": text, "usage": usage, "timings": _add(state, "answer", t0, usage), **run}

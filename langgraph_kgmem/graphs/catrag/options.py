@@ -62,6 +62,11 @@ class CatragOptions(PromptOptions):
                                                     "passage's credit reads as zero")
     experience_distractor_after: int = Field(2, description="experience: runs that marked a passage wrong (none "
                                                             "useful) before it is demoted for every question; 0: never")
+    reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
+                                           "any method of this tenant: its passages seed PageRank, the fact filter, "
+                                           "anchoring and edge scoring decide offline")
+    reuse_similarity: float = Field(0.8, description="reuse: cosine at which a stored question counts as this one "
+                                                     "reworded (above 1: the same question only)")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the run records and experience "
                                                                  "namespaces, e.g. ('{user_id}',)")
 
@@ -76,6 +81,7 @@ class CatragOptions(PromptOptions):
             raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
         check_number("experience_weight", opts["experience_weight"], 0.0, 1.0)
+        check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
         check_number("experience_gate", opts["experience_gate"], 0.0, 1.0, high_open=True)
         check_number("experience_distractor_after", opts["experience_distractor_after"], 0.0)
         scope = opts["memory_scope"]

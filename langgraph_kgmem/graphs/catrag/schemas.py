@@ -53,6 +53,7 @@ class CatragState(BaseState, total=False):
     ppr: dict[str, Any]                   # hub_mass, top_nodes, seeds, overrides, ms
     fallback: str | None                  # "dense" when no fact survived the filter
     timings: dict[str, float]             # non-LLM ms per step
+    reused: dict[str, Any] | None         # reuse: the earlier run started from (graphs/reuse.py), else None
 
 
 class CatragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
@@ -65,6 +66,7 @@ class CatragOutput(BaseState, total=False):  # answer, evidence, usage, method, 
     ppr: dict[str, Any]
     fallback: str | None
     timings: dict[str, float]
+    reused: dict[str, Any] | None
 
 
 # ------------------------------------------------------------------------------------ decisions

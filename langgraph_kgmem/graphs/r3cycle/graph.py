@@ -38,6 +38,8 @@ def create_r3cycle_graph(
     reflection: bool = True,
     top_n: int = 1,
     prompts: Mapping[str, str] | None = None,
+    reuse: bool = False,
+    reuse_similarity: float = 1.01,
 ) -> StateGraph:
     """Build the R3-Cycle graph (uncompiled); ``reflection=False`` gives plain Graph-CoT.
 
@@ -68,6 +70,10 @@ def create_r3cycle_graph(
         top_n: how many ids RetrieveNode returns.
         prompts: prompt overrides, name -> template (``reason_system``, ``verify``, ``reflect``: the
             ``PROMPTS`` of :mod:`~langgraph_kgmem.graphs.r3cycle.prompts`, which lists their placeholders).
+        reuse, reuse_similarity: a question this tenant asked before (any method), answered and
+            still holding, is answered again from that run, without a walk (``docs/memory.md``);
+            ``reused`` names the run. Off by default. ``reuse_similarity`` above 1 (default): the
+            same question only; a cosine admits rewordings, with nothing to correct a wrong match.
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``
@@ -101,7 +107,7 @@ def create_r3cycle_graph(
                               f"{type(kg_or_graph_env).__name__}")
     options = R3cycleOptions.build(memory_scope=memory_scope, verifier=verifier, max_steps=max_steps,
                                    max_cycles=max_cycles, reflection=reflection, top_n=top_n,
-                                   prompts=prompts or {})
+                                   prompts=prompts or {}, reuse=reuse, reuse_similarity=reuse_similarity)
     deps = R3Deps(env, method_model(model, retry_policy), store, options)
     require(deps.label, model=deps.model, tool_calling=True)   # the factory's model: refused when the graph is built
     if not is_offline(deps.model):
@@ -114,7 +120,7 @@ def create_r3cycle_graph(
     for name in ("start_run", "reason", "act", "record", "verify", "reflect", "replan", "finish_run"):
         builder.add_node(name, bound(getattr(nodes, name)))
     builder.add_edge(START, "start_run")
-    builder.add_edge("start_run", "reason")
+    builder.add_conditional_edges("start_run", nodes.after_start, ["reason", "finish_run"])
     builder.add_edge("reason", "act")
     builder.add_edge("act", "record")
     builder.add_conditional_edges("record", partial(nodes.after_record, reflection=reflection),

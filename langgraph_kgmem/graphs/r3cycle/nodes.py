@@ -30,6 +30,7 @@ from langgraph_kgmem.graphs.r3cycle.records import as_verdict, close_attempt
 from langgraph_kgmem.graphs.r3cycle.schemas import (FINISH, HALT_GROWTH, MAX_ARG_CHARS, MAX_OBSERVATION_CHARS,
                                                     MAX_THOUGHT_CHARS, MAX_TOOL_ARGS, NO_ANSWER, TOOL_CALLS,
                                                     FailureType, Outcome, R3State, Reflection, ToolStep, Verdict)
+from langgraph_kgmem.graphs.reuse import prior_run
 from langgraph_kgmem.graphs.runs import finish_run as record_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import (decide, decision_usage, empty_usage, fallback_record, fresh_usage, invoke_counted,
@@ -46,7 +47,9 @@ def start_run(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps)
     # the run's model and store, before its first call: trajectories are written after each step
     require(deps.label, runtime=runtime, model=run_model(runtime, deps.model), store=deps.store, needs_store=True,
             tool_calling=True, memory_scope=deps.options.memory_scope)
-    return {"run_id": uuid.uuid4().hex[:12], "attempt": 0, "budget": opts.max_steps, "steps": [], "path": [],
+    reused = prior_run(deps.kg, deps.store, deps.options.memory_scope, state["question"], method=deps.method,
+                       similarity=opts.reuse_similarity, passages_only=False) if opts.reuse else None
+    return {"reused": reused, "run_id": uuid.uuid4().hex[:12], "attempt": 0, "budget": opts.max_steps, "steps": [], "path": [],
             "visited": [], "pending": None, "final": None, "guidance": "", "verdict": None, "retry": False,
             "attempts": [], "reflections": [], "method": deps.method, "model": model_label(run_model(runtime, deps.model)),
             "answer": "", "evidence": [], "usage": fresh_usage()}
@@ -298,6 +301,13 @@ def replan(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) ->
 def finish_run(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps) -> dict[str, Any]:
     """The answer and evidence of the last attempt that answered, every attempt, the reflections."""
     attempts = list(state.get("attempts", []))
+    reused = state.get("reused")
+    if reused:   # answered before and still holding: that run's answer and evidence, no walk
+        evidence = [evidence_item(deps.kg, i) for i in reused["passages"]]
+        run = record_run(deps.kg, method=deps.method, question=state["question"], evidence=evidence,
+                         answer=reused["answer"], store=deps.store, scope=deps.options.memory_scope,
+                         run_id=state["run_id"])
+        return {"answer": reused["answer"], "evidence": evidence, "attempts": [], "method": deps.method, **run}
     if not deps.options.reflection:   # Graph-CoT: the single attempt is closed here, unverified
         outcome: Outcome = "finished" if state.get("final") is not None else "halted"
         write_trajectory(deps, state, outcome=outcome, verdict= None)
@@ -312,6 +322,11 @@ def finish_run(state: R3State, runtime: Runtime[R3cycleOptions], *, deps: R3Deps
     run = record_run(deps.kg, method=deps.method, question=state["question"], evidence=evidence, answer=final,
                      store=deps.store, scope=deps.options.memory_scope, run_id=state["run_id"])
     return {"answer": final, "evidence": evidence, "attempts": attempts, "method": deps.method, **run}
+
+
+def after_start(state: R3State) -> Literal["reason", "finish_run"]:
+    """Straight to the end when an earlier run is reused (``reuse``), else the first step."""
+    return "finish_run" if state.get("reused") else "reason"
 
 
 def after_record(state: R3State, *, reflection: bool) -> Literal["reason", "verify", "finish_run"]:
@@ -358,5 +373,5 @@ def tool_call_problem(call: Mapping[str, Any]) -> str:
     return ""
 
 
-__all__ = ["act", "after_record", "redacted_call", "after_reflect", "after_verify", "finish_run", "reason", "record", "reflect", "replan",
+__all__ = ["act", "after_record", "after_start", "redacted_call", "after_reflect", "after_verify", "finish_run", "reason", "record", "reflect", "replan",
            "start_run", "tool_call_problem", "verify", "write_trajectory"]

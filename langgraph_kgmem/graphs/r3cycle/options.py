@@ -40,6 +40,11 @@ class R3cycleOptions(PromptOptions):
     max_cycles: int = Field(1, description="retries after a failed attempt (0: never retry)")
     reflection: bool = Field(True, description="False: Graph-CoT (no verification, reflection or retry)")
     top_n: int = Field(1, description="node ids RetrieveNode returns")
+    reuse: bool = Field(False, description="a question this tenant asked before, answered and still holding, is "
+                                           "answered again from that run without a walk")
+    reuse_similarity: float = Field(1.01, description="reuse: cosine at which a stored question counts as this one "
+                                                      "reworded (default above 1: the same question only, since the "
+                                                      "answer is given again with no walk to correct a wrong match)")
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:

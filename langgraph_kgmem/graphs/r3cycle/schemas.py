@@ -26,6 +26,7 @@ class R3State(BaseState, total=False):
     """R3-Cycle's working state: the current attempt (budget, steps, path, visited nodes, pending tool
     call, answer, verdict) and the closed attempts and reflections of the run."""
     run_id: str
+    reused: dict[str, Any] | None      # reuse: the earlier run answered from (graphs/reuse.py), else None
     attempt: int                       # 0-based index of the current attempt
     budget: int                        # step budget of the current attempt
     steps: list[dict[str, Any]]        # current attempt's log: thought, tool, args, observation
@@ -51,6 +52,7 @@ class R3Output(TypedDict, total=False):
     run_id: str
     attempts: list[dict[str, Any]]
     reflections: list[dict[str, Any]]
+    reused: dict[str, Any] | None
 
 
 

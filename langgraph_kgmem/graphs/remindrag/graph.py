@@ -30,16 +30,13 @@ def create_remindrag_graph(
     seeds_k: int = 2,
     alpha: float = 0.1,
     lam: float = 0.55,
-    max_hops: int = 10,
-    max_steps: int | None = None,
-    max_replay_nodes: int = 64,
+    max_hops: int = 10, max_steps: int | None = None, max_replay_nodes: int = 64,
     synonym_threshold: float | None = None,
     decompose: bool = False, chunk_chars: int = 800,
     human_in_the_loop: bool = False,
-    replay: bool = True, dense_fusion: bool = True,
-    top_passages: int = 5,
+    replay: bool = True, dense_fusion: bool = True, top_passages: int = 5,
     fusion: str = "fixed", fusion_weak: float = 0.0, fusion_strong: float = 1.01, experience: bool = False,
-    prompts: Mapping[str, str] | None = None,
+    reuse: bool = False, reuse_similarity: float = 0.8, prompts: Mapping[str, str] | None = None,
 ) -> StateGraph:
     """Build ReMindRAG's state machine over ``kg`` (uncompiled).
 
@@ -91,6 +88,8 @@ def create_remindrag_graph(
             walk's finds (in discovery order) and vector search's next passages in turns. The walk
             and its memory are unchanged; no LLM call. ``False``: the walk's passages alone (the paper).
         top_passages: with ``dense_fusion``, the least number of passages in the evidence.
+        reuse, reuse_similarity: start from a confirmed earlier run (any method) of this question or one at cosine
+            ``reuse_similarity`` (``docs/memory.md``): its passages join S, no first sufficiency check.
         fusion, fusion_weak, fusion_strong: ``"adaptive"`` lets the walk's confidence decide its
             share of the evidence (:func:`~langgraph_kgmem.ranking.adaptive_fuse`; docs: dense fusion).
         prompts: prompt overrides by name (``PROMPTS`` of :mod:`~langgraph_kgmem.graphs.remindrag.prompts`).
@@ -119,7 +118,7 @@ def create_remindrag_graph(
         max_replay_nodes=max_replay_nodes, synonym_threshold=synonym_threshold, decompose=decompose,
         chunk_chars=chunk_chars, human_in_the_loop=human_in_the_loop, replay=replay, experience=experience, dense_fusion=dense_fusion,
         fusion=fusion, fusion_weak=fusion_weak, fusion_strong=fusion_strong,
-        top_passages=top_passages, prompts=prompts or {})
+        top_passages=top_passages, reuse=reuse, reuse_similarity=reuse_similarity, prompts=prompts or {})
     if synonym_threshold is not None:
         kg.add_synonym_edges(threshold=synonym_threshold)
     deps = RemindragDeps(kg=kg, view=GraphView(kg), model=method_model(model, retry_policy), options=options,

@@ -27,6 +27,7 @@ from langgraph_kgmem.graphs.remindrag.schemas import (MAX_BACKWARD, MAX_CANDIDAT
                                                       OFFLINE_COVERAGE, SEED_POOL, NextMove, ReMindState, SubQuestions,
                                                       Sufficiency, UsefulMarks, read_person_move)
 from langgraph_kgmem.graphs.remindrag.view import Expansion, effective_edges, evidence_ids, s_adjacency
+from langgraph_kgmem.graphs.reuse import prior_run, reused_answer
 from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
@@ -65,7 +66,7 @@ def retrieve_seeds(state: ReMindState, runtime: Runtime[RemindragOptions],
     emit_progress({"event": "seeds", "method": METHOD, "seed_ids": seeds})
     return {"seed_ids": seeds, "subgraph_nodes": list(seeds), "subgraph_edges": [], "current": seeds[0] if seeds else "",
             "path": [], "hops": 0, "steps": 0, "traversed": False, "sufficient": False, "method": METHOD,
-            "replayed": {"nodes": [], "edges": []}, "memory_updates": dict(NO_UPDATES),
+            "replayed": {"nodes": [], "edges": []}, "memory_updates": dict(NO_UPDATES), "reused": None,
             "usage": fresh_usage(usage), "model": model_label(llm)}
 
 
@@ -75,7 +76,7 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
     replay weight exceeds ``lam``, strongest first, adding at most ``max_replay_nodes`` nodes."""
     opts = options_of(runtime, deps.options)
     if not opts.replay:   # turned off: the walk (and a person in the loop) decides every question
-        return {"replayed": {"nodes": [], "edges": []}}
+        return {"replayed": {"nodes": [], "edges": []}, "reused": None}
     kg = deps.kg
     q = kg.embed_query(state["question"])
     mem = deps.memory_of(q)
@@ -107,8 +108,12 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
         stack.extend(reversed(pushed))  # the strongest neighbour is explored next (depth first)
     replayed = {"nodes": [f["to"] for f in followed], "edges": followed}
     emit_progress({"event": "replay", "method": METHOD, "nodes": len(followed)})
+    reused = prior_run(kg, deps.store, opts.memory_scope, state["question"], method=METHOD,
+                       similarity=opts.reuse_similarity) if opts.reuse else None
+    if reused:   # a confirmed earlier run's passages join S (their units), after what replay found
+        nodes += [u for u in dict.fromkeys(deps.view.unit(p) for p in reused["passages"]) if u not in set(nodes)]
     # the walk (if any) starts at the first seed; replayed nodes are reachable by backward moves
-    return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed}
+    return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed, "reused": reused}
 
 
 WALK_CREDIT = 0.5   # a confirmed walk credits as an agent's feedback does: half a person's
@@ -134,6 +139,8 @@ def check_sufficiency(state: ReMindState, runtime: Runtime[RemindragOptions],
     steps = state.get("steps", 0) + 1
     if not chunks and not facts:  # nothing collected: cannot be sufficient, no need to ask
         return {"sufficient": False, "steps": steps}
+    if state.get("reused") and steps == 1:   # an earlier run answered from these passages: no need to ask
+        return {"sufficient": True, "steps": steps}
     evidence_text = render_evidence(kg, question, chunks, facts, opts.chunk_chars)
 
     def heuristic() -> Sufficiency:
@@ -297,8 +304,10 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
     else:
         evidence = [evidence_item(kg, i) for i in chunks + facts]
     # the walk's entities, in the order it reached them, are its own path to the answer
-    text, usage = answer_with_candidates(llm, question, evidence, path_names(kg, state.get("subgraph_nodes", [])),
-                                         context={"evidence_texts": [e["text"] for e in evidence], "method": METHOD})
+    text, usage = reused_answer(state.get("reused"), evidence), {}
+    if text is None:
+        text, usage = answer_with_candidates(llm, question, evidence, path_names(kg, state.get("subgraph_nodes", [])),
+                                             context={"evidence_texts": [e["text"] for e in evidence], "method": METHOD})
     reason = "sufficient" if state.get("sufficient") else (
         "max_hops" if state.get("hops", 0) >= opts.max_hops else
         "max_steps" if state.get("steps", 0) >= opts.step_cap else "exhausted")

@@ -45,6 +45,11 @@ class RemindragOptions(PromptOptions):
     replay: bool = Field(True, description="follow remembered edges first (False: every question is walked)")
     experience: bool = Field(False, description="share the experience layer: replay also follows edges credited by "
                                                 "feedback or other runs, and confirmed walks credit their edges")
+    reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
+                                           "any method of this tenant: its passages join S, the first sufficiency "
+                                           "check is skipped")
+    reuse_similarity: float = Field(0.8, description="reuse: cosine at which a stored question counts as this one "
+                                                     "reworded (above 1: the same question only)")
     dense_fusion: bool = Field(True, description="fuse the walk's passages with the dense passage ranking")
     top_passages: int = Field(5, description="passages in the evidence (at least)")
     fusion: Literal["fixed", "adaptive"] = Field(
@@ -62,6 +67,7 @@ class RemindragOptions(PromptOptions):
         check_number("lam (the replay threshold λ)", opts["lam"], -1.0, 1.0)
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True, optional=True)
         check_number("fusion_weak", opts["fusion_weak"], 0.0)
+        check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
         if opts["fusion_strong"] < opts["fusion_weak"]:
             raise KgmemInputError(f"fusion_strong ({opts['fusion_strong']}) must be >= fusion_weak "
                                   f"({opts['fusion_weak']})")

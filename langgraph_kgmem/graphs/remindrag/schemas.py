@@ -38,6 +38,7 @@ class ReMindState(BaseState, total=False):
     stop_reason: str
     memory_updates: dict[str, Any]
     fusion: dict[str, Any]             # adaptive fusion: signals, confidence, the walk's share, both rankings
+    reused: dict[str, Any] | None      # reuse: the earlier run started from (graphs/reuse.py), else None
 
 
 class ReMindOutput(BaseState, total=False):
@@ -49,6 +50,7 @@ class ReMindOutput(BaseState, total=False):
     memory_updates: dict[str, Any]
     stop_reason: str
     fusion: dict[str, Any]
+    reused: dict[str, Any] | None
 
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchlib.curves import reuse_options
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, fusion_extra,
                           gold_chunk_ids, mistakes, oracle_answer, with_offline_answer_prompt)
 
@@ -53,8 +54,8 @@ class CatragAdapter:
 
     def setup(self, ctx: BenchContext) -> None:
         prepare_catrag_kg(ctx.kg)
-        ctx.cache[self.name] = create_catrag_graph(ctx.kg, model="offline", store=ctx.store,
-                                                   **self.options).compile(store=ctx.store)
+        ctx.cache[self.name] = create_catrag_graph(ctx.kg, model="offline", store=ctx.store, **self.options,
+                                                   **reuse_options(ctx)).compile(store=ctx.store)
         kg_index(ctx.kg)  # build the per-version arrays now, not inside the first question
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:

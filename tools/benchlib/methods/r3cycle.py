@@ -36,6 +36,7 @@ if __name__ == "__main__":   # run as a script: make `benchlib` and `langgraph_k
 
     sys.path[:0] = [str(_Path(__file__).resolve().parents[2]), str(_Path(__file__).resolve().parents[3])]
 
+from benchlib.curves import reuse_options
 from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, normalize_answer
 from langgraph_kgmem.graphs.registry import METHODS
 
@@ -155,13 +156,13 @@ class GraphQAAdapter:
         """The graph's full output for one question (the graph's defaults: max_steps 10, max_cycles 1)."""
         from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
 
-        builder = create_r3cycle_graph(ctx.kg, model=model, reflection=self.reflection)
+        builder = create_r3cycle_graph(ctx.kg, model=model, reflection=self.reflection, **reuse_options(ctx))
         return builder.compile(store=ctx.store).invoke({"question": q.question})
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = self.invoke(ctx, q, model)
-        attempts = out["attempts"]
-        extra = {"attempts": len(attempts), "first_attempt_halted": float(attempts[0]["outcome"] == "halted"),
+        attempts = out["attempts"] or [{"outcome": "reused", "steps": []}]   # reuse: answered without a walk
+        extra = {"attempts": len(out["attempts"]), "first_attempt_halted": float(attempts[0]["outcome"] == "halted"),
                  "max_prompt_tokens": out["usage"].get("max_prompt_tokens", 0),
                  "steps": sum(len(a["steps"]) for a in attempts)}
         if self.reflection:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchlib.curves import reuse_options
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, fusion_extra,
                           gold_chunk_ids, mistakes, oracle_answer, with_offline_answer_prompt)
 
@@ -75,8 +76,8 @@ class ReMindRAGAdapter:
             key = "offline" if model == "offline" else f"model-{id(model)}"
         app = apps.get(key)
         if app is None:
-            app = apps[key] = create_remindrag_graph(ctx.kg, model=model, store=ctx.store,
-                                                     **self.options).compile(store=ctx.store)
+            app = apps[key] = create_remindrag_graph(ctx.kg, model=model, store=ctx.store, **self.options,
+                                                     **reuse_options(ctx)).compile(store=ctx.store)
         return app
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:

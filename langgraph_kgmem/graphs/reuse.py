@@ -1,0 +1,97 @@
+"""Reuse of a confirmed earlier run (``reuse=True``): what the methods share for it.
+
+A method asked a question this tenant already asked (of this method or another, worded the same
+or reworded, :mod:`langgraph_kgmem.memory.prior_runs`) starts from that run's evidence instead of
+deciding again: ReMindRAG puts the passages in its subgraph and skips the first sufficiency
+check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
+scoring; R3-Cycle and Graph-CoT give its answer and evidence again without
+a walk. Where the evidence handed to the answer step holds nothing the earlier answer did not
+see, that answer is given again without a model call (:func:`reused_answer`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from langgraph_kgmem.graphs.runs import run_store
+from langgraph_kgmem.memory import memory_scope
+from langgraph_kgmem.memory.prior_runs import PriorRun, find_prior_run
+from langgraph_kgmem.memory.provenance import PASSAGE_KINDS
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
+
+
+def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, question: str, *, method: str,
+              similarity: float, passages_only: bool = True) -> dict[str, Any] | None:
+    """The run to reuse for ``question`` in the run's tenant (``scope``: the factory's
+    ``memory_scope`` template), as a JSON-native state value: the summary of
+    :class:`~langgraph_kgmem.memory.prior_runs.PriorRun` plus its ``passages`` (the evidence ids
+    that are passages, best first; every evidence id still in the KG when not ``passages_only``)
+    and ``answer``; None without a store or a confirmed run."""
+    found = run_store(store)
+    if found is None:
+        return None
+    prior = find_prior_run(found, kg, memory_scope(scope), question, method=method, similarity=similarity)
+    if prior is None:
+        return None
+    passages = passage_ids(kg, prior) if passages_only else [i for i in prior.evidence if kg.node(i) is not None]
+    if not passages:
+        return None
+    return {**prior.summary(), "passages": passages, "answer": prior.answer}
+
+
+def passage_ids(kg: "KnowledgeGraph", prior: PriorRun) -> list[str]:
+    """The prior run's evidence ids that are passages (chunks or anchors) still in the KG."""
+    out = []
+    for i in prior.evidence:
+        node = kg.node(i)
+        if node is not None and node.kind in PASSAGE_KINDS:
+            out.append(i)
+    return out
+
+
+def reuse_facts(candidates: Sequence[dict[str, Any]], reused: dict[str, Any], keep: int) -> list[dict[str, Any]]:
+    """CatRAG's and HippoRAG 2's seed facts under reuse: the retrieved facts stated by one of the
+    earlier run's passages, at most ``keep``, in retrieval order."""
+    passages = set(reused.get("passages", []))
+    return [c for c in candidates if passages & set(c.get("chunks", []))][:keep]
+
+
+def reuse_seeds(index: Mapping[str, int], reset: np.ndarray, reused: dict[str, Any] | None, seed_mass: float) -> int:
+    """The earlier run's passages as PageRank seeds (in place): together as much reset mass as
+    the entity seeds hold (1 when there are none), shared equally. Returns the seeds added."""
+    rows = [index[p] for p in (reused or {}).get("passages", []) if p in index]
+    if rows:
+        reset[rows] += (seed_mass if seed_mass > 0 else 1.0) / len(rows)
+    return len(rows)
+
+
+def own_run_first(passages: Sequence[dict[str, Any]], reused: dict[str, Any] | None, method: str,
+                  depth: int) -> list[dict[str, Any]]:
+    """The ranked passages with the method's own earlier run of the very same question replayed:
+    its passages first, in its order, then the rest (at most ``depth``). A reworded question or
+    another method's run is only a seed, never replayed (its evidence was chosen for another
+    wording, or by another ranking)."""
+    if not reused or not reused.get("exact") or reused.get("method") != method:
+        return list(passages)
+    first = list(reused.get("passages", []))
+    score = {p["id"]: p.get("score", 0.0) for p in passages}
+    head = [{"id": p, "score": score.get(p, 0.0)} for p in first]
+    return (head + [p for p in passages if p["id"] not in set(first)])[:depth]
+
+
+def reused_answer(reused: dict[str, Any] | None, evidence: Sequence[dict[str, Any]]) -> str | None:
+    """The earlier run's answer when this run's evidence passages are all among the passages it
+    was given (nothing new to read), else None (the answer step runs)."""
+    if not reused or not reused.get("answer"):
+        return None
+    ids = [str(e.get("id")) for e in evidence if e.get("kind") in PASSAGE_KINDS]
+    if not ids or not set(ids) <= set(reused.get("passages", [])):
+        return None
+    return str(reused["answer"])
+
+
+__all__ = ["own_run_first", "passage_ids", "prior_run", "reuse_facts", "reuse_seeds", "reused_answer"]

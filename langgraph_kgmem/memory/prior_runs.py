@@ -1,0 +1,187 @@
+"""Prior runs: has this tenant asked this question before, of any method, and does that run's
+evidence still hold?
+
+Every recorded run (:mod:`langgraph_kgmem.memory.runs`) also writes one small *question index*
+item under ``("kgmem", kg, *scope, "run_questions")``, key = the question's key
+(:func:`question_key`): the question, its embedding and the latest run id per method that asked
+it. A method with ``reuse=True`` looks its question up here before it decides anything:
+
+1. the same question (equal keys), else the stored question nearest by cosine at or above
+   ``similarity`` that also names the same things (:func:`same_names`: the same numbers, and at
+   least half of the capitalised words in common), reading at most :data:`MAX_SCAN` stored
+   questions: "Who wrote The Crimson Compass?" is not "Who wrote The Last Letters?", however near;
+2. of that question's runs, the method's own first, then the others newest first, the first
+   that is *confirmed*: its run record is still there (a replaced or deleted document takes it
+   along, :mod:`~langgraph_kgmem.memory.provenance`), every document it names is still in the
+   version it names (``holds``), it has an answer (not "no answer"), and no feedback gave it the
+   verdict ``wrong``;
+3. its evidence, less any id feedback marked wrong and any node no longer in the KG, at most
+   :data:`MAX_REUSED_EVIDENCE` ids, best first.
+
+Everything is read in the tenant's own scope: another tenant's runs are never found.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+from langgraph.store.base import BaseStore, GetOp
+
+from langgraph_kgmem.kg.types import content_hash
+from langgraph_kgmem.memory import namespace
+from langgraph_kgmem.memory.feedback import FEEDBACK_KIND, MAX_FEEDBACK_PER_RUN
+from langgraph_kgmem.memory.provenance import holds
+from langgraph_kgmem.memory.runs import RUNS_KIND
+
+if TYPE_CHECKING:
+    from langgraph_kgmem.kg.graph import KnowledgeGraphCore
+
+QUESTIONS_KIND = "run_questions"
+MAX_SCAN = 1000               # stored questions a similarity lookup reads at most
+MAX_REUSED_EVIDENCE = 10      # evidence ids a reused run hands on
+MAX_METHODS = 16              # run ids one question item keeps (one per method)
+QUESTION_CHARS = 300
+DEFAULT_SIMILARITY = 0.8      # cosine at which a stored question counts as the same one reworded
+NO_ANSWER = frozenset({"", "no answer", "noanswer", "none", "unknown"})
+
+
+_NOT_NAMES = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "in", "on", "at", "the",
+                        "a", "an", "from", "for", "of", "since", "before", "after", "apart", "besides", "aside",
+                        "this", "that", "is", "was", "are", "were", "did", "does", "do", "and", "or"})
+NAMES_OVERLAP = 0.5   # share of the two questions' capitalised words they must have in common
+
+
+def names_of(question: str) -> set[str]:
+    """The words of ``question`` that name something: capitalised words (a possessive 's dropped)
+    other than question and function words, and every word holding a digit; casefolded."""
+    out = set()
+    for word in re.findall(r"[^\W_][\w'’.\-]*", str(question)):
+        word = re.sub(r"['’]s$", "", word).strip(".'’-")
+        if word and (word[0].isupper() or any(c.isdigit() for c in word)) and word.casefold() not in _NOT_NAMES:
+            out.add(word.casefold())
+    return out
+
+
+def same_names(a: str, b: str) -> bool:
+    """Whether two questions name the same things: the same numbers, and at least
+    :data:`NAMES_OVERLAP` of their names in common (a reworded question keeps its names)."""
+    na, nb = names_of(a), names_of(b)
+    if {w for w in na if any(c.isdigit() for c in w)} != {w for w in nb if any(c.isdigit() for c in w)}:
+        return False
+    return not (na or nb) or len(na & nb) / len(na | nb) >= NAMES_OVERLAP
+
+
+def question_key(question: str) -> str:
+    """``q-<hash>`` of the question with case, Unicode forms, runs of spaces and the closing
+    punctuation folded; every other character (digits, signs, words) is kept, so two questions
+    share a key only when they read the same."""
+    text = " ".join(unicodedata.normalize("NFKC", str(question)).casefold().split())
+    return "q-" + content_hash("question", text.rstrip(" ?.!"))
+
+
+@dataclass(frozen=True)
+class PriorRun:
+    """A confirmed earlier run of the same (or a reworded) question (see the module docstring)."""
+
+    run_id: str
+    method: str
+    question: str
+    evidence: list[str]
+    answer: str
+    similarity: float            # 1.0 for the same question
+    exact: bool
+    provenance: list[dict[str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """What a method's output says about the reuse: run id, method, similarity, exact."""
+        return {"run_id": self.run_id, "method": self.method, "similarity": round(self.similarity, 4),
+                "exact": self.exact}
+
+
+def index_question(store: BaseStore, kg_name: str, scope: Sequence[str], question: str, vector: np.ndarray,
+                   method: str, run_id: str) -> None:
+    """Point the question's index item at ``run_id`` as ``method``'s latest run of it."""
+    ns = namespace(kg_name, QUESTIONS_KIND, scope)
+    key = question_key(question)
+    old = store.get(ns, key)
+    runs = dict((old.value if old is not None else {}).get("runs", {}))
+    runs.pop(method, None)
+    runs[method] = {"run_id": str(run_id), "ts": time.time()}
+    runs = dict(sorted(runs.items(), key=lambda kv: -float(kv[1]["ts"]))[:MAX_METHODS])
+    v = np.asarray(vector, dtype=np.float64)
+    v = v / max(float(np.linalg.norm(v)), 1e-12)
+    store.put(ns, key, {"question": " ".join(str(question).split())[:QUESTION_CHARS],
+                        "v": [round(float(x), 5) for x in v], "runs": runs, "ts": time.time()}, index=False)
+
+
+def _matches(store: BaseStore, ns: tuple[str, ...], key: str, question: str, query: np.ndarray,
+             similarity: float) -> Iterator[tuple[float, bool, dict[str, Any]]]:
+    """The index items to try, best first: the same key, then (read only when that one did not
+    serve) the nearest stored question at or above ``similarity``, of at most :data:`MAX_SCAN`."""
+    same = store.get(ns, key)
+    if same is not None:
+        yield 1.0, True, dict(same.value)
+    if similarity > 1.0:
+        return
+    q = np.asarray(query, dtype=np.float64)
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    best: tuple[float, dict[str, Any]] | None = None
+    for item in store.search(ns, limit=MAX_SCAN):
+        if item.key == key or tuple(item.namespace) != ns or len(item.value.get("v", ())) != len(q):
+            continue
+        cos = float(np.asarray(item.value["v"], dtype=np.float64) @ q)
+        if cos >= similarity and (best is None or cos > best[0]) and same_names(question, item.value.get("question", "")):
+            best = (cos, dict(item.value))
+    if best is not None:
+        yield best[0], False, best[1]
+
+
+def _wrong(store: BaseStore, kg_name: str, scope: Sequence[str], run_id: str) -> tuple[bool, set[str]]:
+    """Whether feedback gave run ``run_id`` the verdict wrong, and the evidence it marked wrong."""
+    ns = namespace(kg_name, FEEDBACK_KIND, scope)
+    verdict_wrong, ids = False, set()
+    for item in store.batch([GetOp(ns, f"{run_id}-{i}", refresh_ttl=False) for i in range(MAX_FEEDBACK_PER_RUN)]):
+        if item is not None:
+            verdict_wrong = verdict_wrong or item.value.get("verdict") == "wrong"
+            ids.update(str(i) for i in item.value.get("wrong", []))
+    return verdict_wrong, ids
+
+
+def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[str], question: str, *,
+                   method: str, similarity: float = DEFAULT_SIMILARITY,
+                   query: np.ndarray | None = None) -> PriorRun | None:
+    """The confirmed earlier run of ``question`` for tenant ``scope`` (see the module docstring),
+    or None. ``similarity`` > 1 looks up the same question only."""
+    ns = namespace(kg.name, QUESTIONS_KIND, scope)
+    query = kg.embed_query(question) if query is None else query
+    runs_ns = namespace(kg.name, RUNS_KIND, scope)
+    for sim, exact, value in _matches(store, ns, question_key(question), question, query, similarity):
+        entries = value.get("runs", {})
+        order = sorted(entries, key=lambda m: (m != method, -float(entries[m].get("ts", 0.0))))
+        for m in order:
+            rid = str(entries[m].get("run_id", ""))
+            rec = store.get(runs_ns, rid) if rid else None
+            if rec is None or not holds(kg, rec.value.get("provenance")):
+                continue
+            answer = str(rec.value.get("answer") or "").strip()
+            if answer.casefold().rstrip(".") in NO_ANSWER:
+                continue
+            verdict_wrong, wrong_ids = _wrong(store, kg.name, scope, rid)
+            if verdict_wrong:
+                continue
+            evidence = [e for e in rec.value.get("evidence", []) if e not in wrong_ids
+                        and (kg.node(e) is not None or kg.edge(e) is not None)][:MAX_REUSED_EVIDENCE]
+            if evidence:
+                return PriorRun(run_id=rid, method=str(rec.value.get("method", m)),
+                                question=str(rec.value.get("question", "")), evidence=evidence, answer=answer,
+                                similarity=sim, exact=exact, provenance=list(rec.value.get("provenance", [])))
+    return None
+
+
+__all__ = ["DEFAULT_SIMILARITY", "MAX_METHODS", "NAMES_OVERLAP", "names_of", "same_names", "MAX_REUSED_EVIDENCE", "MAX_SCAN", "PriorRun", "QUESTIONS_KIND",
+           "find_prior_run", "index_question", "question_key"]

@@ -1,0 +1,62 @@
+"""The learning-curve bench modes: the shipped paraphrases (60, hand-written, each keeping its
+original's id and answer) and ``--paraphrases``, which asks them from pass 2 on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from bench_helpers import TOOLS  # noqa: F401  (puts tools/ on sys.path)
+
+from benchlib.common import BenchError
+from benchlib.curves import PARAPHRASES, asked, load_paraphrases, paraphrase_asker
+from benchlib.datasets import load_questions
+
+
+@pytest.mark.parametrize("dataset", ["hotpotqa", "musique-train100"])
+def test_each_paraphrase_rewords_its_original_and_keeps_its_answer(dataset):
+    rows = load_paraphrases(dataset)
+    originals = {q.id: q for q in load_questions(dataset, 30)}
+    assert len(rows) == 30 and set(rows) == set(originals)
+    for qid, row in rows.items():
+        q = originals[qid]
+        assert row["original"] == q.question and row["answer"] == q.answer and row["kinds"]
+        assert " ".join(row["question"].casefold().split()) != " ".join(q.question.casefold().split())
+
+
+def test_the_file_holds_sixty_rows_on_the_two_sets():
+    rows = [json.loads(line) for line in PARAPHRASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(rows) == 60 and {r["dataset"] for r in rows} == {"hotpotqa", "musique-train100"}
+
+
+def test_pass_one_asks_the_original_and_later_passes_the_paraphrase():
+    qs = load_questions("hotpotqa", 3)
+    ask = paraphrase_asker("hotpotqa", qs)
+    rows = load_paraphrases("hotpotqa")
+    assert ask(qs[0], 1) is qs[0]
+    second = ask(qs[0], 2)
+    assert second.question == rows[qs[0].id]["question"] != qs[0].question
+    assert (second.id, second.answer, second.passages, second.supporting_titles) == \
+        (qs[0].id, qs[0].answer, qs[0].passages, qs[0].supporting_titles)
+
+
+def test_questions_without_a_paraphrase_or_with_another_answer_are_refused(tmp_path):
+    qs = load_questions("hotpotqa", 31)
+    with pytest.raises(BenchError, match="1 of the 31 questions have no paraphrase"):
+        paraphrase_asker("hotpotqa", qs)
+    with pytest.raises(BenchError, match="no paraphrases of 'hotpotqa-train100'"):
+        paraphrase_asker("hotpotqa-train100", load_questions("hotpotqa-train100", 2))
+    bad = tmp_path / "p.jsonl"
+    row = {**load_paraphrases("hotpotqa")[qs[0].id], "answer": "Someone else"}
+    bad.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(BenchError, match="answers 'Someone else'"):
+        paraphrase_asker("hotpotqa", qs[:1], bad)
+
+
+def test_rows_say_what_was_asked():
+    class Args:
+        paraphrases = True
+
+    assert [asked(Args, p) for p in (1, 2, 3)] == ["original", "paraphrase", "paraphrase"]
+    Args.paraphrases = False
+    assert asked(Args, 2) == "original"

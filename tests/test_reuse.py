@@ -1,0 +1,234 @@
+"""Reuse of a confirmed earlier run (``reuse=True``, docs/memory.md): a question asked again, by the
+same method or another, reworded or not, starts from that run's evidence and makes fewer model
+calls; per tenant, bounded, never past a replaced document, a wrong verdict or a "no answer";
+switched off, every method behaves as before."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_kgmem import KnowledgeGraph, create_catrag_graph, create_remindrag_graph
+from langgraph_kgmem.graphs.feedback import give_feedback
+from langgraph_kgmem.memory import namespace
+from langgraph_kgmem.memory import prior_runs
+from langgraph_kgmem.memory.prior_runs import (MAX_METHODS, MAX_REUSED_EVIDENCE, QUESTIONS_KIND, find_prior_run,
+                                               index_question, question_key)
+from langgraph_kgmem.memory.runs import run_record, save_run
+from langgraph_kgmem.testing import ScriptedChatModel
+
+DOCS = [{"id": t.lower(), "title": t, "text": x} for t, x in [
+    ("Warsaw", "Warsaw is the capital of Poland. Warsaw lies on the Vistula river."),
+    ("Krakow", "Krakow is a city in Poland. Krakow was the capital of Poland until 1596."),
+    ("Paris", "Paris is the capital of France. Paris lies on the Seine."),
+    ("Berlin", "Berlin is the capital of Germany. Berlin lies on the Spree."),
+]]
+QUESTION = "Which city is the capital of Poland?"
+REWORDED = "Which city is Poland's capital?"
+
+
+@pytest.fixture
+def kg():
+    g = KnowledgeGraph.in_memory(name="reuse", embeddings="hash")
+    g.add_documents(DOCS, model="offline")
+    yield g
+    g.close()
+
+
+def scripted(log):
+    """A model answering every decision of CatRAG, HippoRAG 2 and ReMindRAG, logging each step."""
+
+    def respond(messages, request):
+        step = getattr(request, "step", None)
+        log.append(step)
+        replies = {"filter_facts": {"keep": [1, 2]}, "anchor_entities": {"names": ["Poland"]},
+                   "check_sufficiency": {"sufficient": True}, "mark_useful": {"useful_ids": []}}
+        if step == "weight_edges":
+            return {"scores": [{"neighbour": n["neighbour"], "score": 8} for n in request.context["neighbours"]]}
+        if step == "summarize_neighbour":
+            return "a short summary"
+        if step == "answer":
+            return "Warsaw"
+        return replies[step]
+
+    return ScriptedChatModel(responder=respond)
+
+
+def hippo(kg, store, model, **options):
+    return create_catrag_graph(kg, model=model, store=store, anchoring=False, dynamic_weighting=False,
+                               key_fact_boost=False, top_passages=2, **options).compile(store=store)
+
+
+def remind(kg, store, model, **options):
+    return create_remindrag_graph(kg, model=model, store=store, top_passages=2, **options).compile(store=store)
+
+
+def ids(out):
+    return [e["id"] for e in out["evidence"]]
+
+
+def test_hipporag2_asked_again_reuses_its_run_and_switched_off_asks_again(kg):
+    store, log = InMemoryStore(), []
+    first = hippo(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert log == ["filter_facts", "answer"] and first["reused"] is None and first["answer"] == "Warsaw"
+    log.clear()
+    again = hippo(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert log == []                                          # no filter, no answer call
+    assert again["reused"]["run_id"] == first["run_id"] and again["reused"]["exact"]
+    assert ids(again) == ids(first) and again["answer"] == "Warsaw"        # its own run replayed, in order
+    log.clear()
+    off = hippo(kg, store, scripted(log)).invoke({"question": QUESTION})   # the switch off: as before
+    assert log == ["filter_facts", "answer"] and off["reused"] is None and ids(off) == ids(first)
+
+
+def test_catrag_skips_its_scoring_and_anchoring_calls_on_reuse(kg):
+    store, log = InMemoryStore(), []
+    app = create_catrag_graph(kg, model=scripted(log), store=store, top_passages=2, reuse=True).compile(store=store)
+    app.invoke({"question": QUESTION})
+    assert "anchor_entities" in log and "filter_facts" in log
+    log.clear()
+    app.invoke({"question": QUESTION})
+    assert not {"anchor_entities", "filter_facts", "weight_edges", "summarize_neighbour"} & set(log)
+
+
+def test_a_run_of_another_method_is_reused(kg):
+    store, log = InMemoryStore(), []
+    first = remind(kg, store, scripted(log)).invoke({"question": QUESTION})
+    assert first["answer"] == "Warsaw"
+    log.clear()
+    out = hippo(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert out["reused"]["method"] == "remindrag" and out["reused"]["run_id"] == first["run_id"]
+    assert "filter_facts" not in log
+
+
+def test_remindrag_starts_from_the_earlier_passages_without_a_sufficiency_check(kg):
+    store, log = InMemoryStore(), []
+    first = hippo(kg, store, scripted(log)).invoke({"question": QUESTION})
+    log.clear()
+    out = remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert out["reused"]["method"] == "hipporag2" and "check_sufficiency" not in log
+    assert set(out["reused"]["passages"]) <= set(ids(out)) | set(ids(first))
+    log.clear()
+    remind(kg, store, scripted(log)).invoke({"question": QUESTION})        # off: it checks again
+    assert "check_sufficiency" in log
+
+
+def test_a_reworded_question_is_reused_only_above_the_similarity(kg):
+    store, log = InMemoryStore(), []
+    hippo(kg, store, scripted(log)).invoke({"question": QUESTION})
+    cos = float(kg.embed_query(QUESTION) @ kg.embed_query(REWORDED))
+    assert 0.3 < cos < 1.0
+    far = hippo(kg, store, scripted([]), reuse=True, reuse_similarity=cos + 0.01).invoke({"question": REWORDED})
+    assert far["reused"] is None
+    near = hippo(kg, store, scripted([]), reuse=True, reuse_similarity=cos - 0.01).invoke({"question": "Which city is "
+                                                                                           "the capital city of Poland?"})
+    assert near["reused"] and not near["reused"]["exact"] and near["reused"]["similarity"] < 1.0
+
+
+def test_reuse_never_crosses_tenants(kg):
+    store, log = InMemoryStore(), []
+    scope = ("{user_id}",)
+    hippo(kg, store, scripted(log), memory_scope=scope).invoke({"question": QUESTION},
+                                                               {"configurable": {"user_id": "alice"}})
+    app = hippo(kg, store, scripted(log), reuse=True, memory_scope=scope)
+    assert app.invoke({"question": QUESTION}, {"configurable": {"user_id": "bob"}})["reused"] is None
+    assert app.invoke({"question": QUESTION}, {"configurable": {"user_id": "alice"}})["reused"] is not None
+
+
+def test_a_replaced_document_ends_the_reuse_of_what_rested_on_it(kg):
+    store = InMemoryStore()          # a store the KG does not know: only the read-time check guards it
+    hippo(kg, store, scripted([])).invoke({"question": QUESTION})
+    kg.add_documents([{**DOCS[0], "text": "Warsaw is the capital of Poland. Warsaw lies on the Oder."}], model="offline")
+    out = hippo(kg, store, scripted([]), reuse=True).invoke({"question": QUESTION})
+    assert out["reused"] is None
+
+
+def test_a_wrong_verdict_and_a_no_answer_are_never_reused(kg):
+    store = InMemoryStore()
+    first = hippo(kg, store, scripted([])).invoke({"question": QUESTION})
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is not None
+    give_feedback(kg, first["run_id"], verdict="wrong", store=store)
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is None
+    chunk = next(n.id for n in kg.nodes("chunk"))
+    save_run(store, kg.name, (), "r-none", run_record(question="Who?", method="catrag", evidence_ids=[chunk],
+                                                        answer="no answer", thread_id=None, provenance=[]))
+    index_question(store, kg.name, (), "Who?", kg.embed_query("Who?"), "catrag", "r-none")
+    assert find_prior_run(store, kg, (), "Who?", method="catrag") is None
+
+
+def test_what_reuse_reads_and_hands_on_is_bounded(kg, monkeypatch):
+    store = CountingStore()
+    chunk = next(n.id for n in kg.nodes("chunk"))
+    many = [chunk] + [n.id for n in kg.nodes("entity")][:60]
+    save_run(store, kg.name, (), "r-1", run_record(question=QUESTION, method="catrag", evidence_ids=many,
+                                                     answer="Warsaw", thread_id=None, provenance=[]))
+    for k in range(MAX_METHODS + 4):
+        index_question(store, kg.name, (), QUESTION, kg.embed_query(QUESTION), f"m{k}", "r-1")
+    item = store.get(namespace(kg.name, QUESTIONS_KIND), question_key(QUESTION))
+    assert len(item.value["runs"]) == MAX_METHODS and "m0" not in item.value["runs"]   # the oldest went
+    assert len(find_prior_run(store, kg, (), QUESTION, method="m5").evidence) == MAX_REUSED_EVIDENCE
+    monkeypatch.setattr(prior_runs, "MAX_SCAN", 7)
+    find_prior_run(store, kg, (), REWORDED, method="m5", similarity=0.0)
+    assert store.limits == [7]                               # a similarity lookup reads one bounded page
+
+
+class CountingStore(InMemoryStore):
+    """An in-memory store that records the ``limit`` of every search."""
+
+    def __init__(self):
+        super().__init__()
+        self.limits = []
+
+    def search(self, *args, **kwargs):
+        self.limits.append(kwargs.get("limit"))
+        return super().search(*args, **kwargs)
+
+
+def test_question_keys_fold_case_and_spacing_only():
+    assert question_key("  Which city is the capital of Poland? ") == question_key("which city is the  capital of poland")
+    assert question_key("Founded in 1898?") != question_key("Founded in 1899?")
+    assert question_key("What is 5*3?") != question_key("What is 5-3?")
+
+
+def test_r3cycle_answers_a_question_asked_before_without_a_walk():
+    from langgraph_kgmem.graphqa import make_domain_graph
+    from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
+    from langgraph_kgmem.tools import load_grbench
+
+    data = make_domain_graph(seed=1, books=6, authors=3, publishers=2, genres=2)
+    books = KnowledgeGraph.in_memory(name="books", embeddings="hash")
+    load_grbench(books, data)
+    title = data["book"]["book-0"]["features"]["title"]
+    author = data["author"][data["book"]["book-0"]["neighbors"]["author"][0]]["features"]["name"]
+    plan = [("RetrieveNode", {"keyword": title}), ("Finish", {"answer": author})]
+
+    def model():
+        def respond(messages, request):
+            name, args = plan[min(request.context["step_index"], len(plan) - 1)]
+            return {"content": "thought", "tool_calls": [{"name": name, "args": args}]}
+        return ScriptedChatModel(responder=respond)
+
+    store, question = InMemoryStore(), f"Who wrote {title}?"
+    first_model, again_model, off_model = model(), model(), model()
+    build = lambda m, **o: create_r3cycle_graph(books, model=m, reflection=False, **o).compile(store=store)  # noqa: E731
+    first = build(first_model).invoke({"question": question})
+    assert first["answer"] == author and first_model.calls
+    again = build(again_model, reuse=True).invoke({"question": question})
+    assert again_model.calls == [] and again["answer"] == author and again["reused"]["run_id"] == first["run_id"]
+    assert [e["id"] for e in again["evidence"]] == [e["id"] for e in first["evidence"]]
+    off = build(off_model).invoke({"question": question})
+    assert off_model.calls and off["reused"] is None
+
+
+def test_a_near_question_about_other_names_is_never_taken_for_a_rewording(kg):
+    store = InMemoryStore()
+    chunk = next(n.id for n in kg.nodes("chunk"))
+    asked = "Who wrote The Crimson Compass in 1990?"
+    save_run(store, kg.name, (), "r-1", run_record(question=asked, method="catrag", evidence_ids=[chunk],
+                                                     answer="Anouk Moreau", thread_id=None, provenance=[]))
+    index_question(store, kg.name, (), asked, kg.embed_query(asked), "catrag", "r-1")
+    for other in ("Who wrote The Last Letters in 1990?", "Who wrote The Crimson Compass in 1991?"):
+        assert find_prior_run(store, kg, (), other, method="catrag", similarity=0.0) is None
+    found = find_prior_run(store, kg, (), "In 1990, who was the author of The Crimson Compass?", method="catrag",
+                           similarity=0.0)
+    assert found is not None and found.run_id == "r-1" and not found.exact
