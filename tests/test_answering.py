@@ -162,3 +162,11 @@ def test_without_titles_the_sentence_about_the_entity_a_supported_sentence_reach
                 {"id": "c", "text": "Paris is a city on the Seine."},
                 {"id": "b", "text": "Ulm is a city on the Danube."}]
     assert offline_answer(RIVER, evidence).answer == "Danube"
+
+
+def test_a_name_the_question_itself_describes_is_not_taken_for_a_hop():
+    # "... is an American animated television series": the answer's own description, no hop
+    question = "Which show of Tara Strong is an American animated television series?"
+    evidence = [{"id": "a", "text": "Tara Strong voiced characters in Rugrats and in Drawn Together. Drawn Together "
+                                    "is an American animated television series."}]
+    assert offline_answer(question, evidence).answer == "Drawn Together"

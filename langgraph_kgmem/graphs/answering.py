@@ -94,6 +94,7 @@ _PLACE_PREPS = frozenset("in at near from of to".split())
 _WATER_PREPS = frozenset("on along across upon".split())   # "a city on the Danube": a river beside its city
 _COPULA = frozenset("is was are were".split())
 _ENDINGS = ("ing", "ed", "es", "s")
+_BRIDGE_PHRASE = re.compile(r"\bthe (?:[a-z-]+ ){0,2}?([a-z]+) (?:where|that|which|who|whose|in which|of which|when)\b")
 _PLACE_WORDS = frozenset("""City County River Lake Island Islands Mountain Mountains Province State Republic Kingdom
 Valley Bay Sea Ocean Street Park District Region Town Village""".split())
 # question words that name the same thing under another word (born in / birthplace ...)
@@ -379,20 +380,27 @@ def _nearness(sentence: str, start: int, end: int, qstems: set[str]) -> float:
     return 1.0 if _stems(set(around) - STOPWORDS) & qstems else FAR_FIT
 
 
-def _demote_bridges(scores: dict[str, float], t: AnswerType, qwords: set[str], shown: dict[str, str],
+def _demote_bridges(scores: dict[str, float], t: AnswerType, question: str, shown: dict[str, str],
                     sents: Sequence[_Sentence]) -> None:
     """Scale down, in place, the names that are a hop of the chain rather than its end: one the
     evidence calls a category the question names for something else ("Ulm is a city" for "which
     river flows through the city where ..."). Only the leading candidates are checked. (Demoting
     a name that titles an evidence passage holding other candidates was tried: it lost F1 on
     HotpotQA dev with distractors.)"""
-    if t.kind in ("date", "number"):
+    bridges = _bridge_categories(question) - {t.head}
+    if t.kind in ("date", "number") or not bridges:
         return
     texts = [s.text for s in sents]
     for key in sorted(scores, key=lambda k: -scores[k])[:2 * MAX_CANDIDATES]:
-        cat = _described(shown[key], texts)
-        if cat and cat != t.head and cat in qwords:
+        if _described(shown[key], texts) in bridges:
             scores[key] *= BRIDGE_TYPE
+
+
+def _bridge_categories(question: str) -> set[str]:
+    """The category nouns the question gives a hop of its chain: "the city where ...", "the
+    country that ...", "the company which ..." (not the answer's own description, "... is an
+    American animated series")."""
+    return {m.group(1) for m in _BRIDGE_PHRASE.finditer(question.lower()) if m.group(1) in _KNOWN_HEADS}
 
 
 def _path_rank(path: Sequence[str]) -> dict[str, float]:
@@ -451,7 +459,7 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     scores = {k: max(g) + RECUR_WEIGHT * (sum(g) - max(g)) for k, g in gains.items()}
     for key in scores:   # the path vouches for a name as far as the name fits the type
         scores[key] += PATH_BONUS * on_path.get(key, 0.0) * fits[key]
-    _demote_bridges(scores, t, qwords, shown, sents)
+    _demote_bridges(scores, t, question, shown, sents)
     ranked = sorted(scores, key=lambda k: (-scores[k], k))[:MAX_CANDIDATES]
     return [Candidate(shown[k], round(scores[k], 6), best[k][1].text, best[k][1].evidence_id) for k in ranked]
 
