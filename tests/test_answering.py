@@ -170,3 +170,10 @@ def test_a_name_the_question_itself_describes_is_not_taken_for_a_hop():
     evidence = [{"id": "a", "text": "Tara Strong voiced characters in Rugrats and in Drawn Together. Drawn Together "
                                     "is an American animated television series."}]
     assert offline_answer(question, evidence).answer == "Drawn Together"
+
+
+def test_a_hop_the_question_gives_with_an_indefinite_article_is_demoted_too():
+    question = "2014 S/S is the debut album of a South Korean boy group that was formed by who?"
+    evidence = [{"id": "a", "text": "2014 S/S is the debut album of Winner. Winner is a South Korean boy group "
+                                    "formed by YG Entertainment."}]
+    assert offline_answer(question, evidence).answer == "YG Entertainment"

@@ -94,7 +94,7 @@ _PLACE_PREPS = frozenset("in at near from of to".split())
 _WATER_PREPS = frozenset("on along across upon".split())   # "a city on the Danube": a river beside its city
 _COPULA = frozenset("is was are were".split())
 _ENDINGS = ("ing", "ed", "es", "s")
-_BRIDGE_PHRASE = re.compile(r"\bthe (?:[a-z-]+ ){0,2}?([a-z]+) (?:where|that|which|who|whose|in which|of which|when)\b")
+_BRIDGE_PHRASE = re.compile(r"\b(?:the|a|an) (?:[a-z-]+ ){0,3}?([a-z]+) (?:where|that|which|who|whose|in which|of which|when)\b")
 _PLACE_WORDS = frozenset("""City County River Lake Island Islands Mountain Mountains Province State Republic Kingdom
 Valley Bay Sea Ocean Street Park District Region Town Village""".split())
 # question words that name the same thing under another word (born in / birthplace ...)
@@ -397,9 +397,9 @@ def _demote_bridges(scores: dict[str, float], t: AnswerType, question: str, show
 
 
 def _bridge_categories(question: str) -> set[str]:
-    """The category nouns the question gives a hop of its chain: "the city where ...", "the
-    country that ...", "the company which ..." (not the answer's own description, "... is an
-    American animated series")."""
+    """The category nouns the question gives a hop of its chain: "the city where ...", "a South
+    Korean boy group that ...", "the company which ..." (not the answer's own description, "...
+    is an American animated series")."""
     return {m.group(1) for m in _BRIDGE_PHRASE.finditer(question.lower()) if m.group(1) in _KNOWN_HEADS}
 
 
