@@ -111,3 +111,69 @@ def test_a_claim_about_two_subjects_is_checked_in_each_subjects_evidence():
     assert offline_answer("Are Ann Lee and Bo Chan both painters?", evidence).answer == "no"
     both = evidence[:1] + [{"id": "c", "title": "Bo Chan", "text": "Bo Chan is a painter from Canada."}]
     assert offline_answer("Are Ann Lee and Bo Chan both painters?", both).answer == "yes"
+
+
+ULM = [{"id": "ulm", "text": "Albert Einstein was born in Ulm. Ulm is a city on the Danube."},
+       {"id": "warsaw", "text": "Marie Curie was born in Warsaw. Warsaw is a city on the Vistula."}]
+RIVER = "Which river flows through the city where Albert Einstein was born?"
+
+
+def test_a_river_named_without_the_word_river_is_the_answer_not_the_city_it_flows_through():
+    # "a city on the Danube": the river has no "river" beside it; the evidence calls Ulm a city,
+    # which the question names for the bridge, and Ulm's own sentence is the chain's next hop
+    out = offline_answer(RIVER, ULM)
+    assert out.answer == "Danube" and out.sentence == "Ulm is a city on the Danube."
+    rhine = [{"id": "ulm", "text": "Albert Einstein was born in Ulm. Ulm is a city on the Rhine."}] + ULM[1:]
+    assert offline_answer(RIVER, rhine).answer == "Rhine"
+
+
+@pytest.mark.parametrize("factory", ["catrag", "hipporag2", "remindrag", "autopruned"])
+def test_every_graph_method_answers_the_river_question_on_the_two_document_kg(factory):
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem import KnowledgeGraph
+    from langgraph_kgmem.graphs.registry import get_factory
+
+    kg = KnowledgeGraph.in_memory(name="ulm", embeddings="hash")
+    try:
+        kg.add_documents(ULM, model="offline")
+        create, preset = get_factory(factory)
+        app = create(kg, model="offline", **preset).compile(store=InMemoryStore())
+        out = app.invoke({"question": RIVER}, {"configurable": {"thread_id": "river"}})
+        assert out["answer"] == "Danube"
+    finally:
+        kg.close()
+
+
+def test_a_name_the_evidence_calls_a_category_the_question_names_for_a_hop_is_demoted():
+    said = [{"id": "a", "text": "Albert Einstein was born in Ulm. Ulm is a city."}]
+    unsaid = [{"id": "a", "text": "Albert Einstein was born in Ulm. Ulm has a minster."}]
+    score = {e[0]["text"]: {c.text: c.score for c in candidates(RIVER, e)}["Ulm"] for e in (said, unsaid)}
+    assert score[said[0]["text"]] < 0.5 * score[unsaid[0]["text"]]
+
+
+def test_a_river_question_takes_the_name_after_on_the_over_the_place_after_in():
+    evidence = [{"id": "a", "text": "Albert Einstein was born in Ulm, a town on the Danube."}]
+    assert [c.text for c in candidates(RIVER, evidence)][0] == "Danube"
+
+
+def test_without_titles_the_sentence_about_the_entity_a_supported_sentence_reached_is_the_next_hop():
+    evidence = [{"id": "a", "text": "Albert Einstein was born in Ulm."},
+                {"id": "c", "text": "Paris is a city on the Seine."},
+                {"id": "b", "text": "Ulm is a city on the Danube."}]
+    assert offline_answer(RIVER, evidence).answer == "Danube"
+
+
+def test_a_name_the_question_itself_describes_is_not_taken_for_a_hop():
+    # "... is an American animated television series": the answer's own description, no hop
+    question = "Which show of Tara Strong is an American animated television series?"
+    evidence = [{"id": "a", "text": "Tara Strong voiced characters in Rugrats and in Drawn Together. Drawn Together "
+                                    "is an American animated television series."}]
+    assert offline_answer(question, evidence).answer == "Drawn Together"
+
+
+def test_a_hop_the_question_gives_with_an_indefinite_article_is_demoted_too():
+    question = "2014 S/S is the debut album of a South Korean boy group that was formed by who?"
+    evidence = [{"id": "a", "text": "2014 S/S is the debut album of Winner. Winner is a South Korean boy group "
+                                    "formed by YG Entertainment."}]
+    assert offline_answer(question, evidence).answer == "YG Entertainment"

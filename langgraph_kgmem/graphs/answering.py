@@ -14,9 +14,12 @@ than copying a whole sentence. Without a model (``model="offline"``):
 3. **Score**: each mention adds the sentence's support, the share of the question's content
    words that the sentence and its passage's title hold, weighted by the evidence rank and by how
    well the mention fits the type (a head noun beside it, "by" after the question's verb, a place
-   after "in"); a passage that a well-supported sentence elsewhere names (its title) is a hop of
-   the chain and counts more; a name on the method's own path (``path``: the entities its walk
-   visited or its PPR ranked high) gains a bonus.
+   after "in", a river after "on the"); a passage that a well-supported sentence elsewhere names
+   (its title) is a hop of the chain and counts more, and so, in evidence without titles (a KG's
+   chunks), does a sentence that shares a name with a well-supported one; a name on the method's
+   own path (``path``: the entities its walk visited or its PPR ranked high) gains a bonus; a
+   name the evidence calls a category the question names for a hop ("Ulm is a city" for "which
+   river flows through the city where ...") is demoted.
 4. The best candidate is returned as a short span with the sentence that supports it
    (:class:`OfflineAnswer`); "no answer" with the reason when nothing fits the type.
 
@@ -60,6 +63,7 @@ FIT_OTHER = 0.15             # type fit of a name with no trace of the question'
 NEAR_WORDS = 5               # words either side of a span searched for a word of the question
 FAR_FIT = 0.6                # fit factor of a span with none of the question's words near it
 RECUR_WEIGHT = 0.25          # share of a candidate's further mentions added to its best one
+BRIDGE_TYPE = 0.3            # factor of a name the evidence calls another category the question names
 
 _WORD = re.compile(r"[a-z0-9]+")
 _AUX = frozenset("is was are were do does did can could has have had will would should may might".split())
@@ -71,7 +75,7 @@ _PLACE_HEADS = frozenset("""city town village country state province county regi
 mountain sea ocean place area capital municipality borough suburb neighborhood neighbourhood continent valley
 """.split())
 _NATURAL_HEADS = frozenset("river lake mountain sea ocean island valley bay".split())
-_DATE_HEADS = frozenset("year date day month decade century".split())
+_DATE_HEADS = frozenset("year years date day month decade century timeframe period".split())
 _NUMBER_HEADS = frozenset("number population amount".split())
 _KNOWN_HEADS = _PERSON_HEADS | _PLACE_HEADS | _DATE_HEADS | _NUMBER_HEADS | HEAD_NOUNS
 _FUNCTION = frozenset("the a an of in on at to for by with from type kind name".split())
@@ -87,6 +91,10 @@ _MORE = frozenset("more most larger largest bigger biggest higher highest longer
                   "greatest many heavier".split())
 _LESS = frozenset("less least fewer fewest smaller smallest lower lowest shorter shortest".split())
 _PLACE_PREPS = frozenset("in at near from of to".split())
+_WATER_PREPS = frozenset("on along across upon".split())   # "a city on the Danube": a river beside its city
+_COPULA = frozenset("is was are were".split())
+_ENDINGS = ("ing", "ed", "es", "s")
+_BRIDGE_PHRASE = re.compile(r"\b(?:the|a|an) (?:[a-z-]+ ){0,3}?([a-z]+) (?:where|that|which|who|whose|in which|of which|when)\b")
 _PLACE_WORDS = frozenset("""City County River Lake Island Islands Mountain Mountains Province State Republic Kingdom
 Valley Bay Sea Ocean Street Park District Region Town Village""".split())
 # question words that name the same thing under another word (born in / birthplace ...)
@@ -181,7 +189,8 @@ def answer_type(question: str) -> AnswerType:
     if words[0] in _AUX:
         return AnswerType("yesno")
     text = " ".join(words)
-    if words[0] == "when" or re.search(r"\b(what|which|in what|in which) (year|date|decade|century|month)\b", text):
+    if words[0] == "when" or words[-1] == "when" or \
+            re.search(r"\b(what|which|in what|in which) (year|years|date|decade|century|month)\b", text):
         return AnswerType("date")
     if re.search(r"\bhow (many|much|long|old|tall|far|big|large|high)\b", text):
         return AnswerType("number")
@@ -213,11 +222,19 @@ def _head_noun(words: Sequence[str]) -> str:
     return ""
 
 
+def _stem(word: str) -> str:
+    """``word``'s first five letters after an inflection ending ("seated" and "seat" meet)."""
+    for end in _ENDINGS:
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[:-len(end)][:5]
+    return word[:5]
+
+
 def _stems(words: set[str]) -> set[str]:
     out = set()
     for w in words:
-        out.add(w[:5])
-        out.update(r[:5] for r in _RELATED.get(w, ()))
+        out.add(_stem(w))
+        out.update(_stem(r) for r in _RELATED.get(w, ()))
     return out
 
 
@@ -268,6 +285,41 @@ def _hop_support(sents: Sequence[_Sentence], qwords: set[str], rounds: int = 3) 
     return hop
 
 
+def _name_hops(sents: Sequence[_Sentence], names: Sequence[set[str]]) -> list[float]:
+    """Per sentence: the best strength (rank weight times support) of *another* sentence that
+    shares a name with it, a name the question does not give (``names``: each sentence's). The
+    chain's next hop is a sentence about the entity a well-supported sentence reached ("Albert
+    Einstein was born in Ulm" -> "Ulm is a city on the Danube"), titles or no titles."""
+    by_name: dict[str, list[tuple[float, int]]] = {}
+    for i, (s, ns) in enumerate(zip(sents, names)):
+        for n in ns:
+            by_name.setdefault(n, []).append((s.weight * s.support, i))
+    out = [0.0] * len(sents)
+    for i, ns in enumerate(names):
+        for n in ns:
+            out[i] = max([out[i]] + [strength for strength, j in by_name[n] if j != i and sents[j].text != sents[i].text])
+    return out
+
+
+def _described(name: str, texts: Sequence[str]) -> str:
+    """The category noun the evidence gives ``name`` ("Ulm is a city on ...", "Ulm, a city in
+    ..."), the first known category (:data:`_KNOWN_HEADS`) in the five words after the article,
+    or "" when no sentence describes it so."""
+    low = name.lower()
+    for text in texts:
+        at = text.lower().find(low)
+        while at >= 0:
+            rest = text[at + len(low):at + len(low) + 80]
+            words = _words(rest)[:8]
+            lead = 2 if words[:1] and words[0] in _COPULA else 1 if rest.lstrip()[:1] == "," else 0
+            if lead and words[lead - 1:lead] and words[lead - 1] in ("a", "an", "the"):
+                known = [w for w in words[lead:lead + 5] if w in _KNOWN_HEADS]
+                if known:
+                    return known[0]
+            at = text.lower().find(low, at + 1)
+    return ""
+
+
 def _mentions(kind: AnswerKind, sentence: str, common: frozenset[str]) -> list[tuple[str, int, int]]:
     """``(text, start, end)`` of the spans of ``sentence`` an answer of ``kind`` could be."""
     if kind == "date":
@@ -293,6 +345,9 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
         # "Copper Medal of the Lindmere Academy" names a medal, not an academy; a river, a lake or
         # a mountain is named with its category beside it, a city or a country seldom is
         if t.head in named:
+            return FIT_PLACE
+        if t.head in _NATURAL_HEADS and [w for w in before if w != "the"][-1:] and \
+                [w for w in before if w != "the"][-1] in _WATER_PREPS:
             return FIT_PLACE
         placed = bool(before) and before[-1] in _PLACE_PREPS
         return FIT_WEAK if placed and t.kind == "place" and t.head not in _NATURAL_HEADS else FIT_OTHER
@@ -325,6 +380,29 @@ def _nearness(sentence: str, start: int, end: int, qstems: set[str]) -> float:
     return 1.0 if _stems(set(around) - STOPWORDS) & qstems else FAR_FIT
 
 
+def _demote_bridges(scores: dict[str, float], t: AnswerType, question: str, shown: dict[str, str],
+                    sents: Sequence[_Sentence]) -> None:
+    """Scale down, in place, the names that are a hop of the chain rather than its end: one the
+    evidence calls a category the question names for something else ("Ulm is a city" for "which
+    river flows through the city where ..."). Only the leading candidates are checked. (Demoting
+    a name that titles an evidence passage holding other candidates was tried: it lost F1 on
+    HotpotQA dev with distractors.)"""
+    bridges = _bridge_categories(question) - {t.head}
+    if t.kind in ("date", "number") or not bridges:
+        return
+    texts = [s.text for s in sents]
+    for key in sorted(scores, key=lambda k: -scores[k])[:2 * MAX_CANDIDATES]:
+        if _described(shown[key], texts) in bridges:
+            scores[key] *= BRIDGE_TYPE
+
+
+def _bridge_categories(question: str) -> set[str]:
+    """The category nouns the question gives a hop of its chain: "the city where ...", "a South
+    Korean boy group that ...", "the company which ..." (not the answer's own description, "...
+    is an American animated series")."""
+    return {m.group(1) for m in _BRIDGE_PHRASE.finditer(question.lower()) if m.group(1) in _KNOWN_HEADS}
+
+
 def _path_rank(path: Sequence[str]) -> dict[str, float]:
     n = len(path)
     out: dict[str, float] = {}
@@ -352,11 +430,17 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     best: dict[str, tuple[float, _Sentence]] = {}
     shown: dict[str, str] = {}
     commons = {s.evidence_id: lowercase_words(s.text) for s in sents}
-    for s in sents:
-        base = s.weight * (s.support + HOP_WEIGHT * hops.get(s.title, 0.0))
+    entities = [entity_mentions(s.text, commons[s.evidence_id]) for s in sents]
+    names = [{" ".join(_words(m.name)) for m in ms if not named_in(m.name, qwords) and not _YEAR.match(m.name)}
+             for ms in entities]
+    name_hops = _name_hops(sents, names)
+    for s, ms, name_hop in zip(sents, entities, name_hops):
+        base = s.weight * (s.support + HOP_WEIGHT * (hops.get(s.title, 0.0) if s.title else name_hop))
         if base <= 0:
             continue
-        for name, start, end in _mentions(kind, s.text, commons[s.evidence_id]):
+        spans = [(m.name, m.start, m.end) for m in ms if not _YEAR.match(m.name)] if kind == "entity" \
+            else _mentions(kind, s.text, commons[s.evidence_id])
+        for name, start, end in spans:
             if t.kind != "choice" and (named_in(name, qwords) or not content_words(name)):
                 continue
             if kind == "entity" and _adjective(name, s.text, end):
@@ -375,6 +459,7 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     scores = {k: max(g) + RECUR_WEIGHT * (sum(g) - max(g)) for k, g in gains.items()}
     for key in scores:   # the path vouches for a name as far as the name fits the type
         scores[key] += PATH_BONUS * on_path.get(key, 0.0) * fits[key]
+    _demote_bridges(scores, t, question, shown, sents)
     ranked = sorted(scores, key=lambda k: (-scores[k], k))[:MAX_CANDIDATES]
     return [Candidate(shown[k], round(scores[k], 6), best[k][1].text, best[k][1].evidence_id) for k in ranked]
 
