@@ -19,6 +19,7 @@ from langgraph_kgmem.ingest.pipeline import MAX_DOCUMENT_CHARS, IngestReport, aa
 from langgraph_kgmem.ingest.records import RecordsReport, add_records
 from langgraph_kgmem.kg.graph import KnowledgeGraphCore
 from langgraph_kgmem.memory import reset_memory
+from langgraph_kgmem.memory.kinds import add_kind_loader
 from langgraph_kgmem.memory.provenance import invalidate_documents
 from langgraph_kgmem.memory.view import describe_memory
 from langgraph_kgmem.persistence import holds_memory, open_async_persistence, open_persistence
@@ -29,12 +30,16 @@ logger = logging.getLogger(__name__)
 ProgressCallback = Callable[[dict[str, Any]], None]
 
 
-def _register_memory_kinds() -> None:
+def register_memory_kinds() -> None:
     """Import every method, so the memory kinds their specs declare are registered with the memory
-    layer (the methods' layer owns them, like feedback: imported when used)."""
+    layer (the methods' layer owns them, like feedback: imported when used). The memory layer calls
+    it the first time it needs a kind (:func:`~langgraph_kgmem.memory.kinds.add_kind_loader`)."""
     from langgraph_kgmem.graphs.registry import method_specs
 
     method_specs()
+
+
+add_kind_loader(register_memory_kinds)
 
 
 class KnowledgeGraph(KnowledgeGraphCore):
@@ -192,13 +197,13 @@ class KnowledgeGraph(KnowledgeGraphCore):
         """What the methods remember about this KG, per namespace (edge memories, trajectories,
         reflections, codebook, summaries; every memory scope), with each item as a person reads it:
         see :func:`memory.view.describe_memory`. ``store``: default the KG's own :meth:`persistence` store."""
-        _register_memory_kinds()
+        register_memory_kinds()
         return describe_memory(self, store if store is not None else self.persistence()[1], kind, limit=limit)
 
     def reset_memory(self, kind: str | None = None, *, scope: Sequence[str] | None = None, store: Any = None) -> int:
         """Forget what the methods remember about this KG (one ``kind``, one ``scope``, or all);
         the graph itself is untouched. Returns the number of items deleted."""
-        _register_memory_kinds()
+        register_memory_kinds()
         return reset_memory(store if store is not None else self.persistence()[1], self.name, kind, scope=scope)
 
     def feedback(self, run: str, *, useful: Sequence[str] | str = (), wrong: Sequence[str] | str = (),

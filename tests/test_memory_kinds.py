@@ -119,3 +119,25 @@ print(kg.memory(), kg.reset_memory("codebook"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[] 0"
+
+
+def test_a_process_that_imported_no_method_still_knows_every_kind():
+    # a tenant label equal to a method's kind must be refused whatever has been imported, or its
+    # memory sits below that kind's shared memory; and EdgeMemory works before ReMindRAG is imported
+    code = (
+        "import sys\n"
+        "from langgraph.store.memory import InMemoryStore\n"
+        "from langgraph_kgmem import KnowledgeGraph\n"
+        "from langgraph_kgmem.errors import KgmemInputError\n"
+        "from langgraph_kgmem.memory import EdgeMemory, check_scope_label\n"
+        "assert not any(m.startswith('langgraph_kgmem.graphs.autopruned') for m in sys.modules)\n"
+        "try:\n"
+        "    check_scope_label('codebook')\n"
+        "except KgmemInputError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('codebook accepted as a tenant label')\n"
+        "EdgeMemory(InMemoryStore(), 'kg', 8)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -53,6 +53,29 @@ class MemoryKind:
 
 
 _REGISTERED: dict[str, MemoryKind] = {}   # label -> kind, in registration order
+_LOADERS: list[Callable[[], Any]] = []
+_loaded = False
+
+
+def add_kind_loader(load: Callable[[], Any]) -> None:
+    """Register a function that registers kinds when first needed. :mod:`langgraph_kgmem.knowledge_graph`
+    adds one (importing every method) when it is imported, which any use of a method does: a
+    process that has imported one method, or none yet, must still know every kind, or a tenant
+    label equal to another method's kind would pass :func:`~langgraph_kgmem.memory.check_scope_label`
+    and its memory would sit below that kind's shared memory."""
+    global _loaded
+    if load not in _LOADERS:
+        _LOADERS.append(load)
+        _loaded = False
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True   # first: a loader's imports register kinds, which must not load again
+    for load in list(_LOADERS):
+        load()
 
 
 def register_kind(kind: MemoryKind) -> MemoryKind:
@@ -78,11 +101,14 @@ def unregister_kind(label: str) -> None:
 
 def memory_kind(label: str) -> MemoryKind | None:
     """The registered kind of namespace label ``label``, or None."""
+    if label not in _REGISTERED:
+        _ensure_loaded()
     return _REGISTERED.get(label)
 
 
 def registered_kinds() -> tuple[MemoryKind, ...]:
     """Every registered kind, in short-name order."""
+    _ensure_loaded()
     return tuple(sorted(_REGISTERED.values(), key=lambda k: k.short))
 
 
@@ -91,19 +117,22 @@ class ShortNames(Mapping[str, str]):
     read live from the registry (a method imported later adds its kinds)."""
 
     def __getitem__(self, short: str) -> str:
+        _ensure_loaded()
         for k in _REGISTERED.values():
             if k.short == short:
                 return k.label
         raise KeyError(short)
 
     def __iter__(self) -> Iterator[str]:
+        _ensure_loaded()
         return iter(sorted(k.short for k in _REGISTERED.values()))
 
     def __len__(self) -> int:
+        _ensure_loaded()
         return len(_REGISTERED)
 
     def __repr__(self) -> str:
         return f"KINDS({dict(self)!r})"
 
 
-__all__ = ["MemoryKind", "ShortNames", "memory_kind", "register_kind", "registered_kinds", "unregister_kind"]
+__all__ = ["MemoryKind", "ShortNames", "add_kind_loader", "memory_kind", "register_kind", "registered_kinds", "unregister_kind"]
