@@ -14,8 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
+from pydantic import Field
 
+from langgraph_kgmem.errors import check_number
 from langgraph_kgmem.graphs.runs import run_store
+from langgraph_kgmem.graphs.spec import MethodOptions
 from langgraph_kgmem.memory import memory_scope
 from langgraph_kgmem.memory.prior_runs import PriorRun, find_prior_run
 from langgraph_kgmem.memory.provenance import PASSAGE_KINDS
@@ -23,6 +26,21 @@ from langgraph_kgmem.memory.provenance import PASSAGE_KINDS
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
+
+
+class ReuseOptions(MethodOptions):
+    """The two options of every method that reads earlier runs (what each does with one: the reuse
+    table of ``docs/memory.md``), declared and checked once."""
+
+    reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
+                                           "any method of this tenant")
+    reuse_similarity: float = Field(0.8, description="reuse: cosine at which a stored question counts as this one "
+                                                     "reworded (above 1: the same question only)")
+
+    @classmethod
+    def check_values(cls, opts: Mapping[str, Any]) -> None:
+        """See :meth:`MethodOptions.check_values`: ``reuse_similarity`` in [0, 2]."""
+        check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
 
 def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, question: str, *, method: str,
               similarity: float, passages_only: bool = True) -> dict[str, Any] | None:

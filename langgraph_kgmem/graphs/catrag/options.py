@@ -9,13 +9,14 @@ from pydantic import Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_number
 from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
+from langgraph_kgmem.graphs.reuse import ReuseOptions
 from langgraph_kgmem.kg.ppr import PprMethod
 
 _INT_FLOORS = {"top_facts": 1, "filter_keep": 1, "n_seed": 0, "k_edge": 1, "tau": 0, "top_passages": 1,
                "rank_depth": 1, "llm_concurrency": 1}
 
 
-class CatragOptions(PromptOptions):
+class CatragOptions(PromptOptions, ReuseOptions):
     """CatRAG (and HippoRAG 2: the three additions off) options."""
 
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.catrag.prompts"
@@ -62,17 +63,13 @@ class CatragOptions(PromptOptions):
                                                     "passage's credit reads as zero")
     experience_distractor_after: int = Field(2, description="experience: runs that marked a passage wrong (none "
                                                             "useful) before it is demoted for every question; 0: never")
-    reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
-                                           "any method of this tenant: its passages seed PageRank, the fact filter, "
-                                           "anchoring and edge scoring decide offline")
-    reuse_similarity: float = Field(0.8, description="reuse: cosine at which a stored question counts as this one "
-                                                     "reworded (above 1: the same question only)")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the run records and experience "
                                                                  "namespaces, e.g. ('{user_id}',)")
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
         """See :meth:`MethodOptions.check_values`."""
+        super().check_values(opts)
         for name in ("passage_weight", "epsilon", "beta", "synonym_weight"):
             check_number(name, opts[name], 0.0)
         check_number("damping", opts["damping"], 0.0, 1.0, low_open=True, high_open=True)
@@ -81,7 +78,6 @@ class CatragOptions(PromptOptions):
             raise KgmemInputError(f"ppr_method {opts['ppr_method']!r}: use 'auto', 'exact' or 'push'")
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True)
         check_number("experience_weight", opts["experience_weight"], 0.0, 1.0)
-        check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
         check_number("experience_gate", opts["experience_gate"], 0.0, 1.0, high_open=True)
         check_number("experience_distractor_after", opts["experience_distractor_after"], 0.0)
         scope = opts["memory_scope"]

@@ -18,11 +18,12 @@ from pydantic.json_schema import SkipJsonSchema
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
+from langgraph_kgmem.graphs.reuse import ReuseOptions
 
 _INT_FLOORS = {"max_steps": 1, "max_cycles": 0, "top_n": 1}
 
 
-class R3cycleOptions(PromptOptions):
+class R3cycleOptions(PromptOptions, ReuseOptions):
     """R3-Cycle (and Graph-CoT: ``reflection=False``) options (see
     :func:`~langgraph_kgmem.graphs.r3cycle.create_r3cycle_graph`)."""
 
@@ -40,8 +41,6 @@ class R3cycleOptions(PromptOptions):
     max_cycles: int = Field(1, description="retries after a failed attempt (0: never retry)")
     reflection: bool = Field(True, description="False: Graph-CoT (no verification, reflection or retry)")
     top_n: int = Field(1, description="node ids RetrieveNode returns")
-    reuse: bool = Field(False, description="a question this tenant asked before, answered and still holding, is "
-                                           "answered again from that run without a walk")
     reuse_similarity: float = Field(1.01, description="reuse: cosine at which a stored question counts as this one "
                                                       "reworded (default above 1: the same question only, since the "
                                                       "answer is given again with no walk to correct a wrong match)")
@@ -49,6 +48,7 @@ class R3cycleOptions(PromptOptions):
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
         """See :meth:`MethodOptions.check_values`."""
+        super().check_values(opts)
         verifier = opts["verifier"]
         if verifier is not None and not (callable(verifier) or isinstance(verifier, Runnable)):
             raise KgmemInputError(f"verifier must be a callable (question, answer, evidence) or a compiled graph, "

@@ -17,11 +17,12 @@ from pydantic import Field
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
+from langgraph_kgmem.graphs.reuse import ReuseOptions
 
 _INT_FLOORS = {"seeds_k": 1, "max_hops": 0, "max_replay_nodes": 0, "chunk_chars": 50, "top_passages": 1}
 
 
-class RemindragOptions(PromptOptions):
+class RemindragOptions(PromptOptions, ReuseOptions):
     """ReMindRAG options (see :func:`~langgraph_kgmem.graphs.remindrag.create_remindrag_graph`)."""
 
     INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
@@ -45,11 +46,6 @@ class RemindragOptions(PromptOptions):
     replay: bool = Field(True, description="follow remembered edges first (False: every question is walked)")
     experience: bool = Field(False, description="share the experience layer: replay also follows edges credited by "
                                                 "feedback or other runs, and confirmed walks credit their edges")
-    reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
-                                           "any method of this tenant: its passages join S, the first sufficiency "
-                                           "check is skipped")
-    reuse_similarity: float = Field(0.8, description="reuse: cosine at which a stored question counts as this one "
-                                                     "reworded (above 1: the same question only)")
     dense_fusion: bool = Field(True, description="fuse the walk's passages with the dense passage ranking")
     top_passages: int = Field(5, description="passages in the evidence (at least)")
     fusion: Literal["fixed", "adaptive"] = Field(
@@ -62,12 +58,12 @@ class RemindragOptions(PromptOptions):
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
         """See :meth:`MethodOptions.check_values`."""
+        super().check_values(opts)
         check_int("max_steps", opts["max_steps"], 1, optional=True)
         check_number("alpha", opts["alpha"], 0.0, 1.0)
         check_number("lam (the replay threshold λ)", opts["lam"], -1.0, 1.0)
         check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True, optional=True)
         check_number("fusion_weak", opts["fusion_weak"], 0.0)
-        check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
         if opts["fusion_strong"] < opts["fusion_weak"]:
             raise KgmemInputError(f"fusion_strong ({opts['fusion_strong']}) must be >= fusion_weak "
                                   f"({opts['fusion_weak']})")
