@@ -132,3 +132,33 @@ def _books_of(app):
     """The codebooks the compiled graph's nodes hold (AutoprunedDeps)."""
     node = app.builder.nodes["retrieve_coarse"].runnable
     return node.func.keywords["deps"]._books
+
+
+def test_text_vectors_on_postgresql_are_read_by_a_later_process_and_get_no_hnsw_index(new_database, monkeypatch):
+    from langgraph_kgmem.kg.backends.postgres import vectors
+
+    monkeypatch.setattr(vectors, "HNSW_MIN_ROWS", 1)   # every searched space indexed at once
+    uri = new_database()
+    emb = Counting()
+    kg = KnowledgeGraph.open(uri, name="texts", embeddings=emb)
+    try:
+        kg.add_documents(SAMPLE_DOCS[:1], model="offline")
+        emb.texts.clear()
+        got = kg.text_vectors(["was born in", "of the"])
+        assert emb.texts == ["was born in", "of the"]
+    finally:
+        kg.close()
+    again = Counting()
+    kg = KnowledgeGraph.open(uri, name="texts", embeddings=again)
+    try:   # the server's copy, nothing embedded again
+        assert np.allclose(kg.text_vectors(["of the", "was born in"]), got[::-1], atol=1e-6) and again.texts == []
+    finally:
+        kg.close()
+    import psycopg
+
+    with psycopg.connect(uri) as conn:   # read by id alone: an index would only cost inserts
+        names = [r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s",
+                                            ("%texts%",))]
+    assert names == []
+    with psycopg.connect(uri) as conn:   # the searched space did get one
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname LIKE %s", ("%nodes_hnsw",)).fetchone()[0] == 1
