@@ -15,7 +15,8 @@ import logging
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
-from langgraph_kgmem.ingest.pipeline import MAX_DOCUMENT_CHARS, IngestReport, aadd_documents, add_documents, add_triples
+from langgraph_kgmem.ingest.pipeline import (MAX_DOCUMENT_CHARS, MERGE_THRESHOLD, IngestReport, aadd_documents,
+                                             add_documents, add_triples)
 from langgraph_kgmem.ingest.records import RecordsReport, add_records
 from langgraph_kgmem.kg.graph import KnowledgeGraphCore
 from langgraph_kgmem.memory import reset_memory
@@ -62,7 +63,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
 
     # ------------------------------------------------------------------ ingestion
     def add_documents(self, docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
-                      merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                      merge_threshold: float | None = MERGE_THRESHOLD, max_chars: int = MAX_DOCUMENT_CHARS,
                       progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
                       on_progress: ProgressCallback | None = None) -> IngestReport:
         """Chunk, extract and merge documents (str, Path, LangChain Document, or dict with
@@ -103,7 +104,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
         return report
 
     async def aadd_documents(self, docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
-                             merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                             merge_threshold: float | None = MERGE_THRESHOLD, max_chars: int = MAX_DOCUMENT_CHARS,
                              progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
                              on_progress: ProgressCallback | None = None) -> IngestReport:
         """:meth:`add_documents` for async code, same arguments and result: LLM extraction as
@@ -119,7 +120,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
         return report
 
     def add_triples(self, triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
-                    title: str | None = None, merge_threshold: float | None = 0.85,
+                    title: str | None = None, merge_threshold: float | None = MERGE_THRESHOLD,
                     meta: dict[str, Any] | None = None) -> IngestReport:
         """Add pre-extracted ``[subject, relation, object]`` triples (lists, tuples or
         :class:`~langgraph_kgmem.kg.types.Triple`), optionally with the passage ``text`` they came

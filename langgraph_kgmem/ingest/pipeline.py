@@ -38,6 +38,9 @@ MAX_DOCUMENT_CHARS = 5_000_000
 # a file holding MAX_DOCUMENT_CHARS characters: at most 4 UTF-8 bytes each, and a byte-order mark
 MAX_FILE_BYTES = 4 * MAX_DOCUMENT_CHARS + 3
 EMBED_WINDOW_CHUNKS = 64   # chunks a bulk ingest embeds together and writes in one transaction
+# cosine (on MiniLM's scale) at which a new entity name merges into an existing entity: the default of
+# every ingest entry point's merge_threshold (None there: never merge)
+MERGE_THRESHOLD = 0.85
 # passages a bulk ingest sends to the model in one call, for the windows to come: sorted by length
 # across ~1,000 chunks, batches pad far less than within one window's 64
 PASSAGES_AHEAD_CHUNKS = 1024
@@ -475,7 +478,7 @@ def _texts_to_embed(kg: "KnowledgeGraph", docs: Sequence[tuple[str, Sequence[str
 
 
 def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | None = None, text: str | None = None,
-                title: str | None = None, merge_threshold: float | None = 0.85,
+                title: str | None = None, merge_threshold: float | None = MERGE_THRESHOLD,
                 meta: dict[str, Any] | None = None) -> IngestReport:
     """Add pre-extracted triples, optionally with the passage ``text`` they came from (which becomes
     a chunk + anchor linked to the triples' entities). ``source`` is the document id
@@ -527,7 +530,7 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
 
 
 def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
-                  merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                  merge_threshold: float | None = MERGE_THRESHOLD, max_chars: int = MAX_DOCUMENT_CHARS,
                   progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> IngestReport:
     """Ingest documents (str, Path, Document or dict with text/title/id).
@@ -574,7 +577,7 @@ def add_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = Non
 
 
 async def aadd_documents(kg: "KnowledgeGraph", docs: Iterable[Any], *, model: Any = None, chunk_tokens: int = 750,
-                         merge_threshold: float | None = 0.85, max_chars: int = MAX_DOCUMENT_CHARS,
+                         merge_threshold: float | None = MERGE_THRESHOLD, max_chars: int = MAX_DOCUMENT_CHARS,
                          progress: bool | None = None, extractor: Any = None, max_concurrency: int = 8,
                          on_progress: Callable[[dict[str, Any]], None] | None = None) -> IngestReport:
     """:func:`add_documents` for async callers, with the same arguments and the same KG.
