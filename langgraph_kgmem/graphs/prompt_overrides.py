@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import string
 from importlib import import_module
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, TypedDict
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.spec import MethodOptions
@@ -77,6 +77,12 @@ def with_data_note(template: str, default: str) -> str:
     return template
 
 
+class PromptKwargs(TypedDict, total=False):
+    """:class:`PromptOptions`' keyword argument, for a factory's ``Unpack[...]``."""
+
+    prompts: dict[str, str]
+
+
 class PromptOptions(MethodOptions):
     """Options of a method whose prompts can be overridden: the ``prompts`` option, checked against
     the ``PROMPTS`` mapping of :attr:`PROMPTS_MODULE` (read when a node asks, see :meth:`prompt`)."""
@@ -86,6 +92,11 @@ class PromptOptions(MethodOptions):
     prompts: dict[str, str] = Field(default_factory=dict,
                                     description="prompt overrides, name -> template (the names and their "
                                                 "placeholders: PROMPTS in the method's prompts module)")
+
+    @field_validator("prompts", mode="before")
+    @classmethod
+    def _none_is_no_override(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     @classmethod
     def default_prompts(cls) -> Mapping[str, str]:

@@ -11,12 +11,11 @@ see, that answer is given again without a model call (:func:`reused_answer`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
 import numpy as np
 from pydantic import Field
 
-from langgraph_kgmem.errors import check_number
 from langgraph_kgmem.graphs.runs import run_store
 from langgraph_kgmem.graphs.spec import MethodOptions
 from langgraph_kgmem.memory import memory_scope
@@ -34,13 +33,17 @@ class ReuseOptions(MethodOptions):
 
     reuse: bool = Field(False, description="start from a confirmed earlier run of the same (or a reworded) question by "
                                            "any method of this tenant")
-    reuse_similarity: float = Field(0.8, description="reuse: cosine at which a stored question counts as this one "
-                                                     "reworded (above 1: the same question only)")
+    reuse_similarity: float = Field(0.8, ge=0.0, le=2.0,
+                                    description="reuse: cosine at which a stored question counts as this one "
+                                                "reworded (above 1: the same question only)")
 
-    @classmethod
-    def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`: ``reuse_similarity`` in [0, 2]."""
-        check_number("reuse_similarity", opts["reuse_similarity"], 0.0, 2.0)
+
+class ReuseKwargs(TypedDict, total=False):
+    """:class:`ReuseOptions`' keyword arguments, for a factory's ``Unpack[...]``."""
+
+    reuse: bool
+    reuse_similarity: float
+
 
 def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, question: str, *, method: str,
               similarity: float, passages_only: bool = True) -> dict[str, Any] | None:

@@ -11,17 +11,29 @@ option), and the same model is the graph's ``context_schema``: ``app.invoke(inpu
 context={"top_passages": 3, "user_id": "alice"})`` overrides those knobs for one run, on top of
 the values the graph was built with. Options that decide the graph's shape (which nodes exist)
 are fixed at build time; a run that tries to change one is refused with a message saying so.
+
+Each option is declared once, as a pydantic field: its type (``Literal`` choices, a sequence of
+them), its bounds (``Field(ge=, gt=, le=, lt=)``), its description and, for an option fixed at
+build, ``json_schema_extra={"build_only": True}``. The base model reads those declarations to
+check each given value with the package's own message (``top_passages must be an integer >= 1,
+got 0``); only checks that code must express (a callable, a mapping's keys, several options at
+once) are written by hand, in :meth:`MethodOptions.check_values` and
+:meth:`MethodOptions.check_together`.
 """
 
 from __future__ import annotations
 
+import types
+from collections.abc import Sequence as AbcSequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence, TypeVar
+from typing import (Any, Callable, ClassVar, Literal, Mapping, Sequence, TypedDict, TypeVar, Union, get_args,
+                    get_origin)
 
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
-from langgraph_kgmem.errors import KgmemInputError, check_int
+from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
 from langgraph_kgmem.memory import ROOT, SYSTEM_KINDS
 from langgraph_kgmem.memory.kinds import MemoryKind, register_kind
 
@@ -44,14 +56,6 @@ class MethodOptions(BaseModel):
                               protected_namespaces=())
 
     METHOD: ClassVar[str] = "method"
-    # options that choose the graph's nodes: a run cannot change them (the nodes are not there)
-    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset()
-    # True: the nodes read every knob of the method once, when the graph is built, so a run may
-    # set only the base options (model and tenant ids)
-    FIXED_AT_BUILD: ClassVar[bool] = False
-    # integer options and their least value (None allowed for those in OPTIONAL_INT_FLOORS)
-    INT_FLOORS: ClassVar[Mapping[str, int]] = {}
-    OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = {}
 
     model: Any = Field(None, description="chat model: a LangChain chat model, 'offline' or 'provider:model'; "
                                          "None uses the one the graph was built with ($KGMEM_MODEL)")
@@ -73,10 +77,8 @@ class MethodOptions(BaseModel):
         if isinstance(data, dict):
             opts = {name: data.get(name, f.get_default(call_default_factory=True))
                     for name, f in cls.model_fields.items()}
-            for name, low in cls.INT_FLOORS.items():
-                check_int(name, opts[name], low)
-            for name, low in cls.OPTIONAL_INT_FLOORS.items():
-                check_int(name, opts[name], low, optional=True)
+            for name, f in cls.model_fields.items():
+                _check_declared(name, f, opts[name])
             cls.check_values(opts)
             cls.check_prompts(opts)
         return data
@@ -88,9 +90,16 @@ class MethodOptions(BaseModel):
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """Checks of single values beyond the integer floors (a subclass overrides this and raises
-        :class:`KgmemInputError` naming the option); ``opts`` holds every option, as given or at
-        its class default."""
+        """Checks of single values beyond what the fields declare (their type's choices and bounds,
+        checked before this): a subclass overrides this and raises :class:`KgmemInputError`
+        naming the option; ``opts`` holds every option, as given or at its class default."""
+
+    @classmethod
+    def with_default(cls, name: str, default: Any) -> Any:
+        """The declaration of the inherited option ``name`` (type bounds, description, build-only
+        mark) with another default, for a method whose default differs from the mixin's:
+        ``fusion_strong: float = FusionOptions.with_default("fusion_strong", 1.01)``."""
+        return FieldInfo.merge_field_infos(cls.model_fields[name], default=default)
 
     @classmethod
     def build(cls: type[O], **options: Any) -> O:
@@ -136,10 +145,10 @@ class MethodOptions(BaseModel):
 
     @classmethod
     def build_only(cls) -> frozenset[str]:
-        """The options a run's context cannot change."""
-        if cls.FIXED_AT_BUILD:
-            return frozenset(cls.model_fields) - frozenset(MethodOptions.model_fields)
-        return cls.BUILD_ONLY
+        """The options a run's context cannot change: those that choose the graph's nodes or what it
+        writes once, declared with ``json_schema_extra={"build_only": True}``."""
+        return frozenset(name for name, f in cls.model_fields.items()
+                         if isinstance(f.json_schema_extra, Mapping) and f.json_schema_extra.get("build_only"))
 
     def scope_values(self) -> dict[str, str]:
         """The tenant labels this run gives (``user_id`` and ``tenant``), for ``memory_scope``."""
@@ -147,6 +156,53 @@ class MethodOptions(BaseModel):
         if self.user_id is not None:
             values["user_id"] = self.user_id
         return values
+
+
+class MethodKwargs(TypedDict, total=False):
+    """The keyword arguments every factory takes for :class:`MethodOptions`' tenant ids (``model``
+    is a parameter of its own). A method's ``<Method>Kwargs`` extends it with the names and types of
+    its options model, for ``**options: Unpack[...]``; the defaults, bounds and descriptions live
+    only in the model, and a test checks that the two list the same names and types."""
+
+    user_id: str | None
+    tenant: dict[str, str]
+
+
+def _check_declared(name: str, declared: FieldInfo, value: Any) -> None:
+    """``value`` against what the field ``name`` declares: its bounds (``ge``/``gt``/``le``/``lt``)
+    on an integer or a number, its ``Literal`` choices, or a non-empty selection of them for a
+    sequence of a ``Literal``; None passes where the type allows it. Raises KgmemInputError in the
+    package's words; a value of another type is left to pydantic."""
+    annotation, optional = declared.annotation, False
+    if get_origin(annotation) in (Union, types.UnionType) and type(None) in get_args(annotation):
+        rest = [a for a in get_args(annotation) if a is not type(None)]
+        annotation, optional = (rest[0] if len(rest) == 1 else annotation), True
+    bounds: dict[str, Any] = {}
+    for m in declared.metadata:   # pydantic keeps Field(ge=...) as annotated_types.Ge(ge=...), and so on
+        for attr, bound in (("ge", {}), ("gt", {"low_open": True}), ("le", {}), ("lt", {"high_open": True})):
+            if getattr(m, attr, None) is not None:
+                bounds.update(bound, **{"low" if attr[0] == "g" else "high": getattr(m, attr)})
+    if bounds and annotation is int:
+        check_int(name, value, bounds.get("low", -(2 ** 63)), bounds.get("high"), optional=optional)
+    elif bounds and annotation is float:
+        check_number(name, value, optional=optional, **bounds)
+    elif get_origin(annotation) is Literal and not (optional and value is None):
+        allowed = get_args(annotation)
+        if value not in allowed:
+            raise KgmemInputError(f"{name} must be {_choices(allowed)}, got {value!r}")
+    elif get_origin(annotation) in (Sequence, AbcSequence) and not (optional and value is None):
+        inner = get_args(annotation)
+        if inner and get_origin(inner[0]) is Literal:
+            allowed = get_args(inner[0])
+            if (isinstance(value, str) or not isinstance(value, AbcSequence) or not value
+                    or any(v not in allowed for v in value)):
+                raise KgmemInputError(f"{name} must be a non-empty subset of {allowed}, got {value!r}")
+
+
+def _choices(allowed: Sequence[Any]) -> str:
+    """``'a', 'b' or 'c'``."""
+    shown = [repr(a) for a in allowed]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
 def _input_error(cls: type[MethodOptions], exc: ValidationError) -> KgmemInputError:

@@ -4,7 +4,7 @@ and :func:`sync_codebook`, the codebook's indexing outside a run."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, Unpack
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
@@ -12,7 +12,7 @@ from langgraph.types import RetryPolicy
 from langgraph_kgmem.graphs.autopruned import nodes
 from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR, Codebook
 from langgraph_kgmem.graphs.autopruned.deps import AutoprunedDeps
-from langgraph_kgmem.graphs.autopruned.options import AutoprunedOptions
+from langgraph_kgmem.graphs.autopruned.options import AutoprunedKwargs, AutoprunedOptions
 from langgraph_kgmem.graphs.autopruned.schemas import AutoPrunedState
 from langgraph_kgmem.graphs.common import InputState, method_model
 
@@ -20,8 +20,8 @@ NODE_ORDER = ("sync_facts", "encode_question", "retrieve_coarse", "rerank_fine",
               "answer", "memorize")
 
 
-def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None,
-                            retry_policy: RetryPolicy | None = None, **options: Any) -> StateGraph:
+def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None, retry_policy: RetryPolicy | None = None,
+                            **options: Unpack[AutoprunedKwargs]) -> StateGraph:
     """Build the AutoPrunedRetriever graph (uncompiled) over ``kg``.
 
     Args:
@@ -34,17 +34,11 @@ def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None,
             limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
             :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         **options: :class:`~langgraph_kgmem.graphs.autopruned.options.AutoprunedOptions` (each
-            described there), validated here; each is the run's default, and every one but
-            ``consolidate``, ``memory_scope`` and the options that shape the stored codebook
-            (``tau_run``, ``phrase_facts``, ``alias_threshold``, ``entity_budget``,
-            ``layer2_min_cos``) can be overridden per run: ``app.invoke(inputs, context={"fine_m": 5})``.
-            Prompts: ``prompts`` (overrides of :data:`~langgraph_kgmem.graphs.autopruned.prompts.PROMPTS`).
-            Retrieval: ``selection_policy``, ``coarse_k``, ``fine_m``, ``w_ent``, ``w_rel``,
-            ``fine``, ``unique_threshold``, ``cover_weight``, ``dense_fusion``. Packing:
-            ``encodings``, ``max_prompt_tokens``, ``edges_per_run``, ``show``, ``sentence_budget``,
-            ``sentence_cover``, ``sentence_rankings``, ``sentence_bridges``, ``sentence_dense``,
-            ``relevance_weights``.
-            Memory: ``extraction``, ``memorize``, ``memorize_unanswered``, ``replay``.
+            described there, at length in its module's docstring), validated here; each is the run's
+            default, and every one but ``consolidate``, ``memory_scope`` and the options that shape
+            the stored codebook (``tau_run``, ``phrase_facts``, ``alias_threshold``,
+            ``entity_budget``, ``layer2_min_cos``) can be overridden per run:
+            ``app.invoke(inputs, context={"fine_m": 5})``.
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``,

@@ -53,7 +53,8 @@ The options, one by one:
         each of the first N passages, ranked by their best sentence, goes in before the rest, so
         the passages the ranking puts on top are in the prompt; the evidence lists the shown
         passages in that ranking (``score`` 1 / place), which is what the benchmark grades.
-    fusion / fusion_weak / fusion_strong: with ``dense_fusion``, ``"fixed"`` (default) is the
+    fusion / fusion_weak / fusion_strong (:class:`~langgraph_kgmem.graphs.fusion.FusionOptions`):
+        with ``dense_fusion``, ``"fixed"`` (default) is the
         turn-taking below; ``"adaptive"`` gives the fine ranking a share of the first ``fine_m``
         places by its confidence (:func:`~.scoring.fine_confidence`): one place below
         ``fusion_weak``, every other place between, the fine ranking alone from ``fusion_strong``
@@ -96,7 +97,7 @@ The options, one by one:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Literal, Mapping, Sequence, get_args
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -104,12 +105,15 @@ from pydantic.json_schema import SkipJsonSchema
 from langgraph_kgmem.errors import KgmemInputError, check_number
 from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
 from langgraph_kgmem.graphs.autopruned.schemas import FineScoring
-from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
+from langgraph_kgmem.graphs.fusion import FusionKwargs, FusionOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
+from langgraph_kgmem.graphs.spec import MethodKwargs
 
 Encoding = Literal["words", "ids", "matrix"]
 Show = Literal["triples", "sentences"]
-ENCODINGS: tuple[Encoding, ...] = ("words", "ids", "matrix")
-SENTENCE_RANKINGS: tuple[str, ...] = ("relevance", "question", "edges", "passages")
+SentenceRanking = Literal["relevance", "question", "edges", "passages"]
+ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
+SENTENCE_RANKINGS: tuple[str, ...] = get_args(SentenceRanking)
 # The "relevance" ranking's score of a sentence: its question cosine plus these, each weighed —
 # "passage": its passage's cosine with the question (vector search's passage score), "terms": the
 # share of the question's content words it holds, each weighed by its rarity among the candidate
@@ -123,97 +127,86 @@ RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.0
 SENTENCE_BUDGET = 250
 SENTENCE_COVER = 0
 
-_INT_FLOORS = {"coarse_k": 1, "fine_m": 1, "sentence_dense": 0, "sentence_cover": 0}
-_OPTIONAL_INT_FLOORS = {"entity_budget": 1, "max_prompt_tokens": 1, "edges_per_run": 1, "sentence_budget": 1}
-_CHOICES = {"show": ("triples", "sentences"), "extraction": ("llm", "offline"),
-            "phrase_facts": ("uncovered", "always", "never")}
+_AT_BUILD = {"build_only": True}
 
 
-class AutoprunedOptions(PromptOptions):
+class AutoprunedOptions(PromptOptions, FusionOptions):
     """AutoPrunedRetriever options (see
-    :func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`)."""
-
-    INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
-    OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = _OPTIONAL_INT_FLOORS
+    :func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`; each one at length: this
+    module's docstring). Prompts (``prompts``): overrides of
+    :data:`~langgraph_kgmem.graphs.autopruned.prompts.PROMPTS`."""
 
     METHOD: ClassVar[str] = "create_autopruned_graph"
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.autopruned.prompts"
-    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"consolidate", "memory_scope", "tau_run", "phrase_facts",
-                                                      "alias_threshold", "entity_budget", "layer2_min_cos"})
 
     selection_policy: SkipJsonSchema[Any] = Field(
         None, description="fn(channel, candidates, features) -> 'all' | 'unique' | 'none' per channel ('F' facts, "
                           "'Q' earlier questions, 'A' known answers); None: default_selection_policy")
-    coarse_k: int = Field(200, description="runs kept by the coarse score")
-    fine_m: int = Field(20, description="runs kept by the fine score, across channels")
-    tau_run: float = Field(0.7, description="run segmentation: a triple joins the current run above this score "
-                                            "(cosine to the run centroid + continuity bonus)")
-    w_ent: float = Field(1.0, description="coarse score weight of entity similarity")
-    w_rel: float = Field(0.3, description="coarse score weight of relation similarity")
+    coarse_k: int = Field(200, ge=1, description="runs kept by the coarse score")
+    fine_m: int = Field(20, ge=1, description="runs kept by the fine score, across channels")
+    tau_run: float = Field(0.7, gt=0.0, le=2.0, json_schema_extra=_AT_BUILD,
+                           description="run segmentation: a triple joins the current run above this score (cosine "
+                                       "to the run centroid + continuity bonus)")
+    w_ent: float = Field(1.0, ge=0.0, description="coarse score weight of entity similarity")
+    w_rel: float = Field(0.3, ge=0.0, description="coarse score weight of relation similarity")
     fine: SkipJsonSchema[Any] = Field(None, description="FineScoring weights and thresholds (None: FineScoring())")
-    unique_threshold: float = Field(0.9, description="whole-run cosine at which two runs are one cluster ('unique')")
+    unique_threshold: float = Field(0.9, ge=-1.0, le=1.0,
+                                    description="whole-run cosine at which two runs are one cluster ('unique')")
     encodings: Sequence[Encoding] = Field(ENCODINGS, description="prompt encodings tried (the cheapest in tokens "
                                                                  "is used)")
-    max_prompt_tokens: int | None = Field(None, description="drop the weakest runs until the packed codebook fits "
-                                                            "(None: no limit)")
-    edges_per_run: int | None = Field(None, description="prune each selected fact run to its k edges closest to a "
-                                                        "question line (None: whole runs)")
+    max_prompt_tokens: int | None = Field(None, ge=1, description="drop the weakest runs until the packed codebook "
+                                                                  "fits (None: no limit)")
+    edges_per_run: int | None = Field(None, ge=1, description="prune each selected fact run to its k edges closest "
+                                                              "to a question line (None: whole runs)")
     show: Show = Field("sentences", description="fact runs shown as their passages' sentences, or as (pruned) "
                                                 "triples (the paper)")
-    cover_weight: float = Field(0.0, description="above 0: the top runs re-ordered greedily for coverage of the "
-                                                 "question's entities")
-    sentence_budget: int | None = Field(SENTENCE_BUDGET, description="show='sentences': fill the facts block with "
-                                                                     "the best-ranked sentences up to this many "
-                                                                     "tokens (None: the shown edges' own sentences)")
-    sentence_rankings: Sequence[str] = Field(("relevance",), description="sentence orders fused: relevance, "
-                                                                         "question, edges, passages")
+    cover_weight: float = Field(0.0, ge=0.0, description="above 0: the top runs re-ordered greedily for coverage of "
+                                                         "the question's entities")
+    sentence_budget: int | None = Field(SENTENCE_BUDGET, ge=1,
+                                        description="show='sentences': fill the facts block with the best-ranked "
+                                                    "sentences up to this many tokens (None: the shown edges' own "
+                                                    "sentences)")
+    sentence_rankings: Sequence[SentenceRanking] = Field(("relevance",), description="sentence orders fused: "
+                                                                                     "relevance, question, edges, "
+                                                                                     "passages")
     sentence_bridges: bool = Field(True, description="a sentence naming another candidate passage's title brings "
                                                      "that passage's best sentence next")
-    sentence_dense: int = Field(5, description="vector search's top passages that join the sentence candidates")
-    sentence_cover: int = Field(SENTENCE_COVER, description="the best sentence of each of the first N passages (ranked by their "
-                                               "best sentence) goes in before the budget is filled by rank")
+    sentence_dense: int = Field(5, ge=0, description="vector search's top passages that join the sentence candidates")
+    sentence_cover: int = Field(SENTENCE_COVER, ge=0,
+                                description="the best sentence of each of the first N passages (ranked by their "
+                                            "best sentence) goes in before the budget is filled by rank")
     relevance_weights: Mapping[str, float] | None = Field(
         None, description="any of the 'passage', 'terms' and 'lead' weights of the relevance ranking replaced "
                           "(None: RELEVANCE_WEIGHTS)")
     extraction: Literal["llm", "offline"] = Field("llm", description="question/answer triples by the LLM or the "
                                                                      "offline parser")
     phrase_facts: Literal["uncovered", "always", "never"] = Field(
-        "uncovered", description="phrase-parser facts: for chunks without relation edges, for every chunk, or never")
+        "uncovered", json_schema_extra=_AT_BUILD,
+        description="phrase-parser facts: for chunks without relation edges, for every chunk, or never")
     memorize: bool = Field(True, description="store the question's and (grounded) answer's runs")
     memorize_unanswered: bool = Field(False, description="store the question run of a 'no answer' reply too")
     experience: bool = Field(False, description="a grounded answer credits the passages it cites in the shared "
                                                 "experience layer (half a person's feedback; docs/memory.md)")
     replay: bool = Field(True, description="give a stored, still grounded answer to the same question again")
-    memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the codebook namespace, e.g. "
-                                                                 "('{user_id}',)")
-    consolidate: bool = Field(True, description="merge entity aliases after memorising")
-    alias_threshold: float = Field(ALIAS_THRESHOLD, description="cosine at which entities are aliases")
-    entity_budget: int | None = Field(None, description="entities kept before k-means refinement (a ceiling)")
-    layer2_min_cos: float = Field(LAYER2_FLOOR, description="lowest cosine a k-means merge accepts")
-    dense_fusion: bool = Field(True, description="fuse the fine ranking with dense passage retrieval")
-    fusion: Literal["fixed", "adaptive"] = Field(
-        "fixed", description="with dense_fusion: 'fixed' opens with vector search's best passage, then takes turns; "
-                             "'adaptive' gives the fine ranking one place, every other place or all of them by its "
-                             "confidence (fusion_weak, fusion_strong)")
-    fusion_weak: float = Field(0.45, description="adaptive fusion: below this confidence the fine ranking gets "
-                                                 "one place")
-    fusion_strong: float = Field(0.85, description="adaptive fusion: from this confidence on, the fine ranking alone")
+    memory_scope: Sequence[str] | None = Field(None, json_schema_extra=_AT_BUILD,
+                                               description="tenant labels of the codebook namespace, e.g. "
+                                                           "('{user_id}',)")
+    consolidate: bool = Field(True, json_schema_extra=_AT_BUILD, description="merge entity aliases after memorising")
+    alias_threshold: float = Field(ALIAS_THRESHOLD, gt=0.0, le=1.0, json_schema_extra=_AT_BUILD,
+                                   description="cosine at which entities are aliases")
+    entity_budget: int | None = Field(None, ge=1, json_schema_extra=_AT_BUILD,
+                                      description="entities kept before k-means refinement (a ceiling)")
+    layer2_min_cos: float = Field(LAYER2_FLOOR, ge=-1.0, le=1.0, json_schema_extra=_AT_BUILD,
+                                  description="lowest cosine a k-means merge accepts")
+    fusion_weak: float = FusionOptions.with_default("fusion_weak", 0.45)
+    fusion_strong: float = FusionOptions.with_default("fusion_strong", 0.85)
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`."""
-        check_number("tau_run", opts["tau_run"], 0.0, 2.0, low_open=True)
-        check_number("alias_threshold", opts["alias_threshold"], 0.0, 1.0, low_open=True)
-        check_number("unique_threshold", opts["unique_threshold"], -1.0, 1.0)
-        check_number("layer2_min_cos", opts["layer2_min_cos"], -1.0, 1.0)
-        for name in ("w_ent", "w_rel", "cover_weight"):
-            check_number(name, opts[name], 0.0)
+        """See :meth:`MethodOptions.check_values`: the relevance weights, the selection policy, the
+        memory scope and ``fine``."""
+        super().check_values(opts)
         _check_weights(opts["relevance_weights"])
-        _check_subset("sentence_rankings", opts["sentence_rankings"], SENTENCE_RANKINGS)
-        _check_subset("encodings", opts["encodings"], ENCODINGS)
-        for name, allowed in _CHOICES.items():
-            if opts[name] not in allowed:
-                raise KgmemInputError(f"{name} must be {' or '.join(map(repr, allowed))}, got {opts[name]!r}")
         policy = opts["selection_policy"]
         if policy is not None and not callable(policy):
             raise KgmemInputError(
@@ -231,9 +224,7 @@ class AutoprunedOptions(PromptOptions):
 
         Raises:
             KgmemInputError: naming the options."""
-        if not 0.0 <= self.fusion_weak <= self.fusion_strong:
-            raise KgmemInputError(f"fusion_weak ({self.fusion_weak}) and fusion_strong ({self.fusion_strong}) need "
-                                  "0 <= fusion_weak <= fusion_strong")
+        super().check_together()
         # the default budget belongs to the default show="sentences": only a budget given explicitly
         # with show="triples" is a mistake
         if self.sentence_budget is not None and self.show != "sentences" and "sentence_budget" in self.model_fields_set:
@@ -258,10 +249,40 @@ def _check_weights(weights: Any) -> None:
         check_number(f"relevance_weights[{key!r}]", value, 0.0)
 
 
-def _check_subset(name: str, values: Any, allowed: Sequence[str]) -> None:
-    if isinstance(values, str) or not isinstance(values, Sequence) or not values or any(
-            v not in allowed for v in values):
-        raise KgmemInputError(f"{name} must be a non-empty subset of {tuple(allowed)}, got {values!r}")
+class AutoprunedKwargs(MethodKwargs, PromptKwargs, FusionKwargs, total=False):
+    """:func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`'s keyword options: the
+    names and types of :class:`AutoprunedOptions` (defaults, bounds and descriptions: there)."""
+
+    selection_policy: Any
+    coarse_k: int
+    fine_m: int
+    tau_run: float
+    w_ent: float
+    w_rel: float
+    fine: Any
+    unique_threshold: float
+    encodings: Sequence[Encoding]
+    max_prompt_tokens: int | None
+    edges_per_run: int | None
+    show: Show
+    cover_weight: float
+    sentence_budget: int | None
+    sentence_rankings: Sequence[SentenceRanking]
+    sentence_bridges: bool
+    sentence_dense: int
+    sentence_cover: int
+    relevance_weights: Mapping[str, float] | None
+    extraction: Literal["llm", "offline"]
+    phrase_facts: Literal["uncovered", "always", "never"]
+    memorize: bool
+    memorize_unanswered: bool
+    experience: bool
+    replay: bool
+    memory_scope: Sequence[str] | None
+    consolidate: bool
+    alias_threshold: float
+    entity_budget: int | None
+    layer2_min_cos: float
 
 
 __all__ = ["AutoprunedOptions", "ENCODINGS", "Encoding", "RELEVANCE_WEIGHTS", "SENTENCE_BUDGET", "SENTENCE_COVER",

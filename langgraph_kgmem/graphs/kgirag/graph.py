@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Unpack
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
@@ -13,25 +13,15 @@ from langgraph_kgmem.graphs.common import InputState, method_model
 from langgraph_kgmem.graphs.kgirag.nodes import (KgiragDeps, judge_retrieval, plan_query, retrieve_triples,
                                                  retrieve_window, route_after_judge, route_after_plan,
                                                  route_after_plan_singlepass, synthesize_answer)
-from langgraph_kgmem.graphs.kgirag.options import KgiragOptions
+from langgraph_kgmem.graphs.kgirag.options import KgiragKwargs, KgiragOptions
 from langgraph_kgmem.graphs.kgirag.schemas import KgiragOutput, KgiragState
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
-def create_kgirag_graph(
-    kg: "KnowledgeGraph",
-    *,
-    model: Any = None,
-    store: Any = None,
-    retry_policy: RetryPolicy | None = None,
-    t_max: int = 12,
-    kappa: int = 400,
-    step: int | None = None,
-    k0: int | None = None,
-    prompts: Mapping[str, str] | None = None,
-) -> StateGraph:
+def create_kgirag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any = None,
+                        retry_policy: RetryPolicy | None = None, **options: Unpack[KgiragKwargs]) -> StateGraph:
     """Build the KG-IRAG graph (uncompiled).
 
     Args:
@@ -42,14 +32,9 @@ def create_kgirag_graph(
             limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
             :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: accepted for the common factory signature; KG-IRAG keeps no cross-session memory.
-        t_max: maximum retrieval rounds (T_max). kappa: the triple budget κ; at or above it the
-            answer is "no answer".
-        step: hours of the time chain per hop (default: the plan's; offline Δt for detection,
-            max(2, Δt) for latest/earliest).
-        k0: hops of round 0 (default: the plan's, offline 1).
-        prompts: prompt overrides, name -> template (``plan``, ``reasoning_detect``,
-            ``reasoning_latest``, ``reasoning_earliest``, ``judge``, ``answer``: the ``PROMPTS`` of
-            :mod:`~langgraph_kgmem.graphs.kgirag.prompts`, which lists each one's placeholders).
+        **options: :class:`~langgraph_kgmem.graphs.kgirag.options.KgiragOptions` (each described
+            there: ``t_max``, ``kappa``, ``step``, ``k0``, ``prompts``), validated here; each is the
+            run's default and can be overridden per run: ``context={"t_max": 6}``.
 
     Returns:
         An uncompiled ``StateGraph``. Output keys: answer, evidence (the retrieved triples),
@@ -73,7 +58,7 @@ def create_kgirag_graph(
         ('2025-01-01 04:00', ['2025-01-01 02:00', '2025-01-01 04:00'])
     """
     deps = KgiragDeps(kg=kg, model=method_model(model, retry_policy),
-                      options=KgiragOptions.build(t_max=t_max, kappa=kappa, step=step, k0=k0, prompts=prompts or {}))
+                      options=KgiragOptions.build(**options))
 
     builder = StateGraph(KgiragState, input_schema=InputState, output_schema=KgiragOutput,
                          context_schema=KgiragOptions)

@@ -4,9 +4,8 @@ the nodes."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Unpack
 
-from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 
@@ -14,8 +13,8 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.common import InputState, method_model, require
 from langgraph_kgmem.graphs.r3cycle import nodes
 from langgraph_kgmem.graphs.r3cycle.deps import R3Deps
-from langgraph_kgmem.graphs.r3cycle.options import R3cycleOptions
-from langgraph_kgmem.graphs.r3cycle.schemas import R3Output, R3State, Verifier
+from langgraph_kgmem.graphs.r3cycle.options import R3cycleKwargs, R3cycleOptions
+from langgraph_kgmem.graphs.r3cycle.schemas import R3Output, R3State
 from langgraph_kgmem.llm import is_offline
 from langgraph_kgmem.tools.graph_env import GraphEnv
 
@@ -25,27 +24,10 @@ if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
 
-def create_r3cycle_graph(
-    kg_or_graph_env: "KnowledgeGraph | GraphEnv",
-    *,
-    model: Any = None,
-    retry_policy: RetryPolicy | None = None,
-    memory_scope: Sequence[str] | None = None,
-    verifier: Verifier | Runnable | Callable[..., Any] | None = None,
-    store: "BaseStore | None" = None,
-    max_steps: int = 10,
-    max_cycles: int = 1,
-    reflection: bool = True,
-    top_n: int = 1,
-    prompts: Mapping[str, str] | None = None,
-    reuse: bool = False,
-    reuse_similarity: float = 1.01,
-) -> StateGraph:
+def create_r3cycle_graph(kg_or_graph_env: "KnowledgeGraph | GraphEnv", *, model: Any = None,
+                         store: "BaseStore | None" = None, retry_policy: RetryPolicy | None = None,
+                         **options: Unpack[R3cycleKwargs]) -> StateGraph:
     """Build the R3-Cycle graph (uncompiled); ``reflection=False`` gives plain Graph-CoT.
-
-    ``verifier``, ``max_steps``, ``max_cycles`` and ``top_n`` can be overridden per run
-    (``app.invoke(inputs, context={"max_steps": 4})``); ``reflection`` and ``memory_scope`` are
-    fixed at build (:class:`~langgraph_kgmem.graphs.r3cycle.options.R3cycleOptions`).
 
     Args:
         kg_or_graph_env: a :class:`~langgraph_kgmem.KnowledgeGraph` or a
@@ -54,26 +36,14 @@ def create_r3cycle_graph(
         model: a chat model that supports ``bind_tools``, ``None`` (``$KGMEM_MODEL``) or
             ``"offline"`` (heuristic agent :func:`~.offline.offline_action`, offline self-check and
             reflection). Overridable per run with ``context={"model": m}``.
-        verifier: judges a finished attempt: ``None`` (LLM self-check against the observations),
-            a callable ``(question, answer, evidence) -> Verdict | bool | (ok, reason) | dict``
-            (e.g. :func:`~.records.exact_match_verifier`), or a compiled LangGraph graph (a verifier agent).
         retry_policy: a LangGraph ``RetryPolicy`` for every LLM call of the graph (timeouts, rate
             limits and 5xx errors are retried with backoff, then the step falls back); ``None``:
             :data:`~langgraph_kgmem.llm.DEFAULT_RETRY_POLICY`.
         store: BaseStore for trajectories/reflections (default: the compiled graph's store).
-        memory_scope: tenant labels inserted in the memory namespace, filled per run from
-            ``config["configurable"]``: ``("{user_id}",)`` gives each user their own memory of this
-            KG (``("kgmem", kg name, user, kind)``); ``None``: one memory per KG.
-        max_steps: step budget of the first attempt (tool calls including Finish).
-        max_cycles: maximum number of retries after the first attempt (0 = never retry).
-        reflection: False = Graph-CoT (one attempt, no verification, no reflection).
-        top_n: how many ids RetrieveNode returns.
-        prompts: prompt overrides, name -> template (``reason_system``, ``verify``, ``reflect``: the
-            ``PROMPTS`` of :mod:`~langgraph_kgmem.graphs.r3cycle.prompts`, which lists their placeholders).
-        reuse, reuse_similarity: a question this tenant asked before (any method), answered and
-            still holding, is answered again from that run, without a walk (``docs/memory.md``);
-            ``reused`` names the run. Off by default. ``reuse_similarity`` above 1 (default): the
-            same question only; a cosine admits rewordings, with nothing to correct a wrong match.
+        **options: :class:`~langgraph_kgmem.graphs.r3cycle.options.R3cycleOptions` (each described
+            there: the verifier, the step and retry budgets, reflection, prompts, reuse), validated
+            here; each is the run's default, and every one but ``reflection`` and ``memory_scope``
+            can be overridden per run: ``app.invoke(inputs, context={"max_steps": 4})``.
 
     Returns:
         An uncompiled ``StateGraph``; output keys ``answer``, ``evidence``, ``usage``, ``method``
@@ -105,10 +75,8 @@ def create_r3cycle_graph(
     else:
         raise KgmemInputError(f"kg_or_graph_env must be a KnowledgeGraph or a GraphEnv, got "
                               f"{type(kg_or_graph_env).__name__}")
-    options = R3cycleOptions.build(memory_scope=memory_scope, verifier=verifier, max_steps=max_steps,
-                                   max_cycles=max_cycles, reflection=reflection, top_n=top_n,
-                                   prompts=prompts or {}, reuse=reuse, reuse_similarity=reuse_similarity)
-    deps = R3Deps(env, method_model(model, retry_policy), store, options)
+    opts = R3cycleOptions.build(**options)
+    deps = R3Deps(env, method_model(model, retry_policy), store, opts)
     require(deps.label, model=deps.model, tool_calling=True)   # the factory's model: refused when the graph is built
     if not is_offline(deps.model):
         deps.bind(deps.model)
@@ -123,7 +91,7 @@ def create_r3cycle_graph(
     builder.add_conditional_edges("start_run", nodes.after_start, ["reason", "finish_run"])
     builder.add_edge("reason", "act")
     builder.add_edge("act", "record")
-    builder.add_conditional_edges("record", partial(nodes.after_record, reflection=reflection),
+    builder.add_conditional_edges("record", partial(nodes.after_record, reflection=opts.reflection),
                                   ["reason", "verify", "finish_run"])
     builder.add_conditional_edges("verify", bound(nodes.after_verify), ["reflect", "finish_run"])
     builder.add_conditional_edges("reflect", nodes.after_reflect)

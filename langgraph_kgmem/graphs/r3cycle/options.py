@@ -17,37 +17,50 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
-from langgraph_kgmem.graphs.reuse import ReuseOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
+from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
+from langgraph_kgmem.graphs.spec import MethodKwargs
 
-_INT_FLOORS = {"max_steps": 1, "max_cycles": 0, "top_n": 1}
+_AT_BUILD = {"build_only": True}
 
 
 class R3cycleOptions(PromptOptions, ReuseOptions):
-    """R3-Cycle (and Graph-CoT: ``reflection=False``) options (see
-    :func:`~langgraph_kgmem.graphs.r3cycle.create_r3cycle_graph`)."""
+    """R3-Cycle (and Graph-CoT: ``reflection=False``) options: the keyword arguments of
+    :func:`~langgraph_kgmem.graphs.r3cycle.create_r3cycle_graph`, each the run's default.
 
-    INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
+    Prompts (``prompts``): overrides of ``reason_system``, ``verify`` and ``reflect``, the
+    ``PROMPTS`` of :mod:`~langgraph_kgmem.graphs.r3cycle.prompts`, which lists their placeholders.
+
+    Reuse (:class:`~langgraph_kgmem.graphs.reuse.ReuseOptions`; off by default): a question this
+    tenant asked before (any method), answered and still holding, is answered again from that run,
+    without a walk (``docs/memory.md``); ``reused`` names the run. ``reuse_similarity`` defaults
+    above 1 here: the same question only, since the answer is given again with no walk to correct a
+    wrong match; a cosine admits rewordings.
+    """
 
     METHOD: ClassVar[str] = "create_r3cycle_graph"
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.r3cycle.prompts"
-    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"reflection", "memory_scope"})
 
-    memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the memory namespace, e.g. "
-                                                                 "('{user_id}',)")
-    verifier: SkipJsonSchema[Any] = Field(None, description="judges an attempt: a callable (question, answer, "
-                                                            "evidence) or a compiled graph; default: an LLM self-check")
-    max_steps: int = Field(10, description="step budget of the first attempt (tool calls including Finish)")
-    max_cycles: int = Field(1, description="retries after a failed attempt (0: never retry)")
-    reflection: bool = Field(True, description="False: Graph-CoT (no verification, reflection or retry)")
-    top_n: int = Field(1, description="node ids RetrieveNode returns")
-    reuse_similarity: float = Field(1.01, description="reuse: cosine at which a stored question counts as this one "
-                                                      "reworded (default above 1: the same question only, since the "
-                                                      "answer is given again with no walk to correct a wrong match)")
+    memory_scope: Sequence[str] | None = Field(
+        None, json_schema_extra=_AT_BUILD,
+        description="tenant labels inserted in the memory namespace, filled per run from config['configurable']: "
+                    "('{user_id}',) gives each user their own memory of this KG (('kgmem', kg name, user, kind)); "
+                    "None: one memory per KG")
+    verifier: SkipJsonSchema[Any] = Field(None, description="judges a finished attempt: None (an LLM self-check "
+                                                            "against the observations), a callable (question, "
+                                                            "answer, evidence) -> Verdict | bool | (ok, reason) | "
+                                                            "dict (e.g. exact_match_verifier), or a compiled "
+                                                            "LangGraph graph (a verifier agent)")
+    max_steps: int = Field(10, ge=1, description="step budget of the first attempt (tool calls including Finish)")
+    max_cycles: int = Field(1, ge=0, description="retries after a failed attempt (0: never retry)")
+    reflection: bool = Field(True, json_schema_extra=_AT_BUILD,
+                             description="False: Graph-CoT (one attempt, no verification, reflection or retry)")
+    top_n: int = Field(1, ge=1, description="node ids RetrieveNode returns")
+    reuse_similarity: float = ReuseOptions.with_default("reuse_similarity", 1.01)
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`."""
+        """See :meth:`MethodOptions.check_values`: the verifier's type and ``memory_scope``."""
         super().check_values(opts)
         verifier = opts["verifier"]
         if verifier is not None and not (callable(verifier) or isinstance(verifier, Runnable)):
@@ -56,6 +69,18 @@ class R3cycleOptions(PromptOptions, ReuseOptions):
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
+
+
+class R3cycleKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, total=False):
+    """:func:`~langgraph_kgmem.graphs.r3cycle.create_r3cycle_graph`'s keyword options: the names and
+    types of :class:`R3cycleOptions` (defaults, bounds and descriptions: there)."""
+
+    memory_scope: Sequence[str] | None
+    verifier: Any
+    max_steps: int
+    max_cycles: int
+    reflection: bool
+    top_n: int
 
 
 __all__ = ["R3cycleOptions"]

@@ -11,62 +11,92 @@ moves: the graph's contract with its caller, which needs a checkpointer).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from pydantic import Field
 
-from langgraph_kgmem.errors import KgmemInputError, check_int, check_number
-from langgraph_kgmem.graphs.prompt_overrides import PromptOptions
-from langgraph_kgmem.graphs.reuse import ReuseOptions
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.fusion import FusionKwargs, FusionOptions
+from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
+from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
+from langgraph_kgmem.graphs.spec import MethodKwargs
 
-_INT_FLOORS = {"seeds_k": 1, "max_hops": 0, "max_replay_nodes": 0, "chunk_chars": 50, "top_passages": 1}
+_AT_BUILD = {"build_only": True}
 
 
-class RemindragOptions(PromptOptions, ReuseOptions):
-    """ReMindRAG options (see :func:`~langgraph_kgmem.graphs.remindrag.create_remindrag_graph`)."""
+class RemindragOptions(PromptOptions, ReuseOptions, FusionOptions):
+    """ReMindRAG options: the keyword arguments of
+    :func:`~langgraph_kgmem.graphs.remindrag.create_remindrag_graph`, each the run's default.
 
-    INT_FLOORS: ClassVar[Mapping[str, int]] = _INT_FLOORS
+    Prompts (``prompts``): overrides by name of the ``PROMPTS`` of
+    :mod:`~langgraph_kgmem.graphs.remindrag.prompts`.
+
+    Dense fusion (:class:`~langgraph_kgmem.graphs.fusion.FusionOptions`): with ``dense_fusion``
+    (default) the passages handed to the answer step (and returned as ``evidence``) are the walk's
+    passages fused with the dense ranking of every passage by cosine with the question
+    (:func:`~langgraph_kgmem.graphs.common.fuse_with_dense`), cut at ``max(top_passages, passages
+    the walk collected)``: vector search's top two, then the walk's finds (in discovery order) and
+    vector search's next passages in turns. The walk and its memory are unchanged; no LLM call.
+    ``fusion="adaptive"`` lets the walk's confidence decide its share of the evidence
+    (:func:`~langgraph_kgmem.ranking.adaptive_fuse`; docs: dense fusion); ``fusion_strong``
+    defaults above 1 here, so the walk never has the evidence to itself.
+
+    Reuse (:class:`~langgraph_kgmem.graphs.reuse.ReuseOptions`): a confirmed earlier run (any
+    method) of this question or one at cosine ``reuse_similarity`` (``docs/memory.md``): its
+    passages join S, no first sufficiency check.
+
+    Human in the loop: a person chooses each traversal move instead of the LLM: the step calls
+    LangGraph's ``interrupt`` with the candidates (forward neighbours, backward nodes, the offline
+    heuristic's suggestion); resume with ``Command(resume="<node id>")`` or
+    ``Command(resume={"direction": ..., "node_id": ...})``. A value that is not one of the offered
+    ids interrupts again with the same candidates and an ``error`` saying what was wrong. Needs a
+    checkpointer. A question that memory replay already answers is answered without a walk, so no
+    interrupt happens: pass ``replay=False`` for a person to choose the moves of every question.
+    """
 
     METHOD: ClassVar[str] = "create_remindrag_graph"
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.remindrag.prompts"
-    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"memory_scope", "synonym_threshold", "human_in_the_loop"})
 
-    memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the memory namespace, e.g. "
-                                                                 "('{user_id}',)")
-    seeds_k: int = Field(2, description="seed entities per (sub-)question")
-    alpha: float = Field(0.1, description="weight of node-embedding similarity in the replay weight")
-    lam: float = Field(0.55, description="replay threshold: an edge is replayed when its weight exceeds it")
-    max_hops: int = Field(10, description="traversal moves per question, backward moves included")
-    max_steps: int | None = Field(None, description="total loop decisions (default 2*max_hops + 2)")
-    max_replay_nodes: int = Field(64, description="nodes memory replay may add")
-    synonym_threshold: float | None = Field(None, description="add synonym edges at this cosine once, at build")
-    decompose: bool = Field(False, description="split the question into sub-questions (one extra LLM call)")
-    chunk_chars: int = Field(800, description="passages longer than this are condensed in prompts")
-    human_in_the_loop: bool = Field(False, description="a person chooses each traversal move (interrupt)")
-    replay: bool = Field(True, description="follow remembered edges first (False: every question is walked)")
-    experience: bool = Field(False, description="share the experience layer: replay also follows edges credited by "
-                                                "feedback or other runs, and confirmed walks credit their edges")
-    dense_fusion: bool = Field(True, description="fuse the walk's passages with the dense passage ranking")
-    top_passages: int = Field(5, description="passages in the evidence (at least)")
-    fusion: Literal["fixed", "adaptive"] = Field(
-        "fixed", description="with dense_fusion: 'fixed' opens with vector search's best passage, then takes turns; "
-                             "'adaptive' gives the walk one place, every other place or all of them by its confidence")
-    fusion_weak: float = Field(0.0, description="adaptive fusion: below this confidence the walk gets one "
-                                                "evidence place")
-    fusion_strong: float = Field(1.01, description="adaptive fusion: from this confidence on, the walk's own order")
+    memory_scope: Sequence[str] | None = Field(
+        None, json_schema_extra=_AT_BUILD,
+        description="tenant labels inserted in the memory namespace, filled per run from config['configurable']: "
+                    "('{user_id}',) gives each user their own memory of this KG (('kgmem', kg name, user, kind)); "
+                    "None: one memory per KG")
+    seeds_k: int = Field(2, ge=1, description="seed entities per (sub-)question: of the 5 x seeds_k entities nearest "
+                                              "it by embedding, those it names (every content word of the name in "
+                                              "it) first")
+    alpha: float = Field(0.1, ge=0.0, le=1.0, description="weight of node-embedding similarity in the replay weight w")
+    lam: float = Field(0.55, ge=-1.0, le=1.0, description="replay threshold λ: memory replay follows an edge only "
+                                                          "when its weight w exceeds it")
+    max_hops: int = Field(10, ge=0, description="traversal moves per question, backward moves included")
+    max_steps: int | None = Field(None, ge=1, description="total loop decisions (sufficiency checks + moves); None: "
+                                                          "2*max_hops + 2")
+    max_replay_nodes: int = Field(64, ge=0, description="nodes memory replay may add (a bound on the DFS)")
+    synonym_threshold: float | None = Field(
+        None, gt=0.0, le=1.0, json_schema_extra=_AT_BUILD,
+        description="if set, synonym edges at this cosine are added to the KG once, when the graph is built "
+                    "(kg.add_synonym_edges), so the walk can cross near-duplicate entities")
+    decompose: bool = Field(False, description="split the question into sub-questions and seed each (one extra LLM "
+                                               "call)")
+    chunk_chars: int = Field(800, ge=50, description="passages longer than this are condensed to their most "
+                                                     "question-related sentences in prompts")
+    human_in_the_loop: bool = Field(False, json_schema_extra=_AT_BUILD,
+                                    description="a person chooses each traversal move (interrupt; see the class "
+                                                "docstring); needs a checkpointer")
+    replay: bool = Field(True, description="follow remembered edges first and walk only when what replay found is "
+                                           "not sufficient; False: every question starts from its seeds and walks "
+                                           "(the memory is still written after each walk, and still ranks the "
+                                           "candidates)")
+    experience: bool = Field(False, description="share the experience layer (docs/memory.md): replay also follows "
+                                                "credited edges; a confirmed walk credits its effective edges and "
+                                                "useful passages")
+    top_passages: int = Field(5, ge=1, description="with dense_fusion, the least number of passages in the evidence")
+    fusion_strong: float = FusionOptions.with_default("fusion_strong", 1.01)
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`."""
+        """See :meth:`MethodOptions.check_values`: ``memory_scope`` a sequence of labels."""
         super().check_values(opts)
-        check_int("max_steps", opts["max_steps"], 1, optional=True)
-        check_number("alpha", opts["alpha"], 0.0, 1.0)
-        check_number("lam (the replay threshold λ)", opts["lam"], -1.0, 1.0)
-        check_number("synonym_threshold", opts["synonym_threshold"], 0.0, 1.0, low_open=True, optional=True)
-        check_number("fusion_weak", opts["fusion_weak"], 0.0)
-        if opts["fusion_strong"] < opts["fusion_weak"]:
-            raise KgmemInputError(f"fusion_strong ({opts['fusion_strong']}) must be >= fusion_weak "
-                                  f"({opts['fusion_weak']})")
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
@@ -75,6 +105,26 @@ class RemindragOptions(PromptOptions, ReuseOptions):
     def step_cap(self) -> int:
         """The loop's decisions at most: ``max_steps``, else ``2 * max_hops + 2``."""
         return self.max_steps if self.max_steps is not None else 2 * self.max_hops + 2
+
+
+class RemindragKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, total=False):
+    """:func:`~langgraph_kgmem.graphs.remindrag.create_remindrag_graph`'s keyword options: the names
+    and types of :class:`RemindragOptions` (defaults, bounds and descriptions: there)."""
+
+    memory_scope: Sequence[str] | None
+    seeds_k: int
+    alpha: float
+    lam: float
+    max_hops: int
+    max_steps: int | None
+    max_replay_nodes: int
+    synonym_threshold: float | None
+    decompose: bool
+    chunk_chars: int
+    human_in_the_loop: bool
+    replay: bool
+    experience: bool
+    top_passages: int
 
 
 __all__ = ["RemindragOptions"]

@@ -4,7 +4,7 @@ wires ``route_question`` → ``run_<method>`` (→ ``run_<costlier>``) → ``fin
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
@@ -12,7 +12,7 @@ from langgraph.types import RetryPolicy
 from langgraph_kgmem.errors import KgmemInputError, MissingRequirementError
 from langgraph_kgmem.graphs.common import InputState, method_model
 from langgraph_kgmem.graphs.router import nodes
-from langgraph_kgmem.graphs.router.options import DEFAULT_METHODS, RouterOptions
+from langgraph_kgmem.graphs.router.options import DEFAULT_METHODS, RouterKwargs, RouterOptions
 from langgraph_kgmem.graphs.router.policy import family
 from langgraph_kgmem.graphs.router.schemas import RouterOutput, RouterState
 
@@ -68,8 +68,7 @@ def _build_methods(kg: Any, model: Any, store: Any, retry_policy: Any,
 
 
 def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any = None,
-                        retry_policy: RetryPolicy | None = None, methods: Any = None, budget: int | None = None,
-                        **options: Any) -> StateGraph:
+                        retry_policy: RetryPolicy | None = None, **options: Unpack[RouterKwargs]) -> StateGraph:
     """Build the router graph (uncompiled): one question, the method that fits it.
 
     Args:
@@ -80,15 +79,11 @@ def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         store: BaseStore for the route statistics and the methods' memories (default: the compiled
             graph's store). Without one the router routes by its rules alone and learns nothing.
         retry_policy: passed to every method's factory (``None``: their default).
-        methods: registry names the router may run (default
-            :data:`~langgraph_kgmem.graphs.router.options.DEFAULT_METHODS`, those the model can drive).
-            Each is compiled once, here.
-        budget: most LLM calls a question may cost, routing included (``None``: no cap): a method
-            whose expected calls do not fit is not started (the next best that fits is; if none
-            does, the choice runs offline), an escalation that does not fit is skipped.
-        **options: :class:`~langgraph_kgmem.graphs.router.options.RouterOptions`: ``escalate``,
-            ``escalate_below``, ``ask_model``, ``learn``, ``min_runs``, ``memory_scope``,
-            ``method_options`` (options per method, e.g. ``{"catrag": {"top_passages": 3}}``).
+        **options: :class:`~langgraph_kgmem.graphs.router.options.RouterOptions` (each described
+            there): ``methods`` (default
+            :data:`~langgraph_kgmem.graphs.router.options.DEFAULT_METHODS`, those the model can
+            drive; each compiled once, here), ``budget``, ``escalate``, ``escalate_below``,
+            ``ask_model``, ``learn``, ``min_runs``, ``memory_scope``, ``method_options``.
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage (the methods' calls and
@@ -109,7 +104,7 @@ def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         >>> out["method"], out["route"]["form"], out["route"]["first"]
         ('router', 'lookup', 'hipporag2')
     """
-    opts = RouterOptions.build(methods=methods, budget=budget, **options)
+    opts = RouterOptions.build(**options)
     mdl = method_model(model, retry_policy)
     apps, unavailable, summaries = _build_methods(kg, mdl, store, retry_policy, opts)
     deps = nodes.RouterDeps(kg=kg, model=mdl, options=opts, store=store, apps=apps, unavailable=unavailable,

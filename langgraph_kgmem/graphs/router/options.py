@@ -9,43 +9,49 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 from pydantic import Field
 
-from langgraph_kgmem.errors import KgmemInputError, check_number
-from langgraph_kgmem.graphs.spec import MethodOptions
+from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.graphs.spec import MethodKwargs, MethodOptions
 
 # the methods a router runs when none are named: every method of the registry but the router itself,
 # left out where the KG or the model cannot serve them (graph.py says why, in ``route["unavailable"]``)
 DEFAULT_METHODS: tuple[str, ...] = ("hipporag2", "catrag", "kgirag", "r3cycle", "remindrag", "autopruned")
 
 
+_AT_BUILD = {"build_only": True}
+
+
 class RouterOptions(MethodOptions):
-    """Router options (see :func:`~langgraph_kgmem.graphs.router.create_router_graph`)."""
+    """Router options: the keyword arguments of
+    :func:`~langgraph_kgmem.graphs.router.create_router_graph`. Which methods exist (``methods``,
+    ``method_options``) and ``memory_scope`` are fixed when the graph is built; the rest may change
+    per run."""
 
     METHOD: ClassVar[str] = "router"
-    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"methods", "method_options", "memory_scope"})
-    INT_FLOORS: ClassVar[Mapping[str, int]] = {"min_runs": 1}
-    OPTIONAL_INT_FLOORS: ClassVar[Mapping[str, int]] = {"budget": 0}
 
     methods: Sequence[str] | None = Field(
-        None, description="registry names the router may run (default: DEFAULT_METHODS that the KG and model serve)")
+        None, json_schema_extra=_AT_BUILD,
+        description="registry names the router may run, each compiled once when the graph is built (default: "
+                    "DEFAULT_METHODS that the KG and model serve)")
     method_options: Mapping[str, Mapping[str, Any]] = Field(
-        default_factory=dict, description="options per method, on top of its preset, e.g. {'catrag': {'top_passages': 3}}")
+        default_factory=dict, json_schema_extra=_AT_BUILD,
+        description="options per method, on top of its preset, e.g. {'catrag': {'top_passages': 3}}")
     budget: int | None = Field(
-        None, description="most LLM calls a question may cost (routing included); a method whose expected cost "
-                          "does not fit is not started, an escalation that does not fit is skipped; None: no cap")
+        None, ge=0, description="most LLM calls a question may cost (routing included); a method whose expected cost "
+                                "does not fit is not started (the next best that fits is; if none does, the choice "
+                                "runs offline), an escalation that does not fit is skipped; None: no cap")
     escalate: bool = Field(True, description="run a cheap method first where the question's form allows, a "
                                              "costlier one only when the cheap result's confidence is low")
-    escalate_below: float = Field(0.5, description="confidence under which a cheap method's result escalates")
+    escalate_below: float = Field(0.5, ge=0.0, le=1.0, description="confidence under which a cheap method's result escalates")
     ask_model: bool = Field(True, description="with a chat model, ask it to pick when the rules are not sure "
                                               "(a typed decision; the rules are its fallback)")
     learn: bool = Field(True, description="read and write the per-KG route statistics (outcomes, feedback)")
-    min_runs: int = Field(3, description="runs of a method on a form before its statistics move the choice")
+    min_runs: int = Field(3, ge=1, description="runs of a method on a form before its statistics move the choice")
     memory_scope: Sequence[str] | None = Field(
-        None, description="tenant labels of the routes namespace (and of every method's memory), e.g. ('{user_id}',)")
+        None, json_schema_extra=_AT_BUILD, description="tenant labels of the routes namespace (and of every method's memory), e.g. ('{user_id}',)")
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`."""
-        check_number("escalate_below", opts["escalate_below"], 0.0, 1.0)
+        """See :meth:`MethodOptions.check_values`: ``methods``, ``memory_scope`` and ``method_options``."""
         methods = opts["methods"]
         if methods is not None and (isinstance(methods, str) or not methods
                                     or not all(isinstance(m, str) for m in methods)):
@@ -57,6 +63,21 @@ class RouterOptions(MethodOptions):
         per = opts["method_options"]
         if not isinstance(per, Mapping) or not all(isinstance(v, Mapping) for v in per.values()):
             raise KgmemInputError(f"method_options must map a method name to its options dict, got {per!r}")
+
+
+class RouterKwargs(MethodKwargs, total=False):
+    """:func:`~langgraph_kgmem.graphs.router.create_router_graph`'s keyword options: the names and
+    types of :class:`RouterOptions` (defaults, bounds and descriptions: there)."""
+
+    methods: Sequence[str] | None
+    method_options: Mapping[str, Mapping[str, Any]]
+    budget: int | None
+    escalate: bool
+    escalate_below: float
+    ask_model: bool
+    learn: bool
+    min_runs: int
+    memory_scope: Sequence[str] | None
 
 
 __all__ = ["DEFAULT_METHODS", "RouterOptions"]
