@@ -4,8 +4,8 @@
   of the model's names and types, for editors and type checkers: they must list exactly the model's
   fields (less the factory's own parameters, such as ``model``) with the same types, so the two
   cannot drift.
-- A field's bounds (``Field(ge=..., lt=...)``) and ``Literal`` choices are what the options refuse,
-  with the package's error naming the option.
+- A field's bounds (``Field(ge=..., lt=...)``), ``Literal`` choices and text items are what the
+  options refuse, with the package's error naming the option.
 - ``json_schema_extra`` carries only the build-only mark.
 """
 
@@ -74,6 +74,8 @@ def test_declared_bounds_and_choices_are_refused_with_the_options_name(spec):
         bad = _outside(f)
         if get_origin(f.annotation) is typing.Literal:
             bad.append("no-such-choice")
+        if f.annotation in (typing.Sequence[str], typing.Sequence[str] | None):
+            bad += ["one string", ("text", 1)]
         for value in bad:
             with pytest.raises(KgmemInputError, match=rf"{name} must be"):
                 spec.options.build(**{name: value})

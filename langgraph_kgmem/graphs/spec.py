@@ -170,9 +170,11 @@ class MethodKwargs(TypedDict, total=False):
 
 def _check_declared(name: str, declared: FieldInfo, value: Any) -> None:
     """``value`` against what the field ``name`` declares: its bounds (``ge``/``gt``/``le``/``lt``)
-    on an integer or a number, its ``Literal`` choices, or a non-empty selection of them for a
-    sequence of a ``Literal``; None passes where the type allows it. Raises KgmemInputError in the
-    package's words; a value of another type is left to pydantic."""
+    on an integer or a number, its ``Literal`` choices, a non-empty selection of them for a
+    sequence of a ``Literal``, and text items (not one string) for a sequence of ``str`` (the
+    message shows the field's first ``examples`` entry); None passes where the type allows it.
+    Raises KgmemInputError in the package's words; what a field does not declare is left to
+    pydantic (an integer with no lower bound included)."""
     annotation, optional = declared.annotation, False
     if get_origin(annotation) in (Union, types.UnionType) and type(None) in get_args(annotation):
         rest = [a for a in get_args(annotation) if a is not type(None)]
@@ -182,8 +184,10 @@ def _check_declared(name: str, declared: FieldInfo, value: Any) -> None:
         for attr, bound in (("ge", {}), ("gt", {"low_open": True}), ("le", {}), ("lt", {"high_open": True})):
             if getattr(m, attr, None) is not None:
                 bounds.update(bound, **{"low" if attr[0] == "g" else "high": getattr(m, attr)})
-    if bounds and annotation is int:
-        check_int(name, value, bounds.get("low", -(2 ** 63)), bounds.get("high"), optional=optional)
+    if "low" in bounds and annotation is int:   # integers: an open bound is the next integer in
+        high = bounds.get("high")
+        check_int(name, value, bounds["low"] + bool(bounds.get("low_open")),
+                  None if high is None else high - bool(bounds.get("high_open")), optional=optional)
     elif bounds and annotation is float:
         check_number(name, value, optional=optional, **bounds)
     elif get_origin(annotation) is Literal and not (optional and value is None):
@@ -192,6 +196,10 @@ def _check_declared(name: str, declared: FieldInfo, value: Any) -> None:
             raise KgmemInputError(f"{name} must be {_choices(allowed)}, got {value!r}")
     elif get_origin(annotation) in (Sequence, AbcSequence) and not (optional and value is None):
         inner = get_args(annotation)
+        if inner == (str,) and (isinstance(value, str) or not isinstance(value, AbcSequence)
+                                or not all(isinstance(v, str) for v in value)):
+            example = f" such as {declared.examples[0]!r}" if declared.examples else ""
+            raise KgmemInputError(f"{name} must be a tuple of strings{example}, got {value!r}")
         if inner and get_origin(inner[0]) is Literal:
             allowed = get_args(inner[0])
             if (isinstance(value, str) or not isinstance(value, AbcSequence) or not value

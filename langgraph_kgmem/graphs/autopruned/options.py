@@ -188,7 +188,7 @@ class AutoprunedOptions(PromptOptions, FusionOptions):
     experience: bool = Field(False, description="a grounded answer credits the passages it cites in the shared "
                                                 "experience layer (half a person's feedback; docs/memory.md)")
     replay: bool = Field(True, description="give a stored, still grounded answer to the same question again")
-    memory_scope: Sequence[str] | None = Field(None, json_schema_extra=_AT_BUILD,
+    memory_scope: Sequence[str] | None = Field(None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
                                                description="tenant labels of the codebook namespace, e.g. "
                                                            "('{user_id}',)")
     consolidate: bool = Field(True, json_schema_extra=_AT_BUILD, description="merge entity aliases after memorising")
@@ -203,8 +203,8 @@ class AutoprunedOptions(PromptOptions, FusionOptions):
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`: the relevance weights, the selection policy, the
-        memory scope and ``fine``."""
+        """See :meth:`MethodOptions.check_values`: the relevance weights, the selection policy and
+        ``fine``."""
         super().check_values(opts)
         _check_weights(opts["relevance_weights"])
         policy = opts["selection_policy"]
@@ -212,9 +212,6 @@ class AutoprunedOptions(PromptOptions, FusionOptions):
             raise KgmemInputError(
                 f"selection_policy must be a function (channel, candidates, features) -> 'all'|'unique'|'none', "
                 f"got {type(policy).__name__}")
-        scope = opts["memory_scope"]
-        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
-            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
         if opts["fine"] is not None and not isinstance(opts["fine"], FineScoring):
             raise KgmemInputError(f"fine must be a FineScoring, got {type(opts['fine']).__name__}")
 

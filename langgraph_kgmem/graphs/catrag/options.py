@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import ClassVar, Sequence
 
 from pydantic import Field
 
@@ -98,17 +98,9 @@ class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
     experience_distractor_after: int = Field(2, ge=0,
                                              description="experience: runs that marked a passage wrong (none useful) "
                                                          "before it is demoted for every question; 0: never")
-    memory_scope: Sequence[str] | None = Field(None, json_schema_extra=_AT_BUILD,
+    memory_scope: Sequence[str] | None = Field(None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
                                                description="tenant labels of the run records and experience "
                                                            "namespaces, e.g. ('{user_id}',)")
-
-    @classmethod
-    def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`: ``memory_scope`` a sequence of labels."""
-        super().check_values(opts)
-        scope = opts["memory_scope"]
-        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
-            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
 
     def check_together(self) -> None:
         """Refuse ``rank_depth`` below ``top_passages`` (the evidence passages head the ranked list) and

@@ -42,7 +42,7 @@ class R3cycleOptions(PromptOptions, ReuseOptions):
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.r3cycle.prompts"
 
     memory_scope: Sequence[str] | None = Field(
-        None, json_schema_extra=_AT_BUILD,
+        None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
         description="tenant labels inserted in the memory namespace, filled per run from config['configurable']: "
                     "('{user_id}',) gives each user their own memory of this KG (('kgmem', kg name, user, kind)); "
                     "None: one memory per KG")
@@ -60,15 +60,12 @@ class R3cycleOptions(PromptOptions, ReuseOptions):
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`: the verifier's type and ``memory_scope``."""
+        """See :meth:`MethodOptions.check_values`: the verifier's type."""
         super().check_values(opts)
         verifier = opts["verifier"]
         if verifier is not None and not (callable(verifier) or isinstance(verifier, Runnable)):
             raise KgmemInputError(f"verifier must be a callable (question, answer, evidence) or a compiled graph, "
                                   f"got {type(verifier).__name__}")
-        scope = opts["memory_scope"]
-        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
-            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
 
 
 class R3cycleKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, total=False):

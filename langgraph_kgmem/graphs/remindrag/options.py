@@ -11,11 +11,10 @@ moves: the graph's contract with its caller, which needs a checkpointer).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import ClassVar, Sequence
 
 from pydantic import Field
 
-from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.fusion import FusionKwargs, FusionOptions
 from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
 from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
@@ -58,7 +57,7 @@ class RemindragOptions(PromptOptions, ReuseOptions, FusionOptions):
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.remindrag.prompts"
 
     memory_scope: Sequence[str] | None = Field(
-        None, json_schema_extra=_AT_BUILD,
+        None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
         description="tenant labels inserted in the memory namespace, filled per run from config['configurable']: "
                     "('{user_id}',) gives each user their own memory of this KG (('kgmem', kg name, user, kind)); "
                     "None: one memory per KG")
@@ -92,14 +91,6 @@ class RemindragOptions(PromptOptions, ReuseOptions, FusionOptions):
                                                 "useful passages")
     top_passages: int = Field(5, ge=1, description="with dense_fusion, the least number of passages in the evidence")
     fusion_strong: float = FusionOptions.with_default("fusion_strong", 1.01)
-
-    @classmethod
-    def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`: ``memory_scope`` a sequence of labels."""
-        super().check_values(opts)
-        scope = opts["memory_scope"]
-        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
-            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
 
     @property
     def step_cap(self) -> int:

@@ -47,19 +47,17 @@ class RouterOptions(MethodOptions):
     learn: bool = Field(True, description="read and write the per-KG route statistics (outcomes, feedback)")
     min_runs: int = Field(3, ge=1, description="runs of a method on a form before its statistics move the choice")
     memory_scope: Sequence[str] | None = Field(
-        None, json_schema_extra=_AT_BUILD, description="tenant labels of the routes namespace (and of every method's memory), e.g. ('{user_id}',)")
+        None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD, description="tenant labels of the routes namespace (and of every method's memory), e.g. ('{user_id}',)")
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:
-        """See :meth:`MethodOptions.check_values`: ``methods``, ``memory_scope`` and ``method_options``."""
+        """See :meth:`MethodOptions.check_values`: ``methods`` not empty, ``method_options`` a mapping of
+        mappings."""
         methods = opts["methods"]
         if methods is not None and (isinstance(methods, str) or not methods
                                     or not all(isinstance(m, str) for m in methods)):
             raise KgmemInputError(f"methods must be a non-empty tuple of registry names such as ('catrag', 'kgirag'), "
                                   f"got {methods!r}")
-        scope = opts["memory_scope"]
-        if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
-            raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
         per = opts["method_options"]
         if not isinstance(per, Mapping) or not all(isinstance(v, Mapping) for v in per.values()):
             raise KgmemInputError(f"method_options must map a method name to its options dict, got {per!r}")
