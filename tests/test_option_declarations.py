@@ -48,6 +48,14 @@ def test_factory_kwargs_list_exactly_the_options_fields(spec):
     assert td.__required_keys__ == frozenset(), f"{td.__name__}: every option has a default, so none is required"
 
 
+def test_the_single_pass_kwargs_are_kgirag_options():
+    from langgraph_kgmem.graphs.kgirag import create_singlepass_graph
+    from langgraph_kgmem.graphs.kgirag.options import KgiragOptions
+
+    hints = typing.get_type_hints(kwargs_typeddict(create_singlepass_graph))
+    assert {n: KgiragOptions.model_fields[n].annotation for n in hints} == hints
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_only_the_build_only_mark_rides_in_json_schema_extra(spec):
     for name, f in spec.options.model_fields.items():

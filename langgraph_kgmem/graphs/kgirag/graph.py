@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Mapping, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
@@ -13,7 +13,7 @@ from langgraph_kgmem.graphs.common import InputState, method_model
 from langgraph_kgmem.graphs.kgirag.nodes import (KgiragDeps, judge_retrieval, plan_query, retrieve_triples,
                                                  retrieve_window, route_after_judge, route_after_plan,
                                                  route_after_plan_singlepass, synthesize_answer)
-from langgraph_kgmem.graphs.kgirag.options import KgiragKwargs, KgiragOptions
+from langgraph_kgmem.graphs.kgirag.options import KgiragKwargs, KgiragOptions, SinglepassKwargs
 from langgraph_kgmem.graphs.kgirag.schemas import KgiragOutput, KgiragState
 
 if TYPE_CHECKING:
@@ -76,13 +76,14 @@ def create_kgirag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
 
 
 def create_singlepass_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any = None,
-                            retry_policy: RetryPolicy | None = None, kappa: int = 400,
-                            prompts: Mapping[str, str] | None = None) -> StateGraph:
+                            retry_policy: RetryPolicy | None = None,
+                            **options: Unpack[SinglepassKwargs]) -> StateGraph:
     """Single-pass baseline: the same plan, one retrieval of the whole horizon window (detect:
     the trip window; earliest: t+1 .. t+L+Δt−1; latest: t−L .. t+Δt−2), the same answer step.
-    Output keys and ``prompts`` as :func:`create_kgirag_graph` (method "singlepass")."""
+    Output keys and ``prompts`` as :func:`create_kgirag_graph` (method "singlepass"); of
+    :class:`~langgraph_kgmem.graphs.kgirag.options.KgiragOptions` it reads ``kappa`` and ``prompts``."""
     deps = KgiragDeps(kg=kg, model=method_model(model, retry_policy),
-                      options=KgiragOptions.build(t_max=1, kappa=kappa, prompts=prompts or {}), method="singlepass")
+                      options=KgiragOptions.build(**{**options, "t_max": 1}), method="singlepass")
 
     builder = StateGraph(KgiragState, input_schema=InputState, output_schema=KgiragOutput,
                          context_schema=KgiragOptions)

@@ -39,4 +39,11 @@ class KgiragKwargs(MethodKwargs, PromptKwargs, total=False):
     k0: int | None
 
 
+class SinglepassKwargs(MethodKwargs, PromptKwargs, total=False):
+    """:func:`~langgraph_kgmem.graphs.kgirag.create_singlepass_graph`'s keyword options: the two of
+    :class:`KgiragOptions` the single-pass baseline reads."""
+
+    kappa: int
+
+
 __all__ = ["KgiragOptions"]

@@ -37,7 +37,6 @@ question's window (departure to departure + trip + horizon) to read next.
 from __future__ import annotations
 
 import csv
-import inspect
 import os
 from typing import Any
 
@@ -47,6 +46,7 @@ from benchlib.datasets import DatasetError, bench_data_dir, open_text
 
 from langgraph_kgmem.graphs.kgirag import (NO_ANSWER, create_kgirag_graph, create_singlepass_graph, default_step,
                                            synthesis_prompt)
+from langgraph_kgmem.graphs.kgirag.options import KgiragOptions
 from langgraph_kgmem.ingest.records import (HourOfWeekPercentileRule, format_time, normalize_records, parse_time,
                                             slot_of, time_of_slot)
 from langgraph_kgmem.ingest.temporal_questions import TASK_OF_KIND as TASKS
@@ -170,7 +170,7 @@ class TemporalAdapter:
     def answer_prompt(self, ctx: BenchContext, q: BenchQuestion, out: dict[str, Any]) -> str | None:
         """The synthesize_answer prompt the graph would send for ``out``; None when its answer
         step answers "no answer" without a prompt (not stopped, κ reached, or no valid plan)."""
-        kappa = self.options.get("kappa", inspect.signature(self.factory).parameters["kappa"].default)
+        kappa = self.options.get("kappa", KgiragOptions.model_fields["kappa"].default)
         return synthesis_prompt(ctx.kg, q.question, out.get("plan") or {}, out.get("events", []),
                                 stopped=bool(out.get("stopped")), n_triples=int(out.get("retrieved_triples", 0)),
                                 kappa=kappa)
