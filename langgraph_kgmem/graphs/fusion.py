@@ -54,6 +54,3 @@ class FusionKwargs(TypedDict, total=False):
     fusion: Literal["fixed", "adaptive"]
     fusion_weak: float
     fusion_strong: float
-
-
-__all__ = ["FusionOptions"]
