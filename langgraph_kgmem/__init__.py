@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and the API reference
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
     from langgraph_kgmem.errors import KgmemError
     from langgraph_kgmem.graphs.feedback import feedback_tool, give_feedback
     from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
@@ -34,7 +34,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _EXPORTS = {
     "KnowledgeGraph": "langgraph_kgmem.knowledge_graph",
     "create_kgmem_tools": "langgraph_kgmem.tools",
-    "get_embeddings": "langgraph_kgmem.config",
+    "get_embeddings": "langgraph_kgmem.embeddings",
     "resolve_model": "langgraph_kgmem.llm",
     "KgmemError": "langgraph_kgmem.errors",
     "give_feedback": "langgraph_kgmem.graphs.feedback",

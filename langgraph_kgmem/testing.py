@@ -31,7 +31,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from langgraph_kgmem.config import HashingEmbeddings
+from langgraph_kgmem.embeddings import HashingEmbeddings
 from langgraph_kgmem.llm import DecisionRequest, count_message_tokens, count_tokens, current_decision, message_text, parse_json_object
 
 DeterministicEmbeddings = HashingEmbeddings

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_storable, check_storable_values
-from langgraph_kgmem.fast_embeddings import short_block, short_threshold
+from langgraph_kgmem.embeddings.fast import short_block, short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import (Edge, Node, Triple, check_document_id, content_hash, document_id, edge_id,

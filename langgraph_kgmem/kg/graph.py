@@ -24,9 +24,9 @@ from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_kgmem.config import embeddings_id, get_embeddings
+from langgraph_kgmem.embeddings import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemInputError, check_storable
-from langgraph_kgmem.fast_embeddings import block_cosines, short_similarity, short_threshold
+from langgraph_kgmem.embeddings.fast import block_cosines, short_similarity, short_threshold
 from langgraph_kgmem.kg.backends import (DERIVED_SOURCE, GraphBackend, OpenedBackend, VectorBackend, open_backend,
                                          open_in_memory)
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache

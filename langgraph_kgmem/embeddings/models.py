@@ -1,7 +1,7 @@
 """The embedding models themselves: a deterministic hashing embedding and the local sentence model.
 
-:func:`~langgraph_kgmem.config.get_embeddings` picks among these (and the ``"fast"`` embedding of
-:mod:`langgraph_kgmem.fast_embeddings`, which is built on the local model); they live below both
+:func:`~langgraph_kgmem.embeddings.get_embeddings` picks among these (and the ``"fast"`` embedding of
+:mod:`langgraph_kgmem.embeddings.fast`, which is built on the local model); they live below both
 so that neither has to import the other.
 """
 
