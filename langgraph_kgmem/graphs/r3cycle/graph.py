@@ -17,7 +17,7 @@ from langgraph_kgmem.graphs.r3cycle.deps import R3Deps
 from langgraph_kgmem.graphs.r3cycle.options import R3cycleOptions
 from langgraph_kgmem.graphs.r3cycle.schemas import R3Output, R3State, Verifier
 from langgraph_kgmem.llm import is_offline
-from langgraph_kgmem.tools.graph_env import GraphEnv
+from langgraph_kgmem.agent_tools.graph_env import GraphEnv
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -49,7 +49,7 @@ def create_r3cycle_graph(
 
     Args:
         kg_or_graph_env: a :class:`~langgraph_kgmem.KnowledgeGraph` or a
-            :class:`~langgraph_kgmem.tools.GraphEnv` over one (e.g. loaded with ``load_grbench``);
+            :class:`~langgraph_kgmem.agent_tools.GraphEnv` over one (e.g. loaded with ``load_grbench``);
             the tools run on the environment's methods.
         model: a chat model that supports ``bind_tools``, ``None`` (``$KGMEM_MODEL``) or
             ``"offline"`` (heuristic agent :func:`~.offline.offline_action`, offline self-check and
@@ -87,8 +87,8 @@ def create_r3cycle_graph(
 
     Example:
         >>> from langgraph_kgmem import KnowledgeGraph
-        >>> from langgraph_kgmem.graphqa import make_domain_graph
-        >>> from langgraph_kgmem.tools import load_grbench
+        >>> from langgraph_kgmem.agent_tools.graphqa import make_domain_graph
+        >>> from langgraph_kgmem.agent_tools import load_grbench
         >>> kg = KnowledgeGraph.in_memory(name="books")
         >>> _ = load_grbench(kg, make_domain_graph(seed=0))
         >>> cp, st = kg.persistence()
