@@ -122,4 +122,4 @@ def create_all_tools(kg: "KnowledgeGraph", *, methods: Sequence[str] | None = No
     return tools
 
 
-__all__ = ["create_method_tool", "create_all_tools", "METHOD_DESCRIPTIONS", "method_available"]
+__all__ = ["create_method_tool", "create_all_tools"]

@@ -234,6 +234,3 @@ class KnowledgeGraph(KnowledgeGraphCore):
                         pass
         finally:
             super().close()
-
-
-__all__ = ["KnowledgeGraph", "IngestReport", "RecordsReport"]

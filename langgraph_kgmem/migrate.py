@@ -155,3 +155,6 @@ def _copy(src: KnowledgeGraph, dst: KnowledgeGraph) -> MigrationReport:
         d_mem.put(ns, it.key, dict(it.value), index=False)
     report.memory_items = len(items)
     return report
+
+
+__all__ = ["migrate", "upgrade", "MigrationReport", "UpgradeReport"]

@@ -204,6 +204,3 @@ def served_graphs() -> dict[str, Callable[[RunnableConfig], Awaitable[Any]]]:
     from langgraph_kgmem.graphs.registry import METHODS
 
     return {name: graph_factory(name) for name in METHODS}
-
-
-__all__ = ["graph_factory", "served_graphs", "build_served_graph", "served_kg", "served_model", "model_spec", "close_served"]

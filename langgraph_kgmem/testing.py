@@ -457,5 +457,5 @@ class HostileChatModel(BaseChatModel):
         return super().with_structured_output(schema, include_raw=include_raw, **kwargs)
 
 
-__all__ = ["ScriptedChatModel", "scripted_extraction_model", "failing_then", "HostileChatModel", "HOSTILE_KINDS", "ProviderError", "UnprintableError", "DeterministicEmbeddings",
-           "HashingEmbeddings", "ScriptExhausted"]
+__all__ = ["ScriptedChatModel", "scripted_extraction_model", "failing_then", "ScriptExhausted", "HostileChatModel",
+           "HOSTILE_KINDS", "ProviderError", "UnprintableError", "DeterministicEmbeddings"]

@@ -107,4 +107,4 @@ def create_kgmem_tools(kg: "KnowledgeGraph", *, top_n: int = 1, writable: bool =
     return tools
 
 
-__all__ = ["create_kgmem_tools", "remember", "GraphEnv", "load_grbench"]
+__all__ = ["create_kgmem_tools", "GraphEnv", "load_grbench"]

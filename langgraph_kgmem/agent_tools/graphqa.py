@@ -242,4 +242,4 @@ def make_questions(data: dict[str, dict[str, Any]], *, n: int = 30, seed: int = 
     return out
 
 
-__all__ = ["GraphQuestion", "LEVELS", "make_domain_graph", "make_questions"]
+__all__ = ["make_domain_graph", "make_questions", "GraphQuestion"]

@@ -76,5 +76,5 @@ def get_embeddings(spec: Embeddings | str | None = None, *, cache: bool = True) 
     return cached(base) if cache else base
 
 
-__all__ = ["DEFAULT_CACHE_DIR", "HashingEmbeddings", "LocalSentenceTransformerEmbeddings", "cached", "default_device",
-           "embeddings_id", "get_embeddings"]
+__all__ = ["get_embeddings", "cached", "embeddings_id", "default_device", "HashingEmbeddings",
+           "LocalSentenceTransformerEmbeddings"]

@@ -171,7 +171,3 @@ def embeddings_id(emb: Embeddings) -> str:
     if underlying is not None:
         return embeddings_id(underlying)
     return type(emb).__name__
-
-
-__all__ = ["DEFAULT_CACHE_DIR", "HashingEmbeddings", "LocalSentenceTransformerEmbeddings", "default_device",
-           "embeddings_id"]

@@ -483,8 +483,3 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
     report.edges = len(edges) + chained
     report.seconds = _time.perf_counter() - t0
     return report
-
-
-__all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule",
-           "add_records", "normalize_records", "read_rows", "compile_rule", "parse_time",
-           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id"]

@@ -9,5 +9,6 @@ from langgraph_kgmem.kg.backends.postgres import LazyPushPpr
 from langgraph_kgmem.kg.ppr import GraphSnapshot, personalized_pagerank
 from langgraph_kgmem.kg.types import EDGE_KINDS, NODE_KINDS, Edge, Node, Triple, edge_id, entity_id, node_id
 
+
 __all__ = ["KnowledgeGraphCore", "LazyPushPpr", "GraphSnapshot", "personalized_pagerank", "Node", "Edge", "Triple",
-           "NODE_KINDS", "EDGE_KINDS", "edge_id", "entity_id", "node_id"]
+           "edge_id", "entity_id", "node_id"]

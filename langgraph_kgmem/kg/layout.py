@@ -120,6 +120,3 @@ def graph_layout(node_ids: Sequence[str], pairs: Iterable[tuple[str, str]], *,
     # largest first: by the space a component takes, its leaves included
     groups.sort(key=lambda grp: -len(grp))
     return _pack(groups) if groups else {}
-
-
-__all__ = ["SPACING", "graph_layout"]

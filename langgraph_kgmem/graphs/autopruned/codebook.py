@@ -1366,7 +1366,3 @@ def _kmeans_medoids(x: np.ndarray, k: int, iters: int, block: int) -> tuple[np.n
         if sim[i] > best[c]:
             best[c], medoid[c] = sim[i], i
     return assign, medoid
-
-
-__all__ = ["Codebook", "Run", "Channel", "CHANNELS", "ALIAS_THRESHOLD", "LAYER2_FLOOR", "MAX_ENTITY_CHARS", "MAX_RELATION_CHARS", "clean_symbol",
-           "phrase_triples", "segment_runs", "question_key", "answer_terms", "cite_passages", "grounded_in"]

@@ -262,7 +262,3 @@ def _check_subset(name: str, values: Any, allowed: Sequence[str]) -> None:
     if isinstance(values, str) or not isinstance(values, Sequence) or not values or any(
             v not in allowed for v in values):
         raise KgmemInputError(f"{name} must be a non-empty subset of {tuple(allowed)}, got {values!r}")
-
-
-__all__ = ["AutoprunedOptions", "ENCODINGS", "Encoding", "RELEVANCE_WEIGHTS", "SENTENCE_BUDGET", "SENTENCE_COVER",
-           "SENTENCE_RANKINGS", "Show"]

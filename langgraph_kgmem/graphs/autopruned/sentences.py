@@ -250,7 +250,3 @@ def fill_budget(ranked: Sequence[tuple[str, int]], chunks: Sequence[str], titles
         bridged.update(hops)
         pending[:0] = [best[b] for b in hops if b in best]
     return picked
-
-
-__all__ = ["edge_sentence", "fact_sentences", "fill_budget", "passage_sentences", "ranked_sentences", "split_sentences",
-           "term_overlap", "title_pattern"]

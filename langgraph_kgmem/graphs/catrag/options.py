@@ -100,6 +100,3 @@ class CatragOptions(PromptOptions, ReuseOptions):
     def method(self) -> str:
         """``"catrag"``, or ``"hipporag2"`` when every addition is off."""
         return "catrag" if (self.anchoring or self.dynamic_weighting or self.key_fact_boost) else "hipporag2"
-
-
-__all__ = ["CatragOptions"]

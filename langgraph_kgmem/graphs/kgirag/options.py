@@ -29,6 +29,3 @@ class KgiragOptions(PromptOptions):
     def check_values(cls, opts: Mapping[str, Any]) -> None:
         """See :meth:`MethodOptions.check_values`."""
         check_int("k0", opts["k0"], 1, 3, optional=True)
-
-
-__all__ = ["KgiragOptions"]

@@ -86,6 +86,3 @@ class R3Deps:
         rec = {**value, "provenance": provenance_of_nodes(self.kg, visited)}
         put_records(resolve_store(self.store), self.kg.name, kind, {key: rec}, scope_of(self.options.memory_scope))
         return rec
-
-
-__all__ = ["R3Deps"]

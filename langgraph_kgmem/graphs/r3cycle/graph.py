@@ -130,6 +130,3 @@ def create_r3cycle_graph(
     builder.add_edge("replan", "reason")
     builder.add_edge("finish_run", END)
     return builder
-
-
-__all__ = ["create_r3cycle_graph"]

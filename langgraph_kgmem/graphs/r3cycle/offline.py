@@ -159,7 +159,3 @@ def offline_verdict(answer: str, steps: Sequence[dict[str, Any]], question: str 
     seen = any(a in normalize_answer(s["observation"]) for s in steps if s["tool"] != FINISH)
     return Verdict(ok=seen, reason="the answer appears in the observations" if seen
                    else "the answer appears in no observation")
-
-
-
-__all__ = ["NODE_IDS", "entity_span", "observed_value", "offline_action", "offline_reflection", "offline_verdict"]

@@ -56,6 +56,3 @@ class R3cycleOptions(PromptOptions, ReuseOptions):
         scope = opts["memory_scope"]
         if scope is not None and (isinstance(scope, str) or not all(isinstance(x, str) for x in scope)):
             raise KgmemInputError(f"memory_scope must be a tuple of labels such as ('{{user_id}}',), got {scope!r}")
-
-
-__all__ = ["R3cycleOptions"]

@@ -139,6 +139,3 @@ def create_remindrag_graph(
     builder.add_conditional_edges("answer", nodes.after_answer, ["memorize", END])
     builder.add_edge("memorize", END)
     return builder
-
-
-__all__ = ["create_remindrag_graph"]

@@ -75,6 +75,3 @@ class RemindragOptions(PromptOptions, ReuseOptions):
     def step_cap(self) -> int:
         """The loop's decisions at most: ``max_steps``, else ``2 * max_hops + 2``."""
         return self.max_steps if self.max_steps is not None else 2 * self.max_hops + 2
-
-
-__all__ = ["RemindragOptions"]

@@ -57,6 +57,3 @@ class RouterOptions(MethodOptions):
         per = opts["method_options"]
         if not isinstance(per, Mapping) or not all(isinstance(v, Mapping) for v in per.values()):
             raise KgmemInputError(f"method_options must map a method name to its options dict, got {per!r}")
-
-
-__all__ = ["DEFAULT_METHODS", "RouterOptions"]
