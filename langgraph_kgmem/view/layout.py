@@ -1,4 +1,4 @@
-"""Node positions for the HTML view (:mod:`langgraph_kgmem.kg.html`), readable from a few dozen
+"""Node positions for the HTML view (:mod:`langgraph_kgmem.view.html`), readable from a few dozen
 nodes to a few thousand.
 
 One force layout over a whole KG draws a hairball: every passage ties to the entities it names,
