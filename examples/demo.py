@@ -27,7 +27,7 @@ from langgraph_kgmem.graphs.kgirag import create_kgirag_graph, create_singlepass
 from langgraph_kgmem.ingest.chunking import split_sentences  # noqa: E402
 from langgraph_kgmem.ingest.records import normalize_records  # noqa: E402
 from langgraph_kgmem.ingest.temporal_questions import generate_questions  # noqa: E402
-from langgraph_kgmem.kg.html import export_html, run_highlight, run_route  # noqa: E402
+from langgraph_kgmem.view.html import export_html, run_highlight, run_route  # noqa: E402
 from langgraph_kgmem.memory import edge_memory_counts  # noqa: E402
 from langgraph_kgmem.llm import model_label, resolve_model  # noqa: E402
 from langgraph_kgmem.memory.view import edge_fact  # noqa: E402

@@ -28,11 +28,11 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 
 from langgraph_kgmem import KnowledgeGraph  # noqa: E402
-from langgraph_kgmem.graphqa import make_domain_graph, make_questions  # noqa: E402
+from langgraph_kgmem.agent_tools.graphqa import make_domain_graph, make_questions  # noqa: E402
 from langgraph_kgmem.graphs.r3cycle import VerifierState, create_r3cycle_graph, load_run, offline_action  # noqa: E402
 from langgraph_kgmem.llm import resolve_model  # noqa: E402
 from langgraph_kgmem.testing import ScriptedChatModel  # noqa: E402
-from langgraph_kgmem.tools import GraphEnv, create_kgmem_tools, load_grbench  # noqa: E402
+from langgraph_kgmem.agent_tools import GraphEnv, create_kgmem_tools, load_grbench  # noqa: E402
 
 VERIFIER_PROMPT = """You verify answers against a knowledge graph. Use the tools to look the facts up
 yourself, then reply with one JSON object {"ok": true|false, "reason": "..."} and nothing else."""

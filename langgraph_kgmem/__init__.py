@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and the API reference
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
     from langgraph_kgmem.errors import KgmemError
     from langgraph_kgmem.graphs.feedback import feedback_tool, give_feedback
     from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
@@ -22,7 +22,7 @@ if TYPE_CHECKING:   # the lazy exports below, spelled out for type checkers and 
     from langgraph_kgmem.graphs.router import create_router_graph
     from langgraph_kgmem.knowledge_graph import KnowledgeGraph
     from langgraph_kgmem.llm import resolve_model
-    from langgraph_kgmem.tools import create_kgmem_tools
+    from langgraph_kgmem.agent_tools import create_kgmem_tools
 
 __version__ = "0.1.0"
 
@@ -33,8 +33,8 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 # every method's factory (create_<method>_graph) is exported too: the registry names them
 _EXPORTS = {
     "KnowledgeGraph": "langgraph_kgmem.knowledge_graph",
-    "create_kgmem_tools": "langgraph_kgmem.tools",
-    "get_embeddings": "langgraph_kgmem.config",
+    "create_kgmem_tools": "langgraph_kgmem.agent_tools",
+    "get_embeddings": "langgraph_kgmem.embeddings",
     "resolve_model": "langgraph_kgmem.llm",
     "KgmemError": "langgraph_kgmem.errors",
     "give_feedback": "langgraph_kgmem.graphs.feedback",

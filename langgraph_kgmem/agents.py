@@ -116,10 +116,10 @@ def create_all_tools(kg: "KnowledgeGraph", *, methods: Sequence[str] | None = No
         store = kg.persistence()[1]
     tools = [create_method_tool(kg, m, model=model, store=store) for m in chosen]
     if graph_tools:
-        from langgraph_kgmem.tools import create_kgmem_tools
+        from langgraph_kgmem.agent_tools import create_kgmem_tools
 
         tools.extend(create_kgmem_tools(kg))
     return tools
 
 
-__all__ = ["create_method_tool", "create_all_tools", "METHOD_DESCRIPTIONS", "method_available"]
+__all__ = ["create_method_tool", "create_all_tools"]

@@ -251,7 +251,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def _run_highlight(run_file: str) -> tuple[list[str], list[dict[str, str]], str | None]:
     """The ids a run's output names, the edges it walked in order, and the question it answered
     (when the output has it)."""
-    from langgraph_kgmem.kg.html import run_highlight, run_route
+    from langgraph_kgmem.view.html import run_highlight, run_route
 
     hint = "give the JSON that `kgmem ask ... --json` prints"
     try:
@@ -275,7 +275,7 @@ def _run_highlight(run_file: str) -> tuple[list[str], list[dict[str, str]], str 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``kgmem export``: write the KG as an interactive HTML page, optionally highlighting a run's route."""
-    from langgraph_kgmem.kg.html import export_html
+    from langgraph_kgmem.view.html import export_html
     from langgraph_kgmem.memory import edge_memory_counts
 
     highlight, route, question = list(args.highlight or []), [], None

@@ -195,3 +195,8 @@ def describe_error(exc: BaseException, limit: int = 300, *, typed: bool = True) 
     if not typed:
         return text
     return f"{name}: {text}" if text else name
+
+
+__all__ = ["KgmemError", "ConfigurationError", "MissingRequirementError", "KgmemInputError", "NotAKnowledgeGraphError",
+           "StorageError", "SchemaVersionError", "UnsafeStoredDataError", "CorruptStoredDataError",
+           "KgmemRecoveryWarning", "KgmemSchemaUpgradeWarning", "KgmemDecisionError", "KgmemModelError"]

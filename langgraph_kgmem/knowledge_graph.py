@@ -98,7 +98,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
         report = add_documents(self, docs, model=model, chunk_tokens=chunk_tokens, merge_threshold=merge_threshold,
                                max_chars=max_chars, progress=progress, extractor=extractor,
                                max_concurrency=max_concurrency, on_progress=on_progress)
-        self.note_ingested(report.documents_added)
+        self.writer.note_ingested(report.documents_added)
         report.memories_invalidated += self.invalidate_memory(report.changes)
         logger.info("KG %r: %s", self.name, report)
         return report
@@ -114,7 +114,7 @@ class KnowledgeGraph(KnowledgeGraphCore):
         report = await aadd_documents(self, list(docs), model=model, chunk_tokens=chunk_tokens,
                                       merge_threshold=merge_threshold, max_chars=max_chars, progress=progress,
                                       extractor=extractor, max_concurrency=max_concurrency, on_progress=on_progress)
-        await asyncio.to_thread(self.note_ingested, report.documents_added)
+        await asyncio.to_thread(self.writer.note_ingested, report.documents_added)
         report.memories_invalidated += await asyncio.to_thread(self.invalidate_memory, report.changes)
         logger.info("KG %r: %s", self.name, report)
         return report
@@ -235,6 +235,3 @@ class KnowledgeGraph(KnowledgeGraphCore):
                         pass
         finally:
             super().close()
-
-
-__all__ = ["KnowledgeGraph", "IngestReport", "RecordsReport"]

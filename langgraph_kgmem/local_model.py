@@ -270,3 +270,6 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             pass
     return 0
+
+
+__all__ = ["LocalModelServer"]

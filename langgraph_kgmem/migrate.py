@@ -127,24 +127,24 @@ def _copy(src: KnowledgeGraph, dst: KnowledgeGraph) -> MigrationReport:
     node_kind = {n.id: n.kind for n in nodes}
     with dst.transaction():
         # the vectors are copied as stored, so the new KG embeds its future chunks as they were embedded
-        dst.adopt_passage_text(src.passage_text)
+        dst.writer.adopt_passage_text(src.passage_text)
         ids, mat = src.vector_matrix(space="nodes")
         dst.add_nodes(nodes, embed=False)
         if ids:
-            dst.put_vectors("nodes", ids, mat, [node_kind[i] for i in ids], normalized=True)
+            dst.writer.put_vectors("nodes", ids, mat, [node_kind[i] for i in ids], normalized=True)
         dst.add_edges(edges, embed_facts=False)
         fids, fmat = src.vector_matrix(space="facts")
         if fids:
-            dst.put_vectors("facts", fids, fmat, ["relation"] * len(fids), normalized=True)
+            dst.writer.put_vectors("facts", fids, fmat, ["relation"] * len(fids), normalized=True)
         docs = src.documents()
         for d in docs:
-            dst.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"], meta=d["meta"],
-                             content_hash=d.get("content_hash", ""))
+            dst.writer.put_document(d["id"], title=d["title"], status=d["status"], n_chunks=d["n_chunks"],
+                                    meta=d["meta"], content_hash=d.get("content_hash", ""))
         for doc_id in [d["id"] for d in docs] + [DERIVED_SOURCE]:
-            dst.add_sources(src.document_nodes(doc_id), src.document_edges(doc_id), doc_id)
+            dst.writer.add_sources(src.document_nodes(doc_id), src.document_edges(doc_id), doc_id)
         for alias, node_id, sim in src.aliases():
-            dst.put_alias(alias, node_id, sim)
-    dst.analyze()   # a bulk-filled table without planner statistics is planned as if empty
+            dst.writer.put_alias(alias, node_id, sim)
+    dst.writer.analyze()   # a bulk-filled table without planner statistics is planned as if empty
     report.nodes, report.edges, report.documents = len(nodes), len(edges), len(docs)
     report.vectors = {"nodes": len(ids), "facts": len(fids)}
     _, s_mem = src.persistence()
@@ -155,3 +155,6 @@ def _copy(src: KnowledgeGraph, dst: KnowledgeGraph) -> MigrationReport:
         d_mem.put(ns, it.key, dict(it.value), index=False)
     report.memory_items = len(items)
     return report
+
+
+__all__ = ["migrate", "upgrade", "MigrationReport", "UpgradeReport"]

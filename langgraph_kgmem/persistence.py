@@ -228,3 +228,6 @@ def holds_memory(path: Path | None, *, uri: str | None = None) -> bool:
         return False
     found = _backend(path, uri)
     return found is not None and found[0].holds_memory(found[1])
+
+
+__all__ = ["open_persistence", "open_async_persistence", "StrictCheckpointSerializer"]

@@ -191,7 +191,3 @@ def redact(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, tuple):
         return tuple(redact(v, _depth + 1) for v in value)
     return value
-
-
-__all__ = ["MIN_TOKEN_ENTROPY", "RANDOM_TOKEN", "REDACTED", "SECRET_KEY", "holds_secret", "redact", "redact_secrets",
-           "token_looks_random"]

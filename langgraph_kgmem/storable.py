@@ -105,6 +105,3 @@ def storable(value: Any, what: str, *, source: Source = "user") -> Any:
     else:
         check_storable(value, what)
     return value
-
-
-__all__ = ["SOURCES", "Source", "storable"]

@@ -326,5 +326,4 @@ def traced(name: str, **metadata: Any) -> Callable[[F], F]:
     return wrap
 
 
-__all__ = ["run_name", "run_tags", "run_metadata", "usage_counters", "traced_config", "with_tracing",
-           "traced_span", "traced", "Span", "scrub", "redact", "redact_secrets", "REDACTED", "langsmith_tracer"]
+__all__ = ["run_name", "traced_config", "with_tracing", "traced_span", "traced", "Span", "scrub", "langsmith_tracer"]

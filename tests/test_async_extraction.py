@@ -131,7 +131,7 @@ def test_adecide_answers_exactly_as_decide_whatever_the_model_says(seed):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_bulk_ingest_embeds_many_documents_per_model_call(mode):
-    from langgraph_kgmem.config import HashingEmbeddings
+    from langgraph_kgmem.embeddings import HashingEmbeddings
     from langgraph_kgmem.ingest.pipeline import EMBED_WINDOW_CHUNKS
 
     class Counting(HashingEmbeddings):
@@ -226,7 +226,7 @@ def test_a_write_failing_inside_a_window_keeps_the_documents_before_it(monkeypat
 
 
 def test_add_triples_embeds_its_passage_and_names_in_one_model_call():
-    from langgraph_kgmem.config import HashingEmbeddings
+    from langgraph_kgmem.embeddings import HashingEmbeddings
 
     class Counting(HashingEmbeddings):
         calls: list[int] = []

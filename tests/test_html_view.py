@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 QUESTION = "Where was Marie Curie born?"
-HIGHLIGHT_RGB = (0xD6, 0x27, 0x28)  # #d62728, .hl strokes in kg/html.py
+HIGHLIGHT_RGB = (0xD6, 0x27, 0x28)  # #d62728, .hl strokes in view/html.py
 BACKGROUND_RGB = (0xFA, 0xFA, 0xFA)
 MEMORY_RGB = (0x2C, 0xA0, 0x2C)     # #2ca02c, .edge.mem
 WINDOW = (1200, 900)
@@ -248,7 +248,7 @@ def test_screenshot_shows_the_graph_and_the_highlighted_run_path(run_page, tmp_p
 # ------------------------------------------------------------------ the answering path, labels, layout
 
 def test_the_path_is_drawn_as_numbered_steps_in_walk_order(exported_run):
-    from langgraph_kgmem.kg.html import run_route
+    from langgraph_kgmem.view.html import run_route
 
     page, plain, *_, run = exported_run
     route = run_route(run)
@@ -263,7 +263,7 @@ def test_the_path_is_drawn_as_numbered_steps_in_walk_order(exported_run):
 
 
 def test_every_node_has_a_label_naming_it():
-    from langgraph_kgmem.kg.html import node_label
+    from langgraph_kgmem.view.html import node_label
     from langgraph_kgmem.kg.types import Node
 
     assert node_label(Node("ent-a", "entity", "Marie Curie", {})) == "Marie Curie"
@@ -275,7 +275,7 @@ def test_every_node_has_a_label_naming_it():
 
 
 def test_layout_hangs_leaves_by_their_neighbour_and_packs_components():
-    from langgraph_kgmem.kg.layout import SPACING, graph_layout
+    from langgraph_kgmem.view.layout import SPACING, graph_layout
 
     # a ring of 12 with one leaf on each node, and three separate pairs
     ring = [(f"r{i}", f"r{(i + 1) % 12}") for i in range(12)] + [(f"r{i}", f"leaf{i}") for i in range(12)]
@@ -332,7 +332,7 @@ def people_docs(n: int) -> list[dict]:
 def sized_pages(tmp_path_factory):
     """Views of a KG of about 50 and about 500 nodes, each with a ReMindRAG run drawn on it."""
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.kg.html import export_html, run_highlight, run_route
+    from langgraph_kgmem.view.html import export_html, run_highlight, run_route
     from langgraph_kgmem.memory import edge_memory_counts
 
     from method_cases import compile_method

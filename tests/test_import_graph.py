@@ -4,8 +4,8 @@ cycles, no module using another module's private names, no overlong functions.""
 from __future__ import annotations
 
 from bench_helpers import TOOLS  # noqa: F401  (puts tools/ on sys.path)
-from code_metrics import (BENCHLIB, PACKAGE, ROOT, area, import_cycles, import_graph, long_functions, module_files,
-                          module_imports, private_imports, upward_imports)
+from code_metrics import (BENCHLIB, MAX_PUBLIC_NAMES, PACKAGE, ROOT, area, import_cycles, import_graph, long_functions,
+                          module_files, module_imports, private_imports, public_api, upward_imports)
 
 # --------------------------------------------------------------------------------------------
 # the checker itself
@@ -83,6 +83,25 @@ def test_the_layer_check_sees_an_arrow_up(tmp_path):
     (pkg / "graphs" / "thing.py").write_text("from langgraph_kgmem.kg import y\nx = 1\n")
     found = upward_imports(module_imports(module_files(pkg, "langgraph_kgmem")))
     assert [(i.importer, i.target) for i in found] == [("langgraph_kgmem.memory.view", "langgraph_kgmem.graphs.thing")]
+
+
+def test_the_public_surface_stays_small():
+    """``__all__`` lists what users import (the root, errors, llm, kg, memory, the methods' packages
+    ...), not every name another module uses: together at most ``MAX_PUBLIC_NAMES``;
+    ``tests/test_public_api.py`` pins the names and their signatures."""
+    api = public_api(PKG_MODULES)
+    assert sum(map(len, api.values())) <= MAX_PUBLIC_NAMES, {m: len(n) for m, n in api.items()}
+    assert "langgraph_kgmem" in api and "KnowledgeGraph" in api["langgraph_kgmem"]
+
+
+def test_the_public_surface_count_reads_literal_and_lazy_exports(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import a, b\n"
+                                     "def __getattr__(name):\n    if name == '__all__':\n        return ['a', 'b']\n")
+    (pkg / "sub" / "__init__.py").write_text("__all__ = ['a']\n__all__ += ['b']\na = b = 1\n")
+    (pkg / "sub" / "inner.py").write_text("x = 1\n")
+    assert public_api(module_files(pkg, "pkg")) == {"pkg": ["a", "b"], "pkg.sub": ["a", "b"]}
 
 
 def test_no_function_is_longer_than_the_limit():

@@ -32,7 +32,7 @@ def test_a_document_id_over_the_limit_is_refused_alike_on_each_backend(make_kg, 
     with pytest.raises(KgmemInputError, match="over the limit of 512"):
         kg.add_triples([("Oslo", "capital of", "Norway")], source=doc_id)
     with pytest.raises(KgmemInputError, match="over the limit of 512"):
-        kg.put_document(doc_id, title="", status="done")
+        kg.writer.put_document(doc_id, title="", status="done")
     assert kg.documents() == []
 
 

@@ -112,7 +112,7 @@ def test_records_bad_date_part_is_a_clear_error(month):
 
 @pytest.mark.parametrize("spec", ["hash:abc", "hash:4", "hash:-1"])
 def test_bad_hash_embedding_spec_is_a_configuration_error(spec):
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
 
     with pytest.raises(ConfigurationError, match="hash:256"):
         get_embeddings(spec)

@@ -13,7 +13,8 @@ from code_metrics import backend_modules_outside, module_files
 PACKAGE = Path(__file__).resolve().parents[1] / "langgraph_kgmem"
 ABOVE_KG = ("langgraph_kgmem.ingest", "langgraph_kgmem.knowledge_graph", "langgraph_kgmem.memory",
             "langgraph_kgmem.persistence", "langgraph_kgmem.migrate", "langgraph_kgmem.graphs",
-            "langgraph_kgmem.tools", "langgraph_kgmem.agents", "langgraph_kgmem.cli", "langgraph_kgmem.serve")
+            "langgraph_kgmem.agent_tools", "langgraph_kgmem.agents", "langgraph_kgmem.cli", "langgraph_kgmem.serve",
+            "langgraph_kgmem.view")
 
 
 def _imports(path: Path) -> set[str]:

@@ -1,11 +1,10 @@
 """The llm package's model handling: resolved once per run, unwrapped and tool-bound in public,
-decisions logged, the old module names still importable."""
+decisions logged, the retired module names gone."""
 
 from __future__ import annotations
 
 import importlib
 import logging
-import sys
 import tomllib
 from pathlib import Path
 
@@ -131,14 +130,10 @@ def test_the_package_logger_prints_nothing_unless_the_application_configures_log
     assert any(isinstance(h, logging.NullHandler) for h in top.handlers)
 
 
-@pytest.mark.parametrize("old, new", [("langgraph_kgmem.prompt_fence", "langgraph_kgmem.llm.prompts"),
-                                      ("langgraph_kgmem.model_endpoints", "langgraph_kgmem.llm.endpoints")])
-def test_the_moved_modules_old_names_still_import_the_same_objects(monkeypatch, old, new):
-    monkeypatch.delitem(sys.modules, old, raising=False)
-    with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
-        shim = importlib.import_module(old)
-    moved = importlib.import_module(new)
-    assert shim.__all__ and all(getattr(shim, name) is getattr(moved, name) for name in moved.__all__)
+@pytest.mark.parametrize("old", ["langgraph_kgmem.prompt_fence", "langgraph_kgmem.model_endpoints"])
+def test_the_retired_module_paths_no_longer_import(old):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
 
 
 def test_chunking_counts_with_the_public_token_encoder():

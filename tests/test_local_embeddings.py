@@ -8,7 +8,7 @@ import pytest
 
 @pytest.mark.integration
 def test_length_bucketed_batches_keep_order_and_vectors():
-    from langgraph_kgmem.config import LocalSentenceTransformerEmbeddings
+    from langgraph_kgmem.embeddings import LocalSentenceTransformerEmbeddings
 
     emb = LocalSentenceTransformerEmbeddings()
     passage = ("Marie Curie was a Polish and naturalised-French physicist and chemist who conducted pioneering "

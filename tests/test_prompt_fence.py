@@ -299,7 +299,7 @@ def test_a_tool_error_reaches_r3cycle_as_readable_text_even_when_its_message_can
 
     from langgraph_kgmem import KnowledgeGraph
     from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
-    from langgraph_kgmem.tools import GraphEnv
+    from langgraph_kgmem.agent_tools import GraphEnv
 
     class Unprintable(ValueError):
         def __str__(self):

@@ -12,12 +12,12 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphqa import make_domain_graph, make_questions
+from langgraph_kgmem.agent_tools.graphqa import make_domain_graph, make_questions
 from langgraph_kgmem.graphs import r3cycle
 from langgraph_kgmem.graphs.r3cycle import (Verdict, VerifierState, create_r3cycle_graph, entity_span,
                                             exact_match_verifier, load_run)
 from langgraph_kgmem.testing import ScriptedChatModel
-from langgraph_kgmem.tools import GraphEnv, load_grbench
+from langgraph_kgmem.agent_tools import GraphEnv, load_grbench
 
 REFLECTION = {"root_cause": "ROOT-CAUSE-X: followed the genre relation", "advice": "ADVICE-Y: follow 'author'",
               "retry": True}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from langgraph_kgmem import KnowledgeGraph
-from langgraph_kgmem.graphqa import LEVELS, make_domain_graph, make_questions
-from langgraph_kgmem.tools import GraphEnv, load_grbench
+from langgraph_kgmem.agent_tools.graphqa import LEVELS, make_domain_graph, make_questions
+from langgraph_kgmem.agent_tools import GraphEnv, load_grbench
 
 
 def test_graph_is_seeded_and_mirrored():

@@ -135,7 +135,7 @@ def test_a_failed_migration_leaves_the_old_schema(tmp_path, monkeypatch):
 def test_new_kgs_are_created_at_the_current_version(tmp_path):
     with KnowledgeGraph.open(tmp_path / "kg", name="k", embeddings="hash") as kg:
         assert kg.schema_version == SCHEMA_VERSION
-        kg.put_document("d", title="t", status="done", content_hash="abc")
+        kg.writer.put_document("d", title="t", status="done", content_hash="abc")
         assert kg.document("d")["content_hash"] == "abc"
 
 

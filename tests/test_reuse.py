@@ -191,9 +191,9 @@ def test_question_keys_fold_case_and_spacing_only():
 
 
 def test_r3cycle_answers_a_question_asked_before_without_a_walk():
-    from langgraph_kgmem.graphqa import make_domain_graph
+    from langgraph_kgmem.agent_tools.graphqa import make_domain_graph
     from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph
-    from langgraph_kgmem.tools import load_grbench
+    from langgraph_kgmem.agent_tools import load_grbench
 
     data = make_domain_graph(seed=1, books=6, authors=3, publishers=2, genres=2)
     books = KnowledgeGraph.in_memory(name="books", embeddings="hash")

@@ -31,7 +31,7 @@ GRAPH_Q = 'In which year was the book "The Silent River" published?'
 
 @pytest.fixture(scope="module")
 def mixed_kg():
-    from langgraph_kgmem.tools import load_grbench
+    from langgraph_kgmem.agent_tools import load_grbench
 
     kg = KnowledgeGraph.in_memory(name="mixed")
     kg.add_documents(DOCS, model="offline")

@@ -1,6 +1,6 @@
 import pytest
 
-from langgraph_kgmem.tools import create_kgmem_tools
+from langgraph_kgmem.agent_tools import create_kgmem_tools
 
 
 def test_offline_ingest_builds_typed_graph(kg):

@@ -28,7 +28,7 @@ def assert_fenced(text: str, where: str) -> None:
 @pytest.fixture
 def hostile_kg():
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.tools import load_grbench
+    from langgraph_kgmem.agent_tools import load_grbench
 
     kg = KnowledgeGraph.in_memory(name="hostile-tools", embeddings="hash")
     load_grbench(kg, {"city": {"c1": {"features": {"name": HOSTILE, "motto": HOSTILE, HOSTILE: "x"},
@@ -39,7 +39,7 @@ def hostile_kg():
 
 
 def test_every_graph_tool_fences_the_kg_text_it_returns(hostile_kg):
-    from langgraph_kgmem.tools import create_kgmem_tools
+    from langgraph_kgmem.agent_tools import create_kgmem_tools
 
     tools = {t.name: t for t in create_kgmem_tools(hostile_kg, writable=True)}
     assert all(DATA_NOTE in t.description for t in tools.values())
@@ -61,7 +61,7 @@ def test_every_graph_tool_fences_the_kg_text_it_returns(hostile_kg):
 
 def test_r3cycle_reads_plain_observations_from_its_own_environment(hostile_kg):
     """R3-Cycle fences each observation itself: its environment stays unfenced (no double fence)."""
-    from langgraph_kgmem.tools import GraphEnv
+    from langgraph_kgmem.agent_tools import GraphEnv
 
     out = GraphEnv(hostile_kg).node_feature("c1", "motto")
     assert out.endswith(HOSTILE) and DATA_OPEN not in out.replace(HOSTILE, "")

@@ -8,7 +8,7 @@ import pytest
 
 from langgraph_kgmem import KnowledgeGraph, create_kgmem_tools
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.tools import load_grbench
+from langgraph_kgmem.agent_tools import load_grbench
 
 GRBENCH = {
     "author": {
@@ -70,7 +70,7 @@ def test_grbench_loader_rejects_bad_shape(tmp_path):
 
 
 def test_remember_writes_a_fact_with_provenance(kg):
-    from langgraph_kgmem.tools import create_kgmem_tools
+    from langgraph_kgmem.agent_tools import create_kgmem_tools
 
     assert "Remember" not in {t.name for t in create_kgmem_tools(kg)}
     tools = {t.name: t for t in create_kgmem_tools(kg, writable=True)}

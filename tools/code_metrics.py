@@ -242,6 +242,45 @@ def backend_modules_outside(modules: dict[str, Path]) -> list[tuple[str, str, in
     return sorted((module, target, line) for (module, target), line in found.items())
 
 
+#: The most names the package's ``__all__`` lists may hold together: what users import, not every
+#: name another module of the package uses (those need no ``__all__``).
+MAX_PUBLIC_NAMES = 150
+
+
+def _literal_all(tree: ast.Module) -> list[str] | None:
+    """The names a module's top-level ``__all__ = [...]`` (and ``+= [...]``) lists, or None."""
+    names: list[str] | None = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
+            value = ast.literal_eval(node.value)
+            names = [*(names or []), *value] if isinstance(node, ast.AugAssign) else list(value)
+    return names
+
+
+def _type_checking_imports(tree: ast.Module) -> list[str]:
+    """The names a module imports under a top-level ``if TYPE_CHECKING:``."""
+    return [alias.asname or alias.name for node in tree.body
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for imp in node.body if isinstance(imp, ast.ImportFrom) for alias in imp.names]
+
+
+def public_api(modules: dict[str, Path]) -> dict[str, list[str]]:
+    """Module -> the names its ``__all__`` lists, for every module with one. A package root whose
+    ``__all__`` is computed (``langgraph_kgmem``'s lazy exports, listed in ``__getattr__``) counts
+    the names it spells out under ``if TYPE_CHECKING:`` (``tests/test_docs.py`` holds the two equal)."""
+    out: dict[str, list[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        names = _literal_all(tree)
+        if names is None and "." not in name and "__all__" in path.read_text(encoding="utf-8"):
+            names = _type_checking_imports(tree)
+        if names is not None:
+            out[name] = names
+    return out
+
+
 def module_sizes(modules: dict[str, Path]) -> list[tuple[str, int]]:
     """Modules by falling line count."""
     return sorted(((m, len(p.read_text(encoding="utf-8").splitlines())) for m, p in modules.items()),
@@ -270,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"backend-specific modules outside {BACKENDS.replace('.', '/')}/: {len({m for m, _, _ in outside})}")
     for module, target, line in outside:
         print(f"  {module}:{line} imports {target}")
+    api = public_api(modules)
+    print(f"public names in __all__: {sum(map(len, api.values()))} in {len(api)} modules (at most {MAX_PUBLIC_NAMES})")
     print("largest modules (lines):")
     for m, n in module_sizes(modules)[:args.top]:
         print(f"  {n:5d} {m}")

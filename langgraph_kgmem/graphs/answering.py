@@ -658,7 +658,3 @@ def answer_with_candidates(model: Any, question: str, evidence: Sequence[dict[st
         fallback_record(step, "ungrounded", "the evidence does not hold the model's answer; the offline answer "
                         "was given instead", text)]
     return found.answer, usage
-
-
-__all__ = ["CANDIDATE_PROMPT", "NO_ANSWER", "AnswerKind", "AnswerType", "Candidate", "OfflineAnswer",
-           "answer_type", "answer_with_candidates", "candidate_prompt", "candidates", "offline_answer", "passages_of", "path_names"]

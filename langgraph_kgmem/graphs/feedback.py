@@ -99,6 +99,3 @@ def feedback_tool(kg: "KnowledgeGraph", *, store: Any = None, scope: Sequence[st
         run, name=name, args_schema=Args,
         description="Report which evidence of an earlier knowledge-graph answer helped or misled, by its run_id "
                     "and evidence ids; later answers to similar questions rank that evidence accordingly.")
-
-
-__all__ = ["feedback_tool", "give_feedback"]

@@ -64,7 +64,3 @@ def grounded_in(answer: str, cited: Sequence[str], text_of: Callable[[str], str 
             return False
         held |= want & _terms(text)
     return held == want
-
-
-
-__all__ = ["answer_terms", "cite_passages", "grounded_in"]

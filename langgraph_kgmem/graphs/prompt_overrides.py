@@ -113,6 +113,3 @@ class PromptOptions(MethodOptions):
         ``PROMPTS`` entry (read now, not when the module was imported)."""
         defaults = self.default_prompts()
         return with_data_note(self.prompts[name], defaults[name]) if name in self.prompts else defaults[name]
-
-
-__all__ = ["PromptOptions", "check_prompts", "placeholders", "with_data_note"]

@@ -124,4 +124,4 @@ def method_exports() -> dict[str, str]:
     return {spec.export: spec.factory.__module__ for spec in method_specs()}
 
 
-__all__ = ["ALIASES", "METHODS", "Registered", "get_factory", "get_method", "method_exports", "method_specs", "registered"]
+__all__ = ["METHODS", "get_factory", "get_method", "method_specs"]

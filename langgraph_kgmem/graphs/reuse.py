@@ -113,6 +113,3 @@ def reused_answer(reused: dict[str, Any] | None, evidence: Sequence[dict[str, An
     if not ids or not set(ids) <= set(reused.get("passages", [])):
         return None
     return str(reused["answer"])
-
-
-__all__ = ["own_run_first", "passage_ids", "prior_run", "reuse_facts", "reuse_seeds", "reused_answer"]

@@ -80,6 +80,3 @@ def finish_run(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Se
     asked = " ".join(str(question).split())
     index_question(found, kg.name, memory_scope(scope), asked, kg.embed_query(asked), method, rid)
     return {"run_id": rid}
-
-
-__all__ = ["finish_run", "new_run_id", "run_ops", "run_store"]

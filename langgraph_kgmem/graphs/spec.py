@@ -285,4 +285,4 @@ class MethodSpec:
         return out
 
 
-__all__ = ["MethodOptions", "MethodSpec", "Preset", "REQUIREMENTS", "options_of"]
+__all__ = ["MethodOptions", "MethodSpec", "Preset", "options_of"]

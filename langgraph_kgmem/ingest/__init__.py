@@ -3,6 +3,3 @@
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.ingest.pipeline import IngestReport, add_documents, add_triples, read_text_file
-
-__all__ = ["chunk_text", "Extraction", "LLMExtractor", "OfflineExtractor", "IngestReport", "add_documents",
-           "add_triples", "read_text_file"]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError, check_int, check_storable, check_storable_values
-from langgraph_kgmem.fast_embeddings import short_block, short_threshold
+from langgraph_kgmem.embeddings.fast import short_block, short_threshold
 from langgraph_kgmem.ingest.chunking import chunk_text
 from langgraph_kgmem.ingest.extract import Extraction, LLMExtractor, OfflineExtractor
 from langgraph_kgmem.kg.types import (Edge, Node, Triple, check_document_id, content_hash, document_id, edge_id,
@@ -370,7 +370,7 @@ class _Writer:
             merged = m.closest(name, units[i])
             if merged is not None:
                 self._resolved[name] = merged[0]
-                kg.put_alias(normalize_name(name), merged[0], round(merged[1], 6))
+                kg.writer.put_alias(normalize_name(name), merged[0], round(merged[1], 6))
                 m.merged(name, merged[0])
                 self.report.entities_merged += 1
                 continue
@@ -388,7 +388,7 @@ class _Writer:
         """Existing or merged entities this document mentions get it as a source too, so deleting
         another document never removes an entity this one still needs."""
         ids = sorted({self._resolved[n] for n in names if n in self._resolved})
-        self.kg.add_sources(ids, [], self.doc_id)
+        self.kg.writer.add_sources(ids, [], self.doc_id)
 
     def write_chunk(self, index: int, text: str | None, extraction: Extraction, *, title: str,
                     generated_title: bool = False) -> dict[str, str]:
@@ -516,10 +516,10 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
     texts = _texts_to_embed(kg, [(title or "", [text] if text is not None else [], [ex])])
     with kg.transaction(), kg.prefetch_embeddings(*texts):
         version = version_hash(text if text is not None else repr([t.text() for t in trips]), title or "")
-        kg.put_document(doc_id, title=title or "", status="pending", meta=meta, content_hash=version)
+        kg.writer.put_document(doc_id, title=title or "", status="pending", meta=meta, content_hash=version)
         w = _Writer(kg, doc_id, merge_threshold)
         w.write_chunk(0, text, ex, title=title or "")
-        kg.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta,
+        kg.writer.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta,
                         content_hash=version)
     report.merge(w.report)
     report.documents_added = 1
@@ -678,7 +678,8 @@ class _IngestRun:
     def _record_begun(self) -> None:
         """The documents begun since the last commit, recorded as pending (in the caller's transaction)."""
         for src in self.begun:
-            self.kg.put_document(src.id, title=src.title, status="pending", meta=src.meta, content_hash=src.content_hash)
+            self.kg.writer.put_document(src.id, title=src.title, status="pending", meta=src.meta,
+                                        content_hash=src.content_hash)
 
     def _commit_begun(self) -> None:
         with self.kg.transaction():
@@ -783,13 +784,13 @@ class _IngestRun:
             if action == "replace":
                 before = (set(kg.document_nodes(src.id)), set(kg.document_edges(src.id)))
                 kg.remove_document(src.id)
-                kg.put_document(src.id, title=src.title, status="pending", meta=src.meta,
+                kg.writer.put_document(src.id, title=src.title, status="pending", meta=src.meta,
                                 content_hash=src.content_hash)
             w = _Writer(kg, src.id, self.merge_threshold, merger)
             w.merger.prepare([x for ex in extractions for x in _names(ex)])
             for i, (c, ex) in enumerate(zip(chunks, extractions)):
                 w.write_chunk(i, c, ex, title=src.title or ex.title, generated_title=not src.title)
-            kg.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta,
+            kg.writer.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta,
                             content_hash=src.content_hash)
             if before is not None:
                 nodes, edges = set(kg.document_nodes(src.id)), set(kg.document_edges(src.id))

@@ -468,13 +468,13 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
             "locations": locs, "start": format_time(time_of_slot(slots[0])),
             "end": format_time(time_of_slot(slots[-1]))}
     with kg.transaction():
-        kg.put_document(doc_id, title=title or f"records: {event_name}", status="pending", meta=meta)
+        kg.writer.put_document(doc_id, title=title or f"records: {event_name}", status="pending", meta=meta)
         for off in range(0, len(nodes), batch_size):
             kg.add_nodes(nodes[off:off + batch_size], source=doc_id, embed=False)
         for off in range(0, len(edges), batch_size):
             kg.add_edges(edges[off:off + batch_size], source=doc_id, embed_facts=False)
-        chained = kg.relink_time_chain([tids[s] for s in slots], batch_size=batch_size)
-        kg.put_document(doc_id, title=title or f"records: {event_name}", status="done", meta=meta)
+        chained = kg.writer.relink_time_chain([tids[s] for s in slots], batch_size=batch_size)
+        kg.writer.put_document(doc_id, title=title or f"records: {event_name}", status="done", meta=meta)
     report.records = len(obs)
     report.time_nodes = len(slots)
     report.locations = len(locs)
@@ -483,8 +483,3 @@ def add_records(kg: "KnowledgeGraph", records: Any, *, time_col: Any = "time",
     report.edges = len(edges) + chained
     report.seconds = _time.perf_counter() - t0
     return report
-
-
-__all__ = ["Observation", "RecordsReport", "ThresholdRule", "HourOfWeekPercentileRule",
-           "add_records", "normalize_records", "read_rows", "compile_rule", "parse_time",
-           "format_time", "slot_of", "time_of_slot", "time_node_id", "location_node_id", "event_node_id"]

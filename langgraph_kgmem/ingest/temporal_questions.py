@@ -229,8 +229,3 @@ def generate_questions(observations: Sequence[Observation], *, n: int, seed: int
         out.append(make_question(kind, location=loc, t=t, hours=dt, horizon=horizon, event=event, abnormal=ab,
                                  qid=f"{prefix}-{len(out):04d}-{kind}"))
     return out
-
-
-__all__ = ["TemporalQuestion", "generate_questions", "ground_truth",
-           "window_clear", "q1_truth", "q2_truth", "q3_truth", "required_slots", "make_question", "NO_DEPARTURE",
-           "Q1_TEMPLATE", "Q2_TEMPLATE", "Q3_TEMPLATE"]

@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_kgmem.fast_embeddings import embed_short_texts, has_short_space
+from langgraph_kgmem.embeddings.fast import embed_short_texts, has_short_space
 from langgraph_kgmem.kg.vectors import check_vectors
 
 QUERY_CACHE_SIZE = 2048

@@ -24,9 +24,9 @@ from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_kgmem.config import embeddings_id, get_embeddings
+from langgraph_kgmem.embeddings import embeddings_id, get_embeddings
 from langgraph_kgmem.errors import KgmemInputError, check_storable
-from langgraph_kgmem.fast_embeddings import block_cosines, short_similarity, short_threshold
+from langgraph_kgmem.embeddings.fast import block_cosines, short_similarity, short_threshold
 from langgraph_kgmem.kg.backends import (DERIVED_SOURCE, GraphBackend, OpenedBackend, VectorBackend, open_backend,
                                          open_in_memory)
 from langgraph_kgmem.kg.embedding_cache import EmbeddingCache
@@ -590,91 +590,16 @@ class KnowledgeGraphCore:
             self._delete_vectors("facts", sorted(doomed_edges))
             self._touch()
             if relink:
-                self.relink_time_chain(sorted(relink))
+                self.writer.relink_time_chain(sorted(relink))
         return {"nodes_removed": len(doomed_nodes), "edges_removed": len(doomed_edges)}
 
-    def relink_time_chain(self, time_ids: Iterable[str], *, batch_size: int = BATCH_SIZE) -> int:
-        """Link each time node of ``time_ids`` to its neighbours in time by ``time_next`` edges and
-        drop the chain edges around them that skip a time node, so that the chain visits every time
-        node of the KG in order, across add_records batches and after deletions. Chain edges are
-        derived structure: they live as long as both ends do. Returns the number of edges added."""
-        new, skips = chain_changes(self._graph, time_ids)
-        with self.transaction():
-            self.delete_edges(skips)
-            for off in range(0, len(new), batch_size):
-                self.add_edges(new[off:off + batch_size], source=DERIVED_SOURCE, embed_facts=False)
-        return len(new)
-
-    def put_document(self, doc_id: str, *, title: str, status: Literal["pending", "done"], n_chunks: int = 0,
-                     meta: dict[str, Any] | None = None, content_hash: str | None = None) -> None:
-        """Record (or update) document ``doc_id``'s row: its title, whether its ingest is
-        ``"pending"`` or ``"done"``, its chunk count, provenance ``meta`` and the ``content_hash``
-        of the version ingested (what memory records name to say which version they rest on; the
-        documents' ``content_hash`` column, schema version 2). Ingestion marks a document pending before its first write and done in the
-        transaction of its last."""
-        check_storable(doc_id, f"document id {doc_id!r}")
-        check_document_id(doc_id)
-        with self.transaction():
-            self._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta,
-                                     content_hash=str(content_hash or ""))
-            self._doc_hashes = None
-
-    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
-        """Record that document ``doc_id`` contributed these nodes and edges (deleting the document
-        removes what no other document contributed); :data:`DERIVED_SOURCE` for derived structure."""
-        with self.transaction():
-            self._store.add_sources(list(node_ids), list(edge_ids), doc_id)
-
-    def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
-        """Record that the normalised name ``alias`` denotes node ``node_id`` (an entity merged into
-        it at cosine ``similarity``), so later mentions resolve without a vector search."""
-        with self.transaction():
-            self._store.put_alias(alias, node_id, similarity)
-
-    def put_vectors(self, space: Literal["nodes", "facts"], ids: Sequence[str], vectors: np.ndarray,
-                    kinds: Sequence[str], *, normalized: bool = False) -> None:
-        """Store vectors computed elsewhere (a migration copies them as stored, without embedding
-        anything) for nodes (``"nodes"``) or relation edges (``"facts"``) already in the graph.
-        ``normalized=True``: the rows are unit already."""
-        alive = self._graph.nodes if space == "nodes" else self._graph.edges
-        missing = [i for i in ids if i not in alive]
-        if missing:
-            raise KgmemInputError(f"put_vectors: no {space[:-1]} {missing[:3]} in KG {self.name!r}: add them first")
-        with self.transaction():
-            self._upsert_vectors(space, list(ids), vectors, list(kinds), normalized=normalized)
-            self._touch()
-
-    def adopt_passage_text(self, passage_text: str) -> None:
-        """Embed passages as another KG does (``"title+text"`` or ``"text"``, see :data:`PASSAGE_TEXTS`),
-        so vectors copied from it stay comparable. Only while this KG holds no node."""
-        if passage_text not in PASSAGE_TEXTS:
-            raise KgmemInputError(f"passage_text {passage_text!r}: use one of {', '.join(PASSAGE_TEXTS)}")
-        if self._graph.nodes:
-            raise KgmemInputError(f"KG {self.name!r} already holds nodes embedded as {self.passage_text!r}: "
-                                  "adopt another passage text only in an empty KG")
-        with self.transaction():
-            self._store.set_meta("passage_text", passage_text)
-        self.passage_text = passage_text
-
-    def note_ingested(self, documents_added: int) -> None:
-        """Tell the KG an ingest added this many documents: once enough have come in since the
-        last refresh, the database's planner statistics are refreshed. ANALYZE reads the whole KG,
-        so refreshing after every bulk ingest made each document cost more as the KG grew;
-        refreshing as it grows by a fixed fraction (a quarter, and at least
-        :data:`ANALYZE_AFTER_DOCUMENTS` documents) keeps that cost per document flat, and statistics
-        describe proportions, which a quarter more of the same documents hardly moves."""
-        self._unanalyzed += documents_added
-        if self._unanalyzed < max(ANALYZE_AFTER_DOCUMENTS, self._analyzed_docs // 4):
-            return
-        self._analyzed_docs = self._store.document_count()   # an ANALYZE reads them all anyway
-        self._unanalyzed = 0
-        logger.debug("KG %r: refreshing planner statistics at %d documents", self.name, self._analyzed_docs)
-        self.analyze()
-
-    def analyze(self) -> None:
-        """Refresh the database's planner statistics now (after a bulk load; :meth:`note_ingested`
-        does it as ingestion grows the KG)."""
-        self._store.analyze()
+    @property
+    def writer(self) -> KgWriter:
+        """The ingest and migration plumbing (:class:`KgWriter`): document rows, sources, aliases,
+        vectors copied as stored, the time chain, planner statistics. Ingestion and ``kgmem
+        migrate`` write through it; a user adds knowledge with the KG's own verbs
+        (``add_documents``, ``add_triples``, ``add_records``, ``add_nodes``/``add_edges``)."""
+        return KgWriter(self)
 
     # ------------------------------------------------------------------ reads
     def node(self, nid: str) -> Node | None:
@@ -1016,6 +941,109 @@ class KnowledgeGraphCore:
         """The vector store, for inspection and read-only queries (entity resolution's ``best``).
         Write through the KG's own methods."""
         return self._vectors
+
+
+class KgWriter:
+    """The write plumbing of one KG (``kg.writer``) that ingestion and migration use and a user
+    rarely needs: a document's row and status, which document contributed which nodes and edges,
+    entity aliases, vectors copied as stored, the passage text another KG embedded with, the time
+    chain of records, and the database's planner statistics. Every write goes through the KG's
+    transaction rules and keeps its caches right, as the KG's own verbs do; the object holds
+    nothing of its own, so ``kg.writer`` may be taken as often as needed."""
+
+    def __init__(self, kg: KnowledgeGraphCore) -> None:
+        self._kg = kg
+
+    def relink_time_chain(self, time_ids: Iterable[str], *, batch_size: int = BATCH_SIZE) -> int:
+        """Link each time node of ``time_ids`` to its neighbours in time by ``time_next`` edges and
+        drop the chain edges around them that skip a time node, so that the chain visits every time
+        node of the KG in order, across add_records batches and after deletions. Chain edges are
+        derived structure: they live as long as both ends do. Returns the number of edges added."""
+        kg = self._kg
+        new, skips = chain_changes(kg._graph, time_ids)
+        with kg.transaction():
+            kg.delete_edges(skips)
+            for off in range(0, len(new), batch_size):
+                kg.add_edges(new[off:off + batch_size], source=DERIVED_SOURCE, embed_facts=False)
+        return len(new)
+
+    def put_document(self, doc_id: str, *, title: str, status: Literal["pending", "done"], n_chunks: int = 0,
+                     meta: dict[str, Any] | None = None, content_hash: str | None = None) -> None:
+        """Record (or update) document ``doc_id``'s row: its title, whether its ingest is
+        ``"pending"`` or ``"done"``, its chunk count, provenance ``meta`` and the ``content_hash``
+        of the version ingested (what memory records name to say which version they rest on; the
+        documents' ``content_hash`` column, schema version 2). Ingestion marks a document pending before its first write and done in the
+        transaction of its last."""
+        kg = self._kg
+        check_storable(doc_id, f"document id {doc_id!r}")
+        check_document_id(doc_id)
+        with kg.transaction():
+            kg._store.put_document(doc_id, title=title, status=status, n_chunks=n_chunks, meta=meta,
+                                   content_hash=str(content_hash or ""))
+            kg._doc_hashes = None
+
+    def add_sources(self, node_ids: Iterable[str], edge_ids: Iterable[str], doc_id: str) -> None:
+        """Record that document ``doc_id`` contributed these nodes and edges (deleting the document
+        removes what no other document contributed); :data:`DERIVED_SOURCE` for derived structure."""
+        kg = self._kg
+        with kg.transaction():
+            kg._store.add_sources(list(node_ids), list(edge_ids), doc_id)
+
+    def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
+        """Record that the normalised name ``alias`` denotes node ``node_id`` (an entity merged into
+        it at cosine ``similarity``), so later mentions resolve without a vector search."""
+        kg = self._kg
+        with kg.transaction():
+            kg._store.put_alias(alias, node_id, similarity)
+
+    def put_vectors(self, space: Literal["nodes", "facts"], ids: Sequence[str], vectors: np.ndarray,
+                    kinds: Sequence[str], *, normalized: bool = False) -> None:
+        """Store vectors computed elsewhere (a migration copies them as stored, without embedding
+        anything) for nodes (``"nodes"``) or relation edges (``"facts"``) already in the graph.
+        ``normalized=True``: the rows are unit already."""
+        kg = self._kg
+        alive = kg._graph.nodes if space == "nodes" else kg._graph.edges
+        missing = [i for i in ids if i not in alive]
+        if missing:
+            raise KgmemInputError(f"put_vectors: no {space[:-1]} {missing[:3]} in KG {kg.name!r}: add them first")
+        with kg.transaction():
+            kg._upsert_vectors(space, list(ids), vectors, list(kinds), normalized=normalized)
+            kg._touch()
+
+    def adopt_passage_text(self, passage_text: str) -> None:
+        """Embed passages as another KG does (``"title+text"`` or ``"text"``, see :data:`PASSAGE_TEXTS`),
+        so vectors copied from it stay comparable. Only while this KG holds no node."""
+        kg = self._kg
+        if passage_text not in PASSAGE_TEXTS:
+            raise KgmemInputError(f"passage_text {passage_text!r}: use one of {', '.join(PASSAGE_TEXTS)}")
+        if kg._graph.nodes:
+            raise KgmemInputError(f"KG {kg.name!r} already holds nodes embedded as {kg.passage_text!r}: "
+                                  "adopt another passage text only in an empty KG")
+        with kg.transaction():
+            kg._store.set_meta("passage_text", passage_text)
+        kg.passage_text = passage_text
+
+    def note_ingested(self, documents_added: int) -> None:
+        """Tell the KG an ingest added this many documents: once enough have come in since the
+        last refresh, the database's planner statistics are refreshed. ANALYZE reads the whole KG,
+        so refreshing after every bulk ingest made each document cost more as the KG grew;
+        refreshing as it grows by a fixed fraction (a quarter, and at least
+        :data:`ANALYZE_AFTER_DOCUMENTS` documents) keeps that cost per document flat, and statistics
+        describe proportions, which a quarter more of the same documents hardly moves."""
+        kg = self._kg
+        kg._unanalyzed += documents_added
+        if kg._unanalyzed < max(ANALYZE_AFTER_DOCUMENTS, kg._analyzed_docs // 4):
+            return
+        kg._analyzed_docs = kg._store.document_count()   # an ANALYZE reads them all anyway
+        kg._unanalyzed = 0
+        logger.debug("KG %r: refreshing planner statistics at %d documents", kg.name, kg._analyzed_docs)
+        self.analyze()
+
+    def analyze(self) -> None:
+        """Refresh the database's planner statistics now (after a bulk load; :meth:`note_ingested`
+        does it as ingestion grows the KG)."""
+        kg = self._kg
+        kg._store.analyze()
 
 
 def _identity(name: str | None, stored: str | None, where: str) -> str:

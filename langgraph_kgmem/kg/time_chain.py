@@ -2,7 +2,7 @@
 
 Records ingestion (:mod:`langgraph_kgmem.ingest.records`) adds time nodes; deleting a document
 can remove some. Either way the chain is relinked around the time nodes that changed
-(:meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.relink_time_chain`, which writes what
+(:meth:`~langgraph_kgmem.kg.graph.KgWriter.relink_time_chain`, which writes what
 :func:`chain_changes` computes), so it visits every time node of the KG in order.
 """
 

@@ -51,25 +51,8 @@ from langgraph_kgmem.llm.tokens import (MAX_EXACT_TOKEN_CHARS, TOKEN_ENCODING, T
 from langgraph_kgmem.llm.usage import (DECISION_FALLBACK_KINDS, call_usage, decision_summary, decision_usage,
                                        empty_usage, fallback_record, fresh_usage, merge_usage, offline_usage)
 
-__all__ = [
-    # models
-    "OFFLINE", "ModelLike", "bind_tools", "context_model", "innermost_model", "is_offline", "model_label",
-    "resolve_model", "resolve_run_model", "through_wrappers", "unwrap", "with_retry_policy",
-    # retry
-    "DEFAULT_RETRY_POLICY", "RetryingModel", "transient_model_error",
-    # endpoints
-    "STRUCTURED_METHODS", "MostlyFallbackWarning", "configure_model", "decision_tally", "refused_methods",
-    "reset_endpoints",
-    # decisions, generation, calls
-    "adecide", "decide", "wire_schema", "generate", "invoke_counted", "run_concurrently",
-    "DecisionRequest", "ModelCall", "adrive", "counting_attempts", "current_decision", "drive",
-    # parsing, tokens
-    "MAX_JSON_DEPTH", "MAX_REPLY_CHARS", "MAX_TEXT_CHARS", "MalformedOutput", "parse_json_object",
-    "MAX_EXACT_TOKEN_CHARS", "TOKEN_ENCODING", "TOKEN_SLICE_CHARS", "count_message_tokens", "count_tokens",
-    "message_text", "token_encoding",
-    # usage
-    "DECISION_FALLBACK_KINDS", "call_usage", "decision_summary", "decision_usage", "empty_usage", "fallback_record",
-    "fresh_usage", "merge_usage", "offline_usage",
-    # prompts
-    "DATA_CLOSE", "DATA_NOTE", "DATA_OPEN", "data_text", "fence", "render", "schema_instructions",
-]
+
+__all__ = ["ModelLike", "resolve_model", "resolve_run_model", "configure_model", "model_label", "unwrap", "bind_tools",
+           "with_retry_policy", "DEFAULT_RETRY_POLICY", "RetryingModel", "MostlyFallbackWarning", "STRUCTURED_METHODS",
+           "decide", "adecide", "decision_summary", "empty_usage", "merge_usage", "count_tokens", "render", "fence",
+           "DATA_NOTE"]

@@ -192,7 +192,3 @@ async def _aperform_call(call: ModelCall) -> Any:
         return await ainvoke_with_policy(call.runnable, call.messages, call.policy)
     except Exception as exc:  # noqa: BLE001 - sorted by as_call_failure
         as_call_failure(exc)
-
-
-__all__ = ["DecisionRequest", "ModelCall", "ModelCallFailed", "adrive", "ainvoke_with_policy", "as_call_failure",
-           "as_messages", "counting_attempts", "current_decision", "drive", "invoke_with_policy", "is_model_failure"]

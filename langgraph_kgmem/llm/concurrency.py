@@ -23,6 +23,3 @@ def run_concurrently(calls: Sequence[Callable[[], T]], max_workers: int) -> list
     with ContextThreadPoolExecutor(max_workers=min(max_workers, len(calls))) as pool:
         futures = [pool.submit(call) for call in calls]
         return [f.result() for f in futures]
-
-
-__all__ = ["run_concurrently"]

@@ -254,6 +254,3 @@ def _decide_steps(model: Any, schema: type[T], prompt: str | Sequence[BaseMessag
     usage["fallbacks"] = [record]
     logger.info("decision %s (%s) fell back (%s): %s", step, schema.__name__, kind, record["error"][:200])
     return chosen(), usage
-
-
-__all__ = ["adecide", "decide", "wire_schema"]

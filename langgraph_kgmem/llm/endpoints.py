@@ -251,9 +251,3 @@ def reset_endpoints() -> None:
         _tally.clear()
         _warned.clear()
         _tool_replies.clear()
-
-
-__all__ = ["FALLBACK_WARN_MIN", "FALLBACK_WARN_SHARE", "PROSE_STEPS_BEFORE_JSON", "STRUCTURED_METHODS",
-           "MostlyFallbackWarning", "ain_flight_slot", "base_url", "configure_model", "decision_tally", "endpoint_key",
-           "feature_refusal", "in_flight_slot", "innermost_model", "mark_refused", "note_tool_reply",
-           "record_decision", "refused_methods", "reset_endpoints", "structured_methods"]

@@ -100,6 +100,3 @@ def storable_message(raw: BaseMessage) -> BaseMessage:
             if clean is not value:
                 update[name] = clean
     return raw.model_copy(update=update) if update else raw
-
-
-__all__ = ["generate", "invoke_counted", "storable_message"]

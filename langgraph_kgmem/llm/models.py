@@ -177,7 +177,3 @@ def bind_tools(model: Any, tools: Sequence[Any], **kwargs: Any) -> Any:
     inner, policy = unwrap(model)
     bound = through_wrappers(inner, lambda m: m.bind_tools(list(tools), **kwargs))
     return with_retry_policy(bound, policy) if policy is not None else bound
-
-
-__all__ = ["OFFLINE", "ModelLike", "bind_tools", "context_model", "innermost_model", "is_offline", "model_label",
-           "resolve_model", "resolve_run_model", "through_wrappers", "unwrap", "with_retry_policy"]

@@ -77,7 +77,3 @@ def clean_reply(text: str, limit: int) -> str:
     (:func:`~langgraph_kgmem.storable.storable`: lone surrogates replaced, NUL dropped), so it can
     be sent back, stored and checkpointed alike on every backend."""
     return storable(text[:limit], "a model's reply", source="model")
-
-
-__all__ = ["MAX_JSON_DEPTH", "MAX_REPLY_CHARS", "MAX_TEXT_CHARS", "MalformedOutput", "clean_reply",
-           "parse_json_object"]

@@ -111,6 +111,3 @@ def schema_instructions(schema: type[BaseModel]) -> str:
         "Answer with one JSON object only, no prose, matching this JSON schema:\n"
         + json.dumps(schema.model_json_schema(), sort_keys=True)
     )
-
-
-__all__ = ["DATA_OPEN", "DATA_CLOSE", "DATA_NOTE", "data_text", "fence", "render", "schema_instructions"]

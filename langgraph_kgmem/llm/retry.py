@@ -75,6 +75,3 @@ def policy_retries(policy: RetryPolicy, exc: BaseException) -> bool:
     if isinstance(on, Sequence):
         return isinstance(exc, tuple(on))
     return bool(on(exc))  # type: ignore[operator]
-
-
-__all__ = ["DEFAULT_RETRY_POLICY", "RetryingModel", "checked_policy", "policy_retries", "transient_model_error"]

@@ -79,7 +79,3 @@ def count_message_tokens(messages: Sequence[BaseMessage]) -> int:
     """Tokens of a chat prompt: each message's text plus 4 tokens of per-message overhead, as in
     OpenAI's chat format accounting, and 2 for the reply's priming."""
     return sum(count_tokens(message_text(m)) + 4 for m in messages) + 2
-
-
-__all__ = ["MAX_EXACT_TOKEN_CHARS", "TOKEN_ENCODING", "TOKEN_SLICE_CHARS", "count_message_tokens", "count_tokens",
-           "message_text", "token_encoding"]

@@ -139,7 +139,3 @@ def fallback_record(step: str, kind: str, error: str | None, raw: str | None = N
     # provider errors can quote keys, headers or connection strings: redact before recording
     return {"step": step, "kind": kind, "error": redact_secrets(clean_reply(error or "", 2000))[:500],
             "raw": redact_secrets(clean_reply(raw or "", 2000))[:500]}
-
-
-__all__ = ["DECISION_FALLBACK_KINDS", "call_usage", "decision_summary", "decision_usage", "empty_usage",
-           "fallback_record", "fresh_usage", "merge_usage", "offline_usage", "reply_tokens"]

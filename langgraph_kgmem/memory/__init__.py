@@ -383,5 +383,5 @@ def edge_memory_counts(store: BaseStore, kg_name: str) -> dict[str, int]:
     return counts
 
 
-__all__ = ["EDGE_MEMORY_KIND", "EdgeMemory", "KINDS", "RecordMemory", "SYSTEM_KINDS", "check_scope_label", "edge_memory_counts", "list_items", "list_memory",
-           "memory_namespaces", "memory_scope", "namespace", "reserved_labels", "reset_memory", "resolve_store", "stored_namespace"]
+__all__ = ["EdgeMemory", "RecordMemory", "edge_memory_counts", "list_memory", "list_items", "memory_namespaces",
+           "memory_scope", "reserved_labels", "reset_memory", "resolve_store"]

@@ -185,7 +185,3 @@ class ExperienceMemory:
             ops += index_ops(self.kg_name, self.scope, EXPERIENCE_KIND,
                              {eid: rec.get("provenance") for eid, rec in records.items()})
         return ops
-
-
-__all__ = ["DEFAULT_DISTRACTOR_AFTER", "DEFAULT_GATE", "DEFAULT_HALF_LIFE_DAYS", "EXPERIENCE_KIND", "ExperienceMemory",
-           "MAX_CREDIT_ITEMS", "damping", "distractor_penalty"]

@@ -96,6 +96,3 @@ def record_feedback(kg: "KnowledgeGraphCore", store: BaseStore, run: str, *, use
     # indexed under the documents it rests on: a replace or delete takes it along
     put_records(store, kg.name, FEEDBACK_KIND, {f"{run_id}-{len(earlier)}": record}, scope)
     return record
-
-
-__all__ = ["FEEDBACK_KIND", "MAX_FEEDBACK_PER_RUN", "SOURCE_WEIGHT", "VERDICTS", "Verdict", "record_feedback"]

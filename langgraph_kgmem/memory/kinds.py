@@ -133,6 +133,3 @@ class ShortNames(Mapping[str, str]):
 
     def __repr__(self) -> str:
         return f"KINDS({dict(self)!r})"
-
-
-__all__ = ["MemoryKind", "ShortNames", "add_kind_loader", "memory_kind", "register_kind", "registered_kinds", "unregister_kind"]

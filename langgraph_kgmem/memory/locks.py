@@ -61,6 +61,3 @@ def memory_lock(store: Any, key: str) -> Iterator[None]:
                 yield
         finally:
             held.discard(token)
-
-
-__all__ = ["memory_lock"]

@@ -181,7 +181,3 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
                                 question=str(rec.value.get("question", "")), evidence=evidence, answer=answer,
                                 similarity=sim, exact=exact, provenance=list(rec.value.get("provenance", [])))
     return None
-
-
-__all__ = ["DEFAULT_SIMILARITY", "MAX_METHODS", "NAMES_OVERLAP", "names_of", "same_names", "MAX_REUSED_EVIDENCE", "MAX_SCAN", "PriorRun", "QUESTIONS_KIND",
-           "find_prior_run", "index_question", "question_key"]

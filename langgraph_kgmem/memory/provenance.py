@@ -277,8 +277,3 @@ def _bump_codebook(store: BaseStore, kg_name: str, scope: Sequence[str]) -> None
         revision = int(meta.value.get("revision", 0)) + 1
         store.batch([PutOp(ns, "meta", {**dict(meta.value), "revision": revision}, index=False),
                      PutOp(ns, "revision", {"revision": revision}, index=False)])
-
-
-__all__ = ["INDEX_KIND", "Provenance", "codebook_lock_key", "documents_of", "holds", "index_ops", "index_records",
-           "invalidate_documents",
-           "provenance_for", "provenance_of_edges", "provenance_of_nodes", "put_records", "record_holds"]

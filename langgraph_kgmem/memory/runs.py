@@ -80,6 +80,3 @@ def find_run(store: BaseStore, kg_name: str, scope: Sequence[str], run: str) -> 
     where = f" of tenant {'/'.join(scope)!r}" if scope else ""
     raise KgmemInputError(f"no run {run!r}{where} in KG {kg_name!r}: give the run_id a method's result carries, "
                           "or the thread_id it ran in (runs are recorded when the graph has a store)")
-
-
-__all__ = ["MAX_RUN_IDS", "RUNS_KIND", "evidence_provenance", "find_run", "run_record", "run_record_ops", "save_run"]

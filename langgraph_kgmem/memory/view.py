@@ -113,6 +113,3 @@ def format_memory(listing: list[dict[str, Any]], kg_name: str, kind: str | None 
             for r in ns["records"]:
                 lines.extend(render(r))
     return "\n".join(lines)
-
-
-__all__ = ["EDGE_WORDS", "cut", "describe_memory", "edge_fact", "format_memory", "node_label"]

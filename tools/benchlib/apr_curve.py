@@ -239,7 +239,7 @@ def lodo_choice(summaries: dict[str, list[dict[str, Any]]], default: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
 
     ap = argparse.ArgumentParser(prog="python -m benchlib.apr_curve", description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="hotpotqa")

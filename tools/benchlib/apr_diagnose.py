@@ -161,7 +161,7 @@ def summary(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
 
     ap = argparse.ArgumentParser(prog="python -m benchlib.apr_diagnose", description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="hotpotqa-train100")

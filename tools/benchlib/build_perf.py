@@ -29,7 +29,7 @@ from benchlib.common import OUTPUT_DIR, log
 
 def build_once(docs: list[dict[str, str]], spec: str) -> tuple[dict[str, Any], list[str]]:
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.config import embeddings_id, get_embeddings
+    from langgraph_kgmem.embeddings import embeddings_id, get_embeddings
 
     emb = get_embeddings(spec, cache=False)
     if spec in ("local", "fast"):
@@ -57,7 +57,7 @@ def build_once(docs: list[dict[str, str]], spec: str) -> tuple[dict[str, Any], l
 
 def passage_floor(passages: list[str]) -> dict[str, Any]:
     """Seconds all-MiniLM-L6-v2 takes for ``passages`` alone (cold, model loaded beforehand)."""
-    from langgraph_kgmem.config import LocalSentenceTransformerEmbeddings
+    from langgraph_kgmem.embeddings import LocalSentenceTransformerEmbeddings
 
     model = LocalSentenceTransformerEmbeddings()
     model.embed_documents(["warm-up"])

@@ -26,7 +26,7 @@ def log(msg: str) -> None:
 
 def make_embeddings(spec: str) -> Any:
     """The embedding model a run's ``--embeddings`` names: ``local``, ``fast`` or ``hash[:DIM]``."""
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
 
     if spec not in ("local", "fast", "hash") and not spec.startswith("hash:"):
         raise BenchError(f"--embeddings must be 'local', 'fast' or 'hash', got {spec!r}")

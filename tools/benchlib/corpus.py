@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from langgraph_kgmem import KnowledgeGraph
-from langgraph_kgmem.config import embeddings_id
+from langgraph_kgmem.embeddings import embeddings_id
 from langgraph_kgmem.kg.graph import PASSAGE_TEXTS
 
 from benchlib.datasets import REPO_ROOT

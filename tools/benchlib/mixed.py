@@ -86,8 +86,8 @@ def load_mixed(reg: Any, n: int, seed: int | None) -> list[BenchQuestion]:
 
 def build_mixed(reg: Any, questions: list[BenchQuestion], emb: Any, args: argparse.Namespace) -> corpora.BuiltCorpus:
     """The one KG of the run: the passage parts' pooled passages, the records, the book graph."""
-    from langgraph_kgmem.graphqa import make_domain_graph
-    from langgraph_kgmem.tools import load_grbench
+    from langgraph_kgmem.agent_tools.graphqa import make_domain_graph
+    from langgraph_kgmem.agent_tools import load_grbench
 
     passages: dict[tuple[str, str], dict[str, str]] = {}
     for q in questions:

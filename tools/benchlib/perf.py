@@ -319,7 +319,7 @@ def hotpot_push_suite(embeddings: str, seed: int, questions: int = 300) -> dict[
 
 def ingest_suite(chunks: int, specs: tuple[str, ...]) -> list[dict[str, Any]]:
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
     from langgraph_kgmem.ingest.extract import OfflineExtractor
 
     try:

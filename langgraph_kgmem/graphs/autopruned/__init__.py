@@ -81,9 +81,4 @@ SPEC = MethodSpec(
 )
 
 
-
-__all__ = ["ALIAS_THRESHOLD", "AutoPrunedContext", "AutoPrunedState", "AutoprunedOptions", "FineScoring", "KNOWN_NOTE",
-           "LAYER2_FLOOR", "RELEVANCE_WEIGHTS", "SENTENCES_PRESET", "SENTENCE_RANKINGS", "SPEC", "TextTriple",
-           "TextTriples", "answer_prompt", "cheapest_encoding", "create_autopruned_graph", "decode_knowledge",
-           "default_selection_policy", "encode_knowledge", "fine_score", "fine_scores", "split_sentences",
-           "stacked_fine_scores", "sync_codebook"]
+__all__ = ["create_autopruned_graph", "AutoprunedOptions", "SPEC", "SENTENCES_PRESET"]

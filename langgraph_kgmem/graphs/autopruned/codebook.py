@@ -80,7 +80,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence
 import numpy as np
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.fast_embeddings import short_block
+from langgraph_kgmem.embeddings.fast import short_block
 from langgraph_kgmem.graphs.autopruned.integrity import check_links, refuse_corrupt, revision_of
 # the grounding check lives where every method's answer step reuses it; its names stay importable here
 from langgraph_kgmem.graphs.grounding import answer_terms, cite_passages, grounded_in  # noqa: F401
@@ -1366,7 +1366,3 @@ def _kmeans_medoids(x: np.ndarray, k: int, iters: int, block: int) -> tuple[np.n
         if sim[i] > best[c]:
             best[c], medoid[c] = sim[i], i
     return assign, medoid
-
-
-__all__ = ["Codebook", "Run", "Channel", "CHANNELS", "ALIAS_THRESHOLD", "LAYER2_FLOOR", "MAX_ENTITY_CHARS", "MAX_RELATION_CHARS", "clean_symbol",
-           "phrase_triples", "segment_runs", "question_key", "answer_terms", "cite_passages", "grounded_in"]

@@ -227,7 +227,3 @@ def record_size(book: Codebook) -> None:
     save that changed it."""
     book.history.append({"revision": book.revision + 1, **{k: v for k, v in book.size().items()
                                                            if k in ("entities", "relations", "edges", "runs")}})
-
-
-
-__all__ = ["AutoprunedDeps", "record_size"]

@@ -94,7 +94,3 @@ def sync_codebook(kg: Any, store: Any, *, tau_run: float = 0.7,
     book.relation_vectors(kg)
     book.save(store)
     return book.size()
-
-
-
-__all__ = ["create_autopruned_graph", "sync_codebook"]

@@ -66,5 +66,3 @@ def format_codebook(summary: dict[str, Any]) -> list[str]:
 CODEBOOK = MemoryKind(label="codebook", short="codebook",
                       title="AutoPrunedRetriever codebook: symbols, runs and stored answers",
                       summarise=summarise_codebook, format_summary=format_codebook)
-
-__all__ = ["CODEBOOK", "format_codebook", "summarise_codebook"]

@@ -439,7 +439,3 @@ def consolidate(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
 def route_after_memorize(state: AutoPrunedState) -> Literal["consolidate", "__end__"]:
     """Consolidate only after new runs: only they bring new symbols."""
     return "consolidate" if state.get("memorized") else END
-
-
-__all__ = ["answer", "offline_span", "consolidate", "encode_question", "memorize", "pack_prompt", "rerank_fine", "retrieve_coarse",
-           "route_after_memorize", "select_runs", "sync_facts"]

@@ -280,7 +280,3 @@ class AutoprunedKwargs(MethodKwargs, PromptKwargs, FusionKwargs, total=False):
     alias_threshold: float
     entity_budget: int | None
     layer2_min_cos: float
-
-
-__all__ = ["AutoprunedOptions", "ENCODINGS", "Encoding", "RELEVANCE_WEIGHTS", "SENTENCE_BUDGET", "SENTENCE_COVER",
-           "SENTENCE_RANKINGS", "Show"]

@@ -167,8 +167,3 @@ def packed_evidence(book: Codebook, kg: Any, selected: Mapping[str, list[str]], 
                 item["title"] = title
             items[key] = item
     return list(items.values())
-
-
-
-__all__ = ["HEADER", "channel_triples", "cheapest_encoding", "decode_knowledge", "encode_knowledge",
-           "evidence_passages", "packed_evidence", "reused_runs", "sentence_block", "shown_edges"]

@@ -86,7 +86,3 @@ def answer_prompt(question: str, packed: str, encoding: str, templates: Mapping[
     return chosen["answer"].format(legend=LEGENDS.get(encoding, LEGENDS["words"]), known_note=note,
                                 knowledge=fence(_bulleted(lines) if encoding == "sentences" else lines,
                                                 empty="(nothing known)"), question=question)
-
-
-
-__all__ = ["PROMPTS", "ANSWER_PROMPT", "KNOWN_NOTE", "LEGENDS", "SENTENCES_PROMPT", "TRIPLES_PROMPT", "answer_prompt"]

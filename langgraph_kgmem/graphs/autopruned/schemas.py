@@ -85,9 +85,3 @@ class TextTriples(BaseModel):
     appear; for a question, write the unknown it asks for as "?" (e.g. ["Marie Curie", "born in", "?"])."""
 
     triples: list[TextTriple] = Field(max_length=16, description="one triple per fact, at most 8")
-
-
-
-__all__ = ["AutoPrunedState", "CHANNEL_SECTION", "FineScoring", "METHOD", "NO_ANSWER", "PACK_ORDER", "QUESTION_WORDS",
-           "SECTION_CHANNEL", "SELECTION_MODES", "SENTENCES_PRESET", "SelectionMode", "SelectionPolicy", "TextTriple",
-           "TextTriples"]

@@ -205,9 +205,3 @@ def unique_runs(book: Codebook, kg: Any, run_ids: list[str], threshold: float) -
         reps.append(v)
         out.append(rid)
     return out
-
-
-
-__all__ = ["cover_order", "default_selection_policy", "fine_confidence", "fine_score", "fine_scores", "fuse_dense",
-           "run_passages",
-           "segment_max", "stacked_fine_scores", "unique_runs"]

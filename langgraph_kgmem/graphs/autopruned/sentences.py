@@ -136,7 +136,7 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     ranking puts on top are all in the prompt. Groups as :func:`fact_sentences`, sentences in text
     order, but passages in the order of their best sentence in the ranking (the passage ranking the
     prompt shows, best first), each with its 0-based ``place`` in it."""
-    from langgraph_kgmem.fast_embeddings import block_cosines
+    from langgraph_kgmem.embeddings.fast import block_cosines
 
     chunks: list[str] = []
     edge_order: list[tuple[str, int]] = []
@@ -250,7 +250,3 @@ def fill_budget(ranked: Sequence[tuple[str, int]], chunks: Sequence[str], titles
         bridged.update(hops)
         pending[:0] = [best[b] for b in hops if b in best]
     return picked
-
-
-__all__ = ["edge_sentence", "fact_sentences", "fill_budget", "passage_sentences", "ranked_sentences", "split_sentences",
-           "term_overlap", "title_pattern"]

@@ -82,6 +82,5 @@ SPEC = MethodSpec(
     memory=(SUMMARIES,),
 )
 
-__all__ = ["SPEC", "CatragContext", "CatragIndex", "CatragOptions", "CatragOutput", "CatragState", "NeighbourScores",
-           "PPR_EDGE_KINDS", "QueryEntities", "RecognizedFacts", "create_catrag_graph", "fuse_dense", "hub_mask",
-           "hub_mass", "hub_mass_of", "kg_index", "prepare_catrag_kg", "score_multiplier"]
+
+__all__ = ["create_catrag_graph", "CatragOptions", "SPEC"]

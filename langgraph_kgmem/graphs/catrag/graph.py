@@ -88,6 +88,3 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
     if opts.answer:
         builder.add_edge("answer", END)
     return builder
-
-
-__all__ = ["create_catrag_graph"]

@@ -215,8 +215,3 @@ def fuse_adaptive(idx: CatragIndex, scores: np.ndarray, dense: np.ndarray, k: in
             "own": [idx.chunk_ids[i] for i in shown[0]], "dense": [idx.chunk_ids[i] for i in shown[1]]}
     return ([{"id": idx.chunk_ids[i], "score": round(float(s), 8), "ppr": round(float(sub[i]), 8),
               "dense": round(float(dense[i]), 6)} for i, s in fused], info)
-
-
-__all__ = ["CatragIndex", "kg_index", "prepare_catrag_kg", "hub_mask", "hub_mass", "hub_mass_of", "entity_text",
-           "passage_count", "entity_seeds", "dense_scores", "minmax", "rank_rows", "fuse_dense",
-           "ppr_signals", "ppr_confidence", "fuse_adaptive"]

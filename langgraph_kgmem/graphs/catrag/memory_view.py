@@ -25,5 +25,3 @@ def format_summary(r: dict[str, Any]) -> list[str]:
 
 SUMMARIES = MemoryKind(label=SUMMARY_KIND, short="summary", title="CatRAG neighbour summaries",
                        describe=describe_summary, format=format_summary)
-
-__all__ = ["SUMMARIES", "describe_summary", "format_summary"]

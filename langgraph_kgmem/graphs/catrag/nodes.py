@@ -465,7 +465,3 @@ def _add(state: Mapping[str, Any], step: str, t0: float, usage: Mapping[str, Any
     out = dict(state.get("timings") or {})
     out[step] = round(max(0.0, (time.perf_counter() - t0) * 1000.0 - llm_ms), 3)
     return out
-
-
-__all__ = ["CatragDeps", "EXPERIENCE_DEPTH", "experience_priors", "with_experience", "retrieve_facts", "filter_facts", "anchor_entities", "weight_edges", "boost_key_facts",
-           "run_ppr", "rank_passages", "answer", "route_after_filter", "neighbour_contexts"]

@@ -149,6 +149,3 @@ class CatragKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, total=
     experience_gate: float
     experience_distractor_after: int
     memory_scope: Sequence[str] | None
-
-
-__all__ = ["CatragOptions"]

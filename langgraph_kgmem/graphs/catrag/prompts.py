@@ -62,5 +62,3 @@ def fact_lines(facts: Sequence[dict[str, Any]]) -> str:
 
 #: every prompt by name (see the module docstring): what ``prompts=`` may override
 PROMPTS: dict[str, str] = {"filter": FILTER_PROMPT, "ner": NER_PROMPT, "score": SCORE_PROMPT, "summary": SUMMARY_PROMPT}
-
-__all__ = ["FILTER_PROMPT", "NER_PROMPT", "PROMPTS", "SCORE_PROMPT", "SUMMARY_PROMPT", "fact_lines"]

@@ -98,8 +98,3 @@ class NeighbourScores(BaseModel):
     0-3 irrelevant, 4-6 weak, 7-9 useful, 10 essential. Score every neighbour."""
 
     scores: list[NeighbourScore] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-
-
-
-__all__ = ["CatragOutput", "CatragState", "NeighbourScore", "NeighbourScores", "QueryEntities", "RecognizedFacts",
-           "PPR_EDGE_KINDS", "score_multiplier"]

@@ -66,7 +66,4 @@ SPEC = MethodSpec(
 )
 
 
-__all__ = ["SPEC", "KgiragContext", "KgiragOptions", "JudgeDecision", "NO_ANSWER", "TemporalIndex", "TemporalPlan",
-           "clean_answer", "collect_triples", "create_kgirag_graph", "create_singlepass_graph", "default_step",
-           "hop_count", "horizon_window", "neighbourhood_slots", "offline_plan", "parse_question", "scan_records",
-           "synthesis_prompt", "temporal_index"]
+__all__ = ["create_kgirag_graph", "create_singlepass_graph", "KgiragOptions", "SPEC"]

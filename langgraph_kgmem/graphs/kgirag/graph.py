@@ -95,6 +95,3 @@ def create_singlepass_graph(kg: "KnowledgeGraph", *, model: Any = None, store: A
     builder.add_edge("retrieve_window", "synthesize_answer")
     builder.add_edge("synthesize_answer", END)
     return builder
-
-
-__all__ = ["create_kgirag_graph", "create_singlepass_graph"]

@@ -131,6 +131,3 @@ def record_lines(kg: "KnowledgeGraph", event_ids: Sequence[str], limit: int = 40
     nodes = sorted((kg.node(e) for e in dict.fromkeys(event_ids) if kg.node(e) is not None),
                    key=lambda n: int(n.attrs["slot"]))
     return fence([f"- {n.text}" for n in nodes[:limit]])
-
-
-__all__ = ["TemporalIndex", "collect_triples", "known_records", "neighbourhood_slots", "record_lines", "temporal_index"]

@@ -279,8 +279,3 @@ def retrieve_window(state: KgiragState, *, deps: KgiragDeps) -> dict[str, Any]:
 def route_after_plan_singlepass(state: KgiragState) -> str:
     """Single pass: read the whole window when the plan is valid, else go straight to the answer."""
     return "retrieve_window" if state["plan"].get("valid") else "synthesize_answer"
-
-
-__all__ = ["KgiragDeps", "judge_retrieval", "no_answer_reason", "plan_query", "retrieve_triples", "retrieve_window",
-           "route_after_judge", "route_after_plan", "route_after_plan_singlepass", "synthesis_prompt",
-           "synthesize_answer"]

@@ -44,6 +44,3 @@ class SinglepassKwargs(MethodKwargs, PromptKwargs, total=False):
     :class:`KgiragOptions` the single-pass baseline reads."""
 
     kappa: int
-
-
-__all__ = ["KgiragOptions"]

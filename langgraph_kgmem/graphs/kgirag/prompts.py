@@ -67,5 +67,3 @@ YYYY-MM-DD HH:MM; or "none" if no departure within the horizon avoids it."""
 #: every prompt by name (see the module docstring): what ``prompts=`` may override
 PROMPTS: dict[str, str] = {"plan": PLAN_PROMPT, **{f"reasoning_{task}": text for task, text in REASONING_TEXT.items()},
                            "judge": JUDGE_PROMPT, "answer": ANSWER_PROMPT}
-
-__all__ = ["ANSWER_PROMPT", "JUDGE_PROMPT", "PLAN_PROMPT", "PROMPTS", "REASONING_TEXT"]

@@ -118,6 +118,3 @@ def plan_problem(idx: TemporalIndex, time: str, hours: int, horizon: int) -> str
             return (f"departure time {time} is too far from the records "
                     f"({format_time(time_of_slot(int(idx.slots[0])))} to {format_time(time_of_slot(int(idx.slots[-1])))})")
     return None
-
-
-__all__ = ["ParsedQuestion", "clean_answer", "offline_plan", "parse_question", "plan_problem"]

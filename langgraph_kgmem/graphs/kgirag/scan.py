@@ -86,6 +86,3 @@ def default_step(task: str, hours: int) -> int:
     """The offline planner's step: the trip window itself for detection; at least 2 hours per
     round when stepping through a horizon (fewer rounds, little over-reading)."""
     return int(hours) if task == "detect" else max(2, int(hours))
-
-
-__all__ = ["ScanResult", "default_step", "horizon_window", "hop_count", "scan_records"]

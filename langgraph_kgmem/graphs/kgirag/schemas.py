@@ -77,7 +77,3 @@ class JudgeDecision(BaseModel):
                                   description="when not stopping: the time ('YYYY-MM-DD HH:MM') to read "
                                               "next; you may jump past an abnormal event")
     reason: str = Field("", max_length=500, description="one short sentence")
-
-
-__all__ = ["JudgeDecision", "KgiragOutput", "KgiragState", "MAX_HORIZON_HOURS", "MAX_STEP_HOURS", "MAX_TIME_CHARS",
-           "MAX_TRIP_HOURS", "NO_ANSWER", "RECORD_EDGE_KINDS", "Task", "TemporalPlan"]

@@ -71,6 +71,5 @@ SPEC = MethodSpec(
 )
 
 
-
-__all__ = ["SPEC", "R3cycleOptions", "Reflection", "TOOL_CALLS", "ToolStep", "Verdict", "Verifier", "VerifierState",
-           "create_r3cycle_graph", "entity_span", "exact_match_verifier", "load_run", "offline_action"]
+__all__ = ["create_r3cycle_graph", "R3cycleOptions", "SPEC", "Verdict", "VerifierState", "exact_match_verifier",
+           "load_run"]

@@ -15,8 +15,8 @@ from langgraph_kgmem.llm import through_wrappers, unwrap, with_retry_policy
 from langgraph_kgmem.memory import RecordMemory, resolve_store
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.memory.provenance import provenance_of_nodes, put_records
-from langgraph_kgmem.tools import create_kgmem_tools
-from langgraph_kgmem.tools.graph_env import GraphEnv
+from langgraph_kgmem.agent_tools import create_kgmem_tools
+from langgraph_kgmem.agent_tools.graph_env import GraphEnv
 
 MAX_BOUND_MODELS = 8      # models swapped per run: the tool-bound copies of a few are kept
 
@@ -86,6 +86,3 @@ class R3Deps:
         rec = {**value, "provenance": provenance_of_nodes(self.kg, visited)}
         put_records(resolve_store(self.store), self.kg.name, kind, {key: rec}, scope_of(self.options.memory_scope))
         return rec
-
-
-__all__ = ["R3Deps"]

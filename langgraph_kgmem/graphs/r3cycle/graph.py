@@ -16,7 +16,7 @@ from langgraph_kgmem.graphs.r3cycle.deps import R3Deps
 from langgraph_kgmem.graphs.r3cycle.options import R3cycleKwargs, R3cycleOptions
 from langgraph_kgmem.graphs.r3cycle.schemas import R3Output, R3State
 from langgraph_kgmem.llm import is_offline
-from langgraph_kgmem.tools.graph_env import GraphEnv
+from langgraph_kgmem.agent_tools.graph_env import GraphEnv
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -31,7 +31,7 @@ def create_r3cycle_graph(kg_or_graph_env: "KnowledgeGraph | GraphEnv", *, model:
 
     Args:
         kg_or_graph_env: a :class:`~langgraph_kgmem.KnowledgeGraph` or a
-            :class:`~langgraph_kgmem.tools.GraphEnv` over one (e.g. loaded with ``load_grbench``);
+            :class:`~langgraph_kgmem.agent_tools.GraphEnv` over one (e.g. loaded with ``load_grbench``);
             the tools run on the environment's methods.
         model: a chat model that supports ``bind_tools``, ``None`` (``$KGMEM_MODEL``) or
             ``"offline"`` (heuristic agent :func:`~.offline.offline_action`, offline self-check and
@@ -57,8 +57,8 @@ def create_r3cycle_graph(kg_or_graph_env: "KnowledgeGraph | GraphEnv", *, model:
 
     Example:
         >>> from langgraph_kgmem import KnowledgeGraph
-        >>> from langgraph_kgmem.graphqa import make_domain_graph
-        >>> from langgraph_kgmem.tools import load_grbench
+        >>> from langgraph_kgmem.agent_tools.graphqa import make_domain_graph
+        >>> from langgraph_kgmem.agent_tools import load_grbench
         >>> kg = KnowledgeGraph.in_memory(name="books")
         >>> _ = load_grbench(kg, make_domain_graph(seed=0))
         >>> cp, st = kg.persistence()
@@ -98,6 +98,3 @@ def create_r3cycle_graph(kg_or_graph_env: "KnowledgeGraph | GraphEnv", *, model:
     builder.add_edge("replan", "reason")
     builder.add_edge("finish_run", END)
     return builder
-
-
-__all__ = ["create_r3cycle_graph"]

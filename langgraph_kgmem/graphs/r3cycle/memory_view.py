@@ -45,6 +45,3 @@ REFLECTIONS = MemoryKind(label="reflections", short="reflection",
 TRAJECTORIES = MemoryKind(label="trajectories", short="trajectory",
                           title="R3-Cycle trajectories: the steps of each attempt",
                           describe=describe_trajectory, format=format_trajectory)
-
-__all__ = ["REFLECTIONS", "TRAJECTORIES", "describe_reflection", "describe_trajectory", "format_reflection",
-           "format_trajectory"]

@@ -371,7 +371,3 @@ def tool_call_problem(call: Mapping[str, Any]) -> str:
         elif not (value is None or isinstance(value, (bool, int)) and abs(value) < 10**15):
             return f"argument {key!r} of {name} must be text or a number, not {type(value).__name__}"
     return ""
-
-
-__all__ = ["act", "after_record", "after_start", "redacted_call", "after_reflect", "after_verify", "finish_run", "reason", "record", "reflect", "replan",
-           "start_run", "tool_call_problem", "verify", "write_trajectory"]

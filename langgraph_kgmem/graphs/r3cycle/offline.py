@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from langgraph_kgmem.graphs.common import MAX_REASON_CHARS, normalize_answer
 from langgraph_kgmem.graphs.r3cycle.prompts import action_signature
 from langgraph_kgmem.graphs.r3cycle.schemas import FINISH, NO_ANSWER, FailureType, Reflection, Verdict
-from langgraph_kgmem.tools.graph_env import GraphEnv
+from langgraph_kgmem.agent_tools.graph_env import GraphEnv
 
 _WORD = re.compile(r"[a-z0-9]+")
 _QWORDS = {"what", "which", "who", "whom", "whose", "when", "where", "how", "in", "is", "was", "the", "a", "an",
@@ -159,7 +159,3 @@ def offline_verdict(answer: str, steps: Sequence[dict[str, Any]], question: str 
     seen = any(a in normalize_answer(s["observation"]) for s in steps if s["tool"] != FINISH)
     return Verdict(ok=seen, reason="the answer appears in the observations" if seen
                    else "the answer appears in no observation")
-
-
-
-__all__ = ["NODE_IDS", "entity_span", "observed_value", "offline_action", "offline_reflection", "offline_verdict"]

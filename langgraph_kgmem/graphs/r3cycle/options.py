@@ -78,6 +78,3 @@ class R3cycleKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, total=False):
     max_cycles: int
     reflection: bool
     top_n: int
-
-
-__all__ = ["R3cycleOptions"]

@@ -130,8 +130,3 @@ def transcript_messages(state: dict[str, Any], system: str | None = None) -> lis
                                                          "type": "tool_call"}]))
         msgs.append(ToolMessage(fence(s["observation"], inline=True), tool_call_id=s["call_id"], name=s["tool"]))
     return msgs
-
-
-__all__ = ["PROMPTS", "GUIDANCE_TEMPLATE", "REASON_AS_JSON", "REASON_GUIDANCE", "REASON_ONE_CALL", "REASON_SYSTEM", "REASON_USER",
-           "REFLECT_PROMPT", "VERIFY_PROMPT", "action_signature", "log_text", "path_lines", "path_text",
-           "transcript_messages"]

@@ -89,6 +89,3 @@ def load_run(store: "BaseStore", kg_name: str, run_id: str, scope: Sequence[str]
         if (ref := reflections.get(f"{run_id}-{n}")) is not None and (kg is None or record_holds(kg, ref)):
             out["reflections"].append(ref)
     return out
-
-
-__all__ = ["as_verdict", "close_attempt", "exact_match_verifier", "load_run"]

@@ -113,8 +113,3 @@ class Verifier(Protocol):
     and ``usage``, which is added to the run's usage) or a ``verdict`` dict."""
 
     def __call__(self, question: str, answer: str, evidence: list[dict[str, Any]]) -> Any: ...
-
-
-__all__ = ["FINISH", "FailureType", "FinishArgs", "GRAPH_TOOLS", "HALT_GROWTH", "MAX_ARG_CHARS", "MAX_OBSERVATION_CHARS",
-           "MAX_THOUGHT_CHARS", "MAX_TOOL_ARGS", "NO_ANSWER", "Outcome", "R3Output", "R3State", "Reflection",
-           "TOOL_CALLS", "ToolStep", "Verdict", "Verifier", "VerifierState"]

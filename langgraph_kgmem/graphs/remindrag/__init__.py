@@ -58,6 +58,4 @@ SPEC = MethodSpec(
 )
 
 
-__all__ = ["SPEC", "NextMove", "ReMindOutput", "ReMindState", "RemindragOptions", "SubQuestions", "Sufficiency",
-           "UsefulMarks", "create_remindrag_graph", "delta", "effective_edges", "enhance", "hop_distances", "penalize",
-           "read_person_move", "replay_weights"]
+__all__ = ["create_remindrag_graph", "RemindragOptions", "SPEC", "hop_distances"]

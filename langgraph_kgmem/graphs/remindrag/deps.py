@@ -47,6 +47,3 @@ def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -
     if not exp.edge_ids:
         return np.zeros(0)
     return replay_weights(exp.cos_ab, mem.many(exp.edge_ids), q, alpha)
-
-
-__all__ = ["RemindragDeps", "edge_weights"]

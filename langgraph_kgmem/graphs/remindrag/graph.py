@@ -78,6 +78,3 @@ def create_remindrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Ba
     builder.add_conditional_edges("answer", nodes.after_answer, ["memorize", END])
     builder.add_edge("memorize", END)
     return builder
-
-
-__all__ = ["create_remindrag_graph"]

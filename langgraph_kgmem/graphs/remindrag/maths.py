@@ -45,6 +45,3 @@ def unit_vector(q: np.ndarray) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64).ravel()
     n = np.linalg.norm(q)
     return q / n if n > 0 else q
-
-
-__all__ = ["delta", "enhance", "penalize", "replay_weights", "unit_vector"]

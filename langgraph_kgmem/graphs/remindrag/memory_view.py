@@ -40,5 +40,3 @@ def raw_edge_memory(value: dict[str, Any]) -> dict[str, Any]:
 EDGE_MEMORY = MemoryKind(label=EDGE_MEMORY_KIND, short="edge", title="ReMindRAG edge memory: edges that helped answer",
                          describe=describe_edge_memory, format=format_edge_memory,
                          rank=lambda r: (-r["strength"], -r["uses"]), raw=raw_edge_memory)
-
-__all__ = ["EDGE_MEMORY", "describe_edge_memory", "format_edge_memory", "raw_edge_memory"]

@@ -414,7 +414,3 @@ def after_move(state: ReMindState, runtime: Runtime[RemindragOptions], *,
 def after_answer(state: ReMindState) -> Literal["memorize", "__end__"]:
     """Memorise only after a walk: replay alone learned nothing new."""
     return "memorize" if state.get("traversed") else END
-
-
-__all__ = ["after_answer", "after_check", "after_move", "answer", "ask_person", "check_sufficiency", "frontier_of",
-           "memorize", "replay_memory", "retrieve_seeds", "traverse_step", "experience_credit", "WALK_CREDIT"]

@@ -116,6 +116,3 @@ class RemindragKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, tot
     replay: bool
     experience: bool
     top_passages: int
-
-
-__all__ = ["RemindragOptions"]

@@ -115,6 +115,3 @@ def render_evidence(kg: "KnowledgeGraph", question: str, chunks: Sequence[str], 
 #: every prompt by name (see the module docstring): what ``prompts=`` may override
 PROMPTS: dict[str, str] = {"decompose": DECOMPOSE_PROMPT, "sufficiency": SUFFICIENCY_PROMPT,
                            "next_move": NEXT_MOVE_PROMPT, "useful": USEFUL_PROMPT}
-
-__all__ = ["PROMPTS", "DECOMPOSE_PROMPT", "NEXT_MOVE_PROMPT", "SUFFICIENCY_PROMPT", "USEFUL_PROMPT", "condense", "node_label",
-           "render_evidence"]

@@ -108,9 +108,3 @@ class UsefulMarks(BaseModel):
 
     useful_ids: list[ModelId] = Field(max_length=MAX_LIST_ITEMS,
                                       description="ids of the useful items, copied exactly from the list")
-
-
-
-__all__ = ["Direction", "MAX_BACKWARD", "MAX_CANDIDATES", "METHOD", "NO_UPDATES", "NextMove", "OFFLINE_COVERAGE",
-           "ReMindOutput", "ReMindState", "SEED_POOL", "SubQuestions", "Sufficiency", "TRAVERSE_KINDS", "UNIT_KINDS",
-           "UsefulMarks"]

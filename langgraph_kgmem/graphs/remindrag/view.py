@@ -175,7 +175,3 @@ def hop_distances(kg: "KnowledgeGraph", targets: Sequence[str], max_depth: int =
             break
         frontier = nxt
     return dist
-
-
-
-__all__ = ["Expansion", "GraphView", "effective_edges", "evidence_ids", "hop_distances", "s_adjacency"]

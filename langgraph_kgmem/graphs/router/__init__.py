@@ -47,6 +47,5 @@ SPEC = MethodSpec(
     on_feedback=on_feedback,
 )
 
-__all__ = ["DEFAULT_METHODS", "KgProfile", "QuestionForm", "ROUTES_KIND", "RouteDecision", "RouterOptions",
-           "RouterOutput", "RouterState", "SPEC", "confidence", "create_router_graph", "kg_profile", "on_feedback",
-           "question_form"]
+
+__all__ = ["create_router_graph", "RouterOptions", "SPEC"]

@@ -120,6 +120,3 @@ def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
     builder.add_edge(START, "route_question")
     builder.add_edge(nodes.FINISH, END)
     return builder
-
-
-__all__ = ["create_router_graph"]

@@ -211,6 +211,3 @@ def finish_route(state: RouterState, runtime: Runtime[RouterOptions], *, deps: R
     return {"answer": result.get("answer", ""), "evidence": result.get("evidence", []), "method": "router",
             "model": model_label(run_model(runtime, deps.model)), "route": route, "run_id": state["run_id"],
             "result": {k: v for k, v in result.items() if k not in OWN_KEYS}}
-
-
-__all__ = ["FINISH", "RouterDeps", "finish_route", "node_name", "route_question", "run_method"]

@@ -76,6 +76,3 @@ class RouterKwargs(MethodKwargs, total=False):
     learn: bool
     min_runs: int
     memory_scope: Sequence[str] | None
-
-
-__all__ = ["DEFAULT_METHODS", "RouterOptions"]

@@ -201,8 +201,3 @@ def confidence(method: str, out: Mapping[str, Any]) -> float:
     if fam == "autopruned":
         return 0.8 if out.get("reused") else 0.5
     return 0.5
-
-
-__all__ = ["ASK_MARGIN", "CONFIDENCE_WEIGHT", "Candidate", "DEFAULT_PRIOR_CALLS", "ESCALATE_FORMS", "FEEDBACK_PRIOR",
-           "FAMILY_PENALTY", "FEEDBACK_WEIGHT", "FIT", "OTHER_FIT", "PRIOR_CALLS", "USEFUL_BONUS", "WRONG_FLOOR", "WRONG_PENALTY", "confidence",
-           "expected_calls", "family", "judged_wrong", "ladder", "rank", "rules_unsure", "unservable"]

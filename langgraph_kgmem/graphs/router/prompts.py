@@ -25,6 +25,3 @@ def method_lines(candidates: Sequence[dict[str, Any]], summaries: dict[str, str]
     """One fenced line per candidate method: name, summary, expected calls and the rules' reading."""
     return fence([f"{c['method']}: {summaries.get(c['method'], '')} ~{c['cost']:.1f} calls; {c['why']}"
                   for c in candidates])
-
-
-__all__ = ["ROUTE_PROMPT", "method_lines"]

@@ -44,6 +44,3 @@ class RouterOutput(BaseState, total=False):  # answer, evidence, usage, method (
     run_id: str
     route: dict[str, Any]
     result: dict[str, Any]
-
-
-__all__ = ["MAX_METHOD_CHARS", "RouteDecision", "RouterOutput", "RouterState"]

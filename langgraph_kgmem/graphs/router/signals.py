@@ -132,6 +132,3 @@ def question_form(question: str, profile: KgProfile) -> QuestionForm:
         if hit:
             return QuestionForm("graph", graph_node=hit, **base)
     return QuestionForm("relational" if hops >= 2 else "lookup", **base)
-
-
-__all__ = ["FORMS", "Form", "KgProfile", "MAX_NAME_WORDS", "QuestionForm", "kg_profile", "question_form"]

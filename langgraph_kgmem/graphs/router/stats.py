@@ -157,7 +157,3 @@ def on_feedback(store: BaseStore, kg_name: str, scope: tuple[str, ...], record: 
     rec["pending"] = pending
     mem.store.batch([PutOp(mem.ns, STATS_KEY, stats, index=False),
                      PutOp(mem.ns, question_key(run["question"]), rec, index=False)])
-
-
-__all__ = ["COUNTERS", "ROUTES_KIND", "STATS_KEY", "load_route_memory", "means", "on_feedback", "question_key", "question_record",
-           "read_stats", "routes", "save_outcome", "verdict_of"]

@@ -9,5 +9,6 @@ from langgraph_kgmem.kg.backends.contract import (DERIVED_SOURCE, BackendSpec, G
 from langgraph_kgmem.kg.backends.registry import (backend_for, drop_kg, is_database, open_backend, open_in_memory,
                                                   registered_backends)
 
-__all__ = ["DERIVED_SOURCE", "BackendSpec", "GraphBackend", "OpenedBackend", "PersistenceHooks", "VectorBackend",
-           "backend_for", "drop_kg", "is_database", "open_backend", "open_in_memory", "registered_backends"]
+
+__all__ = ["BackendSpec", "GraphBackend", "VectorBackend", "PersistenceHooks", "OpenedBackend", "open_backend",
+           "registered_backends"]

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchlib.datasets import load_questions, pooled_passages
     from benchlib.metrics import markdown_table
 
-    from langgraph_kgmem.config import get_embeddings
+    from langgraph_kgmem.embeddings import get_embeddings
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("--dataset", default="stem")

@@ -1,6 +1,6 @@
 """Adapters ``graphcot`` and ``r3cycle`` on dataset ``graph-qa`` (corpus mode "graph-qa").
 
-The dataset is the synthetic GRBench-format book graph of :mod:`langgraph_kgmem.graphqa`
+The dataset is the synthetic GRBench-format book graph of :mod:`langgraph_kgmem.agent_tools.graphqa`
 (seeded by ``--seed``, default 0), loaded into the KG with ``load_grbench``; questions are the
 templated easy / medium / hard questions with exact answers.
 
@@ -132,7 +132,7 @@ class GraphQAAdapter:
         self.reflection = reflection
 
     def load_questions(self, dataset: str, n: int, seed: int) -> list[BenchQuestion]:
-        from langgraph_kgmem.graphqa import make_domain_graph, make_questions
+        from langgraph_kgmem.agent_tools.graphqa import make_domain_graph, make_questions
 
         if dataset != DATASET:
             raise ValueError(f"{self.name} runs on dataset {DATASET!r}, not {dataset!r}")
@@ -143,8 +143,8 @@ class GraphQAAdapter:
                 for q in make_questions(data, n=n, seed=seed)]
 
     def build_kg(self, ctx: BenchContext, questions: list[BenchQuestion]) -> None:
-        from langgraph_kgmem.graphqa import make_domain_graph
-        from langgraph_kgmem.tools import load_grbench
+        from langgraph_kgmem.agent_tools.graphqa import make_domain_graph
+        from langgraph_kgmem.agent_tools import load_grbench
 
         seed = questions[0].extra["graph_seed"] if questions else int(ctx.options.get("seed") or 0)
         load_grbench(ctx.kg, make_domain_graph(seed=seed))

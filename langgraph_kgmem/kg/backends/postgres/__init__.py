@@ -25,5 +25,3 @@ docs/reliability.md), ``list_kgs`` and ``drop_kg`` are re-exported here.
 
 from langgraph_kgmem.kg.backends.postgres.pool import check_uri, drop_kg, list_kgs
 from langgraph_kgmem.kg.backends.postgres.push import LazyPushPpr
-
-__all__ = ["LazyPushPpr", "check_uri", "drop_kg", "list_kgs"]

@@ -478,6 +478,3 @@ class LazyPushPpr:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-__all__ = ["LazyPushPpr", "NeighbourCache", "lazy_push_ppr", "MAX_ENTRIES"]

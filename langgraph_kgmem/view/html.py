@@ -1,6 +1,6 @@
 """A self-contained interactive HTML view of a KG (no CDN, works offline).
 
-Positions come from :func:`~langgraph_kgmem.kg.layout.graph_layout` (computed once, in Python);
+Positions come from :func:`~langgraph_kgmem.view.layout.graph_layout` (computed once, in Python);
 the page draws an SVG that fills the window below its header, with pan/zoom, hover tooltips, a
 legend of the node kinds present, a search box, a label on every node (shown where it does not
 overlap another, the answering path's and the best connected first; zoom in for more), edges drawn
@@ -230,7 +230,7 @@ def export_html(kg: "KnowledgeGraph", path: str | Path, *, highlight: Iterable[s
     updates (:func:`langgraph_kgmem.memory.edge_memory_counts`), drawn as green edges whose width grows with the count.
     Every node carries a label; the page shows as many as fit without overlapping (the path's
     first, then the best connected) and more on zooming in."""
-    from langgraph_kgmem.kg.layout import graph_layout
+    from langgraph_kgmem.view.layout import graph_layout
 
     steps = _route_steps(kg, route)
     hl = set(highlight) | {s["edge"] for s in steps}

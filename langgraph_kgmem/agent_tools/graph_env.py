@@ -175,5 +175,5 @@ def load_grbench(kg: "KnowledgeGraph", data: dict[str, Any] | str | Path, *, sou
                     eid = edge_id(str(nid), t, "relation", rel)
                     edges[eid] = Edge(eid, str(nid), t, "relation", rel)
     kg.add_edges(list(edges.values()), source=source, embed_facts=False)
-    kg.put_document(source, title=source, status="done")
+    kg.writer.put_document(source, title=source, status="done")
     return {"nodes": len(nodes), "edges": len(edges), "dangling_neighbours": dangling}

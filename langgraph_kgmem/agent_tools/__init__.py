@@ -16,7 +16,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from langgraph_kgmem.llm.prompts import DATA_NOTE, fence
-from langgraph_kgmem.tools.graph_env import GraphEnv, load_grbench
+from langgraph_kgmem.agent_tools.graph_env import GraphEnv, load_grbench
 
 if TYPE_CHECKING:
     from langgraph_kgmem.knowledge_graph import KnowledgeGraph
@@ -107,4 +107,4 @@ def create_kgmem_tools(kg: "KnowledgeGraph", *, top_n: int = 1, writable: bool =
     return tools
 
 
-__all__ = ["create_kgmem_tools", "remember", "GraphEnv", "load_grbench"]
+__all__ = ["create_kgmem_tools", "GraphEnv", "load_grbench"]

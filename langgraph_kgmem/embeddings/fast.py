@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langgraph_kgmem.embeddings import DEFAULT_CACHE_DIR, LocalSentenceTransformerEmbeddings, embeddings_id
+from langgraph_kgmem.embeddings.models import DEFAULT_CACHE_DIR, LocalSentenceTransformerEmbeddings, embeddings_id
 from langgraph_kgmem.errors import ConfigurationError
 
 STATIC_DIM = 256          # principal components kept (of MiniLM's 384)

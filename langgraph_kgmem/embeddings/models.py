@@ -1,7 +1,7 @@
 """The embedding models themselves: a deterministic hashing embedding and the local sentence model.
 
-:func:`~langgraph_kgmem.config.get_embeddings` picks among these (and the ``"fast"`` embedding of
-:mod:`langgraph_kgmem.fast_embeddings`, which is built on the local model); they live below both
+:func:`~langgraph_kgmem.embeddings.get_embeddings` picks among these (and the ``"fast"`` embedding of
+:mod:`langgraph_kgmem.embeddings.fast`, which is built on the local model); they live below both
 so that neither has to import the other.
 """
 
@@ -171,7 +171,3 @@ def embeddings_id(emb: Embeddings) -> str:
     if underlying is not None:
         return embeddings_id(underlying)
     return type(emb).__name__
-
-
-__all__ = ["DEFAULT_CACHE_DIR", "HashingEmbeddings", "LocalSentenceTransformerEmbeddings", "default_device",
-           "embeddings_id"]

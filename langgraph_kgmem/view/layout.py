@@ -1,4 +1,4 @@
-"""Node positions for the HTML view (:mod:`langgraph_kgmem.kg.html`), readable from a few dozen
+"""Node positions for the HTML view (:mod:`langgraph_kgmem.view.html`), readable from a few dozen
 nodes to a few thousand.
 
 One force layout over a whole KG draws a hairball: every passage ties to the entities it names,
@@ -120,6 +120,3 @@ def graph_layout(node_ids: Sequence[str], pairs: Iterable[tuple[str, str]], *,
     # largest first: by the space a component takes, its leaves included
     groups.sort(key=lambda grp: -len(grp))
     return _pack(groups) if groups else {}
-
-
-__all__ = ["SPACING", "graph_layout"]

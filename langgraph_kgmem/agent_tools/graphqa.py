@@ -21,11 +21,11 @@ Schema (node type: features; relations):
 - ``publisher``: name, city, founded; ``published_books``
 - ``genre``: name; ``genre_books``
 
-Load a graph into a KG with :func:`langgraph_kgmem.tools.load_grbench`::
+Load a graph into a KG with :func:`langgraph_kgmem.agent_tools.load_grbench`::
 
     from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.graphqa import make_domain_graph, make_questions
-    from langgraph_kgmem.tools import load_grbench
+    from langgraph_kgmem.agent_tools.graphqa import make_domain_graph, make_questions
+    from langgraph_kgmem.agent_tools import load_grbench
 
     data = make_domain_graph(seed=0)
     kg = KnowledgeGraph.in_memory(name="books")
@@ -242,4 +242,4 @@ def make_questions(data: dict[str, dict[str, Any]], *, n: int = 30, seed: int = 
     return out
 
 
-__all__ = ["GraphQuestion", "LEVELS", "make_domain_graph", "make_questions"]
+__all__ = ["make_domain_graph", "make_questions", "GraphQuestion"]

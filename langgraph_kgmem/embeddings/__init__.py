@@ -1,4 +1,4 @@
-"""Embedding model setup.
+"""Embeddings: which model a spec names, and the models themselves.
 
 `get_embeddings(spec)` turns a spec into a LangChain `Embeddings`:
 
@@ -9,7 +9,7 @@
   over a local byte store so no text is embedded twice;
 - ``"fast"``: static word-piece vectors distilled locally from that model for entity names, titles
   and fact strings, the model itself for passages, in one vector space
-  (:mod:`langgraph_kgmem.fast_embeddings`); the static part is built on first use and cached;
+  (:mod:`langgraph_kgmem.embeddings.fast`); the static part is built on first use and cached;
 - ``"hash"`` / ``"hash:DIM"``: the deterministic hashing embedding (tests, quick experiments);
 - anything else (``"openai:text-embedding-3-small"``): ``langchain.embeddings.init_embeddings``.
 """
@@ -21,12 +21,12 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
-# the models live in embeddings.py, below both this factory and the fast embedding built on them;
-# importing them from here keeps working
-from langgraph_kgmem.embeddings import (DEFAULT_CACHE_DIR, HashingEmbeddings, LocalSentenceTransformerEmbeddings,
-                                        default_device, embeddings_id)
+# the models live in models.py, below both this factory and the fast embedding built on them
+# (fast.py); users import them from here
+from langgraph_kgmem.embeddings.fast import FastEmbeddings
+from langgraph_kgmem.embeddings.models import (DEFAULT_CACHE_DIR, HashingEmbeddings, LocalSentenceTransformerEmbeddings,
+                                               default_device, embeddings_id)
 from langgraph_kgmem.errors import ConfigurationError, describe_error
-from langgraph_kgmem.fast_embeddings import FastEmbeddings
 
 
 def cached(emb: Embeddings, cache_dir: str | Path | None = None) -> Embeddings:
@@ -76,5 +76,5 @@ def get_embeddings(spec: Embeddings | str | None = None, *, cache: bool = True) 
     return cached(base) if cache else base
 
 
-__all__ = ["DEFAULT_CACHE_DIR", "HashingEmbeddings", "LocalSentenceTransformerEmbeddings", "cached", "default_device",
-           "embeddings_id", "get_embeddings"]
+__all__ = ["get_embeddings", "cached", "embeddings_id", "default_device", "HashingEmbeddings",
+           "LocalSentenceTransformerEmbeddings"]
