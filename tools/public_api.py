@@ -7,7 +7,7 @@ or renamed, a parameter renamed, reordered or given another default) is made on 
 the code, run ``python tools/public_api.py --write`` and commit the snapshot with it.
 
 One line per name: ``module.name: kind signature``. Functions and classes show
-``inspect.signature`` (a pydantic model's is its fields); a class's public methods and properties
+``inspect.signature`` (a pydantic model shows its fields, types, defaults and bounds); a class's public methods and properties
 that the package defines (itself or on a base class of the package) follow it as
 ``module.Class.member``; any other value shows its type. Which modules have an ``__all__`` is read
 from the source (``tools/code_metrics.py``), then each is imported.
@@ -46,6 +46,32 @@ def _signature(obj: Any) -> str:
     return _ADDRESS.sub("", text)   # a default shown by its repr must not carry a memory address
 
 
+_OPTIONAL = re.compile(r"Optional\[(.*)\]$")
+
+
+def _type_text(annotation: Any) -> str:
+    """An annotation as text that does not depend on the Python or pydantic version's repr."""
+    text = annotation.__name__ if isinstance(annotation, type) else repr(annotation)
+    text = text.replace("typing.", "").replace("collections.abc.", "")
+    match = _OPTIONAL.fullmatch(text)
+    return f"{match.group(1)} | None" if match else text
+
+
+def _model_fields(cls: type) -> str | None:
+    """A pydantic model's fields as ``(name: type = default [bounds], ...)``, from its declarations
+    rather than from the signature pydantic builds (whose text changes between its releases)."""
+    fields = getattr(cls, "model_fields", None)
+    if not isinstance(fields, dict):
+        return None
+    parts = []
+    for name, field in fields.items():
+        default = "<factory>" if field.default_factory is not None else _ADDRESS.sub("", repr(field.default))
+        bounds = [f"{key}={value!r}" for meta in field.metadata for key in ("gt", "ge", "lt", "le")
+                  if (value := getattr(meta, key, None)) is not None]
+        parts.append(f"{name}: {_type_text(field.annotation)} = {default}" + (f" [{', '.join(bounds)}]" if bounds else ""))
+    return "(" + ", ".join(parts) + ")"
+
+
 def _own(cls: type) -> bool:
     return getattr(cls, "__module__", "").split(".")[0] == PACKAGE_NAME
 
@@ -73,7 +99,7 @@ def describe(module: str, name: str, obj: Any) -> list[str]:
     """The snapshot lines of one public name."""
     head = f"{module}.{name}"
     if inspect.isclass(obj):
-        lines = [f"{head}: class {_signature(obj)}"]
+        lines = [f"{head}: class {_model_fields(obj) or _signature(obj)}"]
         return lines + [f"{head}.{member}: {text}" for member, text in _members(obj)]
     if callable(obj) and (inspect.isfunction(obj) or inspect.isbuiltin(obj) or hasattr(obj, "__wrapped__")):
         return [f"{head}: function {_signature(obj)}"]
