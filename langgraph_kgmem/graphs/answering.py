@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
+from langgraph_kgmem.graphs.answer_spans import asks_year, life_event, life_fit, strip_title, year_of
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
@@ -112,6 +113,7 @@ _NUMBER_WORDS = ("two three four five six seven eight nine ten eleven twelve thi
 _NUMBER = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s+(?:million|billion|thousand|hundred))?\b|\b(?:"
                      + "|".join(_NUMBER_WORDS) + r")\b", re.I)
 _YEAR = re.compile(r"^(?:1[0-9]{3}|20[0-9]{2})s?$")
+_INITIAL = re.compile(r"^[A-Z]\.$")
 _DEMONYM_ENDINGS = ("an", "ish", "ese", "ic", "ch", "i")
 
 
@@ -339,7 +341,10 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
     words = name.split()
     if t.head:
         named = _words(name)
-        if (named and named[-1] == t.head) or t.head in before[-2:] or (after and after[0] == t.head) \
+        # the head right before the name ("the river Tisza") or joined to it ("the county of Kent"),
+        # not a head that ends another name ("in Fairfax County in Northern Virginia")
+        beside = before[-1:] == [t.head] or before[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
+        if (named and named[-1] == t.head) or beside or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
             return FIT_GOOD
         # "Copper Medal of the Lindmere Academy" names a medal, not an academy; a river, a lake or
@@ -354,8 +359,9 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
     if t.kind == "person":
         agentive = [w for w in before if w not in ("the", "a", "an")]
         agent = len(agentive) >= 2 and agentive[-1] == "by" and bool(_stems({agentive[-2]}) & qverbs)
-        looks = 2 <= len(words) <= 4 and not any(w in _NOT_PERSON for w in words) \
-            and not any(w.islower() for w in words[1:])
+        # an initial ("G. Stanley Hall") makes a person's name whatever its last word
+        looks = 2 <= len(words) <= 4 and not any(w.islower() for w in words[1:]) \
+            and (not any(w in _NOT_PERSON for w in words) or any(_INITIAL.match(w) for w in words[:-1]))
         return FIT_GOOD if agent or looks else FIT_WEAK
     if t.kind == "place":
         placed = bool(before) and before[-1] in _PLACE_PREPS or any(w in _PLACE_WORDS for w in words)
@@ -387,20 +393,39 @@ def _demote_bridges(scores: dict[str, float], t: AnswerType, question: str, show
     river flows through the city where ..."). Only the leading candidates are checked. (Demoting
     a name that titles an evidence passage holding other candidates was tried: it lost F1 on
     HotpotQA dev with distractors.)"""
-    bridges = _bridge_categories(question) - {t.head}
-    if t.kind in ("date", "number") or not bridges:
+    nouns = _bridge_categories(question, known=False) - {t.head}
+    bridges = nouns & _KNOWN_HEADS
+    if t.kind in ("date", "number") or not nouns:
         return
     texts = [s.text for s in sents]
     for key in sorted(scores, key=lambda k: -scores[k])[:2 * MAX_CANDIDATES]:
-        if _described(shown[key], texts) in bridges:
+        # "American Psychological Association" for "the association which published ...": its
+        # own name says it is the hop's category
+        if set(key.split()) & nouns or bridges and _described(shown[key], texts) in bridges:
             scores[key] *= BRIDGE_TYPE
 
 
-def _bridge_categories(question: str) -> set[str]:
+def _bridge_categories(question: str, known: bool = True) -> set[str]:
     """The category nouns the question gives a hop of its chain: "the city where ...", "a South
     Korean boy group that ...", "the company which ..." (not the answer's own description, "...
-    is an American animated series")."""
-    return {m.group(1) for m in _BRIDGE_PHRASE.finditer(question.lower()) if m.group(1) in _KNOWN_HEADS}
+    is an American animated series"); only known categories (:data:`_KNOWN_HEADS`) unless
+    ``known`` is false (then any noun but a function word)."""
+    found = {m.group(1) for m in _BRIDGE_PHRASE.finditer(question.lower())}
+    return {w for w in found if w in _KNOWN_HEADS} if known else found - STOPWORDS - _FUNCTION
+
+
+def _merge_short_names(gains: dict[str, list[float]], where: dict[str, set[str]]) -> None:
+    """Fold, in place, a one-word name into the longer name it shortens in the same passage
+    ("Hall" after "G. Stanley Hall"): its last (or first) word, the longer name's best-scored
+    reading. The full name is the answer a reader expects, and the two readings' support is one."""
+    longer = sorted((k for k in gains if " " in k), key=lambda k: -max(gains[k]))
+    for key in [k for k in gains if " " not in k]:
+        full = next((k for k in longer if (k.endswith(" " + key) or k.startswith(key + " "))
+                     and where[k] & where[key]), None)
+        if full is not None:
+            short = max(gains.pop(key))
+            if short > max(gains[full]):
+                gains[full].append(short)
 
 
 def _path_rank(path: Sequence[str]) -> dict[str, float]:
@@ -425,10 +450,12 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     hops = _hop_support(sents, qwords)
     on_path = _path_rank(path)
     kind = "entity" if t.kind in ("person", "place", "choice", "yesno") else t.kind
+    year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
     gains: dict[str, list[float]] = {}
     fits: dict[str, float] = {}
     best: dict[str, tuple[float, _Sentence]] = {}
     shown: dict[str, str] = {}
+    where: dict[str, set[str]] = {}
     commons = {s.evidence_id: lowercase_words(s.text) for s in sents}
     entities = [entity_mentions(s.text, commons[s.evidence_id]) for s in sents]
     names = [{" ".join(_words(m.name)) for m in ms if not named_in(m.name, qwords) and not _YEAR.match(m.name)}
@@ -441,21 +468,28 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
         spans = [(m.name, m.start, m.end) for m in ms if not _YEAR.match(m.name)] if kind == "entity" \
             else _mentions(kind, s.text, commons[s.evidence_id])
         for name, start, end in spans:
+            if kind == "entity":   # "Governor Nelson Rockefeller": the name without its office
+                short = strip_title(name)
+                start, name = start + len(name) - len(short), short
             if t.kind != "choice" and (named_in(name, qwords) or not content_words(name)):
                 continue
             if kind == "entity" and _adjective(name, s.text, end):
                 continue
-            key = " ".join(_words(name))
+            key = year_of(name) if year_only else " ".join(_words(name))
             if not key:
                 continue
             own = content_words(name) - {t.head}   # "Lindmere Academy" may repeat "which academy"
             novelty = 1.0 - len(own & qwords) / (len(own) or 1) if t.kind != "choice" else 1.0
             fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
+            if kind == "date":
+                fit *= life_fit(event, s.text, start, end)
             fits[key] = max(fits.get(key, 0.0), fit)
             gain = base * novelty * fit
             gains.setdefault(key, []).append(gain)
+            where.setdefault(key, set()).add(s.evidence_id)
             if gain > best.get(key, (-1.0, s))[0]:
-                best[key], shown[key] = (gain, s), name
+                best[key], shown[key] = (gain, s), key if year_only else name
+    _merge_short_names(gains, where)
     scores = {k: max(g) + RECUR_WEIGHT * (sum(g) - max(g)) for k, g in gains.items()}
     for key in scores:   # the path vouches for a name as far as the name fits the type
         scores[key] += PATH_BONUS * on_path.get(key, 0.0) * fits[key]
