@@ -11,6 +11,10 @@ the question asks for:
   "born" (after "died"), or the first (second) date of an encyclopaedic "(3 June 1865 – 20
   January 1936)". Other dates of such a sentence are a poor fit. Only a question whose own verb
   is the life event counts: "the city where X was born" names a hop, not what is asked.
+- **What a number counts** (:func:`count_cues`, :func:`count_fit`): "how many tournaments" wants
+  a number with "tournaments" beside it ("won 230 tournaments"), "what was the population" a
+  number beside "population", "inhabitants" or "residents"; a number with none of them near is a
+  poorer fit (:data:`FIT_COUNT_OTHER`).
 - **A person's name without its office** (:func:`strip_title`): "New York Governor Nelson
   Rockefeller" answers "Nelson Rockefeller"; the office words (:data:`TITLE_WORDS`) before the
   last two or more capitalised name words are cut.
@@ -27,6 +31,8 @@ from typing import Literal
 LifeEvent = Literal["birth", "death", ""]
 
 FIT_LIFE_OTHER = 0.3    # type fit of a date the evidence gives as another event than the one asked
+FIT_COUNT_OTHER = 0.5   # type fit of a number with none of the question's counted words beside it
+COUNT_NEAR = 3          # words after a number (and before it, one more) searched for a counted word
 
 TITLE_WORDS = frozenset("""President Vice Governor Senator Congressman Congresswoman Representative Mayor King Queen
 Prince Princess Emperor Empress Duke Duchess Lord Lady Sir Dame Dr Dr. Mr Mr. Mrs Mrs. Ms Ms. Prof Prof. Professor
@@ -65,7 +71,7 @@ def life_event(question: str) -> LifeEvent:
     return ""
 
 
-def _date_role(sentence: str, start: int, end: int) -> LifeEvent:
+def date_role(sentence: str, start: int, end: int) -> LifeEvent:
     """What the date at ``sentence[start:end]`` is: a birth ("born 3 June 1865", the first date of
     "(3 June 1865 – 20 January 1936)"), a death ("died ...", the range's second date), or ``""``."""
     before = _WORD.findall(sentence[max(0, start - 30):start].lower())[-3:]
@@ -92,8 +98,40 @@ def life_fit(event: LifeEvent, sentence: str, start: int, end: int) -> float:
     other event (a death date for "When was X born?")."""
     if not event:
         return 1.0
-    role = _date_role(sentence, start, end)
+    role = date_role(sentence, start, end)
     return FIT_LIFE_OTHER if role and role != event else 1.0
+
+
+_POPULATION = ("population", "inhabitants", "residents", "people")
+
+
+def _stem4(word: str) -> str:
+    return word[:-1][:5] if word.endswith("s") and len(word) > 3 else word[:5]
+
+
+def count_cues(question: str) -> frozenset[str]:
+    """The (stemmed) words a number answering ``question`` should stand beside: the noun after
+    "how many" / "how much", and the population words when the question asks for a population
+    or inhabitants. Empty when the question names none."""
+    words = _WORD.findall(question.lower())
+    cues = set()
+    for i, w in enumerate(words[:-2]):
+        if w == "how" and words[i + 1] in ("many", "much"):
+            cues.add(_stem4(words[i + 2]))
+    if set(words) & {"population", "inhabitants", "residents"}:
+        cues.update(_stem4(w) for w in _POPULATION)
+    return frozenset(cues)
+
+
+def count_fit(cues: frozenset[str], sentence: str, start: int, end: int) -> float:
+    """The type-fit factor of the number at ``sentence[start:end]``: 1 when one of ``cues`` (see
+    :func:`count_cues`) stands within :data:`COUNT_NEAR` words after it or one more before it
+    ("230 tournaments", "a population of 9,984"), else :data:`FIT_COUNT_OTHER`; 1 with no cues."""
+    if not cues:
+        return 1.0
+    after = _WORD.findall(sentence[end:end + 60].lower())[:COUNT_NEAR]
+    before = _WORD.findall(sentence[max(0, start - 60):start].lower())[-(COUNT_NEAR + 1):]
+    return 1.0 if {_stem4(w) for w in after + before} & cues else FIT_COUNT_OTHER
 
 
 def strip_title(name: str) -> str:
@@ -107,5 +145,5 @@ def strip_title(name: str) -> str:
     return " ".join(rest)
 
 
-__all__ = ["FIT_LIFE_OTHER", "TITLE_WORDS", "LifeEvent", "asks_year", "life_event", "life_fit", "strip_title",
-           "year_of"]
+__all__ = ["FIT_COUNT_OTHER", "FIT_LIFE_OTHER", "TITLE_WORDS", "LifeEvent", "asks_year", "count_cues", "count_fit",
+           "date_role", "life_event", "life_fit", "strip_title", "year_of"]

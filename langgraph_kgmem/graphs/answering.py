@@ -41,7 +41,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from langgraph_kgmem.graphs.answer_spans import asks_year, life_event, life_fit, strip_title, year_of
+from langgraph_kgmem.graphs.answer_spans import (asks_year, count_cues, count_fit, date_role, life_event, life_fit,
+                                                 strip_title, year_of)
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
@@ -91,6 +92,7 @@ _LATE = frozenset("later last latest younger youngest newer newest recent recent
 _MORE = frozenset("more most larger largest bigger biggest higher highest longer longest taller tallest greater "
                   "greatest many heavier".split())
 _LESS = frozenset("less least fewer fewest smaller smallest lower lowest shorter shortest".split())
+_AGE_WORDS = frozenset("older oldest younger youngest born age".split())   # a comparison of birth dates
 _PLACE_PREPS = frozenset("in at near from of to".split())
 _WATER_PREPS = frozenset("on along across upon".split())   # "a city on the Danube": a river beside its city
 _COPULA = frozenset("is was are were".split())
@@ -359,9 +361,7 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
     if t.kind == "person":
         agentive = [w for w in before if w not in ("the", "a", "an")]
         agent = len(agentive) >= 2 and agentive[-1] == "by" and bool(_stems({agentive[-2]}) & qverbs)
-        # an initial ("G. Stanley Hall") makes a person's name whatever its last word
-        looks = 2 <= len(words) <= 4 and not any(w.islower() for w in words[1:]) \
-            and (not any(w in _NOT_PERSON for w in words) or any(_INITIAL.match(w) for w in words[:-1]))
+        looks = _personal(name)
         return FIT_GOOD if agent or looks else FIT_WEAK
     if t.kind == "place":
         placed = bool(before) and before[-1] in _PLACE_PREPS or any(w in _PLACE_WORDS for w in words)
@@ -414,14 +414,23 @@ def _bridge_categories(question: str, known: bool = True) -> set[str]:
     return {w for w in found if w in _KNOWN_HEADS} if known else found - STOPWORDS - _FUNCTION
 
 
-def _merge_short_names(gains: dict[str, list[float]], where: dict[str, set[str]]) -> None:
-    """Fold, in place, a one-word name into the longer name it shortens in the same passage
-    ("Hall" after "G. Stanley Hall"): its last (or first) word, the longer name's best-scored
-    reading. The full name is the answer a reader expects, and the two readings' support is one."""
+def _personal(name: str) -> bool:
+    """Whether ``name`` reads as a person's full name: two to four capitalised words, none of
+    them an organisation's or a place's word unless an initial marks a person ("G. Stanley Hall")."""
+    words = name.split()
+    return 2 <= len(words) <= 4 and not any(w.islower() for w in words) \
+        and (not any(w in _NOT_PERSON for w in words) or any(_INITIAL.match(w) for w in words[:-1]))
+
+
+def _merge_short_names(gains: dict[str, list[float]], where: dict[str, set[str]], shown: dict[str, str]) -> None:
+    """Fold, in place, a one-word name into the person's full name it shortens in the same
+    passage ("Hall" after "G. Stanley Hall"): its last word, the best-scored such reading. The
+    full name is the answer a reader expects; the short reading's best support counts for it.
+    (A place's first word is no shortening: "Lisbon" is not "Lisbon Metropolitan Area".)"""
     longer = sorted((k for k in gains if " " in k), key=lambda k: -max(gains[k]))
     for key in [k for k in gains if " " not in k]:
-        full = next((k for k in longer if (k.endswith(" " + key) or k.startswith(key + " "))
-                     and where[k] & where[key]), None)
+        full = next((k for k in longer if k.endswith(" " + key) and where[k] & where[key]
+                     and _personal(shown[k])), None)
         if full is not None:
             short = max(gains.pop(key))
             if short > max(gains[full]):
@@ -451,6 +460,7 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     on_path = _path_rank(path)
     kind = "entity" if t.kind in ("person", "place", "choice", "yesno") else t.kind
     year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
+    cues = count_cues(question) if kind == "number" else frozenset()
     gains: dict[str, list[float]] = {}
     fits: dict[str, float] = {}
     best: dict[str, tuple[float, _Sentence]] = {}
@@ -483,13 +493,15 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
             fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
             if kind == "date":
                 fit *= life_fit(event, s.text, start, end)
+            elif kind == "number":
+                fit *= count_fit(cues, s.text, start, end)
             fits[key] = max(fits.get(key, 0.0), fit)
             gain = base * novelty * fit
             gains.setdefault(key, []).append(gain)
             where.setdefault(key, set()).add(s.evidence_id)
             if gain > best.get(key, (-1.0, s))[0]:
                 best[key], shown[key] = (gain, s), key if year_only else name
-    _merge_short_names(gains, where)
+    _merge_short_names(gains, where, shown)
     scores = {k: max(g) + RECUR_WEIGHT * (sum(g) - max(g)) for k, g in gains.items()}
     for key in scores:   # the path vouches for a name as far as the name fits the type
         scores[key] += PATH_BONUS * on_path.get(key, 0.0) * fits[key]
@@ -502,14 +514,19 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
 # comparisons and yes-no
 
 
-def _value_near(option: str, sents: Sequence[_Sentence], kind: str) -> tuple[float | None, _Sentence | None]:
-    """The first date (as a year) or number in the best-supported sentence about ``option``."""
+def _value_near(option: str, sents: Sequence[_Sentence], kind: str,
+                born: bool = False) -> tuple[float | None, _Sentence | None]:
+    """The first date (as a year) or number in the best-supported sentence about ``option``;
+    with ``born`` (an older / younger comparison), a date the evidence gives as the option's
+    birth (:func:`~langgraph_kgmem.graphs.answer_spans.date_role`) before any other."""
     low = option.lower()
     about = sorted((s for s in sents if low in s.text.lower() or low in s.title.lower()),
                    key=lambda s: -(s.support * s.weight))
-    for s in about:
-        pattern = _DATE if kind == "date" else _NUMBER
-        for m in pattern.finditer(s.text):
+    pattern = _DATE if kind == "date" else _NUMBER
+    births = [(s, m) for s in about for m in pattern.finditer(s.text)
+              if born and date_role(s.text, m.start(), m.end()) == "birth"]
+    for s in [b[0] for b in births[:1]] + list(about):
+        for m in ([births[0][1]] if births and s is births[0][0] else []) + list(pattern.finditer(s.text)):
             years = re.findall(r"\d{4}", m.group(0))
             digits = years[-1] if kind == "date" and years else re.sub(r"[^\d.]", "", m.group(0))
             try:
@@ -522,7 +539,8 @@ def _value_near(option: str, sents: Sequence[_Sentence], kind: str) -> tuple[flo
 def _choose(question: str, t: AnswerType, sents: Sequence[_Sentence]) -> OfflineAnswer:
     """A comparison: the option whose date (first/older/later) or number (more/less) wins."""
     kind = "date" if t.order in ("early", "late") else "number"
-    values = [(opt, *_value_near(opt, sents, kind)) for opt in t.options]
+    born = bool(set(_words(question)) & _AGE_WORDS)
+    values = [(opt, *_value_near(opt, sents, kind, born)) for opt in t.options]
     known = [(opt, v, s) for opt, v, s in values if v is not None]
     if len(known) == len(t.options) and t.order:
         pick = (min if t.order in ("early", "less") else max)(known, key=lambda x: x[1])
