@@ -46,7 +46,8 @@ def test_a_birth_question_takes_the_first_date_of_a_life_range_not_the_death():
     assert date_role(sentence, first, first + 11) == "birth"
     assert date_role(sentence, second, second + 15) == "death"
     evidence = [{"id": "a", "title": "George V", "text": sentence}]
-    assert offline_answer("In which year was the King who made the 1925 Birthday Honours born?", evidence).answer == "1865"
+    born = offline_answer("In which year was the King who made the 1925 Birthday Honours born?", evidence)
+    assert born.answer == "1865"
     assert offline_answer("In which year did King George V die?", evidence).answer == "1936"
 
 
@@ -112,3 +113,42 @@ def test_an_older_younger_comparison_reads_each_option_s_birth_date():
                  "text": "Terry Richardson (born August 14, 1965) is an American fashion photographer."}]
     out = offline_answer("Who is older, Annie Morton or Terry Richardson?", evidence)
     assert out.answer == "Terry Richardson"
+
+
+def test_the_agent_of_the_question_s_verb_beats_a_name_that_only_looks_like_a_person():
+    # AutoPrunedRetriever's evidence in `make demo` (the bundled text): both names fit "who", only
+    # one is "built by"; the refractor sentence is read from the observatory's passage
+    evidence = [{"id": str(i), "text": text} for i, text in enumerate(DEMO_TEXTS)]
+    question = "Who built the telescope of the observatory where Helena Varga catalogued variable stars?"
+    assert offline_answer(question, evidence).answer == "Halden Instrument Works"
+
+
+DEMO_TEXTS = [
+    'Helena Varga was born in 1861 in the city of Szeged. She catalogued more than four thousand '
+    'variable stars at the Orchard Observatory. In 1907 she received the Copper Medal of the Lindmere '
+    'Academy for her catalogue.',
+    'The Orchard Observatory was founded in 1898 on a hill above the town of Lindmere. Its first '
+    'director was the astronomer Helena Varga, who had trained at the University of Graz. The '
+    "observatory's great refractor was built by the Halden Instrument Works.",
+    'Tomas Reyes succeeded Helena Varga as director of the Orchard Observatory in 1912. Reyes moved the '
+    "observatory's library to Lindmere town hall, where it burned in 1924.",
+    'The Halden Instrument Works was a workshop in Bremen founded by Otto Halden. Otto Halden also built '
+    'the telescope of the Marsh Point Lighthouse. The workshop closed in 1931.',
+    'The Lindmere Academy was established by the merchant Arthur Penn in 1850. Arthur Penn was the '
+    'grandfather of the poet Clara Penn, who wrote a poem about the Orchard Observatory called "Lamps on '
+    'the Hill".',
+    'Szeged is a city on the river Tisza in southern Hungary. The river Tisza flows into the Danube near '
+    'the town of Titel.',
+    'Helena Varga was born in 1861 in the city of Szeged. She catalogued more than four thousand '
+    'variable stars at the Orchard Observatory. In 1907 she received the Copper Medal of the Lindmere '
+    'Academy for her catalogue.',
+    'The Orchard Observatory was founded in 1898 on a hill above the town of Lindmere. Its first '
+    'director was the astronomer Helena Varga, who had trained at the University of Graz. The '
+    "observatory's great refractor was built by the Halden Instrument Works.",
+    'Tomas Reyes succeeded Helena Varga as director of the Orchard Observatory in 1912. Reyes moved the '
+    "observatory's library to Lindmere town hall, where it burned in 1924.",
+    'Otto Halden also built the telescope of the Marsh Point Lighthouse.',
+    'Arthur Penn was the grandfather of the poet Clara Penn, who wrote a poem about the Orchard '
+    'Observatory called "Lamps on the Hill".',
+    'Szeged is a city on the river Tisza in southern Hungary.',
+]

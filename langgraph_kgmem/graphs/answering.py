@@ -61,6 +61,7 @@ RANK_DECAY = 0.15            # an evidence item at rank r weighs 1 / (1 + RANK_D
 HOP_WEIGHT = 0.5             # share of a naming sentence's support a passage inherits as a chain hop
 PATH_BONUS = 0.3             # bonus for a name on the method's own path, scaled by its place there
 FIT_GOOD, FIT_PLACE, FIT_WEAK = 1.0, 0.6, 0.35   # type fit: matches / reads as a place / only may match
+FIT_LOOKS = 0.85             # type fit of a person-looking name that the question's verb does not mark ("built by")
 FIT_OTHER = 0.15             # type fit of a name with no trace of the question's category noun
 NEAR_WORDS = 5               # words either side of a span searched for a word of the question
 FAR_FIT = 0.6                # fit factor of a span with none of the question's words near it
@@ -362,7 +363,7 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
         agentive = [w for w in before if w not in ("the", "a", "an")]
         agent = len(agentive) >= 2 and agentive[-1] == "by" and bool(_stems({agentive[-2]}) & qverbs)
         looks = _personal(name)
-        return FIT_GOOD if agent or looks else FIT_WEAK
+        return FIT_GOOD if agent else FIT_LOOKS if looks else FIT_WEAK
     if t.kind == "place":
         placed = bool(before) and before[-1] in _PLACE_PREPS or any(w in _PLACE_WORDS for w in words)
         return FIT_PLACE if placed else FIT_WEAK
