@@ -20,6 +20,12 @@ than copying a whole sentence. Without a model (``model="offline"``):
    own path (``path``: the entities its walk visited or its PPR ranked high) gains a bonus; a
    name the evidence calls a category the question names for a hop ("Ulm is a city" for "which
    river flows through the city where ...") is demoted.
+   The span rules of :mod:`~langgraph_kgmem.graphs.answer_spans` cut each span to what is asked
+   (a year question's year, a birth or death date by its role, a number beside what is counted,
+   a person's name without its office); a surname folds into the full name it shortens, a name
+   holding the category noun the question gives a hop ("the association which ...") is demoted,
+   and for "who" the agent of the question's verb ("built by") outranks a name that only looks
+   like a person (:data:`FIT_LOOKS`).
 4. The best candidate is returned as a short span with the sentence that supports it
    (:class:`OfflineAnswer`); "no answer" with the reason when nothing fits the type.
 
