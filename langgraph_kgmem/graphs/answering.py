@@ -20,6 +20,12 @@ than copying a whole sentence. Without a model (``model="offline"``):
    own path (``path``: the entities its walk visited or its PPR ranked high) gains a bonus; a
    name the evidence calls a category the question names for a hop ("Ulm is a city" for "which
    river flows through the city where ...") is demoted.
+   The span rules of :mod:`~langgraph_kgmem.graphs.answer_spans` cut each span to what is asked
+   (a year question's year, a birth or death date by its role, a number beside what is counted,
+   a person's name without its office); a surname folds into the full name it shortens, a name
+   holding the category noun the question gives a hop ("the association which ...") is demoted,
+   and for "who" the agent of the question's verb ("built by") outranks a name that only looks
+   like a person (:data:`FIT_LOOKS`).
 4. The best candidate is returned as a short span with the sentence that supports it
    (:class:`OfflineAnswer`); "no answer" with the reason when nothing fits the type.
 
@@ -41,6 +47,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
+from langgraph_kgmem.graphs.answer_spans import (asks_year, count_cues, count_fit, date_role, life_event, life_fit,
+                                                 strip_title, year_of)
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
@@ -59,6 +67,7 @@ RANK_DECAY = 0.15            # an evidence item at rank r weighs 1 / (1 + RANK_D
 HOP_WEIGHT = 0.5             # share of a naming sentence's support a passage inherits as a chain hop
 PATH_BONUS = 0.3             # bonus for a name on the method's own path, scaled by its place there
 FIT_GOOD, FIT_PLACE, FIT_WEAK = 1.0, 0.6, 0.35   # type fit: matches / reads as a place / only may match
+FIT_LOOKS = 0.85             # type fit of a person-looking name that the question's verb does not mark ("built by")
 FIT_OTHER = 0.15             # type fit of a name with no trace of the question's category noun
 NEAR_WORDS = 5               # words either side of a span searched for a word of the question
 FAR_FIT = 0.6                # fit factor of a span with none of the question's words near it
@@ -90,6 +99,7 @@ _LATE = frozenset("later last latest younger youngest newer newest recent recent
 _MORE = frozenset("more most larger largest bigger biggest higher highest longer longest taller tallest greater "
                   "greatest many heavier".split())
 _LESS = frozenset("less least fewer fewest smaller smallest lower lowest shorter shortest".split())
+_AGE_WORDS = frozenset("older oldest younger youngest born age".split())   # a comparison of birth dates
 _PLACE_PREPS = frozenset("in at near from of to".split())
 _WATER_PREPS = frozenset("on along across upon".split())   # "a city on the Danube": a river beside its city
 _COPULA = frozenset("is was are were".split())
@@ -112,6 +122,7 @@ _NUMBER_WORDS = ("two three four five six seven eight nine ten eleven twelve thi
 _NUMBER = re.compile(r"\b(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?:\s+(?:million|billion|thousand|hundred))?\b|\b(?:"
                      + "|".join(_NUMBER_WORDS) + r")\b", re.I)
 _YEAR = re.compile(r"^(?:1[0-9]{3}|20[0-9]{2})s?$")
+_INITIAL = re.compile(r"^[A-Z]\.$")
 _DEMONYM_ENDINGS = ("an", "ish", "ese", "ic", "ch", "i")
 
 
@@ -339,7 +350,10 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
     words = name.split()
     if t.head:
         named = _words(name)
-        if (named and named[-1] == t.head) or t.head in before[-2:] or (after and after[0] == t.head) \
+        # the head right before the name ("the river Tisza") or joined to it ("the county of Kent"),
+        # not a head that ends another name ("in Fairfax County in Northern Virginia")
+        beside = before[-1:] == [t.head] or before[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
+        if (named and named[-1] == t.head) or beside or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
             return FIT_GOOD
         # "Copper Medal of the Lindmere Academy" names a medal, not an academy; a river, a lake or
@@ -354,9 +368,8 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
     if t.kind == "person":
         agentive = [w for w in before if w not in ("the", "a", "an")]
         agent = len(agentive) >= 2 and agentive[-1] == "by" and bool(_stems({agentive[-2]}) & qverbs)
-        looks = 2 <= len(words) <= 4 and not any(w in _NOT_PERSON for w in words) \
-            and not any(w.islower() for w in words[1:])
-        return FIT_GOOD if agent or looks else FIT_WEAK
+        looks = _personal(name)
+        return FIT_GOOD if agent else FIT_LOOKS if looks else FIT_WEAK
     if t.kind == "place":
         placed = bool(before) and before[-1] in _PLACE_PREPS or any(w in _PLACE_WORDS for w in words)
         return FIT_PLACE if placed else FIT_WEAK
@@ -387,20 +400,48 @@ def _demote_bridges(scores: dict[str, float], t: AnswerType, question: str, show
     river flows through the city where ..."). Only the leading candidates are checked. (Demoting
     a name that titles an evidence passage holding other candidates was tried: it lost F1 on
     HotpotQA dev with distractors.)"""
-    bridges = _bridge_categories(question) - {t.head}
-    if t.kind in ("date", "number") or not bridges:
+    nouns = _bridge_categories(question, known=False) - {t.head}
+    bridges = nouns & _KNOWN_HEADS
+    if t.kind in ("date", "number") or not nouns:
         return
     texts = [s.text for s in sents]
     for key in sorted(scores, key=lambda k: -scores[k])[:2 * MAX_CANDIDATES]:
-        if _described(shown[key], texts) in bridges:
+        # "American Psychological Association" for "the association which published ...": its
+        # own name says it is the hop's category
+        if set(key.split()) & nouns or bridges and _described(shown[key], texts) in bridges:
             scores[key] *= BRIDGE_TYPE
 
 
-def _bridge_categories(question: str) -> set[str]:
+def _bridge_categories(question: str, known: bool = True) -> set[str]:
     """The category nouns the question gives a hop of its chain: "the city where ...", "a South
     Korean boy group that ...", "the company which ..." (not the answer's own description, "...
-    is an American animated series")."""
-    return {m.group(1) for m in _BRIDGE_PHRASE.finditer(question.lower()) if m.group(1) in _KNOWN_HEADS}
+    is an American animated series"); only known categories (:data:`_KNOWN_HEADS`) unless
+    ``known`` is false (then any noun but a function word)."""
+    found = {m.group(1) for m in _BRIDGE_PHRASE.finditer(question.lower())}
+    return {w for w in found if w in _KNOWN_HEADS} if known else found - STOPWORDS - _FUNCTION
+
+
+def _personal(name: str) -> bool:
+    """Whether ``name`` reads as a person's full name: two to four capitalised words, none of
+    them an organisation's or a place's word unless an initial marks a person ("G. Stanley Hall")."""
+    words = name.split()
+    return 2 <= len(words) <= 4 and not any(w.islower() for w in words) \
+        and (not any(w in _NOT_PERSON for w in words) or any(_INITIAL.match(w) for w in words[:-1]))
+
+
+def _merge_short_names(gains: dict[str, list[float]], where: dict[str, set[str]], shown: dict[str, str]) -> None:
+    """Fold, in place, a one-word name into the person's full name it shortens in the same
+    passage ("Hall" after "G. Stanley Hall"): its last word, the best-scored such reading. The
+    full name is the answer a reader expects; the short reading's best support counts for it.
+    (A place's first word is no shortening: "Lisbon" is not "Lisbon Metropolitan Area".)"""
+    longer = sorted((k for k in gains if " " in k), key=lambda k: -max(gains[k]))
+    for key in [k for k in gains if " " not in k]:
+        full = next((k for k in longer if k.endswith(" " + key) and where[k] & where[key]
+                     and _personal(shown[k])), None)
+        if full is not None:
+            short = max(gains.pop(key))
+            if short > max(gains[full]):
+                gains[full].append(short)
 
 
 def _path_rank(path: Sequence[str]) -> dict[str, float]:
@@ -425,10 +466,13 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     hops = _hop_support(sents, qwords)
     on_path = _path_rank(path)
     kind = "entity" if t.kind in ("person", "place", "choice", "yesno") else t.kind
+    year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
+    cues = count_cues(question) if kind == "number" else frozenset()
     gains: dict[str, list[float]] = {}
     fits: dict[str, float] = {}
     best: dict[str, tuple[float, _Sentence]] = {}
     shown: dict[str, str] = {}
+    where: dict[str, set[str]] = {}
     commons = {s.evidence_id: lowercase_words(s.text) for s in sents}
     entities = [entity_mentions(s.text, commons[s.evidence_id]) for s in sents]
     names = [{" ".join(_words(m.name)) for m in ms if not named_in(m.name, qwords) and not _YEAR.match(m.name)}
@@ -441,21 +485,30 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
         spans = [(m.name, m.start, m.end) for m in ms if not _YEAR.match(m.name)] if kind == "entity" \
             else _mentions(kind, s.text, commons[s.evidence_id])
         for name, start, end in spans:
+            if kind == "entity":   # "Governor Nelson Rockefeller": the name without its office
+                short = strip_title(name)
+                start, name = start + len(name) - len(short), short
             if t.kind != "choice" and (named_in(name, qwords) or not content_words(name)):
                 continue
             if kind == "entity" and _adjective(name, s.text, end):
                 continue
-            key = " ".join(_words(name))
+            key = year_of(name) if year_only else " ".join(_words(name))
             if not key:
                 continue
             own = content_words(name) - {t.head}   # "Lindmere Academy" may repeat "which academy"
             novelty = 1.0 - len(own & qwords) / (len(own) or 1) if t.kind != "choice" else 1.0
             fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
+            if kind == "date":
+                fit *= life_fit(event, s.text, start, end)
+            elif kind == "number":
+                fit *= count_fit(cues, s.text, start, end)
             fits[key] = max(fits.get(key, 0.0), fit)
             gain = base * novelty * fit
             gains.setdefault(key, []).append(gain)
+            where.setdefault(key, set()).add(s.evidence_id)
             if gain > best.get(key, (-1.0, s))[0]:
-                best[key], shown[key] = (gain, s), name
+                best[key], shown[key] = (gain, s), key if year_only else name
+    _merge_short_names(gains, where, shown)
     scores = {k: max(g) + RECUR_WEIGHT * (sum(g) - max(g)) for k, g in gains.items()}
     for key in scores:   # the path vouches for a name as far as the name fits the type
         scores[key] += PATH_BONUS * on_path.get(key, 0.0) * fits[key]
@@ -468,14 +521,19 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
 # comparisons and yes-no
 
 
-def _value_near(option: str, sents: Sequence[_Sentence], kind: str) -> tuple[float | None, _Sentence | None]:
-    """The first date (as a year) or number in the best-supported sentence about ``option``."""
+def _value_near(option: str, sents: Sequence[_Sentence], kind: str,
+                born: bool = False) -> tuple[float | None, _Sentence | None]:
+    """The first date (as a year) or number in the best-supported sentence about ``option``;
+    with ``born`` (an older / younger comparison), a date the evidence gives as the option's
+    birth (:func:`~langgraph_kgmem.graphs.answer_spans.date_role`) before any other."""
     low = option.lower()
     about = sorted((s for s in sents if low in s.text.lower() or low in s.title.lower()),
                    key=lambda s: -(s.support * s.weight))
-    for s in about:
-        pattern = _DATE if kind == "date" else _NUMBER
-        for m in pattern.finditer(s.text):
+    pattern = _DATE if kind == "date" else _NUMBER
+    births = [(s, m) for s in about for m in pattern.finditer(s.text)
+              if born and date_role(s.text, m.start(), m.end()) == "birth"]
+    for s in [b[0] for b in births[:1]] + list(about):
+        for m in ([births[0][1]] if births and s is births[0][0] else []) + list(pattern.finditer(s.text)):
             years = re.findall(r"\d{4}", m.group(0))
             digits = years[-1] if kind == "date" and years else re.sub(r"[^\d.]", "", m.group(0))
             try:
@@ -488,7 +546,8 @@ def _value_near(option: str, sents: Sequence[_Sentence], kind: str) -> tuple[flo
 def _choose(question: str, t: AnswerType, sents: Sequence[_Sentence]) -> OfflineAnswer:
     """A comparison: the option whose date (first/older/later) or number (more/less) wins."""
     kind = "date" if t.order in ("early", "late") else "number"
-    values = [(opt, *_value_near(opt, sents, kind)) for opt in t.options]
+    born = bool(set(_words(question)) & _AGE_WORDS)
+    values = [(opt, *_value_near(opt, sents, kind, born)) for opt in t.options]
     known = [(opt, v, s) for opt, v, s in values if v is not None]
     if len(known) == len(t.options) and t.order:
         pick = (min if t.order in ("early", "less") else max)(known, key=lambda x: x[1])

@@ -1,0 +1,149 @@
+"""Span rules of the offline answer step (:mod:`~langgraph_kgmem.graphs.answering`): which date a
+question asks for and how much of a span to return.
+
+F1 against a short gold answer punishes every extra word, so the step returns the part of a span
+the question asks for:
+
+- **A year question** ("In what year ...", "... born in which year?") is answered with the year
+  alone: "December 10, 1962" answers "1962" (:func:`asks_year`, :func:`year_of`).
+- **A life date** (:func:`life_event`, :func:`life_fit`): a question that asks when someone was
+  born (or died) wants the date that the evidence gives as a birth (death): the date after
+  "born" (after "died"), or the first (second) date of an encyclopaedic "(3 June 1865 – 20
+  January 1936)". Other dates of such a sentence are a poor fit. Only a question whose own verb
+  is the life event counts: "the city where X was born" names a hop, not what is asked.
+- **What a number counts** (:func:`count_cues`, :func:`count_fit`): "how many tournaments" wants
+  a number with "tournaments" beside it ("won 230 tournaments"), "what was the population" a
+  number beside "population", "inhabitants" or "residents"; a number with none of them near is a
+  poorer fit (:data:`FIT_COUNT_OTHER`).
+- **A person's name without its office** (:func:`strip_title`): "New York Governor Nelson
+  Rockefeller" answers "Nelson Rockefeller"; the office words (:data:`TITLE_WORDS`) before the
+  last two or more capitalised name words are cut.
+
+Limits: the life-date reading knows English encyclopaedic forms only ("born", "died", a
+parenthesised range); a title is cut only when a name of at least two words remains.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+LifeEvent = Literal["birth", "death", ""]
+
+FIT_LIFE_OTHER = 0.3    # type fit of a date the evidence gives as another event than the one asked
+FIT_COUNT_OTHER = 0.5   # type fit of a number with none of the question's counted words beside it
+COUNT_NEAR = 3          # words after a number (and before it, one more) searched for a counted word
+
+TITLE_WORDS = frozenset("""President Vice Governor Senator Congressman Congresswoman Representative Mayor King Queen
+Prince Princess Emperor Empress Duke Duchess Lord Lady Sir Dame Dr Dr. Mr Mr. Mrs Mrs. Ms Ms. Prof Prof. Professor
+General Gen. Major Colonel Col. Captain Capt. Lieutenant Admiral Sergeant Commander Marshal Chancellor Minister Prime
+Secretary Ambassador Judge Justice Chief Bishop Archbishop Cardinal Pope Saint Reverend Rev. Republican Democrat
+Democratic Independent Coach Chairman CEO Director Sheriff Pastor Rabbi Imam Sultan Sheikh Shah Tsar Czar""".split())
+
+_WORD = re.compile(r"[a-z0-9]+")
+_YEAR_IN = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:of|did|was|were|when)\b|\bborn in (?:what|which) year\b")
+_BIRTH_END = re.compile(r"\bborn\s*[?.!]*\s*$|\b(?:date|year) of (?:his |her |their )?birth\b|\bbirth ?(?:date|day)\b")
+_DEATH_END = re.compile(r"\b(?:die|died)\s*[?.!]*\s*$|\b(?:date|year) of (?:his |her |their )?death\b")
+_RANGE_DASH = re.compile(r"^\s*(?:[-–—]|to)\s*")
+
+
+def asks_year(question: str) -> bool:
+    """Whether ``question`` asks for a year ("What year ...", "In which year ...", "born in what
+    year"), so that a full date answers with its year alone."""
+    return bool(_ASKS_YEAR.search(question.lower()))
+
+
+def year_of(span: str) -> str:
+    """The last year in the date ``span`` ("March 14, 2000" -> "2000"), or ``span`` when it holds none."""
+    years = _YEAR_IN.findall(span)
+    return years[-1] if years else span
+
+
+def life_event(question: str) -> LifeEvent:
+    """``"birth"`` when ``question`` asks when someone was born ("When was X born?", "... born in
+    which year?", "X's date of birth"), ``"death"`` when it asks when someone died, else ``""``."""
+    low = question.lower().strip()
+    if _BIRTH_END.search(low) or re.search(r"\bborn in (?:what|which) year\b", low):
+        return "birth"
+    if _DEATH_END.search(low) or re.search(r"\bdie[d]? in (?:what|which) year\b", low):
+        return "death"
+    return ""
+
+
+def date_role(sentence: str, start: int, end: int) -> LifeEvent:
+    """What the date at ``sentence[start:end]`` is: a birth ("born 3 June 1865", the first date of
+    "(3 June 1865 – 20 January 1936)"), a death ("died ...", the range's second date), or ``""``."""
+    before = _WORD.findall(sentence[max(0, start - 30):start].lower())[-3:]
+    if "born" in before or before[-1:] == ["b"]:
+        return "birth"
+    if {"died", "death", "d"} & set(before[-2:]):
+        return "death"
+    opened = sentence.rfind("(", 0, start)
+    if opened < 0 or sentence.rfind(")", opened, start) >= 0:
+        return ""
+    inside = sentence[opened + 1:start]
+    if _YEAR_IN.search(inside) and re.search(r"[-–—]\s*$|\bto\s*$", inside):
+        return "death"     # the second date of a range
+    closed = sentence.find(")", end)
+    rest = sentence[end:closed if closed >= 0 else len(sentence)]
+    if _RANGE_DASH.match(rest) and _YEAR_IN.search(rest):
+        return "birth"     # the first date of a range
+    return ""
+
+
+def life_fit(event: LifeEvent, sentence: str, start: int, end: int) -> float:
+    """The type-fit factor of a date for a question asking ``event``: 1 for a date the sentence
+    gives as that event or does not place, :data:`FIT_LIFE_OTHER` for a date it gives as the
+    other event (a death date for "When was X born?")."""
+    if not event:
+        return 1.0
+    role = date_role(sentence, start, end)
+    return FIT_LIFE_OTHER if role and role != event else 1.0
+
+
+_POPULATION = ("population", "inhabitants", "residents", "people")
+
+
+def _stem4(word: str) -> str:
+    return word[:-1][:5] if word.endswith("s") and len(word) > 3 else word[:5]
+
+
+def count_cues(question: str) -> frozenset[str]:
+    """The (stemmed) words a number answering ``question`` should stand beside: the noun after
+    "how many" / "how much", and the population words when the question asks for a population
+    or inhabitants. Empty when the question names none."""
+    words = _WORD.findall(question.lower())
+    cues = set()
+    for i, w in enumerate(words[:-2]):
+        if w == "how" and words[i + 1] in ("many", "much"):
+            cues.add(_stem4(words[i + 2]))
+    if set(words) & {"population", "inhabitants", "residents"}:
+        cues.update(_stem4(w) for w in _POPULATION)
+    return frozenset(cues)
+
+
+def count_fit(cues: frozenset[str], sentence: str, start: int, end: int) -> float:
+    """The type-fit factor of the number at ``sentence[start:end]``: 1 when one of ``cues`` (see
+    :func:`count_cues`) stands within :data:`COUNT_NEAR` words after it or one more before it
+    ("230 tournaments", "a population of 9,984"), else :data:`FIT_COUNT_OTHER`; 1 with no cues."""
+    if not cues:
+        return 1.0
+    after = _WORD.findall(sentence[end:end + 60].lower())[:COUNT_NEAR]
+    before = _WORD.findall(sentence[max(0, start - 60):start].lower())[-(COUNT_NEAR + 1):]
+    return 1.0 if {_stem4(w) for w in after + before} & cues else FIT_COUNT_OTHER
+
+
+def strip_title(name: str) -> str:
+    """``name`` without the office words before a person's name ("New York Governor Nelson
+    Rockefeller" -> "Nelson Rockefeller"); unchanged unless at least two name words remain."""
+    words = name.split()
+    cut = max((i for i, w in enumerate(words) if w in TITLE_WORDS), default=-1)
+    rest = words[cut + 1:]
+    if cut < 0 or len(rest) < 2 or not all(w[:1].isupper() for w in rest):
+        return name
+    return " ".join(rest)
+
+
+__all__ = ["FIT_COUNT_OTHER", "FIT_LIFE_OTHER", "TITLE_WORDS", "LifeEvent", "asks_year", "count_cues", "count_fit",
+           "date_role", "life_event", "life_fit", "strip_title", "year_of"]
