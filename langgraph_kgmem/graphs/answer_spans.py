@@ -143,7 +143,3 @@ def strip_title(name: str) -> str:
     if cut < 0 or len(rest) < 2 or not all(w[:1].isupper() for w in rest):
         return name
     return " ".join(rest)
-
-
-__all__ = ["FIT_COUNT_OTHER", "FIT_LIFE_OTHER", "TITLE_WORDS", "LifeEvent", "asks_year", "count_cues", "count_fit",
-           "date_role", "life_event", "life_fit", "strip_title", "year_of"]
