@@ -234,13 +234,26 @@ class HnswIndexes:
                         if space not in self._deferred:
                             self.defer(conn, space)
             yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                self._explicit -= 0 if only_if_large else 1
-                outer = self._depth == 0
-            if outer:
-                self._finish()
+        except BaseException:
+            self._close_block(only_if_large, failed=True)
+            raise
+        self._close_block(only_if_large, failed=False)
+
+    def _close_block(self, only_if_large: bool, *, failed: bool) -> None:
+        with self._lock:
+            self._depth -= 1
+            self._explicit -= 0 if only_if_large else 1
+            outer = self._depth == 0
+        if not outer:
+            return
+        try:
+            self._finish()
+        except Exception:
+            if not failed:
+                raise
+            # the block's own error is the one to report; the markers stay for the next opener
+            logger.warning("%s: building the HNSW indexes after a failed bulk load failed too; the next "
+                           "process to open the KG builds them", self.store.label, exc_info=True)
 
     def _finish(self) -> None:
         """The outermost block ended: release the loader lock, then build what is deferred."""
