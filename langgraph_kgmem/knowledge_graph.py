@@ -95,9 +95,10 @@ class KnowledgeGraph(KnowledgeGraphCore):
         in this call (``report.memories_invalidated``; see :meth:`invalidate_memory`).
         """
         logger.info("KG %r: ingesting documents (model=%s)", self.name, model)
-        report = add_documents(self, docs, model=model, chunk_tokens=chunk_tokens, merge_threshold=merge_threshold,
-                               max_chars=max_chars, progress=progress, extractor=extractor,
-                               max_concurrency=max_concurrency, on_progress=on_progress)
+        with self.bulk_load(only_if_large=True):   # a large call builds vector indexes once, at its end
+            report = add_documents(self, docs, model=model, chunk_tokens=chunk_tokens,
+                                   merge_threshold=merge_threshold, max_chars=max_chars, progress=progress,
+                                   extractor=extractor, max_concurrency=max_concurrency, on_progress=on_progress)
         self.writer.note_ingested(report.documents_added)
         report.memories_invalidated += self.invalidate_memory(report.changes)
         logger.info("KG %r: %s", self.name, report)
@@ -111,9 +112,15 @@ class KnowledgeGraph(KnowledgeGraphCore):
         coroutines, ``max_concurrency`` chunks in flight on the event loop; database work in a
         worker thread, so the loop is never blocked."""
         logger.info("KG %r: ingesting documents asynchronously (model=%s)", self.name, model)
-        report = await aadd_documents(self, list(docs), model=model, chunk_tokens=chunk_tokens,
-                                      merge_threshold=merge_threshold, max_chars=max_chars, progress=progress,
-                                      extractor=extractor, max_concurrency=max_concurrency, on_progress=on_progress)
+        scope = self.bulk_load(only_if_large=True)   # entered and left off the loop: its end may build indexes
+        await asyncio.to_thread(scope.__enter__)
+        try:
+            report = await aadd_documents(self, list(docs), model=model, chunk_tokens=chunk_tokens,
+                                          merge_threshold=merge_threshold, max_chars=max_chars, progress=progress,
+                                          extractor=extractor, max_concurrency=max_concurrency,
+                                          on_progress=on_progress)
+        finally:
+            await asyncio.to_thread(scope.__exit__, None, None, None)
         await asyncio.to_thread(self.writer.note_ingested, report.documents_added)
         report.memories_invalidated += await asyncio.to_thread(self.invalidate_memory, report.changes)
         logger.info("KG %r: %s", self.name, report)

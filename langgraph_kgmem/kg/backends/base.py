@@ -14,6 +14,7 @@ backend that several processes open at once overrides the change-log members and
 from __future__ import annotations
 
 import hashlib
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -95,6 +96,10 @@ class VectorIndexBase:
 
     def discard_pending(self) -> None:
         """Nothing deferred to forget."""
+
+    def bulk_load(self, *, only_if_large: bool = False) -> AbstractContextManager[None]:
+        """No index worth deferring: an empty block."""
+        return nullcontext()
 
     def close(self) -> None:
         """Write what is deferred (:meth:`flush`); nothing else is held."""

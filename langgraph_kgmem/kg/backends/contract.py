@@ -226,6 +226,12 @@ class VectorBackend(Protocol):
     def discard_pending(self) -> None:
         """Forget the transaction's upserts not yet committed (the KG's transaction rolled back)."""
 
+    def bulk_load(self, *, only_if_large: bool = False) -> AbstractContextManager[None]:
+        """A block of many writes: an index that is cheaper to build once than to maintain row by
+        row may go unmaintained until the block ends, and be built then (``only_if_large``: only
+        where the block writes much relative to what is stored). Reads inside and beside it stay
+        correct. Nothing to do for a backend without such indexes."""
+
     def get(self, space: str, ids: Sequence[str]) -> np.ndarray:
         """Rows in the order of ``ids``; KeyError naming the ids without a vector."""
 

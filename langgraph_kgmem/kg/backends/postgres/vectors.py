@@ -4,6 +4,7 @@ exact score, and a bounded in-process copy of entity vectors for resolution.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -11,12 +12,14 @@ import numpy as np
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg.backends.base import VectorIndexBase
 from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
+from langgraph_kgmem.kg.backends.postgres.hnsw import HnswIndexes
 from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 
 HNSW_MIN_ROWS = 20_000    # a space gets its HNSW index once it holds this many vectors
 RESOLUTION_CACHE_ROWS = 500_000   # entity vectors a writer keeps in process for resolution (750 MB at 384-d)
 HNSW_PAIRS_MAX_NEW = 500   # more new rows than this: synonym pairs by exact block products instead
+DELETIONS_KEY = "vectors_deleted"   # kgmem_meta: vector delete statements committed (resolution copies start over)
 
 
 def _arr(v: Any) -> np.ndarray:
@@ -44,9 +47,12 @@ class PgVectorIndex(VectorIndexBase):
         with db.read() as conn:
             row = conn.execute("SELECT dim FROM kgmem_graphs WHERE id = %s", (store.kg_id,)).fetchone()
         self.dim: int | None = row[0] if row else None
-        self._hnsw: set[str] | None = None   # spaces whose HNSW index exists (looked up once)
-        self._rows_seen: dict[str, int] = {}  # rows per space at the last count (+ those written since)
-        self._resolution: dict[tuple, tuple[list[str], list[int], np.ndarray]] = {}   # see _resolution_rows
+        self.hnsw = HnswIndexes(db, store, self.table, lambda: HNSW_MIN_ROWS)
+        if self.dim is not None:
+            self.hnsw.repair_if_abandoned()   # a bulk load that crashed before building its indexes
+        # see _resolution_rows: (space, kinds) -> (ids, seqs, vectors) and the deletion count it saw
+        self._resolution: dict[tuple, tuple[list[str], list[int], np.ndarray]] = {}
+        self._resolution_deletions: dict[tuple, str | None] = {}
         self._resolution_starts: dict[tuple, int] = {}   # times each copy started over (its index goes too)
         # (space, kinds, columns) -> candidate index over a copy's rows: (index, rows in it, copy's start)
         self._resolution_index: dict[tuple, tuple[HyperplaneIndex, int, int]] = {}
@@ -97,33 +103,15 @@ class PgVectorIndex(VectorIndexBase):
                          f"SELECT %s, * FROM unnest(%s::text[], %s::text[], %b::vector[]) "
                          "ON CONFLICT(space, id) DO UPDATE SET kind = excluded.kind, v = excluded.v",
                          (space, list(last), [kinds[r] for r in rows], [mat[r] for r in rows]))
-            self._maybe_index(conn, space, len(rows))
+            # a searched space gets its HNSW index once it holds HNSW_MIN_ROWS vectors: below that an
+            # exact scan is fast, and each row an HNSW index takes on insert costs more server time
+            # than the rest of that row's ingest; bulk loads defer it (hnsw.py)
+            self.hnsw.after_write(conn, space, len(rows))
 
-    def _indexed(self, conn: Any) -> set[str]:
-        if self._hnsw is None:
-            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", (self.table,))}
-            self._hnsw = {sp for sp in ("nodes", "facts") if f"{self.table}_{sp}_hnsw" in names}
-        return self._hnsw
-
-    def _maybe_index(self, conn: Any, space: str, added: int) -> None:
-        """Build the space's HNSW index once it holds :data:`HNSW_MIN_ROWS` vectors. Below that an
-        exact scan is fast, and every row an HNSW index takes on insert costs more server time than
-        the whole rest of that row's ingest, which would dominate a small KG's build; one bulk build
-        later costs far less than the incremental inserts would have. Only the searched spaces
-        ("nodes", "facts") get one: "texts" is read by id alone."""
-        if space not in ("nodes", "facts") or space in self._indexed(conn):
-            return
-        # counted now and then, not on every write (other writers add rows too, hence the recount)
-        seen = self._rows_seen.get(space, 0) + added
-        if seen < HNSW_MIN_ROWS and space in self._rows_seen:
-            self._rows_seen[space] = seen
-            return
-        n = self._rows_seen[space] = conn.execute(f"SELECT count(*) FROM {self.table} WHERE space = %s",
-                                                  (space,)).fetchone()[0]
-        if n >= HNSW_MIN_ROWS:
-            conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_{space}_hnsw ON {self.table} "
-                         f"USING hnsw (v vector_cosine_ops) WHERE space = '{space}'")
-            self._hnsw.add(space)
+    def bulk_load(self, *, only_if_large: bool = False) -> AbstractContextManager[None]:
+        """A block whose writes do not maintain HNSW indexes, built once when it ends
+        (:meth:`HnswIndexes.bulk_load <langgraph_kgmem.kg.backends.postgres.hnsw.HnswIndexes.bulk_load>`)."""
+        return self.hnsw.bulk_load(only_if_large=only_if_large)
 
     def commit(self) -> None:
         """Nothing deferred: writes go through the open transaction."""
@@ -135,13 +123,19 @@ class PgVectorIndex(VectorIndexBase):
         """Nothing held apart from the database pool, which :func:`open_postgres` releases."""
 
     def discard_pending(self) -> None:
-        """Nothing deferred: a rollback undoes the writes."""
+        """A rollback undid the writes: which HNSW indexes exist is read again (the resolution
+        copies notice undone rows themselves, see :meth:`_resolution_rows`)."""
+        self.hnsw.forget()
 
     def delete(self, space: str, ids: Iterable[str]) -> None:
+        """Delete the rows, and count the deletion (in the same transaction) for the resolution copies."""
         ids = list(ids)
         if ids and self._exists():
             with self.store._write() as conn:
                 conn.execute(f"DELETE FROM {self.table} WHERE space = %s AND id = ANY(%s)", (space, ids))
+                conn.execute("INSERT INTO kgmem_meta(kg, key, value) VALUES(%s, %s, '1') ON CONFLICT(kg, key) "
+                             "DO UPDATE SET value = (kgmem_meta.value::bigint + 1)::text",
+                             (self.store.kg_id, DELETIONS_KEY))
 
     def get_present(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of those ``ids`` that have one (one query)."""
@@ -234,8 +228,13 @@ class PgVectorIndex(VectorIndexBase):
     def _resolution_rows(self, space: str, kinds: Sequence[str] | None) -> tuple[list[str], np.ndarray] | None:
         """The vectors ``best`` searches (entity resolution during ingest), kept in this process
         and topped up by ``seq``, with a :class:`HyperplaneIndex` over them: a server-side exact
-        scan per document would grow with the KG. Rows deleted or
-        rolled back since are noticed by a count and the copy (and its index) is rebuilt. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
+        scan per document would grow with the KG. The copy (and its index) starts over when rows it
+        holds may have gone, found in one read that does not grow with the KG: the KG's deletion
+        count (:data:`DELETIONS_KEY`, bumped by every :meth:`delete` in its transaction) moved, or
+        its newest row is gone (a rollback undoes the newest rows: writers are serialised, so rows
+        committed later have higher ``seq``). A writer of an earlier release deletes without
+        counting; a process of this release writing beside it sees those deletions at its next
+        open. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
         (HNSW by then) answers instead (None)."""
         key = (space, tuple(kinds) if kinds is not None else None)
         ids, seqs, buf = self._resolution.get(key) or ([], [], np.zeros((0, self.dim or 0), dtype=np.float32))
@@ -245,11 +244,14 @@ class PgVectorIndex(VectorIndexBase):
             params.append(list(kinds))
         with self.db.read() as conn:
             top = seqs[-1] if seqs else 0
-            kept = conn.execute(f"SELECT count(*) FROM {self.table} WHERE {where} AND seq <= %s",
-                                (*params, top)).fetchone()[0]
-            if kept != len(ids):   # rows went (deleted, rolled back) or came in below our mark: start over
+            deletions, kept = conn.execute(
+                f"SELECT (SELECT value FROM kgmem_meta WHERE kg = %s AND key = %s), "
+                f"EXISTS(SELECT 1 FROM {self.table} WHERE {where} AND seq = %s)",
+                (self.store.kg_id, DELETIONS_KEY, *params, top)).fetchone()
+            if (ids and not kept) or deletions != self._resolution_deletions.get(key):   # start over
                 ids, seqs, top = [], [], 0
                 self._resolution_starts[key] = self._resolution_starts.get(key, 0) + 1
+            self._resolution_deletions[key] = deletions
             new = conn.cursor(binary=True).execute(f"SELECT id, seq, v FROM {self.table} WHERE {where} AND seq > %s "
                                                    "ORDER BY seq", (*params, top)).fetchall()
         n = len(ids)
