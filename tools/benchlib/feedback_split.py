@@ -54,7 +54,7 @@ TARGETS = ("dense", "catrag", "hipporag2", "remindrag", "autopruned")
 SOURCES = ("catrag", "hipporag2")
 SELF_TAUGHT = ("remindrag", "autopruned")   # also teach their own second half
 # the experience options CatRAG and HippoRAG 2 take; the dense target reads the same
-EXPERIENCE_OPTIONS = ("experience_weight", "experience_gate", "experience_distractor_after")
+EXPERIENCE_OPTIONS = ("experience_weight", "experience_gate", "experience_distractor_after", "calibration")
 K = 5
 
 
