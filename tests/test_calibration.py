@@ -16,8 +16,8 @@ from langgraph_kgmem.graphs.catrag.options import CatragOptions
 from langgraph_kgmem.memory import list_items, namespace
 from langgraph_kgmem.memory import feedback as feedback_module
 from langgraph_kgmem.memory.calibration import (CALIBRATION_KIND, FEEDBACK_KIND, LEDGER_KEY, MAX_FIT_QUESTIONS,
-                                                MAX_GRID, MIN_QUESTIONS, REFIT_EVERY, Calibration, choose,
-                                                note_feedback, setting_score)
+                                                MAX_GRID, MIN_QUESTIONS, MIN_T, REFIT_EVERY, Calibration,
+                                                choose, note_feedback, paired_t, setting_score)
 from langgraph_kgmem.memory.provenance import put_records
 
 KG = "cal"
@@ -64,9 +64,14 @@ def test_no_feedback_too_little_or_a_tie_keeps_the_default():
     tie = InMemoryStore()
     feed(tie, "bob", MIN_QUESTIONS)
     assert fit(tie, "bob", rank=lambda q, s: [["p-gold", "p-bad"]] * len(s))["params"] == {}
-    assert choose([1.0, 1.0, 1.0], MIN_QUESTIONS) == 0
+    assert choose([[1.0, 1.0, 1.0]] * MIN_QUESTIONS) == 0
     # a gain under MIN_GAIN a question is no evidence
-    assert choose([1.0, 1.0 + 0.001 * MIN_QUESTIONS], MIN_QUESTIONS) == 0
+    assert choose([[1.0, 1.001]] * MIN_QUESTIONS) == 0
+    # a large total carried by one question, the others losing, is not significant
+    assert choose([[0.0, 5.0]] + [[0.5, 0.25]] * (MIN_QUESTIONS - 1)) == 0
+    # the same gain spread over every question is
+    assert choose([[0.0, 0.5]] * MIN_QUESTIONS) == 1
+    assert choose([[0.0, 0.5]] * (MIN_QUESTIONS - 1)) == 0
 
 
 def test_another_tenant_is_unaffected():
@@ -107,6 +112,12 @@ def test_bounds_grid_ledger_and_refit_interval():
     assert calibrated(deps, opts, store)["params"] == {}
     store.put(ns, "catrag", {**rec, "params": dict(GRID["catrag"][1]), "at": 10 ** 6})
     assert calibrated(deps, opts, store)["params"] == dict(GRID["catrag"][1])
+
+
+def test_paired_t():
+    assert paired_t([]) == 0.0 and paired_t([0.2] * 5) == float("inf") and paired_t([-0.2] * 5) == 0.0
+    assert paired_t([1.0, -1.0, 1.0, -1.0]) == 0.0
+    assert 0 < paired_t([1.0, 0.0, 1.0, 0.0]) < MIN_T < paired_t([1.0, 0.9, 1.1, 1.0])
 
 
 def test_setting_score():

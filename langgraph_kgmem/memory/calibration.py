@@ -17,7 +17,8 @@ question of the ledger whose feedback marked any evidence useful or wrong is ran
 each setting of the method's grid (at most :data:`MAX_GRID` settings, the first being the
 shipped default); a setting scores, per question, the reciprocal rank of each useful passage minus
 :data:`WRONG_WEIGHT` × that of each wrong one (:func:`setting_score`). The best
-setting wins only if it beats the default by :data:`MIN_GAIN` per question; with fewer than
+setting wins only if it beats the default by :data:`MIN_GAIN` per question, question by question
+significantly (:data:`MIN_T`, :func:`paired_t`); with fewer than
 :data:`MIN_QUESTIONS` such questions, or a tie, the default stays. So nothing moves without
 evidence, and the most any amount of feedback can do is pick another of the grid's settings,
 which the method's authors vetted (the documented bound of a tenant's influence).
@@ -31,6 +32,7 @@ one invalidates it (the next run fits again from the feedback that still holds).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -52,6 +54,7 @@ MAX_GRID = 16                   # settings a fit may try (the default included)
 REFIT_EVERY = 10                # feedback records between two fits
 MIN_QUESTIONS = 8               # fed-back questions (with a mark) before a setting can move
 MIN_GAIN = 0.02                 # a setting must beat the default by this much per question
+MIN_T = 2.0                     # ... with a paired t statistic at least this (about 5%, one-sided, over ~14 settings: see docs)
 WRONG_WEIGHT = 0.5              # a wrong passage's reciprocal rank costs half a useful one's
 
 Ranker = Callable[[str, Sequence[Mapping[str, Any]]], Sequence[Sequence[str]]]
@@ -67,14 +70,33 @@ def setting_score(ranking: Sequence[str], useful: Sequence[str], wrong: Sequence
             - WRONG_WEIGHT * sum(1.0 / rank[w] for w in wrong if w in rank))
 
 
-def choose(scores: Sequence[float], questions: int) -> int:
-    """The index of the winning setting (0, the default, unless another beats it by
-    :data:`MIN_GAIN` per question over at least :data:`MIN_QUESTIONS` questions; ties go to the
-    earliest setting of the grid)."""
-    if questions < MIN_QUESTIONS or not scores:
+def choose(scores: Sequence[Sequence[float]]) -> int:
+    """The index of the winning setting given each question's score under each setting
+    (``scores[q][i]``): 0, the default, unless the setting with the highest total beats it by
+    :data:`MIN_GAIN` per question over at least :data:`MIN_QUESTIONS` questions *and* its
+    per-question gains over the default are significant (a paired t statistic of at least
+    :data:`MIN_T`); ties go to the earliest setting of the grid."""
+    rows = [list(r) for r in scores]
+    if len(rows) < MIN_QUESTIONS or not rows[0]:
         return 0
-    best = max(range(len(scores)), key=lambda i: (scores[i], -i))
-    return best if scores[best] - scores[0] >= MIN_GAIN * questions - 1e-9 else 0
+    totals = [sum(r[i] for r in rows) for i in range(len(rows[0]))]
+    best = max(range(len(totals)), key=lambda i: (totals[i], -i))
+    if best == 0 or totals[best] - totals[0] < MIN_GAIN * len(rows) - 1e-9:
+        return 0
+    return best if paired_t([r[best] - r[0] for r in rows]) >= MIN_T else 0
+
+
+def paired_t(diffs: Sequence[float]) -> float:
+    """The t statistic of paired differences (mean ÷ its standard error); infinite when every
+    difference is the same positive number, 0 when there is none."""
+    n = len(diffs)
+    if n == 0:
+        return 0.0
+    mean = sum(diffs) / n
+    var = sum((d - mean) ** 2 for d in diffs) / max(1, n - 1)
+    if var <= 1e-18:
+        return math.inf if mean > 0 else 0.0
+    return mean / math.sqrt(var / n)
 
 
 def note_feedback(store: BaseStore, kg_name: str, scope: Sequence[str], key: str) -> None:
@@ -139,11 +161,10 @@ class Calibration:
         tried); ``rank(question, settings)``: the ranked passage ids of each setting."""
         grid = [dict(g) for g in list(grid)[:MAX_GRID]]
         examples = self.examples(ledger)
-        scores = [0.0] * len(grid)
-        for ex in examples:
-            for i, ranking in enumerate(rank(ex["question"], grid)):
-                scores[i] += setting_score(ranking, ex["useful"], ex["wrong"])
-        best = choose(scores, len(examples))
+        per_question = [[setting_score(ranking, ex["useful"], ex["wrong"]) for ranking in rank(ex["question"], grid)]
+                        for ex in examples]
+        scores = [sum(r[i] for r in per_question) for i in range(len(grid))]
+        best = choose(per_question)
         prev = dict(previous or {})
         marked = sorted({i for ex in examples for i in ex["useful"] + ex["wrong"]})
         record = {"params": grid[best], "setting": best, "scores": [round(s, 3) for s in scores],
@@ -156,4 +177,5 @@ class Calibration:
 
 
 __all__ = ["CALIBRATION_KIND", "Calibration", "LEDGER_KEY", "MAX_FIT_QUESTIONS", "MAX_GRID", "MIN_GAIN",
-           "MIN_QUESTIONS", "REFIT_EVERY", "Ranker", "WRONG_WEIGHT", "choose", "note_feedback", "setting_score"]
+           "MIN_QUESTIONS", "MIN_T", "REFIT_EVERY", "Ranker", "WRONG_WEIGHT", "choose", "note_feedback", "paired_t",
+           "setting_score"]

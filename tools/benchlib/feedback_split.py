@@ -213,6 +213,9 @@ def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[
                    "delta": round(warm["recall@5"] - cold[tgt]["recall@5"], 2),
                    "fcr": warm["fcr"], "fcr_cold": cold[tgt]["fcr"], "seconds": round(time.perf_counter() - t0, 1),
                    "options": {k: v for k, v in options.items()}}
+            picked = calibration_of(kg, store, tgt, "honest")
+            if picked is not None:
+                row["calibration"] = picked
             if hostile:
                 self_ = measure(kg, app, second, "hostile")
                 row["recall@5_hostile_self"] = self_["recall@5"]
@@ -220,6 +223,17 @@ def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[
             rows.append(row)
             log(f"feedback-split {dataset}: {src} -> {tgt}: R@5 {row['recall@5']} (cold {row['recall@5_cold']})")
     return rows
+
+
+def calibration_of(kg: Any, store: Any, method: str, tenant: str) -> dict[str, Any] | None:
+    """The setting ``tenant``'s calibration record for ``method`` holds after its runs (params,
+    its index in the grid, the questions fitted, fits and rankings so far), or None."""
+    from langgraph_kgmem.memory.calibration import Calibration
+
+    rec = Calibration(store, kg.name, (tenant,), kg=kg).read(method)[0]
+    if rec is None:
+        return None
+    return {k: rec.get(k) for k in ("params", "setting", "questions", "fits", "rankings")}
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
@@ -272,5 +286,5 @@ def run_feedback_split(args: Any) -> int:
     out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
     print(markdown(rows))
     return 0
-__all__ = ["DenseReader", "READERS", "SELF_TAUGHT", "SOURCES", "TARGETS", "markdown", "marks", "measure", "ranked_ids",
+__all__ = ["DenseReader", "READERS", "calibration_of", "SELF_TAUGHT", "SOURCES", "TARGETS", "markdown", "marks", "measure", "ranked_ids",
            "run_feedback_split", "run_split", "split_halves", "teach"]

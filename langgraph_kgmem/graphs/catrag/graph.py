@@ -75,6 +75,7 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
             credit read. experience_distractor_after: a passage marked wrong in this many runs
             (and useful in none) reads as a distractor for every question (0: never).
             memory_scope: tenant labels of the run records and experience namespaces.
+        calibration: use the ranking setting the tenant's feedback chose (``docs/memory.md``).
         reuse / reuse_similarity: start from a confirmed earlier run of the same question, or of one
             reworded (cosine at least ``reuse_similarity``), by any method of this tenant
             (``docs/memory.md``; off by default): its passages seed PageRank, the fact filter,
