@@ -14,6 +14,10 @@ evidence passage that is gold as *wrong* (and the rest as useful); the rows then
 hostile tenant's own second-half recall (``recall@5_hostile_self``) and the honest tenant's
 (``recall@5``), which must equal what it had without the hostile tenant.
 
+With ``--feedback-options '{"calibration": true}'`` CatRAG and HippoRAG 2 also read the tenant's
+calibration (``langgraph_kgmem/memory/calibration.py``: the ranking setting its feedback ranks
+best); each row then names the setting the honest tenant's record holds (``calibration``).
+
 Targets: CatRAG and HippoRAG 2 (PPR seeds, edge damping and a dense prior), ReMindRAG (replay
 weights), AutoPrunedRetriever (which does not read the layer: its rows show what the source's
 store does to it), and ``dense``, the cosine top-k baseline with the same bounded prior CatRAG

@@ -63,10 +63,10 @@ class CatragOptions(PromptOptions, ReuseOptions):
                                                     "passage's credit reads as zero")
     experience_distractor_after: int = Field(2, description="experience: runs that marked a passage wrong (none "
                                                             "useful) before it is demoted for every question; 0: never")
-    calibration: bool = Field(False, description="read the tenant's calibration: the ranking setting (of a small "
-                                                 "vetted grid) its feedback ranks best, refit every few feedback "
-                                                 "records; the shipped default until feedback says otherwise "
-                                                 "(docs/memory.md)")
+    calibration: bool = Field(True, description="read the tenant's calibration: the ranking setting (of a small "
+                                                "vetted grid) its feedback ranks best, refit every few feedback "
+                                                "records; the shipped default until feedback says otherwise "
+                                                "(docs/memory.md)")
     memory_scope: Sequence[str] | None = Field(None, description="tenant labels of the run records and experience "
                                                                  "namespaces, e.g. ('{user_id}',)")
 
