@@ -184,3 +184,22 @@ def test_a_runs_own_context_wins_over_the_calibration(kg):
     opts = nodes._options({"calibration": {"params": {"damping": 0.7}}}, type("R", (), {"context": None})(),
                           nodes.CatragDeps(kg=kg, model="offline", options=CatragOptions.build()))
     assert opts.damping == 0.7
+
+
+def test_a_replaced_document_invalidates_the_calibration_resting_on_it(tmp_path):
+    g = KnowledgeGraph.open(tmp_path / "kg", name=KG, embeddings="hash")
+    g.add_documents(DOCS, model="offline")
+    _, store = g.persistence()
+    app = create_catrag_graph(g, model="offline", memory_scope=("{user_id}",), top_passages=2).compile(store=store)
+    for i in range(REFIT_EVERY):
+        q = f"Who founded Town {i}?" if i < 6 else f"Which river does Town {i - 6} lie on?"
+        out = app.invoke({"question": q}, context={"user_id": "alice"})
+        ids = [e["id"] for e in out["evidence"]]
+        give_feedback(g, out["run_id"], useful=ids[:1], wrong=ids[1:], store=store, scope=("alice",))
+    assert app.invoke({"question": "Where was Person 2 born?"}, context={"user_id": "alice"})["ppr"]["calibration"]
+    rec = Calibration(store, KG, ("alice",), kg=g).read("catrag")[0]
+    doc = rec["provenance"][0]["doc"]
+    report = g.add_documents([{"id": doc, "title": "Town X", "text": "Town X lies on river Q."}], model="offline")
+    assert report.memories_invalidated >= 1
+    assert store.get(namespace(KG, CALIBRATION_KIND, ("alice",)), "catrag") is None   # gone in the same call
+    g.close()
