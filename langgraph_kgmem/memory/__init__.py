@@ -36,8 +36,9 @@ INDEX_KIND = "provenance_index"    # which records rest on which document (memor
 SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
 KINDS = ShortNames()   # short names (CLI) -> the namespace label of every kind the methods registered
 # the package's own bookkeeping beside the methods' memories (the provenance index, run records,
-# the question index of run records, feedback, the shared experience layer, the router's statistics: not choices of `kgmem memory --kind`): valid namespace kinds and reserved tenant labels like the KINDS
-SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, "runs", "run_questions", "feedback", "experience", "routes"})
+# the question index of run records, feedback, the shared experience layer, the router's statistics, calibration: not choices of `kgmem memory --kind`): valid namespace kinds and reserved tenant labels like the KINDS
+SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, "runs", "run_questions", "feedback", "experience", "routes",
+                          "calibration"})
 # Every kind of memory is registered in KINDS or SYSTEM_KINDS (a namespace of any other kind is
 # refused): what a tenant label may not be is read from there, so a new kind is reserved the day
 # it is added.

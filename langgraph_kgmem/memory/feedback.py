@@ -27,6 +27,7 @@ from langgraph.store.base import BaseStore
 
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.memory import RecordMemory
+from langgraph_kgmem.memory.calibration import note_feedback
 from langgraph_kgmem.memory.experience import ExperienceMemory
 from langgraph_kgmem.memory.provenance import put_records
 from langgraph_kgmem.memory.runs import MAX_RUN_IDS, find_run
@@ -94,5 +95,7 @@ def record_feedback(kg: "KnowledgeGraphCore", store: BaseStore, run: str, *, use
               "provenance": list(rec.get("provenance", [])), "credited": new_good + new_bad, "ts": time.time(),
               "id": uuid.uuid4().hex[:12]}
     # indexed under the documents it rests on: a replace or delete takes it along
-    put_records(store, kg.name, FEEDBACK_KIND, {f"{run_id}-{len(earlier)}": record}, scope)
+    key = f"{run_id}-{len(earlier)}"
+    put_records(store, kg.name, FEEDBACK_KIND, {key: record}, scope)
+    note_feedback(store, kg.name, scope, key)   # counted towards the tenant's next calibration fit
     return record

@@ -14,6 +14,10 @@ evidence passage that is gold as *wrong* (and the rest as useful); the rows then
 hostile tenant's own second-half recall (``recall@5_hostile_self``) and the honest tenant's
 (``recall@5``), which must equal what it had without the hostile tenant.
 
+With ``--feedback-options '{"calibration": true}'`` CatRAG and HippoRAG 2 also read the tenant's
+calibration (``langgraph_kgmem/memory/calibration.py``: the ranking setting its feedback ranks
+best); each row then names the setting the honest tenant's record holds (``calibration``).
+
 Targets: CatRAG and HippoRAG 2 (PPR seeds, edge damping and a dense prior), ReMindRAG (replay
 weights), AutoPrunedRetriever (which does not read the layer: its rows show what the source's
 store does to it), and ``dense``, the cosine top-k baseline with the same bounded prior CatRAG
@@ -54,7 +58,7 @@ TARGETS = ("dense", "catrag", "hipporag2", "remindrag", "autopruned")
 SOURCES = ("catrag", "hipporag2")
 SELF_TAUGHT = ("remindrag", "autopruned")   # also teach their own second half
 # the experience options CatRAG and HippoRAG 2 take; the dense target reads the same
-EXPERIENCE_OPTIONS = ("experience_weight", "experience_gate", "experience_distractor_after")
+EXPERIENCE_OPTIONS = ("experience_weight", "experience_gate", "experience_distractor_after", "calibration")
 K = 5
 
 
@@ -213,6 +217,9 @@ def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[
                    "delta": round(warm["recall@5"] - cold[tgt]["recall@5"], 2),
                    "fcr": warm["fcr"], "fcr_cold": cold[tgt]["fcr"], "seconds": round(time.perf_counter() - t0, 1),
                    "options": {k: v for k, v in options.items()}}
+            picked = calibration_of(kg, store, tgt, "honest")
+            if picked is not None:
+                row["calibration"] = picked
             if hostile:
                 self_ = measure(kg, app, second, "hostile")
                 row["recall@5_hostile_self"] = self_["recall@5"]
@@ -220,6 +227,17 @@ def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[
             rows.append(row)
             log(f"feedback-split {dataset}: {src} -> {tgt}: R@5 {row['recall@5']} (cold {row['recall@5_cold']})")
     return rows
+
+
+def calibration_of(kg: Any, store: Any, method: str, tenant: str) -> dict[str, Any] | None:
+    """The setting ``tenant``'s calibration record for ``method`` holds after its runs (params,
+    its index in the grid, the questions fitted, fits and rankings so far), or None."""
+    from langgraph_kgmem.memory.calibration import Calibration
+
+    rec = Calibration(store, kg.name, (tenant,), kg=kg).read(method)[0]
+    if rec is None:
+        return None
+    return {k: rec.get(k) for k in ("params", "setting", "questions", "fits", "rankings")}
 
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
@@ -272,5 +290,5 @@ def run_feedback_split(args: Any) -> int:
     out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
     print(markdown(rows))
     return 0
-__all__ = ["DenseReader", "READERS", "SELF_TAUGHT", "SOURCES", "TARGETS", "markdown", "marks", "measure", "ranked_ids",
+__all__ = ["DenseReader", "READERS", "calibration_of", "SELF_TAUGHT", "SOURCES", "TARGETS", "markdown", "marks", "measure", "ranked_ids",
            "run_feedback_split", "run_split", "split_halves", "teach"]

@@ -9,6 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 
 from langgraph_kgmem.graphs.catrag import nodes
+from langgraph_kgmem.graphs.catrag.calibration import calibrated
 from langgraph_kgmem.graphs.catrag.index import prepare_catrag_kg
 from langgraph_kgmem.graphs.catrag.options import CatragKwargs, CatragOptions
 from langgraph_kgmem.graphs.catrag.schemas import CatragOutput, CatragState
@@ -54,7 +55,8 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         'catrag'
     """
     opts = CatragOptions.build(**options)
-    deps = nodes.CatragDeps(kg=kg, model=method_model(model, retry_policy), options=opts, store=store)
+    deps = nodes.CatragDeps(kg=kg, model=method_model(model, retry_policy), options=opts, store=store,
+                            calibrate=calibrated)
     prepare_catrag_kg(kg, threshold=opts.synonym_threshold, weight_scale=opts.synonym_weight)
 
     def bound(fn: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 from langgraph.runtime import Runtime
@@ -52,6 +52,15 @@ class CatragDeps:
     model: Any                  # the build's model, resolved once (a run's context may replace it)
     options: CatragOptions      # the build's options (a run's context may override the per-run ones)
     store: Any = None           # the factory's store; None: the compiled graph's
+    # (deps, options, store) -> the tenant's calibration (graphs/catrag/calibration.py); None: never read
+    calibrate: Callable[..., dict[str, Any]] | None = None
+
+
+def _options(state: Mapping[str, Any], runtime: Runtime[CatragOptions], deps: CatragDeps) -> CatragOptions:
+    """The run's options: the build's, then the tenant's calibration (``state["calibration"]``),
+    then the run's own context on top (an option the run names is never calibrated away)."""
+    params = (state.get("calibration") or {}).get("params")
+    return options_of(runtime, deps.options.for_run(params) if params else deps.options)
 
 
 def retrieve_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
@@ -59,6 +68,9 @@ def retrieve_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps:
     t0 = time.perf_counter()
     question = check_question(state)
     opts = options_of(runtime, deps.options)   # a bad per-run option fails here, before any work
+    calibration = deps.calibrate(deps, opts, run_store(deps.store)) if deps.calibrate and opts.calibration else {}
+    if calibration.get("params"):
+        opts = _options({"calibration": calibration}, runtime, deps)
     mdl = run_model(runtime, deps.model)
     # dynamic weighting caches the LLM's neighbour summaries in the store (offline runs write none)
     require("CatRAG" if opts.method == "catrag" else "HippoRAG 2", runtime=runtime, store=deps.store,
@@ -71,13 +83,13 @@ def retrieve_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps:
                        similarity=opts.reuse_similarity) if opts.reuse else None
     return {"candidates": out, "method": opts.method, "fallback": None, "anchors": [], "overrides": [],
             "edge_weights": {}, "usage": fresh_usage(), "model": model_label(mdl), "reused": reused,
-            "timings": {"retrieve_facts": _ms(t0)}}
+            "calibration": calibration, "timings": {"retrieve_facts": _ms(t0)}}
 
 
 def filter_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
     """Recognition memory: the LLM keeps at most ``filter_keep`` relevant facts (the seed facts)."""
     t0 = time.perf_counter()
-    opts = options_of(runtime, deps.options)
+    opts = _options(state, runtime, deps)
     mdl = run_model(runtime, deps.model)
     kg = deps.kg
     cands = state.get("candidates", [])
@@ -112,7 +124,7 @@ def filter_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps: C
 def anchor_entities(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
     """Symbolic anchoring: the question's named entities → nearest entity nodes as weak seeds."""
     t0 = time.perf_counter()
-    opts = options_of(runtime, deps.options)
+    opts = _options(state, runtime, deps)
     mdl = "offline" if state.get("reused") else run_model(runtime, deps.model)
     kg = deps.kg
     question = state["question"]
@@ -207,7 +219,7 @@ def _scoring(kg: "KnowledgeGraph", idx: CatragIndex, mdl: Any, plan: _Plan, ques
 def weight_edges(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
     """Query-aware edge weighting on the relation edges leaving the top ``n_seed`` seeds."""
     t0 = time.perf_counter()
-    opts = options_of(runtime, deps.options)
+    opts = _options(state, runtime, deps)
     mdl = "offline" if state.get("reused") else run_model(runtime, deps.model)   # reuse: no scoring calls
     kg = deps.kg
     idx = kg_index(kg)
@@ -247,7 +259,7 @@ def boost_key_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps
     """Key-fact passage boost: context edge seed u → passage p × (1 + β) when a verified fact with
     endpoint u came from p (no LLM)."""
     t0 = time.perf_counter()
-    opts = options_of(runtime, deps.options)
+    opts = _options(state, runtime, deps)
     overrides = {(a, b): m for a, b, m in state.get("overrides", [])}
     boosted = 0
     for f in state.get("facts", []):
@@ -268,7 +280,7 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
     """Personalized PageRank from the seeds (and every passage, weakly) on the adjusted graph;
     passages ranked by mass (fused with the dense ranking under ``dense_fusion``)."""
     t0 = time.perf_counter()
-    opts = options_of(runtime, deps.options)
+    opts = _options(state, runtime, deps)
     kg = deps.kg
     idx = kg_index(kg)
     snap = idx.snap
@@ -306,6 +318,8 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
         stats["fusion"] = fusion
     if credited:
         stats["experience"] = credited
+    if state.get("calibration"):
+        stats["calibration"] = state["calibration"]
     ms = _ms(t0)
     stats["ms"] = ms
     emit_progress({"event": "ppr", "method": opts.method, "seeds": n_seeds, "overrides": len(ov), "ms": ms,
@@ -318,7 +332,7 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
 def rank_passages(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragDeps) -> dict[str, Any]:
     """The fallback when no fact survived the filter: passages by dense score alone."""
     t0 = time.perf_counter()
-    opts = options_of(runtime, deps.options)
+    opts = _options(state, runtime, deps)
     idx = kg_index(deps.kg)
     dense, credited = with_experience(deps, opts, state["question"], dense_scores(deps.kg, idx, state["question"]))
     order = best_first(dense, opts.rank_depth)
@@ -334,7 +348,7 @@ def answer(state: CatragState, runtime: Runtime[CatragOptions], *, deps: CatragD
     """The answer from the evidence passages and the PPR ranking (a short span offline,
     :mod:`~langgraph_kgmem.graphs.answering`)."""
     t0 = time.perf_counter()
-    opts = options_of(runtime, deps.options)
+    opts = _options(state, runtime, deps)
     mdl = run_model(runtime, deps.model)
     evidence = state.get("evidence", [])
     # the PPR ranking's entities are the method's own path to the answer

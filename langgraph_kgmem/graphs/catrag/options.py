@@ -98,6 +98,10 @@ class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
     experience_distractor_after: int = Field(2, ge=0,
                                              description="experience: runs that marked a passage wrong (none useful) "
                                                          "before it is demoted for every question; 0: never")
+    calibration: bool = Field(True, description="read the tenant's calibration: the ranking setting (of a small "
+                                                "vetted grid) its feedback ranks best, refit every few feedback "
+                                                "records; the shipped default until feedback says otherwise "
+                                                "(docs/memory.md)")
     memory_scope: Sequence[str] | None = Field(None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
                                                description="tenant labels of the run records and experience "
                                                            "namespaces, e.g. ('{user_id}',)")
@@ -148,4 +152,5 @@ class CatragKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, total=
     experience_weight: float
     experience_gate: float
     experience_distractor_after: int
+    calibration: bool
     memory_scope: Sequence[str] | None

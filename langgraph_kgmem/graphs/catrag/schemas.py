@@ -54,6 +54,7 @@ class CatragState(BaseState, total=False):
     fallback: str | None                  # "dense" when no fact survived the filter
     timings: dict[str, float]             # non-LLM ms per step
     reused: dict[str, Any] | None         # reuse: the earlier run started from (graphs/reuse.py), else None
+    calibration: dict[str, Any]           # the tenant's calibrated setting (graphs/catrag/calibration.py), or {}
 
 
 class CatragOutput(BaseState, total=False):  # answer, evidence, usage, method, model + these
