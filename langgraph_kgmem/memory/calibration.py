@@ -174,8 +174,3 @@ class Calibration:
                   "provenance": evidence_provenance(self.kg, marked) if self.kg is not None else []}
         put_records(self.store, self.kg_name, CALIBRATION_KIND, {method: record}, self.scope)
         return record
-
-
-__all__ = ["CALIBRATION_KIND", "Calibration", "LEDGER_KEY", "MAX_FIT_QUESTIONS", "MAX_GRID", "MIN_GAIN",
-           "MIN_QUESTIONS", "MIN_T", "REFIT_EVERY", "Ranker", "WRONG_WEIGHT", "choose", "note_feedback", "paired_t",
-           "setting_score"]

@@ -89,6 +89,3 @@ def calibrated(deps: "nodes.CatragDeps", opts: "CatragOptions", store: Any) -> d
         params = {}
     return {"params": params, "setting": int(record.get("setting", 0)), "questions": int(record.get("questions", 0)),
             "fitted": fitted}
-
-
-__all__ = ["FIT_CONTEXT", "GRID", "PPR_STEP", "calibrated", "rank_under"]
