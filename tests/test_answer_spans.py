@@ -123,7 +123,9 @@ def test_the_agent_of_the_question_s_verb_beats_a_name_that_only_looks_like_a_pe
     assert offline_answer(question, evidence).answer == "Halden Instrument Works"
 
 
-DEMO_TEXTS = [
+# The demo's evidence for this question as the methods returned it: its six paragraphs, the
+# first three of them a second time, then three single sentences.
+DEMO_PARAGRAPHS = [
     'Helena Varga was born in 1861 in the city of Szeged. She catalogued more than four thousand '
     'variable stars at the Orchard Observatory. In 1907 she received the Copper Medal of the Lindmere '
     'Academy for her catalogue.',
@@ -139,14 +141,8 @@ DEMO_TEXTS = [
     'the Hill".',
     'Szeged is a city on the river Tisza in southern Hungary. The river Tisza flows into the Danube near '
     'the town of Titel.',
-    'Helena Varga was born in 1861 in the city of Szeged. She catalogued more than four thousand '
-    'variable stars at the Orchard Observatory. In 1907 she received the Copper Medal of the Lindmere '
-    'Academy for her catalogue.',
-    'The Orchard Observatory was founded in 1898 on a hill above the town of Lindmere. Its first '
-    'director was the astronomer Helena Varga, who had trained at the University of Graz. The '
-    "observatory's great refractor was built by the Halden Instrument Works.",
-    'Tomas Reyes succeeded Helena Varga as director of the Orchard Observatory in 1912. Reyes moved the '
-    "observatory's library to Lindmere town hall, where it burned in 1924.",
+]
+DEMO_TEXTS = DEMO_PARAGRAPHS + DEMO_PARAGRAPHS[:3] + [
     'Otto Halden also built the telescope of the Marsh Point Lighthouse.',
     'Arthur Penn was the grandfather of the poet Clara Penn, who wrote a poem about the Orchard '
     'Observatory called "Lamps on the Hill".',
