@@ -1,6 +1,6 @@
 """The graphs LangGraph Server (``langgraph dev``, Studio, a deployment) serves, configured from environment.
 
-``langgraph.json`` points at ``served/graphs.py:<method>``; each of those is ``graph_factory(method)``:
+``langgraph.json`` points at ``graphs/served.py:<method>``; each of those is ``graph_factory(method)``:
 a factory LangGraph Server calls with the run's config. The first call in a process opens the KG
 (once, lazily: nothing happens at import) and compiles the method **without** checkpointer or
 store — the server brings its own, and methods reach the server's store through
@@ -181,7 +181,7 @@ def close_served() -> None:
 
 
 def graph_factory(method: str) -> Callable[[RunnableConfig], Awaitable[Any]]:
-    """A LangGraph Server graph factory for ``method`` (what ``served/graphs.py`` exports under that name).
+    """A LangGraph Server graph factory for ``method`` (what ``graphs/served.py`` exports under that name).
 
     The factory is async and opens the KG in a worker thread: the server's event loop never waits
     on disk (``langgraph dev`` rejects blocking calls in it).
@@ -200,7 +200,7 @@ def graph_factory(method: str) -> Callable[[RunnableConfig], Awaitable[Any]]:
 
 
 def served_graphs() -> dict[str, Callable[[RunnableConfig], Awaitable[Any]]]:
-    """A graph factory per registered method and preset, by registry name (``served/graphs.py``)."""
+    """A graph factory per registered method and preset, by registry name (``graphs/served.py``)."""
     from langgraph_kgmem.graphs.registry import METHODS
 
     return {name: graph_factory(name) for name in METHODS}

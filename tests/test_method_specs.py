@@ -49,11 +49,11 @@ def test_cli_help_names_the_method(name):
 def test_langgraph_json_serves_every_method_with_its_summary():
     graphs = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
     assert list(graphs) == NAMES, "langgraph.json must list every registered method (and preset), in registry order"
-    spec = importlib.util.spec_from_file_location("served_specs", ROOT / "served" / "graphs.py")
+    spec = importlib.util.spec_from_file_location("served_specs", ROOT / "graphs" / "served.py")
     served = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(served)
     for name, entry in graphs.items():
-        assert entry == {"path": f"./served/graphs.py:{name}", "description": METHODS[name].summary}
+        assert entry == {"path": f"./graphs/served.py:{name}", "description": METHODS[name].summary}
         assert name in served.__dict__
 
 

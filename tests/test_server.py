@@ -60,19 +60,19 @@ def served_env(tmp_path, monkeypatch, sample_docs):
 
 
 def load_served_module(name: str = "served_entry"):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "served" / "graphs.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "graphs" / "served.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_langgraph_json_serves_every_registry_method_from_the_served_dir():
+def test_langgraph_json_serves_every_registry_method_from_graphs_dir():
     config = json.loads((ROOT / "langgraph.json").read_text())
     assert set(config["graphs"]) == set(METHODS)
     module = load_served_module()
     for name, spec in config["graphs"].items():
         path, _, variable = spec["path"].rpartition(":")
-        assert (path, variable) == ("./served/graphs.py", name)
+        assert (path, variable) == ("./graphs/served.py", name)
         assert spec["description"]
         # LangGraph Server reads the module's globals, not its attributes: a real variable per name
         assert asyncio.iscoroutinefunction(module.__dict__[name]), name
@@ -183,12 +183,12 @@ def langgraph_dev(tmp_path: Path, kg: str, **extra_env: str) -> Iterator[str]:
     if not cli.exists():
         cli = Path(shutil.which("langgraph") or "")
     assert cli.is_file(), "the langgraph CLI is not on PATH"
-    # run from a scratch directory holding the repository's langgraph.json and served/ (the dev
+    # run from a scratch directory holding the repository's langgraph.json and graphs/ (the dev
     # server resolves graph paths against its working directory and keeps its state in ./.langgraph_api)
     work = tmp_path / "server"
     work.mkdir()
     shutil.copy(ROOT / "langgraph.json", work / "langgraph.json")
-    (work / "served").symlink_to(ROOT / "served", target_is_directory=True)
+    (work / "graphs").symlink_to(ROOT / "graphs", target_is_directory=True)
     env = dict(os.environ)
     env.update({"KGMEM_KG_DIR": kg, "KGMEM_EMBEDDINGS": "hash", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
                 "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false", "HF_HUB_OFFLINE": "1",

@@ -1,5 +1,5 @@
 """LangGraph Server entry points: one graph factory per registered method (and preset), named
-after it (``langgraph.json``: ``"./served/graphs.py:catrag"``), configured from the ``KGMEM_*``
+after it (``langgraph.json``: ``"./graphs/served.py:catrag"``), configured from the ``KGMEM_*``
 environment variables (see :mod:`langgraph_kgmem.serve`). Importing this opens nothing: each
 factory opens the KG and compiles its method on the first access, once per process."""
 
