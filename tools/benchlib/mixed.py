@@ -298,6 +298,7 @@ def per_question(results: dict[str, dict[int, dict[str, Any]]], questions: list[
                     if key in o.extra:
                         entry[key] = o.extra[key]
                 entry["retrieved"] = list(o.retrieved or [])[:10]   # what a rule that merges rankings would read
+                entry["gold"] = list(o.gold)
                 out.append(entry)
     return out
 
