@@ -14,7 +14,7 @@ Rules (:data:`FIT`): per question form, how well each method fits it, a prior va
 Escalation (:func:`ladder`): on a question over documents (:data:`ESCALATE_FORMS`) the first
 method's result escalates, when its own confidence is low, to the best-ranked method of *another
 family* (:data:`FAMILY`: HippoRAG 2 is CatRAG with its additions off, so the two miss the same
-passages): ReMindRAG's LLM-guided traversal after HippoRAG 2. The more confident result answers.
+passages): ReMindRAG's LLM-guided traversal after CatRAG or HippoRAG 2. The more confident result answers.
 
 A method the KG cannot serve (KG-IRAG without records, a passage method without documents) or the
 run lacks (a store) is left out. Learned statistics move the prior value (:func:`rank`): feedback
