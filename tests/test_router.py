@@ -59,8 +59,8 @@ def test_each_form_goes_to_the_method_that_fits_it(mixed_kg):
             or out["route"]["first"] != alts[0]["method"]
         assert all({"method", "value", "cost", "why"} <= set(a) for a in alts)
         assert out["route"]["holds"] == ["documents", "records", "graph"]
-    # a question over documents goes to HippoRAG 2 first (the cheapest passage method; its family's CatRAG next)
-    assert seen == {"lookup": "hipporag2", "relational": "hipporag2", "records": "kgirag", "graph": "r3cycle"}
+    # offline a question over documents goes to CatRAG first: its preset HippoRAG 2 saves no call there
+    assert seen == {"lookup": "catrag", "relational": "catrag", "records": "kgirag", "graph": "r3cycle"}
     records = app.invoke({"question": RECORD_QUESTIONS[0]})
     assert records["answer"] in ("yes", "no") and records["result"]["plan"]["valid"]
 
@@ -433,3 +433,22 @@ def test_a_confidence_tie_keeps_the_method_judged_useful_on_the_question_else_th
 
     assert escalated([]) == "remindrag"
     assert escalated(["hipporag2"]) == "hipporag2"
+
+
+def test_a_preset_goes_before_its_familys_method_only_where_it_saves_calls():
+    """HippoRAG 2 is CatRAG with its additions off: first with a model (about 2 calls against 3.8),
+    behind CatRAG offline (no calls to save), first where CatRAG is not among the methods."""
+    from langgraph_kgmem.graphs.router.policy import PRESET_SAVING
+
+    docs = ["hipporag2", "catrag", "remindrag", "autopruned"]
+    offline = rank("relational", docs, None, None, min_runs=3, offline=True)
+    assert [c.method for c in offline][:2] == ["catrag", "hipporag2"] and "calls against" not in offline[1].why
+    model = rank("relational", docs, None, None, min_runs=3, offline=False)
+    assert [c.method for c in model] == ["hipporag2", "catrag", "remindrag", "autopruned"]
+    assert f"+{PRESET_SAVING:.2f}" in model[0].why
+    # learned costs decide: a HippoRAG 2 that costs as much as CatRAG saves nothing
+    stats = {m: {"runs": 5, "confidence": 2.5, "calls": 20, "seconds": 1, "useful": 0, "wrong": 0}
+             for m in ("hipporag2", "catrag")}
+    assert rank("lookup", docs, stats, None, min_runs=3, offline=False)[0].method == "catrag"
+    alone = rank("lookup", ["hipporag2", "remindrag"], None, None, min_runs=3, offline=True)
+    assert alone[0].method == "hipporag2"

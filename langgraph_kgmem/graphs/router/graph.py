@@ -102,7 +102,7 @@ def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
         >>> app = create_router_graph(kg, model="offline", methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
         >>> out = app.invoke({"question": "What is the capital of Poland?"})
         >>> out["method"], out["route"]["form"], out["route"]["first"]
-        ('router', 'lookup', 'hipporag2')
+        ('router', 'lookup', 'catrag')
     """
     opts = RouterOptions.build(**options)
     mdl = method_model(model, retry_policy)

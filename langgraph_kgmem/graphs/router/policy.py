@@ -5,13 +5,16 @@ Rules (:data:`FIT`): per question form, how well each method fits it, a prior va
 
 - ``records`` → KG-IRAG (the one method that reads time-stamped records);
 - ``graph`` → R3-Cycle (tool calls over typed nodes, reflection on failure), Graph-CoT next;
-- ``relational`` and ``lookup`` (questions over documents) → HippoRAG 2 first (about 2 LLM calls),
-  CatRAG, ReMindRAG, AutoPrunedRetriever after it.
+- ``relational`` and ``lookup`` (questions over documents) → CatRAG, HippoRAG 2 just under it
+  (HippoRAG 2 is CatRAG with its additions off: at most as good), ReMindRAG, AutoPrunedRetriever.
+  A preset expected to cost fewer LLM calls than its family's method gains :data:`PRESET_SAVING`
+  (:func:`rank`): with a model HippoRAG 2 (about 2 calls against CatRAG's 3.8) goes first; offline,
+  where no method makes a call, it saves nothing and CatRAG goes first.
 
 Escalation (:func:`ladder`): on a question over documents (:data:`ESCALATE_FORMS`) the first
 method's result escalates, when its own confidence is low, to the best-ranked method of *another
 family* (:data:`FAMILY`: HippoRAG 2 is CatRAG with its additions off, so the two miss the same
-passages): ReMindRAG's LLM-guided traversal after HippoRAG 2. The more confident result answers.
+passages): ReMindRAG's LLM-guided traversal after CatRAG or HippoRAG 2. The more confident result answers.
 
 A method the KG cannot serve (KG-IRAG without records, a passage method without documents) or the
 run lacks (a store) is left out. Learned statistics move the prior value (:func:`rank`): feedback
@@ -42,9 +45,10 @@ from langgraph_kgmem.graphs.router.stats import means
 FIT: dict[str, dict[str, float]] = {
     "records": {"kgirag": 1.0},
     "graph": {"r3cycle": 1.0, "graphcot": 0.9},
-    "relational": {"hipporag2": 1.0, "catrag": 0.95, "remindrag": 0.8, "autopruned": 0.7},
-    "lookup": {"hipporag2": 1.0, "catrag": 0.95, "remindrag": 0.8, "autopruned": 0.7},
+    "relational": {"catrag": 1.0, "hipporag2": 0.95, "remindrag": 0.8, "autopruned": 0.7},
+    "lookup": {"catrag": 1.0, "hipporag2": 0.95, "remindrag": 0.8, "autopruned": 0.7},
 }
+PRESET_SAVING = 0.1              # a preset that saves calls over its family's method: its cost, not its quality, puts it first
 OTHER_FIT = 0.05                 # a method the form's rules do not name
 ESCALATE_FORMS = frozenset({"relational", "lookup"})   # forms whose first result may escalate to another family
 # LLM calls a question, before the statistics know better: CatRAG's 3.8 with a real model (docs/methods/catrag.md),
@@ -113,12 +117,17 @@ def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]
     (``asked``: what :func:`~langgraph_kgmem.graphs.router.stats.question_record` returned)."""
     fit = FIT.get(form, {})
     seen = (asked or {}).get("methods", {})
+    costs = {m: expected_calls(m, (stats or {}).get(m), min_runs, offline) for m in methods}
     out = []
     for m in methods:
         row = (stats or {}).get(m)
         s = means(row)
         value = fit.get(m, OTHER_FIT)
         why = [f"rules: {'fits' if m in fit else 'not named for'} {form} questions ({value:.2f})"]
+        head = family(m)
+        if head != m and head in costs and m in fit and costs[m] < costs[head]:
+            value += PRESET_SAVING
+            why.append(f"expected {costs[m]:.1f} calls against {head}'s {costs[head]:.1f} (+{PRESET_SAVING:.2f})")
         if s["useful"] or s["wrong"]:
             fb = FEEDBACK_WEIGHT * (s["useful"] - s["wrong"]) / (s["useful"] + s["wrong"] + FEEDBACK_PRIOR)
             value += fb
@@ -140,7 +149,7 @@ def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]
             why.append(f"{whom} judged wrong on this question before (-{cut:.2f}, floor {OTHER_FIT + WRONG_FLOOR:.2f})")
         elif mine:
             why.append("answered this question before")
-        out.append(Candidate(m, value, expected_calls(m, row, min_runs, offline), "; ".join(why),
+        out.append(Candidate(m, value, costs[m], "; ".join(why),
                              ruled_out=bool(judged_wrong(mine) or kin) and not mine.get("useful", 0) > mine.get("wrong", 0)))
     return sorted(out, key=lambda c: (-c.value, c.cost, c.method))
 

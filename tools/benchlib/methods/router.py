@@ -135,7 +135,8 @@ class RouterAdapter:
                  "escalated": float(route["escalated"]), "routed_to": route["method"], "form": route["form"],
                  "confidence": max((t["confidence"] for t in route["tried"] if t["method"] == route["method"]),
                                    default=0.0), "model_routed": float(route["decider"] != "rules"),
-                 **{f"to_{m}": float(route["method"] == m) for m in DEFAULT_METHODS}}
+                 **{f"to_{m}": float(route["method"] == m) for m in DEFAULT_METHODS},
+                 "tried": [(t["method"], t["confidence"]) for t in route["tried"]]}
         return MethodResult(retrieved_ids=retrieved_ids(out), answer=out.get("answer"), usage=out.get("usage") or {},
                             retrieved_count=len(out.get("evidence") or []), extra=extra)
 
