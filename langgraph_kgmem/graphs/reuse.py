@@ -6,7 +6,9 @@ deciding again: ReMindRAG puts the passages in its subgraph and skips the first 
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
 scoring; R3-Cycle and Graph-CoT give its answer and evidence again without
 a walk. Where the evidence handed to the answer step holds nothing the earlier answer did not
-see, that answer is given again without a model call (:func:`reused_answer`).
+see, that answer is given again without a model call (:func:`reused_answer`). A run that found
+no answer is reused the same way only while the KG holds exactly the documents it searched
+(``answered`` False in the reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
 """
 
 from __future__ import annotations
