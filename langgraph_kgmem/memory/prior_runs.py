@@ -101,6 +101,7 @@ class PriorRun:
     exact: bool
     provenance: list[dict[str, str]] = field(default_factory=list)
     answered: bool = True        # False: a "no answer" run of the unchanged corpus
+    evidence_key: str = ""       # the hash of its whole evidence list (memory.runs.evidence_key)
 
     def summary(self) -> dict[str, Any]:
         """What a method's output says about the reuse: run id, method, similarity, exact, answered."""
@@ -196,5 +197,5 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
                 return PriorRun(run_id=rid, method=str(rec.value.get("method", m)),
                                 question=str(rec.value.get("question", "")), evidence=evidence, answer=answer,
                                 similarity=sim, exact=exact, provenance=list(rec.value.get("provenance", [])),
-                                answered=not no_answer(answer))
+                                answered=not no_answer(answer), evidence_key=str(rec.value.get("evidence_key", "")))
     return None

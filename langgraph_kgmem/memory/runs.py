@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from langgraph.store.base import BaseStore, PutOp
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.types import content_hash
 from langgraph_kgmem.memory import namespace
 from langgraph_kgmem.memory.provenance import index_ops, provenance_of_edges, provenance_of_nodes, put_records
 
@@ -28,6 +29,12 @@ MAX_RUN_IDS = 50              # evidence ids kept per run record
 MAX_RUN_QUESTION_CHARS = 1000
 MAX_RUN_ANSWER_CHARS = 2000
 MAX_RUN_ID_CHARS = 200        # a run or thread id given to feedback
+
+
+def evidence_key(evidence_ids: Iterable[str]) -> str:
+    """One hash of a run's whole evidence list, in order (the record keeps only the first
+    :data:`MAX_RUN_IDS` ids): two runs with equal keys read the same evidence."""
+    return content_hash("evidence", *(str(e) for e in dict.fromkeys(evidence_ids)))
 
 
 def evidence_provenance(kg: "KnowledgeGraphCore", evidence_ids: Iterable[str]) -> list[dict[str, str]]:
@@ -45,6 +52,7 @@ def run_record(*, question: str, method: str, evidence_ids: Sequence[str], answe
                provenance: Sequence[Mapping[str, str]], corpus: str | None = None) -> dict[str, Any]:
     """The bounded record of one run (see the module docstring)."""
     return {"question": " ".join(str(question).split())[:MAX_RUN_QUESTION_CHARS], "method": str(method),
+            "evidence_key": evidence_key(evidence_ids),
             "evidence": [str(e) for e in list(dict.fromkeys(evidence_ids))[:MAX_RUN_IDS]],
             "answer": None if answer is None else str(answer)[:MAX_RUN_ANSWER_CHARS],
             "thread_id": None if thread_id is None else str(thread_id)[:MAX_RUN_ID_CHARS],
