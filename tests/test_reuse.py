@@ -163,10 +163,15 @@ def test_a_no_answer_run_is_reused_only_while_the_corpus_is_the_one_it_searched(
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == answered["run_id"]   # an answer holds
 
 
-def test_a_no_answer_run_with_a_wrong_verdict_or_after_a_deletion_is_not_reused(kg):
+def test_a_no_answer_run_with_a_wrong_verdict_or_after_a_replacement_or_deletion_is_not_reused(kg):
     store = InMemoryStore()
-    first = hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})
+    hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").answered is False
+    kg.add_documents([{**DOCS[3], "text": "Berlin is the capital of Germany. Berlin lies on the Havel."}],
+                     model="offline")                        # replaced, though not in its evidence
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is None
+    first = hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]
     kg.delete_document("berlin")                             # not in its evidence: its provenance still holds
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is None
     again = hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})

@@ -88,6 +88,7 @@ class KnowledgeGraphCore:
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
         self._doc_hashes: tuple[int, dict[str, str]] | None = None   # (version, doc id → content hash)
+        self._corpus_hash: tuple[dict[str, str], str] | None = None   # (the map it hashed, corpus_hash())
         # documents ingested since the planner statistics were last refreshed, and the KG's documents then
         self._unanalyzed, self._analyzed_docs = 0, 0
         self._feed = ChangeFeed(self._store, self._graph, name=name, reload=self._reload, changed=self._changed,
@@ -716,10 +717,13 @@ class KnowledgeGraphCore:
 
     def corpus_hash(self) -> str:
         """One hash of every document id and its current version's content hash: it changes when
-        any document is added, replaced or deleted (and not when only memory is written)."""
+        any document is added, replaced or deleted (and not when only memory is written); computed
+        once per KG version, like :meth:`document_hashes`."""
         self.document_hashes(())
         known = self._doc_hashes[1] if self._doc_hashes is not None else {}
-        return content_hash("corpus", *(f"{d}\x1e{known[d]}" for d in sorted(known)))
+        if self._corpus_hash is None or self._corpus_hash[0] is not known:   # the map was read anew
+            self._corpus_hash = (known, content_hash("corpus", *(f"{d}\x1e{known[d]}" for d in sorted(known))))
+        return self._corpus_hash[1]
 
     def aliases(self, nid: str | None = None) -> list[tuple[str, str, float]]:
         """Recorded aliases ``(alias, node id, similarity)`` (of node ``nid``): names merged into an entity."""
