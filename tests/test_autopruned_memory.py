@@ -270,3 +270,40 @@ def test_the_codebook_docstring_examples_run():
 
     result = doctest.testmod(codebook, raise_on_error=False, verbose=False)
     assert result.attempted >= 3 and result.failed == 0
+
+
+# ------------------------------------------------------------------------- reuse (prior-run index)
+
+
+def test_reuse_gives_its_own_no_answer_again_for_the_same_evidence_until_the_corpus_changes(kg, store):
+    first_model = _model("no answer")
+    first = _app(kg, store, model=first_model, extraction="offline", reuse=True).invoke({"question": Q})
+    assert first["answer"] == "no answer" and len(_answer_calls(first_model)) == 1
+    again_model = _model("Paris")
+    again = _app(kg, store, model=again_model, extraction="offline", reuse=True).invoke({"question": Q})
+    assert _answer_calls(again_model) == [] and again["answer"] == "no answer"     # the same evidence: no call
+    assert again["replayed_answer"] == {"run_id": first["run_id"], "answer": "no answer", "answered": False,
+                                        "source": "reuse"} and again["answer_memory"] == "replayed"
+    off_model = _model("no answer")
+    _app(kg, store, model=off_model, extraction="offline").invoke({"question": Q})   # the switch off: asked
+    assert len(_answer_calls(off_model)) == 1
+    kg.add_documents([{"id": "note", "title": "Note", "text": "Marie Curie was born in Warsaw in 1867."}],
+                     model="offline")
+    later_model = _model("no answer")
+    later = _app(kg, store, model=later_model, extraction="offline", reuse=True).invoke({"question": Q})
+    assert len(_answer_calls(later_model)) == 1 and later["replayed_answer"] is None   # a new document: asked
+
+
+def test_reuse_never_gives_an_answer_read_from_other_evidence_or_for_another_question(kg, store):
+    from langgraph_kgmem.graphs.reuse import same_evidence_answer
+
+    first = _app(kg, store, model=_model("no answer"), extraction="offline", reuse=True).invoke({"question": Q})
+    other = _model("no answer")
+    _app(kg, store, model=other, extraction="offline", reuse=True).invoke({"question": "Where was Pierre Curie born?"})
+    assert len(_answer_calls(other)) == 1
+    seen = list(first["evidence"])
+    assert len(seen) >= 2 and same_evidence_answer(kg, store, None, Q, method="autopruned", evidence=seen)
+    extra = {"id": next(n.id for n in kg.nodes("entity"))}
+    for changed in (seen[:-1], seen + [extra], seen[::-1]):       # one fewer, one more, another order
+        assert same_evidence_answer(kg, store, None, Q, method="autopruned", evidence=changed) is None
+    assert same_evidence_answer(kg, store, None, Q, method="catrag", evidence=seen) is None   # another method's

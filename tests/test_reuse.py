@@ -35,7 +35,7 @@ def kg():
     g.close()
 
 
-def scripted(log):
+def scripted(log, answer="Warsaw"):
     """A model answering every decision of CatRAG, HippoRAG 2 and ReMindRAG, logging each step."""
 
     def respond(messages, request):
@@ -48,7 +48,7 @@ def scripted(log):
         if step == "summarize_neighbour":
             return "a short summary"
         if step == "answer":
-            return "Warsaw"
+            return answer
         return replies[step]
 
     return ScriptedChatModel(responder=respond)
@@ -143,7 +143,44 @@ def test_a_replaced_document_ends_the_reuse_of_what_rested_on_it(kg):
     assert out["reused"] is None
 
 
-def test_a_wrong_verdict_and_a_no_answer_are_never_reused(kg):
+def test_a_no_answer_run_is_reused_only_while_the_corpus_is_the_one_it_searched(kg):
+    store, log = InMemoryStore(), []
+    first = hippo(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
+    assert first["answer"] == "no answer" and log == ["filter_facts", "answer"]
+    log.clear()
+    again = hippo(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
+    assert log == [] and again["reused"]["run_id"] == first["run_id"] and again["reused"]["answered"] is False
+    assert ids(again) == ids(first) and again["answer"] == "no answer"
+    before = kg.corpus_hash()
+    kg.add_documents([{"id": "lodz", "title": "Lodz", "text": "Lodz is a city in Poland."}], model="offline")
+    assert kg.corpus_hash() != before                       # a document the run never saw may hold the answer
+    log.clear()
+    third = hippo(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
+    assert third["reused"] is None and log == ["filter_facts", "answer"]   # searched again, in full
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == third["run_id"]   # this corpus's
+    answered = hippo(kg, store, scripted([]), reuse=False).invoke({"question": QUESTION})
+    kg.add_documents([{"id": "gdansk", "title": "Gdansk", "text": "Gdansk is a port in Poland."}], model="offline")
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == answered["run_id"]   # an answer holds
+
+
+def test_a_no_answer_run_with_a_wrong_verdict_or_after_a_replacement_or_deletion_is_not_reused(kg):
+    store = InMemoryStore()
+    hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").answered is False
+    kg.add_documents([{**DOCS[3], "text": "Berlin is the capital of Germany. Berlin lies on the Havel."}],
+                     model="offline")                        # replaced, though not in its evidence
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is None
+    first = hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]
+    kg.delete_document("berlin")                             # not in its evidence: its provenance still holds
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is None
+    again = hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == again["run_id"] != first["run_id"]
+    give_feedback(kg, again["run_id"], verdict="wrong", store=store)
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is None
+
+
+def test_a_wrong_verdict_and_a_no_answer_of_another_corpus_are_never_reused(kg):
     store = InMemoryStore()
     first = hippo(kg, store, scripted([])).invoke({"question": QUESTION})
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is not None

@@ -5,8 +5,11 @@ or reworded, :mod:`langgraph_kgmem.memory.prior_runs`) starts from that run's ev
 deciding again: ReMindRAG puts the passages in its subgraph and skips the first sufficiency
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
 scoring; R3-Cycle and Graph-CoT give its answer and evidence again without
-a walk. Where the evidence handed to the answer step holds nothing the earlier answer did not
-see, that answer is given again without a model call (:func:`reused_answer`).
+a walk; AutoPrunedRetriever, whose only call is the answer, gives its own earlier answer again
+when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the evidence handed to the answer step holds nothing the earlier answer did not
+see, that answer is given again without a model call (:func:`reused_answer`). A run that found
+no answer is reused the same way only while the KG holds exactly the documents it searched
+(``answered`` False in the reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from langgraph_kgmem.graphs.spec import MethodOptions
 from langgraph_kgmem.memory import memory_scope
 from langgraph_kgmem.memory.prior_runs import PriorRun, find_prior_run
 from langgraph_kgmem.memory.provenance import PASSAGE_KINDS
+from langgraph_kgmem.memory.runs import evidence_key
 
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
@@ -102,6 +106,24 @@ def own_run_first(passages: Sequence[dict[str, Any]], reused: dict[str, Any] | N
     score = {p["id"]: p.get("score", 0.0) for p in passages}
     head = [{"id": p, "score": score.get(p, 0.0)} for p in first]
     return (head + [p for p in passages if p["id"] not in set(first)])[:depth]
+
+
+def same_evidence_answer(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, question: str, *,
+                         method: str, evidence: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """AutoPrunedRetriever's reuse: the method's own confirmed earlier run of the very same
+    question (:func:`~langgraph_kgmem.memory.prior_runs.find_prior_run`, answered or, of the
+    unchanged corpus, not) whose whole evidence list, in order, is this run's (equal
+    :func:`~langgraph_kgmem.memory.runs.evidence_key`): ``{"run_id", "answer", "answered"}``, so
+    its answer is given again without a model call; else None (another method's run, a reworded
+    question or any other evidence: the answer step runs)."""
+    found = run_store(store)
+    if found is None:
+        return None
+    prior = find_prior_run(found, kg, memory_scope(scope), question, method=method, similarity=2.0)
+    ids = [str(e.get("id")) for e in evidence]
+    if prior is None or prior.method != method or not ids or prior.evidence_key != evidence_key(ids):
+        return None
+    return {"run_id": prior.run_id, "answer": prior.answer, "answered": prior.answered}
 
 
 def reused_answer(reused: dict[str, Any] | None, evidence: Sequence[dict[str, Any]]) -> str | None:

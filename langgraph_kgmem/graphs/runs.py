@@ -60,7 +60,7 @@ def run_ops(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Seque
     ids = [e if isinstance(e, str) else str(e.get("id")) for e in evidence]
     thread = (config.get("configurable") or {}).get("thread_id")
     record = run_record(question=question, method=method, evidence_ids=ids, answer=answer, thread_id=thread,
-                        provenance=evidence_provenance(kg, ids))
+                        provenance=evidence_provenance(kg, ids), corpus=kg.corpus_hash())
     return rid, run_record_ops(kg.name, memory_scope(scope), rid, record)
 
 

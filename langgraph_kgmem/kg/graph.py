@@ -35,8 +35,8 @@ from langgraph_kgmem.kg.stored import checked_graph
 from langgraph_kgmem.kg.structure import GraphIndex
 from langgraph_kgmem.kg.sync import ChangeFeed
 from langgraph_kgmem.kg.time_chain import BATCH_SIZE, chain_changes
-from langgraph_kgmem.kg.types import (EDGE_KINDS, NODE_KINDS, Edge, Node, check_document_id, check_kg_name, edge_id,
-                                     entity_id, node_id)
+from langgraph_kgmem.kg.types import (EDGE_KINDS, NODE_KINDS, Edge, Node, check_document_id, check_kg_name,
+                                     content_hash, edge_id, entity_id, node_id)
 from langgraph_kgmem.kg.vector_cache import VectorReadCache
 from langgraph_kgmem.tracing import traced
 
@@ -88,6 +88,7 @@ class KnowledgeGraphCore:
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
         self._doc_hashes: tuple[int, dict[str, str]] | None = None   # (version, doc id → content hash)
+        self._corpus_hash: tuple[dict[str, str], str] | None = None   # (the map it hashed, corpus_hash())
         # documents ingested since the planner statistics were last refreshed, and the KG's documents then
         self._unanalyzed, self._analyzed_docs = 0, 0
         self._feed = ChangeFeed(self._store, self._graph, name=name, reload=self._reload, changed=self._changed,
@@ -713,6 +714,16 @@ class KnowledgeGraphCore:
             self._doc_hashes = (self.version, {d["id"]: d["content_hash"] for d in self.documents()})
         known = self._doc_hashes[1]
         return {d: known.get(d) for d in doc_ids}
+
+    def corpus_hash(self) -> str:
+        """One hash of every document id and its current version's content hash: it changes when
+        any document is added, replaced or deleted (and not when only memory is written); computed
+        once per KG version, like :meth:`document_hashes`."""
+        self.document_hashes(())
+        known = self._doc_hashes[1] if self._doc_hashes is not None else {}
+        if self._corpus_hash is None or self._corpus_hash[0] is not known:   # the map was read anew
+            self._corpus_hash = (known, content_hash("corpus", *(f"{d}\x1e{known[d]}" for d in sorted(known))))
+        return self._corpus_hash[1]
 
     def aliases(self, nid: str | None = None) -> list[tuple[str, str, float]]:
         """Recorded aliases ``(alias, node id, similarity)`` (of node ``nid``): names merged into an entity."""

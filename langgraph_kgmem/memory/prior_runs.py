@@ -13,8 +13,12 @@ it. A method with ``reuse=True`` looks its question up here before it decides an
 2. of that question's runs, the method's own first, then the others newest first, the first
    that is *confirmed*: its run record is still there (a replaced or deleted document takes it
    along, :mod:`~langgraph_kgmem.memory.provenance`), every document it names is still in the
-   version it names (``holds``), it has an answer (not "no answer"), and no feedback gave it the
-   verdict ``wrong``;
+   version it names (``holds``), no feedback gave it the verdict ``wrong``, and it has an answer,
+   or it found none ("no answer") in the very corpus the KG holds now (its record's ``corpus``
+   hash is the KG's :meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.corpus_hash`: no document
+   added, replaced or deleted since, anywhere; any new document may hold the answer). Such a run
+   is handed on with ``answered`` False: the same evidence, asked again of the same corpus, would
+   be searched and read the same way, so the calls it paid for are not paid again;
 3. its evidence, less any id feedback marked wrong and any node no longer in the KG, at most
    :data:`MAX_REUSED_EVIDENCE` ids, best first.
 
@@ -96,11 +100,13 @@ class PriorRun:
     similarity: float            # 1.0 for the same question
     exact: bool
     provenance: list[dict[str, str]] = field(default_factory=list)
+    answered: bool = True        # False: a "no answer" run of the unchanged corpus
+    evidence_key: str = ""       # the hash of its whole evidence list (memory.runs.evidence_key)
 
     def summary(self) -> dict[str, Any]:
-        """What a method's output says about the reuse: run id, method, similarity, exact."""
+        """What a method's output says about the reuse: run id, method, similarity, exact, answered."""
         return {"run_id": self.run_id, "method": self.method, "similarity": round(self.similarity, 4),
-                "exact": self.exact}
+                "exact": self.exact, "answered": self.answered}
 
 
 def index_question(store: BaseStore, kg_name: str, scope: Sequence[str], question: str, vector: np.ndarray,
@@ -152,6 +158,19 @@ def _wrong(store: BaseStore, kg_name: str, scope: Sequence[str], run_id: str) ->
     return verdict_wrong, ids
 
 
+def no_answer(answer: Any) -> bool:
+    """Whether a run's answer says it found none (empty, "no answer", "unknown", ...)."""
+    return str(answer or "").strip().casefold().rstrip(".") in NO_ANSWER
+
+
+def usable(kg: "KnowledgeGraphCore", record: dict[str, Any]) -> bool:
+    """Whether a run record may be reused as far as the KG goes: its provenance holds and, for a
+    run that found no answer, the corpus is the one it searched (the module docstring, step 2)."""
+    if not holds(kg, record.get("provenance")):
+        return False
+    return not no_answer(record.get("answer")) or record.get("corpus") == kg.corpus_hash()
+
+
 def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[str], question: str, *,
                    method: str, similarity: float = DEFAULT_SIMILARITY,
                    query: np.ndarray | None = None) -> PriorRun | None:
@@ -166,11 +185,9 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
         for m in order:
             rid = str(entries[m].get("run_id", ""))
             rec = store.get(runs_ns, rid) if rid else None
-            if rec is None or not holds(kg, rec.value.get("provenance")):
+            if rec is None or not usable(kg, rec.value):
                 continue
             answer = str(rec.value.get("answer") or "").strip()
-            if answer.casefold().rstrip(".") in NO_ANSWER:
-                continue
             verdict_wrong, wrong_ids = _wrong(store, kg.name, scope, rid)
             if verdict_wrong:
                 continue
@@ -179,5 +196,6 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
             if evidence:
                 return PriorRun(run_id=rid, method=str(rec.value.get("method", m)),
                                 question=str(rec.value.get("question", "")), evidence=evidence, answer=answer,
-                                similarity=sim, exact=exact, provenance=list(rec.value.get("provenance", [])))
+                                similarity=sim, exact=exact, provenance=list(rec.value.get("provenance", [])),
+                                answered=not no_answer(answer), evidence_key=str(rec.value.get("evidence_key", "")))
     return None

@@ -3,7 +3,9 @@ later (by a person, an agent or a verifier) can name the run by its ``run_id`` o
 
 Every method's last node writes one small record under ``("kgmem", kg, *scope, "runs")``, key =
 the run id: the question, the method, the evidence ids, the answer, the thread id and the
-provenance (the documents and content hashes the evidence rests on). Records are bounded (ids,
+provenance (the documents and content hashes the evidence rests on) and the corpus hash (every
+document's id and version at the time, :meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.corpus_hash`:
+what a run that found no answer rests on, since any document added later may hold it). Records are bounded (ids,
 question and answer are capped) so a run record never grows with the KG.
 """
 
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from langgraph.store.base import BaseStore, PutOp
 
 from langgraph_kgmem.errors import KgmemInputError
+from langgraph_kgmem.kg.types import content_hash
 from langgraph_kgmem.memory import namespace
 from langgraph_kgmem.memory.provenance import index_ops, provenance_of_edges, provenance_of_nodes, put_records
 
@@ -26,6 +29,12 @@ MAX_RUN_IDS = 50              # evidence ids kept per run record
 MAX_RUN_QUESTION_CHARS = 1000
 MAX_RUN_ANSWER_CHARS = 2000
 MAX_RUN_ID_CHARS = 200        # a run or thread id given to feedback
+
+
+def evidence_key(evidence_ids: Iterable[str]) -> str:
+    """One hash of a run's whole evidence list, in order (the record keeps only the first
+    :data:`MAX_RUN_IDS` ids): two runs with equal keys read the same evidence."""
+    return content_hash("evidence", *(str(e) for e in dict.fromkeys(evidence_ids)))
 
 
 def evidence_provenance(kg: "KnowledgeGraphCore", evidence_ids: Iterable[str]) -> list[dict[str, str]]:
@@ -40,13 +49,15 @@ def evidence_provenance(kg: "KnowledgeGraphCore", evidence_ids: Iterable[str]) -
 
 
 def run_record(*, question: str, method: str, evidence_ids: Sequence[str], answer: Any, thread_id: str | None,
-               provenance: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+               provenance: Sequence[Mapping[str, str]], corpus: str | None = None) -> dict[str, Any]:
     """The bounded record of one run (see the module docstring)."""
     return {"question": " ".join(str(question).split())[:MAX_RUN_QUESTION_CHARS], "method": str(method),
+            "evidence_key": evidence_key(evidence_ids),
             "evidence": [str(e) for e in list(dict.fromkeys(evidence_ids))[:MAX_RUN_IDS]],
             "answer": None if answer is None else str(answer)[:MAX_RUN_ANSWER_CHARS],
             "thread_id": None if thread_id is None else str(thread_id)[:MAX_RUN_ID_CHARS],
-            "ts": time.time(), "provenance": [dict(p) for p in provenance[:MAX_RUN_IDS]]}
+            "ts": time.time(), "provenance": [dict(p) for p in provenance[:MAX_RUN_IDS]],
+            "corpus": None if corpus is None else str(corpus)[:MAX_RUN_ID_CHARS]}
 
 
 def save_run(store: BaseStore, kg_name: str, scope: Sequence[str], run_id: str, record: Mapping[str, Any]) -> None:

@@ -477,7 +477,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="METHOD asks the same questions on the same KG and store first (not reported): what "
                          "another method's runs save the measured methods")
     ap.add_argument("--reuse", action="store_true",
-                    help="methods with the switch (remindrag, catrag, hipporag2) run with reuse=True: a question "
+                    help="methods with the switch (remindrag, catrag, hipporag2, autopruned, r3cycle) run with reuse=True: a question "
                          "asked before, by any method, starts from that run's confirmed evidence (docs/memory.md)")
     ap.add_argument("--reuse-similarity", type=float, default=None,
                     help="--reuse: the cosine at which a stored question counts as the same one reworded "

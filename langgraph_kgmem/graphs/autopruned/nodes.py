@@ -31,6 +31,7 @@ from langgraph_kgmem.graphs.autopruned.scoring import (cover_order, default_sele
 from langgraph_kgmem.graphs.autopruned.sentences import fact_sentences, ranked_sentences
 from langgraph_kgmem.graphs.common import (check_question, dense_passages, emit_progress, require,
                                            run_model)
+from langgraph_kgmem.graphs.reuse import same_evidence_answer
 from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import count_tokens, fresh_usage, generate, is_offline, model_label
@@ -348,6 +349,11 @@ def _answer(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions], *, deps
     offline = partial(offline_span, kg, state["question"], facts)
     if is_offline(model):
         return {"answer": offline(), "answer_by": decider, "replayed_answer": None}
+    again = same_evidence_answer(kg, deps.store, opts.memory_scope, state["question"], method=METHOD,
+                                 evidence=evidence) if opts.reuse else None
+    if again is not None:   # its own earlier run read exactly this evidence: no LLM call
+        return {"answer": again["answer"], "answer_by": f"reused run ({decider})",
+                "replayed_answer": {**again, "source": "reuse"}}
     prompt = answer_prompt(state["question"], state.get("packed_prompt", ""), state.get("encoding", "words"),
                            {"answer": opts.prompt("answer"), "sentences": opts.prompt("sentences")})
     text, usage = generate(model, prompt, step="answer", context={

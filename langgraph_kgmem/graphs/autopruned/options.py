@@ -84,6 +84,13 @@ The options, one by one:
         and punctuation/spacing normalisation) asked of the same decider, while each passage
         it cites is still in the KG and holds its words; ``replayed_answer`` then names the
         answer run, the question run, the cited passages and the decider. False: always answer anew.
+    reuse (:class:`~langgraph_kgmem.graphs.reuse.ReuseOptions`; off by default): after the
+        codebook's replay, the shared prior-run index: this method's own confirmed earlier run of
+        the same question (any decider; answered, or "no answer" in the unchanged corpus) whose
+        evidence list is exactly this run's gives its answer again without the answer call
+        (:func:`~langgraph_kgmem.graphs.reuse.same_evidence_answer`); ``replayed_answer`` then
+        names it (``{"run_id", "answer", "answered", "source": "reuse"}``) and nothing is
+        memorized. ``reuse_similarity`` is not read: the same question only.
     memory_scope: tenant labels of the codebook's store namespace, filled per run from
         ``config["configurable"]`` (``("{user_id}",)``: each user a codebook of their own, so
         no question, answer or run of one user reaches another; the KG's facts are indexed
@@ -107,6 +114,7 @@ from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_F
 from langgraph_kgmem.graphs.autopruned.schemas import FineScoring
 from langgraph_kgmem.graphs.fusion import FusionKwargs, FusionOptions
 from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
+from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
 from langgraph_kgmem.graphs.spec import MethodKwargs
 
 Encoding = Literal["words", "ids", "matrix"]
@@ -130,7 +138,7 @@ SENTENCE_COVER = 0
 _AT_BUILD = {"build_only": True}
 
 
-class AutoprunedOptions(PromptOptions, FusionOptions):
+class AutoprunedOptions(PromptOptions, ReuseOptions, FusionOptions):
     """AutoPrunedRetriever options (see
     :func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`; each one at length: this
     module's docstring). Prompts (``prompts``): overrides of
@@ -246,7 +254,7 @@ def _check_weights(weights: Any) -> None:
         check_number(f"relevance_weights[{key!r}]", value, 0.0)
 
 
-class AutoprunedKwargs(MethodKwargs, PromptKwargs, FusionKwargs, total=False):
+class AutoprunedKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, total=False):
     """:func:`~langgraph_kgmem.graphs.autopruned.create_autopruned_graph`'s keyword options: the
     names and types of :class:`AutoprunedOptions` (defaults, bounds and descriptions: there)."""
 

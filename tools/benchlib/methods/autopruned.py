@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, fusion_extra, titles_of,
                           with_offline_answer_prompt)
+from benchlib.curves import reuse_options
 from benchlib.passage_rag import passage_oracle
 
 from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET, answer_prompt, create_autopruned_graph, sync_codebook
@@ -56,7 +57,7 @@ class AutoPrunedAdapter:
     def setup(self, ctx: BenchContext) -> None:
         ctx.cache["apr_size"] = sync_codebook(ctx.kg, ctx.store, phrase_facts=self.options["phrase_facts"])
         ctx.cache[self.name] = create_autopruned_graph(ctx.kg, model="offline", store=ctx.store,
-                                                       **self.options).compile(store=ctx.store)
+                                                       **{**self.options, **reuse_options(ctx)}).compile(store=ctx.store)
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache[self.name].invoke({"question": q.question}, context={"model": model})
