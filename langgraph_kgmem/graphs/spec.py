@@ -48,6 +48,19 @@ REQUIREMENTS = {
 }
 
 
+# the mark of an option a run's context cannot change (MethodOptions.build_only reads it)
+AT_BUILD = {"build_only": True}
+
+
+def memory_scope_field(namespaces: str) -> Any:
+    """The ``memory_scope`` option, declared once for every method that keeps memory: tenant labels
+    (``"{user_id}"`` or keys of ``tenant``, filled per run) inserted in ``namespaces``, fixed when the
+    graph is built; None: one memory per KG."""
+    return Field(None, examples=[("{user_id}",)], json_schema_extra=AT_BUILD,
+                 description=f"tenant labels of {namespaces}, filled per run from the run's user_id and tenant, "
+                             "e.g. ('{user_id}',) gives each user their own; None: one memory per KG")
+
+
 class MethodOptions(BaseModel):
     """Base of the per-method options: the chat model and the tenant ids every method accepts per
     run, plus the method's own knobs (subclasses). Frozen; unknown names are refused."""

@@ -54,7 +54,7 @@ MAX_GRID = 16                   # settings a fit may try (the default included)
 REFIT_EVERY = 10                # feedback records between two fits
 MIN_QUESTIONS = 8               # fed-back questions (with a mark) before a setting can move
 MIN_GAIN = 0.02                 # a setting must beat the default by this much per question
-MIN_T = 2.0                     # ... with a paired t statistic at least this (about 5%, one-sided, over ~14 settings: see docs)
+MIN_T = 2.0                     # ... with a paired t statistic at least this (the textbook bar; docs/memory.md)
 WRONG_WEIGHT = 0.5              # a wrong passage's reciprocal rank costs half a useful one's
 
 Ranker = Callable[[str, Sequence[Mapping[str, Any]]], Sequence[Sequence[str]]]

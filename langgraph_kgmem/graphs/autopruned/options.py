@@ -115,7 +115,7 @@ from langgraph_kgmem.graphs.autopruned.schemas import FineScoring
 from langgraph_kgmem.graphs.fusion import FusionKwargs, FusionOptions
 from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
 from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
-from langgraph_kgmem.graphs.spec import MethodKwargs
+from langgraph_kgmem.graphs.spec import AT_BUILD, MethodKwargs, memory_scope_field
 
 Encoding = Literal["words", "ids", "matrix"]
 Show = Literal["triples", "sentences"]
@@ -135,7 +135,6 @@ RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.0
 SENTENCE_BUDGET = 250
 SENTENCE_COVER = 0
 
-_AT_BUILD = {"build_only": True}
 
 
 class AutoprunedOptions(PromptOptions, ReuseOptions, FusionOptions):
@@ -152,7 +151,7 @@ class AutoprunedOptions(PromptOptions, ReuseOptions, FusionOptions):
                           "'Q' earlier questions, 'A' known answers); None: default_selection_policy")
     coarse_k: int = Field(200, ge=1, description="runs kept by the coarse score")
     fine_m: int = Field(20, ge=1, description="runs kept by the fine score, across channels")
-    tau_run: float = Field(0.7, gt=0.0, le=2.0, json_schema_extra=_AT_BUILD,
+    tau_run: float = Field(0.7, gt=0.0, le=2.0, json_schema_extra=AT_BUILD,
                            description="run segmentation: a triple joins the current run above this score (cosine "
                                        "to the run centroid + continuity bonus)")
     w_ent: float = Field(1.0, ge=0.0, description="coarse score weight of entity similarity")
@@ -189,22 +188,20 @@ class AutoprunedOptions(PromptOptions, ReuseOptions, FusionOptions):
     extraction: Literal["llm", "offline"] = Field("llm", description="question/answer triples by the LLM or the "
                                                                      "offline parser")
     phrase_facts: Literal["uncovered", "always", "never"] = Field(
-        "uncovered", json_schema_extra=_AT_BUILD,
+        "uncovered", json_schema_extra=AT_BUILD,
         description="phrase-parser facts: for chunks without relation edges, for every chunk, or never")
     memorize: bool = Field(True, description="store the question's and (grounded) answer's runs")
     memorize_unanswered: bool = Field(False, description="store the question run of a 'no answer' reply too")
     experience: bool = Field(False, description="a grounded answer credits the passages it cites in the shared "
                                                 "experience layer (half a person's feedback; docs/memory.md)")
     replay: bool = Field(True, description="give a stored, still grounded answer to the same question again")
-    memory_scope: Sequence[str] | None = Field(None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
-                                               description="tenant labels of the codebook namespace, e.g. "
-                                                           "('{user_id}',)")
-    consolidate: bool = Field(True, json_schema_extra=_AT_BUILD, description="merge entity aliases after memorising")
-    alias_threshold: float = Field(ALIAS_THRESHOLD, gt=0.0, le=1.0, json_schema_extra=_AT_BUILD,
+    memory_scope: Sequence[str] | None = memory_scope_field("the codebook namespace")
+    consolidate: bool = Field(True, json_schema_extra=AT_BUILD, description="merge entity aliases after memorising")
+    alias_threshold: float = Field(ALIAS_THRESHOLD, gt=0.0, le=1.0, json_schema_extra=AT_BUILD,
                                    description="cosine at which entities are aliases")
-    entity_budget: int | None = Field(None, ge=1, json_schema_extra=_AT_BUILD,
+    entity_budget: int | None = Field(None, ge=1, json_schema_extra=AT_BUILD,
                                       description="entities kept before k-means refinement (a ceiling)")
-    layer2_min_cos: float = Field(LAYER2_FLOOR, ge=-1.0, le=1.0, json_schema_extra=_AT_BUILD,
+    layer2_min_cos: float = Field(LAYER2_FLOOR, ge=-1.0, le=1.0, json_schema_extra=AT_BUILD,
                                   description="lowest cosine a k-means merge accepts")
     fusion_weak: float = FusionOptions.with_default("fusion_weak", 0.45)
     fusion_strong: float = FusionOptions.with_default("fusion_strong", 0.85)

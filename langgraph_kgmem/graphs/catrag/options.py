@@ -11,10 +11,9 @@ from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.fusion import FusionKwargs, FusionOptions
 from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
 from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
-from langgraph_kgmem.graphs.spec import MethodKwargs
+from langgraph_kgmem.graphs.spec import AT_BUILD, MethodKwargs, memory_scope_field
 from langgraph_kgmem.kg.ppr import PprMethod
 
-_AT_BUILD = {"build_only": True}
 
 
 class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
@@ -53,11 +52,11 @@ class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.catrag.prompts"
     METHOD: ClassVar[str] = "create_catrag_graph"
 
-    anchoring: bool = Field(True, json_schema_extra=_AT_BUILD,
+    anchoring: bool = Field(True, json_schema_extra=AT_BUILD,
                             description="symbolic anchoring: the question's named entities as weak seeds")
-    dynamic_weighting: bool = Field(True, json_schema_extra=_AT_BUILD,
+    dynamic_weighting: bool = Field(True, json_schema_extra=AT_BUILD,
                                     description="query-aware weights on the relation edges leaving the seeds")
-    key_fact_boost: bool = Field(True, json_schema_extra=_AT_BUILD,
+    key_fact_boost: bool = Field(True, json_schema_extra=AT_BUILD,
                                  description="boost context edges from a seed to its verified facts' passages")
     top_facts: int = Field(5, ge=1, description="facts retrieved for the recognition filter")
     filter_keep: int = Field(4, ge=1, description="facts the recognition filter keeps at most")
@@ -71,15 +70,15 @@ class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
     beta: float = Field(2.5, ge=0.0, description="key-fact passage boost: x (1 + beta)")
     top_passages: int = Field(5, ge=1, description="passages in the evidence")
     rank_depth: int = Field(20, ge=1, description="ranked passages reported in `passages` (>= top_passages)")
-    synonym_threshold: float = Field(0.8, gt=0.0, le=1.0, json_schema_extra=_AT_BUILD,
+    synonym_threshold: float = Field(0.8, gt=0.0, le=1.0, json_schema_extra=AT_BUILD,
                                      description="cosine at which two entities get a synonym edge (added to the "
                                                  "KG once, when the graph is built)")
-    synonym_weight: float = Field(2.0, ge=0.0, json_schema_extra=_AT_BUILD,
+    synonym_weight: float = Field(2.0, ge=0.0, json_schema_extra=AT_BUILD,
                                   description="synonym edge weight = this x cosine")
     offline_fact_threshold: float = Field(0.2, description="offline fact filter: minimum cosine of a kept fact (a "
                                                            "fact must also have an entity the question names)")
     anchor_threshold: float = Field(0.5, description="minimum cosine mapping a question entity to an entity node")
-    answer: bool = Field(True, json_schema_extra=_AT_BUILD, description="False: retrieval only, no answer step")
+    answer: bool = Field(True, json_schema_extra=AT_BUILD, description="False: retrieval only, no answer step")
     llm_concurrency: int = Field(4, ge=1, description="independent LLM calls of the weighting step (the neighbour "
                                                       "summaries, then one score per seed) made at once; 1: one "
                                                       "after another")
@@ -102,9 +101,7 @@ class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
                                                 "vetted grid) its feedback ranks best, refit every few feedback "
                                                 "records; the shipped default until feedback says otherwise "
                                                 "(docs/memory.md)")
-    memory_scope: Sequence[str] | None = Field(None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
-                                               description="tenant labels of the run records and experience "
-                                                           "namespaces, e.g. ('{user_id}',)")
+    memory_scope: Sequence[str] | None = memory_scope_field("the run records and experience namespaces")
 
     def check_together(self) -> None:
         """Refuse ``rank_depth`` below ``top_passages`` (the evidence passages head the ranked list) and

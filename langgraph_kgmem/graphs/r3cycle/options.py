@@ -19,9 +19,8 @@ from pydantic.json_schema import SkipJsonSchema
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
 from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
-from langgraph_kgmem.graphs.spec import MethodKwargs
+from langgraph_kgmem.graphs.spec import AT_BUILD, MethodKwargs, memory_scope_field
 
-_AT_BUILD = {"build_only": True}
 
 
 class R3cycleOptions(PromptOptions, ReuseOptions):
@@ -41,11 +40,7 @@ class R3cycleOptions(PromptOptions, ReuseOptions):
     METHOD: ClassVar[str] = "create_r3cycle_graph"
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.r3cycle.prompts"
 
-    memory_scope: Sequence[str] | None = Field(
-        None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
-        description="tenant labels inserted in the memory namespace, filled per run from config['configurable']: "
-                    "('{user_id}',) gives each user their own memory of this KG (('kgmem', kg name, user, kind)); "
-                    "None: one memory per KG")
+    memory_scope: Sequence[str] | None = memory_scope_field("the memory namespace (trajectories and reflections)")
     verifier: SkipJsonSchema[Any] = Field(None, description="judges a finished attempt: None (an LLM self-check "
                                                             "against the observations), a callable (question, "
                                                             "answer, evidence) -> Verdict | bool | (ok, reason) | "
@@ -53,7 +48,7 @@ class R3cycleOptions(PromptOptions, ReuseOptions):
                                                             "LangGraph graph (a verifier agent)")
     max_steps: int = Field(10, ge=1, description="step budget of the first attempt (tool calls including Finish)")
     max_cycles: int = Field(1, ge=0, description="retries after a failed attempt (0: never retry)")
-    reflection: bool = Field(True, json_schema_extra=_AT_BUILD,
+    reflection: bool = Field(True, json_schema_extra=AT_BUILD,
                              description="False: Graph-CoT (one attempt, no verification, reflection or retry)")
     top_n: int = Field(1, ge=1, description="node ids RetrieveNode returns")
     reuse_similarity: float = ReuseOptions.with_default("reuse_similarity", 1.01)

@@ -18,9 +18,8 @@ from pydantic import Field
 from langgraph_kgmem.graphs.fusion import FusionKwargs, FusionOptions
 from langgraph_kgmem.graphs.prompt_overrides import PromptKwargs, PromptOptions
 from langgraph_kgmem.graphs.reuse import ReuseKwargs, ReuseOptions
-from langgraph_kgmem.graphs.spec import MethodKwargs
+from langgraph_kgmem.graphs.spec import AT_BUILD, MethodKwargs, memory_scope_field
 
-_AT_BUILD = {"build_only": True}
 
 
 class RemindragOptions(PromptOptions, ReuseOptions, FusionOptions):
@@ -56,11 +55,7 @@ class RemindragOptions(PromptOptions, ReuseOptions, FusionOptions):
     METHOD: ClassVar[str] = "create_remindrag_graph"
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.remindrag.prompts"
 
-    memory_scope: Sequence[str] | None = Field(
-        None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD,
-        description="tenant labels inserted in the memory namespace, filled per run from config['configurable']: "
-                    "('{user_id}',) gives each user their own memory of this KG (('kgmem', kg name, user, kind)); "
-                    "None: one memory per KG")
+    memory_scope: Sequence[str] | None = memory_scope_field("the memory namespace (edge memories)")
     seeds_k: int = Field(2, ge=1, description="seed entities per (sub-)question: of the 5 x seeds_k entities nearest "
                                               "it by embedding, those it names (every content word of the name in "
                                               "it) first")
@@ -72,14 +67,14 @@ class RemindragOptions(PromptOptions, ReuseOptions, FusionOptions):
                                                           "2*max_hops + 2")
     max_replay_nodes: int = Field(64, ge=0, description="nodes memory replay may add (a bound on the DFS)")
     synonym_threshold: float | None = Field(
-        None, gt=0.0, le=1.0, json_schema_extra=_AT_BUILD,
+        None, gt=0.0, le=1.0, json_schema_extra=AT_BUILD,
         description="if set, synonym edges at this cosine are added to the KG once, when the graph is built "
                     "(kg.add_synonym_edges), so the walk can cross near-duplicate entities")
     decompose: bool = Field(False, description="split the question into sub-questions and seed each (one extra LLM "
                                                "call)")
     chunk_chars: int = Field(800, ge=50, description="passages longer than this are condensed to their most "
                                                      "question-related sentences in prompts")
-    human_in_the_loop: bool = Field(False, json_schema_extra=_AT_BUILD,
+    human_in_the_loop: bool = Field(False, json_schema_extra=AT_BUILD,
                                     description="a person chooses each traversal move (interrupt; see the class "
                                                 "docstring); needs a checkpointer")
     replay: bool = Field(True, description="follow remembered edges first and walk only when what replay found is "

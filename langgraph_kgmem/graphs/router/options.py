@@ -10,14 +10,13 @@ from typing import Any, ClassVar, Mapping, Sequence
 from pydantic import Field
 
 from langgraph_kgmem.errors import KgmemInputError
-from langgraph_kgmem.graphs.spec import MethodKwargs, MethodOptions
+from langgraph_kgmem.graphs.spec import AT_BUILD, MethodKwargs, MethodOptions, memory_scope_field
 
 # the methods a router runs when none are named: every method of the registry but the router itself,
 # left out where the KG or the model cannot serve them (graph.py says why, in ``route["unavailable"]``)
 DEFAULT_METHODS: tuple[str, ...] = ("hipporag2", "catrag", "kgirag", "r3cycle", "remindrag", "autopruned")
 
 
-_AT_BUILD = {"build_only": True}
 
 
 class RouterOptions(MethodOptions):
@@ -29,11 +28,11 @@ class RouterOptions(MethodOptions):
     METHOD: ClassVar[str] = "router"
 
     methods: Sequence[str] | None = Field(
-        None, json_schema_extra=_AT_BUILD,
+        None, json_schema_extra=AT_BUILD,
         description="registry names the router may run, each compiled once when the graph is built (default: "
                     "DEFAULT_METHODS that the KG and model serve)")
     method_options: Mapping[str, Mapping[str, Any]] = Field(
-        default_factory=dict, json_schema_extra=_AT_BUILD,
+        default_factory=dict, json_schema_extra=AT_BUILD,
         description="options per method, on top of its preset, e.g. {'catrag': {'top_passages': 3}}")
     budget: int | None = Field(
         None, ge=0, description="most LLM calls a question may cost (routing included); a method whose expected cost "
@@ -46,8 +45,7 @@ class RouterOptions(MethodOptions):
                                               "(a typed decision; the rules are its fallback)")
     learn: bool = Field(True, description="read and write the per-KG route statistics (outcomes, feedback)")
     min_runs: int = Field(3, ge=1, description="runs of a method on a form before its statistics move the choice")
-    memory_scope: Sequence[str] | None = Field(
-        None, examples=[("{user_id}",)], json_schema_extra=_AT_BUILD, description="tenant labels of the routes namespace (and of every method's memory), e.g. ('{user_id}',)")
+    memory_scope: Sequence[str] | None = memory_scope_field("the routes namespace and of every method's memory")
 
     @classmethod
     def check_values(cls, opts: Mapping[str, Any]) -> None:

@@ -3,7 +3,7 @@ bulk load runs (dropped, then built once when it ends), and rebuilt by the next 
 crash left a load unfinished.
 
 Why: inserting a vector into pgvector's HNSW graph costs more server CPU than the whole rest of a
-one-sentence document's ingest (about 2.4 ms a vector at 30,000 rows, docs/capacity.md), and
+one-sentence document's ingest (measured in docs/capacity.md), and
 pgvector's own advice for bulk loading is to build indexes after the data is in. A build reads
 the rows once and keeps the graph in ``maintenance_work_mem`` (raised for the build's
 transaction, :data:`HNSW_BUILD_MEMORY_MB` at most).
@@ -52,8 +52,8 @@ logger = logging.getLogger(__name__)
 SPACES = ("nodes", "facts")   # the searched spaces; "texts" is read by id alone and gets no index
 #: An ingest call defers an indexed space's index once it has written this many times the rows the
 #: space held when the call first wrote to it: building ``N + b`` rows then costs less than
-#: inserting the rest one by one (a build took 0.3-0.6 of an insert's server CPU a row at 30,000
-#: rows; see docs/capacity.md), and a smaller call keeps the index and its readers' speed.
+#: inserting the rest one by one (a build costs less server CPU a row than an insert:
+#: docs/capacity.md), and a smaller call keeps the index and its readers' speed.
 BULK_REBUILD_FRACTION = 1.0
 HNSW_BUILD_MEMORY_MB = 1024   # most maintenance_work_mem a build asks for (a parallel build reserves it in shared memory)
 BULK_LOCK_CLASS = LOCK_CLASS + 1   # advisory-lock namespace of bulk loaders; the second key is the KG id
