@@ -211,6 +211,24 @@ def test_ppr_runs_on_the_cached_csr_snapshot_without_networkx(kg, store, monkeyp
     assert len(builds) == 2 and all(s is snap for s in builds)
 
 
+def test_the_kg_index_is_built_with_the_graph_not_by_its_first_question(kg, store, monkeypatch):
+    """The O(KG) index (snapshot, passage rows, hubs) is the graph's build work: a served graph
+    builds it at start-up, so its first question costs what a later one does."""
+    from langgraph_kgmem.graphs.catrag import index as catrag_index
+
+    built = []
+    real = catrag_index.CatragIndex
+    monkeypatch.setattr(catrag_index, "CatragIndex", lambda *a: built.append(a[0]) or real(*a))
+    app = create_catrag_graph(kg, model="offline", store=store).compile(store=store)
+    assert built == [kg.version]
+    app.invoke({"question": Q1})
+    app.invoke({"question": Q2})
+    assert built == [kg.version]
+    kg.add_documents([{"id": "oslo", "text": "Oslo is the capital of Norway."}], model="offline")
+    app.invoke({"question": Q1})                       # a write: the next question rebuilds it, once
+    assert built[1:] == [kg.version]
+
+
 def test_key_fact_boost_lifts_the_fact_passage(kg, store):
     model = ScriptedChatModel(responder=responder(keep=(1,)))
     plain = run(kg, store, model=model, **OFF)

@@ -88,6 +88,30 @@ def test_documents_keep_the_hash_of_their_version(small_kg):
     assert not holds(small_kg, [{"doc": "ulm", "hash": after}])
 
 
+def test_a_runs_provenance_reads_only_its_own_documents(small_kg, monkeypatch):
+    """A first question after a write must not read every document row of the KG (O(KG) on the
+    question's path); a corpus hash still sees every document."""
+    from langgraph_kgmem.kg import graph as kg_graph
+
+    scans = []
+    real = small_kg._store.documents
+    monkeypatch.setattr(small_kg._store, "documents", lambda: scans.append(1) or real())
+    small_kg.add_documents([{"id": "vienna", "text": "Vienna is a city on the Danube."}], model="offline")
+    scans.clear()
+    v1 = small_kg.document("ulm")["content_hash"]
+    assert small_kg.document_hashes(["ulm", "nowhere"]) == {"ulm": v1, "nowhere": None}
+    assert small_kg.document_hashes(["ulm"]) == {"ulm": v1} and scans == []
+    before = small_kg.corpus_hash()
+    assert scans == [1]                                               # every row, once per version
+    small_kg.add_documents([ULM_V2], model="offline")
+    assert small_kg.document_hashes(["ulm"])["ulm"] == small_kg.document("ulm")["content_hash"] != v1
+    assert small_kg.corpus_hash() != before
+    scans.clear()
+    monkeypatch.setattr(kg_graph, "HASH_READ_ALL", 1)                  # many unknown ids: one scan instead
+    small_kg.add_documents([WARSAW | {"text": WARSAW["text"] + " It is large."}], model="offline")
+    assert small_kg.document_hashes(["ulm", "warsaw", "vienna"])["vienna"] and scans == [1]
+
+
 # ------------------------------------------------------------------ AutoPrunedRetriever: the issue's repro
 
 def test_the_issue_repro_no_replay_of_the_replaced_text_in_any_tenant(stored_kg):

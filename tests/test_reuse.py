@@ -163,6 +163,19 @@ def test_a_no_answer_run_is_reused_only_while_the_corpus_is_the_one_it_searched(
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == answered["run_id"]   # an answer holds
 
 
+def test_only_a_no_answer_run_pays_for_the_corpus_hash(kg, monkeypatch):
+    """Hashing the corpus reads every document row: an answered run must not (it rests on its
+    evidence alone), or every first question after a write would cost the KG's size."""
+    store, scans = InMemoryStore(), []
+    real = kg._store.documents
+    monkeypatch.setattr(kg._store, "documents", lambda: scans.append(1) or real())
+    answered = hippo(kg, store, scripted([])).invoke({"question": QUESTION})
+    assert answered["answer"] == "Warsaw" and scans == []
+    assert store.get(namespace(kg.name, "runs"), answered["run_id"]).value["corpus"] is None
+    none = hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})
+    assert scans == [1] and store.get(namespace(kg.name, "runs"), none["run_id"]).value["corpus"] == kg.corpus_hash()
+
+
 def test_a_no_answer_run_with_a_wrong_verdict_or_after_a_replacement_or_deletion_is_not_reused(kg):
     store = InMemoryStore()
     hippo(kg, store, scripted([], "no answer")).invoke({"question": QUESTION})

@@ -13,7 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
 from langgraph_kgmem.memory import memory_scope
-from langgraph_kgmem.memory.prior_runs import index_question
+from langgraph_kgmem.memory.prior_runs import index_question, no_answer
 from langgraph_kgmem.memory.runs import evidence_provenance, run_record, run_record_ops
 
 if TYPE_CHECKING:
@@ -59,8 +59,11 @@ def run_ops(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Seque
     rid = run_id or new_run_id(config)
     ids = [e if isinstance(e, str) else str(e.get("id")) for e in evidence]
     thread = (config.get("configurable") or {}).get("thread_id")
+    # only a run that found no answer rests on the whole corpus (a document added later may hold
+    # it); hashing every document row for the others would put the KG's size on every question
+    corpus = kg.corpus_hash() if no_answer(answer) else None
     record = run_record(question=question, method=method, evidence_ids=ids, answer=answer, thread_id=thread,
-                        provenance=evidence_provenance(kg, ids), corpus=kg.corpus_hash())
+                        provenance=evidence_provenance(kg, ids), corpus=corpus)
     return rid, run_record_ops(kg.name, memory_scope(scope), rid, record)
 
 

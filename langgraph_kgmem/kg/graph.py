@@ -57,6 +57,9 @@ Direction = Literal["out", "in", "both"]
 KG = TypeVar("KG", bound="KnowledgeGraphCore")
 TEXT_SPACE = "texts"          # the vector space of KnowledgeGraphCore.text_vectors
 TEXT_VECTOR_BATCH = 4096      # ids per lookup in text_vectors
+# past this many unknown ids, document_hashes scans every document row instead of reading each
+# (a point read is a round trip on PostgreSQL)
+HASH_READ_ALL = 256
 
 
 def text_vector_id(text: str) -> str:
@@ -87,8 +90,9 @@ class KnowledgeGraphCore:
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
-        self._doc_hashes: tuple[int, dict[str, str]] | None = None   # (version, doc id → content hash)
-        self._corpus_hash: tuple[dict[str, str], str] | None = None   # (the map it hashed, corpus_hash())
+        # (version, doc id → content hash or None, whether the map holds every document)
+        self._doc_hashes: tuple[int, dict[str, str | None], bool] | None = None
+        self._corpus_hash: tuple[dict[str, str | None], str] | None = None   # (the map it hashed, corpus_hash())
         # documents ingested since the planner statistics were last refreshed, and the KG's documents then
         self._unanalyzed, self._analyzed_docs = 0, 0
         self._feed = ChangeFeed(self._store, self._graph, name=name, reload=self._reload, changed=self._changed,
@@ -708,19 +712,34 @@ class KnowledgeGraphCore:
 
     def document_hashes(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
         """The content hash of each document's current version (``""``: ingested before hashes
-        were kept; None: no such document), read once per KG version for the whole KG, so a
-        memory read checking many records costs one dictionary lookup each."""
-        if self._doc_hashes is None or self._doc_hashes[0] != self.version:
-            self._doc_hashes = (self.version, {d["id"]: d["content_hash"] for d in self.documents()})
-        known = self._doc_hashes[1]
-        return {d: known.get(d) for d in doc_ids}
+        were kept; None: no such document), remembered for the KG's current version. A few ids are
+        read one by one, so a run's provenance costs what its evidence touches, not the KG's size
+        (a first question after each write would otherwise read every document row); past
+        :data:`HASH_READ_ALL` unknown ids, every row is read once instead."""
+        ids = list(dict.fromkeys(doc_ids))
+        cached = self._doc_hashes
+        if cached is None or cached[0] != self.version:
+            cached = self._doc_hashes = (self.version, {}, False)
+        version, known, complete = cached
+        missing = [] if complete else [d for d in ids if d not in known]
+        if len(missing) > HASH_READ_ALL:
+            known = {d["id"]: d["content_hash"] for d in self.documents()}
+            self._doc_hashes = (version, known, True)
+        else:
+            for d in missing:
+                row = self._store.document(d)
+                known[d] = row["content_hash"] if row is not None else None
+        return {d: known.get(d) for d in ids}
 
     def corpus_hash(self) -> str:
         """One hash of every document id and its current version's content hash: it changes when
         any document is added, replaced or deleted (and not when only memory is written); computed
-        once per KG version, like :meth:`document_hashes`."""
-        self.document_hashes(())
-        known = self._doc_hashes[1] if self._doc_hashes is not None else {}
+        once per KG version from every document row."""
+        cached = self._doc_hashes
+        if cached is None or cached[0] != self.version or not cached[2]:
+            known = {d["id"]: d["content_hash"] for d in self.documents()}
+            cached = self._doc_hashes = (self.version, known, True)
+        known = cached[1]
         if self._corpus_hash is None or self._corpus_hash[0] is not known:   # the map was read anew
             self._corpus_hash = (known, content_hash("corpus", *(f"{d}\x1e{known[d]}" for d in sorted(known))))
         return self._corpus_hash[1]

@@ -3,9 +3,10 @@ later (by a person, an agent or a verifier) can name the run by its ``run_id`` o
 
 Every method's last node writes one small record under ``("kgmem", kg, *scope, "runs")``, key =
 the run id: the question, the method, the evidence ids, the answer, the thread id and the
-provenance (the documents and content hashes the evidence rests on) and the corpus hash (every
-document's id and version at the time, :meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.corpus_hash`:
-what a run that found no answer rests on, since any document added later may hold it). Records are bounded (ids,
+provenance (the documents and content hashes the evidence rests on) and, for a run that found no
+answer, the corpus hash (every document's id and version at the time,
+:meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.corpus_hash`: what such a run rests on, since any
+document added later may hold the answer; ``None`` otherwise). Records are bounded (ids,
 question and answer are capped) so a run record never grows with the KG.
 """
 

@@ -10,7 +10,7 @@ from langgraph.types import RetryPolicy
 
 from langgraph_kgmem.graphs.catrag import nodes
 from langgraph_kgmem.graphs.catrag.calibration import calibrated
-from langgraph_kgmem.graphs.catrag.index import prepare_catrag_kg
+from langgraph_kgmem.graphs.catrag.index import kg_index, prepare_catrag_kg
 from langgraph_kgmem.graphs.catrag.options import CatragKwargs, CatragOptions
 from langgraph_kgmem.graphs.catrag.schemas import CatragOutput, CatragState
 from langgraph_kgmem.graphs.common import InputState, method_model
@@ -58,6 +58,10 @@ def create_catrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
     deps = nodes.CatragDeps(kg=kg, model=method_model(model, retry_policy), options=opts, store=store,
                             calibrate=calibrated)
     prepare_catrag_kg(kg, threshold=opts.synonym_threshold, weight_scale=opts.synonym_weight)
+    # the KG-wide index (PPR snapshot, passage rows, hubs) is built here, once per process, rather
+    # than by the first question: a served graph is built at start-up, and its first user should
+    # not wait for O(KG) work (a write since rebuilds it at the next question, as before)
+    kg_index(kg)
 
     def bound(fn: Any) -> Any:
         return partial(fn, deps=deps)
