@@ -249,6 +249,26 @@ def test_a_question_saves_the_codebook_once_and_a_repeated_one_not_at_all(kg):
     assert history[-1]["runs"] == Codebook.load(store, kg.name).size()["runs"]   # the growth curve's last point
 
 
+def test_a_graph_given_its_store_reads_the_codebook_when_built_not_at_its_first_question(kg, monkeypatch):
+    """Loading a stored codebook is O(codebook): a served graph does it at start-up, so its first
+    question costs about what a later one does. Without the store (the compiled graph's) or with a
+    per-tenant scope the codebook is known only at run time, and the first question loads it."""
+    from langgraph_kgmem.graphs.autopruned import sync_codebook
+
+    _, store = kg.persistence()
+    sync_codebook(kg, store)
+    loads = []
+    real = Codebook.load.__func__
+    monkeypatch.setattr(Codebook, "load", classmethod(lambda cls, *a, **k: loads.append(a[1:]) or real(cls, *a, **k)))
+    app = create_autopruned_graph(kg, model="offline", store=store).compile(store=store)
+    assert loads == [(kg.name, ())]
+    app.invoke({"question": "Where was Marie Curie born?"})
+    assert len(loads) == 1
+    create_autopruned_graph(kg, model="offline").compile(store=store)
+    create_autopruned_graph(kg, model="offline", store=store, memory_scope=["{user_id}"]).compile(store=store)
+    assert len(loads) == 1
+
+
 def _fresh_index(book, kg):
     book._index_cache, book._rep_cache, book._hrt_np = None, {}, None
     return book.run_index(kg)

@@ -107,9 +107,12 @@ def test_a_runs_provenance_reads_only_its_own_documents(small_kg, monkeypatch):
     assert small_kg.document_hashes(["ulm"])["ulm"] == small_kg.document("ulm")["content_hash"] != v1
     assert small_kg.corpus_hash() != before
     scans.clear()
-    monkeypatch.setattr(kg_graph, "HASH_READ_ALL", 1)                  # many unknown ids: one scan instead
+    monkeypatch.setattr(kg_graph, "HASH_READ_ALL", 2)          # many ids in one version: one scan instead
     small_kg.add_documents([WARSAW | {"text": WARSAW["text"] + " It is large."}], model="offline")
-    assert small_kg.document_hashes(["ulm", "warsaw", "vienna"])["vienna"] and scans == [1]
+    assert small_kg.document_hashes(["ulm"])["ulm"] and small_kg.document_hashes(["warsaw"])["warsaw"]
+    assert scans == []
+    assert small_kg.document_hashes(["vienna"])["vienna"] and scans == [1]
+    assert small_kg.document_hashes(["ulm", "nowhere"])["nowhere"] is None and scans == [1]
 
 
 # ------------------------------------------------------------------ AutoPrunedRetriever: the repro

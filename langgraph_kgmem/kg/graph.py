@@ -57,8 +57,8 @@ Direction = Literal["out", "in", "both"]
 KG = TypeVar("KG", bound="KnowledgeGraphCore")
 TEXT_SPACE = "texts"          # the vector space of KnowledgeGraphCore.text_vectors
 TEXT_VECTOR_BATCH = 4096      # ids per lookup in text_vectors
-# past this many unknown ids, document_hashes scans every document row instead of reading each
-# (a point read is a round trip on PostgreSQL)
+# past this many ids read one by one in a KG version, document_hashes scans every document row
+# instead (a point read is a round trip on PostgreSQL)
 HASH_READ_ALL = 256
 
 
@@ -712,17 +712,17 @@ class KnowledgeGraphCore:
 
     def document_hashes(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
         """The content hash of each document's current version (``""``: ingested before hashes
-        were kept; None: no such document), remembered for the KG's current version. A few ids are
-        read one by one, so a run's provenance costs what its evidence touches, not the KG's size
-        (a first question after each write would otherwise read every document row); past
-        :data:`HASH_READ_ALL` unknown ids, every row is read once instead."""
+        were kept; None: no such document), remembered for the KG's current version. Ids are read
+        one by one, so a run's provenance costs what its evidence touches, not the KG's size (a first
+        question after each write would otherwise read every document row); once a version has
+        needed more than :data:`HASH_READ_ALL` of them, every row is read in one scan instead."""
         ids = list(dict.fromkeys(doc_ids))
         cached = self._doc_hashes
         if cached is None or cached[0] != self.version:
             cached = self._doc_hashes = (self.version, {}, False)
         version, known, complete = cached
         missing = [] if complete else [d for d in ids if d not in known]
-        if len(missing) > HASH_READ_ALL:
+        if missing and len(known) + len(missing) > HASH_READ_ALL:
             known = {d["id"]: d["content_hash"] for d in self.documents()}
             self._doc_hashes = (version, known, True)
         else:

@@ -62,6 +62,10 @@ def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None, re
     """
     opts = AutoprunedOptions.build(**options)
     deps = AutoprunedDeps(kg, method_model(model, retry_policy), store, opts)
+    if store is not None and deps.memory_scope is None:
+        # the stored codebook is read here, once per process (O(codebook)), not by the first
+        # question; with the compiled graph's store or a per-tenant scope it is known only at run time
+        deps.book(())
     builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoprunedOptions)
     order = [*NODE_ORDER, *(["consolidate"] if opts.consolidate else [])]
     for name in order:
