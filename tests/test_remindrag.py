@@ -327,6 +327,33 @@ def test_offline_runs_end_to_end_without_llm(kg, store):
     assert again["replayed"]["nodes"] and again["usage"]["offline_decisions"] < out["usage"]["offline_decisions"]
 
 
+def test_a_walk_reads_each_edge_memory_once_and_the_next_walk_reads_it_again(kg):
+    """The frontier is every open node's edges at every step: on a hub that is thousands of
+    edges, read once a walk rather than once a step; a new walk reads the memory as it is then."""
+    from collections import Counter
+
+    from langgraph.store.base import GetOp
+    from langgraph.store.memory import InMemoryStore
+
+    reads = Counter()
+
+    class Spy(InMemoryStore):
+        def batch(self, ops):
+            ops = list(ops)
+            reads.update(op.key for op in ops if isinstance(op, GetOp) and op.namespace[-1] == "edge_memory")
+            return super().batch(ops)
+
+    store = Spy()
+    app = create_remindrag_graph(kg, model="offline", store=store, max_hops=6, replay=False).compile()
+    out = run(app, Q_RIVER, "walk-1")
+    assert len(out["path"]) >= 3 and reads
+    # the first step's frontier, the last update's read-modify-write: at most twice per walk
+    assert max(reads.values()) <= 2
+    first = dict(reads)
+    run(app, Q_RIVER, "walk-2")
+    assert all(reads[e] > n for e, n in first.items() if n == 1)   # read again by the new walk
+
+
 def test_memories_persist_into_a_new_process(tmp_path, sample_docs):
     kg = KnowledgeGraph.open(tmp_path, name="persist", embeddings="hash", vector_backend="memory")
     kg.add_documents(sample_docs, model="offline")

@@ -222,17 +222,27 @@ class EdgeMemory:
         self.dim = dim
         self.guard = guard
 
-    def many(self, edge_ids: Iterable[str]) -> np.ndarray:
+    def many(self, edge_ids: Iterable[str], *, seen: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """The memory vectors of ``edge_ids`` as rows, in their order, in one batched read (zero rows for
-        edges without memory)."""
+        edges without memory). ``seen``: vectors already read (edge id → row), used instead of the
+        store and filled with what this call reads; a caller keeps it for as long as it may treat
+        the memory as unchanged (ReMindRAG: the steps of one walk)."""
         ids = list(edge_ids)
         out = np.zeros((len(ids), self.dim))
-        if ids:
-            for i, item in enumerate(self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])):
+        todo = [i for i, e in enumerate(ids) if seen is None or e not in seen]
+        if seen is not None:
+            for i, e in enumerate(ids):
+                if e in seen:
+                    out[i] = seen[e]
+        if todo:
+            items = self.store.batch([GetOp(self.ns, ids[i], refresh_ttl=False) for i in todo])
+            for i, item in zip(todo, items):
                 if item is not None:
                     vec = edge_record(item, self.dim, self.ns)[0]
                     if self.guard is None or self.guard.holds(item.value):
                         out[i] = vec
+                if seen is not None:
+                    seen[ids[i]] = out[i]
         return out
 
     def get(self, edge_id: str) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,6 +19,8 @@ from langgraph_kgmem.memory.experience import ExperienceMemory
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
+WALKS_KEPT = 16   # walks whose edge-memory reads are kept at once (RemindragDeps.walk_reads)
+
 
 @dataclass(frozen=True)
 class RemindragDeps:
@@ -29,6 +32,10 @@ class RemindragDeps:
     model: Any                    # the build's model, resolved once
     options: RemindragOptions     # the build's options (the run's context on top)
     store: Any = None             # the factory's store; None: the compiled graph's
+    # edge memory read by the walk in progress, per (thread, question): a hub's thousands of edges
+    # are read once a walk, not at every step (the walk writes memory only after it ends)
+    _walk_reads: dict[tuple[str, str], dict[str, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
+    _walk_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def memory_of(self, q: np.ndarray) -> EdgeMemory:
         """The edge memory of this KG in the run's tenant scope (``memory_scope`` is fixed at build)."""
@@ -36,6 +43,20 @@ class RemindragDeps:
         return EdgeMemory(store, self.kg.name, len(q), scope_of(self.options.memory_scope),
                           guard=Provenance(self.kg, store))
 
+
+    def walk_reads(self, thread: str, question: str, *, new_walk: bool) -> dict[str, np.ndarray]:
+        """The edge-memory rows this walk has read (``EdgeMemory.many(seen=...)``); a new walk
+        starts empty, so each walk sees the memory as it is when it starts. The last
+        :data:`WALKS_KEPT` walks are kept (concurrent runs of one compiled graph)."""
+        key = (thread, question)
+        with self._walk_lock:
+            reads = None if new_walk else self._walk_reads.get(key)
+            if reads is None:
+                self._walk_reads.pop(key, None)
+                while len(self._walk_reads) >= WALKS_KEPT:
+                    self._walk_reads.pop(next(iter(self._walk_reads)))
+                reads = self._walk_reads[key] = {}
+            return reads
 
     def experience(self) -> ExperienceMemory:
         """The shared experience layer of this KG in the run's tenant scope."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
+from langgraph.config import get_config
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -159,6 +160,15 @@ def check_sufficiency(state: ReMindState, runtime: Runtime[RemindragOptions],
     return {"sufficient": decision.sufficient, "steps": steps, "usage": usage}
 
 
+def thread_of_run() -> str:
+    """The running graph's thread id ("" without one, or outside a run)."""
+    try:
+        config = get_config()
+    except RuntimeError:
+        return ""
+    return str((config.get("configurable") or {}).get("thread_id") or "")
+
+
 def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: EdgeMemory,
                 alpha: float) -> dict[str, list[tuple[str, str, float, float]]]:
     """For each node of S with unexplored neighbours: [(neighbour, edge, w, cos(q, neighbour))], best first."""
@@ -175,7 +185,8 @@ def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: Edg
     if not all_edges:
         return {}
     cos_ab = np.concatenate([exp.cos_ab[keep] for _, exp, keep in open_nodes])
-    w = replay_weights(cos_ab, mem.many(all_edges), q, alpha)
+    seen = deps.walk_reads(thread_of_run(), state["question"], new_walk=not state.get("steps"))
+    w = replay_weights(cos_ab, mem.many(all_edges, seen=seen), q, alpha)
     qs = np.vstack([exp.nbr_vecs[keep] for _, exp, keep in open_nodes]) @ q.astype(np.float32)
     out: dict[str, list[tuple[str, str, float, float]]] = {}
     k = 0
