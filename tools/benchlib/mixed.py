@@ -26,7 +26,9 @@ overhead, and with ``--passes 2`` or more the feedback experiment: after each pa
 answer gets a verdict (quality ≥ 0.5) through ``give_feedback``, as a user would give it (the gold
 reaches the verdict only), and the next pass reports (:func:`feedback_learning`) how the questions
 judged wrong were routed: how many moved from the method judged wrong to one that answers them right
-in that pass (hindsight: the single methods' runs), and the quality before and after.
+in that pass (hindsight: the single methods' runs), and the quality before and after. The learning
+goal reads ``routed_better`` of ``better_route_existed``: only questions where a method the router had
+not tried on them answers right count in the denominator.
 
 Under the oracle decider a routed method meets the responder its own adapter gives the question
 (benchlib/methods/router.py), so router and single methods differ by the routing only.
