@@ -87,16 +87,16 @@ def test_a_low_confidence_cheap_result_escalates_and_a_confident_one_does_not(do
     three = ("hipporag2", "catrag", "remindrag")
     app = create_router_graph(docs_kg, model=model, methods=three).compile(store=InMemoryStore())
     low = app.invoke({"question": NOTHING})
-    # a low-confidence HippoRAG 2 escalates to another family (ReMindRAG), not to CatRAG, which shares its misses
-    assert [t["method"] for t in low["route"]["tried"]] == ["hipporag2", "remindrag"]
+    # a low-confidence CatRAG escalates to another family (ReMindRAG), not to HippoRAG 2, which shares its misses
+    assert [t["method"] for t in low["route"]["tried"]] == ["catrag", "remindrag"]
     assert low["route"]["escalated"] and low["route"]["tried"][0]["confidence"] < 0.5
     sure = app.invoke({"question": LOOKUP})
-    assert [t["method"] for t in sure["route"]["tried"]] == ["hipporag2"]
+    assert [t["method"] for t in sure["route"]["tried"]] == ["catrag"]
     off = create_router_graph(docs_kg, model=model, methods=three, escalate=False).compile(store=InMemoryStore())
-    assert [t["method"] for t in off.invoke({"question": NOTHING})["route"]["tried"]] == ["hipporag2"]
+    assert [t["method"] for t in off.invoke({"question": NOTHING})["route"]["tried"]] == ["catrag"]
     # one family only: nothing to escalate to
     same = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
-    assert [t["method"] for t in same.invoke({"question": NOTHING})["route"]["tried"]] == ["hipporag2"]
+    assert [t["method"] for t in same.invoke({"question": NOTHING})["route"]["tried"]] == ["catrag"]
 
 
 def _catrag_model():
@@ -193,7 +193,7 @@ def test_feedback_moves_the_next_route_of_the_same_question_and_its_form(docs_kg
 
 
 def test_a_wrong_verdict_rules_out_every_method_the_run_tried_and_their_families(docs_kg):
-    def respond(messages, request):   # nothing survives the filter: HippoRAG 2's confidence is low, it escalates
+    def respond(messages, request):   # nothing survives the filter: CatRAG's confidence is low, it escalates
         step = getattr(request, "step", None)
         if step == "filter_facts":
             return {"keep": []}
@@ -205,15 +205,15 @@ def test_a_wrong_verdict_rules_out_every_method_the_run_tried_and_their_families
     app = create_router_graph(docs_kg, model=ScriptedChatModel(responder=respond),
                               methods=("hipporag2", "catrag", "remindrag", "autopruned")).compile(store=store)
     first = app.invoke({"question": NOTHING})
-    assert [t["method"] for t in first["route"]["tried"]] == ["hipporag2", "remindrag"]
+    assert [t["method"] for t in first["route"]["tried"]] == ["catrag", "remindrag"]
     SPEC.on_feedback(store, docs_kg.name, (), {"run_id": first["run_id"], "verdict": "wrong"})
     wrong = question_record(routes(store, docs_kg.name), NOTHING)["methods"]
-    assert wrong["hipporag2"]["wrong"] == wrong["remindrag"]["wrong"] == 1
+    assert wrong["catrag"]["wrong"] == wrong["remindrag"]["wrong"] == 1
     second = app.invoke({"question": NOTHING})
-    # HippoRAG 2 and ReMindRAG tried and judged wrong, CatRAG in HippoRAG 2's family: AutoPrunedRetriever next
+    # CatRAG and ReMindRAG tried and judged wrong, HippoRAG 2 in CatRAG's family: AutoPrunedRetriever next
     assert second["route"]["first"] == "autopruned"
-    catrag = next(a for a in second["route"]["alternatives"] if a["method"] == "catrag")
-    assert "hipporag2 (its family) judged wrong" in catrag["why"]
+    hipporag2 = next(a for a in second["route"]["alternatives"] if a["method"] == "hipporag2")
+    assert "catrag (its family) judged wrong" in hipporag2["why"]
 
 
 def test_route_statistics_are_kept_per_tenant(docs_kg):
@@ -435,20 +435,36 @@ def test_a_confidence_tie_keeps_the_method_judged_useful_on_the_question_else_th
     assert escalated(["hipporag2"]) == "hipporag2"
 
 
-def test_a_preset_goes_before_its_familys_method_only_where_it_saves_calls():
-    """HippoRAG 2 is CatRAG with its additions off: first with a model (about 2 calls against 3.8),
-    behind CatRAG offline (no calls to save), first where CatRAG is not among the methods."""
-    from langgraph_kgmem.graphs.router.policy import PRESET_SAVING
-
+def test_a_preset_never_goes_before_its_familys_method_for_its_cost_alone(docs_kg):
+    """HippoRAG 2 is CatRAG with its additions off: CatRAG first under every decider (with a model the
+    cheap preset, confidently wrong after one bad filter decision, neither answered nor escalated); the
+    preset first only where CatRAG does not fit the budget, or is not among the methods."""
     docs = ["hipporag2", "catrag", "remindrag", "autopruned"]
-    offline = rank("relational", docs, None, None, min_runs=3, offline=True)
-    assert [c.method for c in offline][:2] == ["catrag", "hipporag2"] and "calls against" not in offline[1].why
-    model = rank("relational", docs, None, None, min_runs=3, offline=False)
-    assert [c.method for c in model] == ["hipporag2", "catrag", "remindrag", "autopruned"]
-    assert f"+{PRESET_SAVING:.2f}" in model[0].why
-    # learned costs decide: a HippoRAG 2 that costs as much as CatRAG saves nothing
-    stats = {m: {"runs": 5, "confidence": 2.5, "calls": 20, "seconds": 1, "useful": 0, "wrong": 0}
-             for m in ("hipporag2", "catrag")}
+    for offline in (True, False):
+        ranked = rank("relational", docs, None, None, min_runs=3, offline=offline)
+        assert [c.method for c in ranked] == ["catrag", "hipporag2", "remindrag", "autopruned"]
+    # learned costs do not move it either: a HippoRAG 2 five times cheaper than CatRAG stays behind it
+    stats = {"hipporag2": {"runs": 5, "confidence": 2.5, "calls": 10, "seconds": 1, "useful": 0, "wrong": 0},
+             "catrag": {"runs": 5, "confidence": 2.5, "calls": 50, "seconds": 1, "useful": 0, "wrong": 0}}
     assert rank("lookup", docs, stats, None, min_runs=3, offline=False)[0].method == "catrag"
-    alone = rank("lookup", ["hipporag2", "remindrag"], None, None, min_runs=3, offline=True)
+    alone = rank("lookup", ["hipporag2", "remindrag"], None, None, min_runs=3, offline=False)
     assert alone[0].method == "hipporag2"
+    # with a model the router runs CatRAG first; a budget CatRAG's expected calls do not fit takes HippoRAG 2
+    model = _catrag_model()
+    app = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
+    assert app.invoke({"question": RELATIONAL})["route"]["first"] == "catrag"
+    capped = create_router_graph(docs_kg, model=model, methods=("hipporag2", "catrag"), budget=3)
+    assert capped.compile(store=InMemoryStore()).invoke({"question": RELATIONAL})["route"]["first"] == "hipporag2"
+
+
+def test_a_preset_without_runs_of_its_own_shares_its_familys_mean_confidence():
+    """A CatRAG that keeps falling back on a form says the same of HippoRAG 2 (they miss the same
+    passages): the preset, which never ran there, must not overtake it on a cost tie-break."""
+    from langgraph_kgmem.graphs.router.policy import mean_confidence
+
+    weak = {"catrag": {"runs": 4, "confidence": 1.0, "calls": 24, "seconds": 1, "useful": 0, "wrong": 0}}
+    assert mean_confidence("hipporag2", weak, 3) == (0.25, 4, "catrag")
+    assert mean_confidence("remindrag", weak, 3) is None
+    ranked = rank("lookup", ["hipporag2", "catrag", "remindrag"], weak, None, min_runs=3, offline=False)
+    assert [c.method for c in ranked][:2] == ["catrag", "hipporag2"]
+    assert "of catrag (its family)" in ranked[1].why

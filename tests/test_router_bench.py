@@ -49,9 +49,9 @@ def test_the_oracle_router_takes_each_questions_best_method_and_the_summary_comp
     assert summary["all"]["router_minus_oracle"] == 0.0
 
 
-def _routed(qid: str, method: str, *, good: bool) -> QuestionOutcome:
+def _routed(qid: str, method: str, *, good: bool, tried: tuple[str, ...] = ()) -> QuestionOutcome:
     o = _o(qid, answer="yes" if good else "no")
-    o.extra = {"routed_to": method}
+    o.extra = {"routed_to": method, "tried": [[m, 0.5] for m in tried or (method,)]}
     return o
 
 
@@ -76,6 +76,34 @@ def test_feedback_learning_counts_routes_moved_from_a_wrong_method_to_one_that_a
     assert learned["now_good"] == 1 and learned["quality_before"] == 0.0 and learned["quality_after"] == 0.3333
     assert learned["all_quality_before"] == 0.25 and learned["all_quality_after"] == 0.5
     assert [r["right"] for r in learned["routes"]] == [["r3cycle"], ["graphcot", "r3cycle"], []]
+    assert learned["better_route_existed"] == 2 and learned["routed_better"] == 1
+
+
+def test_the_learning_goal_counts_only_questions_where_a_method_the_router_had_not_tried_answers():
+    """N of K: K, the questions judged wrong where a better route existed (a method the router did not
+    try on it the pass before answers it right now); a question answered right on fresh dice by the
+    very methods judged wrong, or by nobody, is not one feedback could route better."""
+    from benchlib.mixed import feedback_learning
+
+    qs = [_q("graph-qa", i) for i in range(3)]
+    single = {   # pass 2 in hindsight: q0 answered by r3cycle only; q1 by both (fresh dice); q2 by graphcot only
+        "r3cycle": [_o("a", answer="yes"), _o("b", answer="yes"), _o("c")],
+        "graphcot": [_o("a"), _o("b", answer="yes"), _o("c", answer="yes")],
+    }
+    results = {m: {2: {"outcomes": o}} for m, o in single.items()}
+    results["router"] = {   # q1: graphcot first, escalated to r3cycle, both judged wrong with it
+        1: {"outcomes": [_routed("a", "graphcot", good=False), _routed("b", "r3cycle", good=False,
+                                                                        tried=("graphcot", "r3cycle")),
+                         _routed("c", "graphcot", good=False)]},
+        2: {"outcomes": [_routed("a", "r3cycle", good=True), _routed("b", "r3cycle", good=True),
+                         _routed("c", "r3cycle", good=False)]},
+    }
+    learned = feedback_learning(results, qs)[2]
+    assert learned["judged_wrong"] == 3 and learned["improvable"] == 3
+    assert learned["better_route_existed"] == 1        # q0 only: q1's answerers were both tried, q2's was judged wrong
+    assert learned["routed_better"] == 1
+    assert [r["better"] for r in learned["routes"]] == [["r3cycle"], [], []]
+    assert [r["tried"] for r in learned["routes"]][1] == ["graphcot", "r3cycle"]
 
 
 def test_the_router_oracle_gives_each_routed_method_its_own_adapters_responder(monkeypatch, tmp_path):

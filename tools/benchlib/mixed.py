@@ -26,7 +26,9 @@ overhead, and with ``--passes 2`` or more the feedback experiment: after each pa
 answer gets a verdict (quality ≥ 0.5) through ``give_feedback``, as a user would give it (the gold
 reaches the verdict only), and the next pass reports (:func:`feedback_learning`) how the questions
 judged wrong were routed: how many moved from the method judged wrong to one that answers them right
-in that pass (hindsight: the single methods' runs), and the quality before and after.
+in that pass (hindsight: the single methods' runs), and the quality before and after. The learning
+goal reads ``routed_better`` of ``better_route_existed``: only questions where a method the router had
+not tried on them answers right count in the denominator.
 
 Under the oracle decider a routed method meets the responder its own adapter gives the question
 (benchlib/methods/router.py), so router and single methods differ by the routing only.
@@ -210,9 +212,15 @@ def feedback_learning(results: dict[str, dict[int, dict[str, Any]]], questions: 
                       router: str = "router") -> dict[int, dict[str, Any]]:
     """Per pass after the first: how the router's questions judged wrong in the pass before were
     routed and answered. ``judged_wrong`` (M), ``improvable`` (some single method answers it right
-    in this pass: hindsight, gold), ``rerouted``, ``improved`` (N: routed from the method judged
+    in this pass: hindsight, gold), ``rerouted``, ``improved`` (routed from the method judged
     wrong to one that answers it right in this pass), ``now_good`` (answered right), the quality of
-    those questions before and after, and the router's quality on every question before and after."""
+    those questions before and after, and the router's quality on every question before and after.
+
+    The learning goal's figure is ``routed_better`` of ``better_route_existed`` (N of K): K counts
+    the questions judged wrong where a better route existed, i.e. some single method the router did
+    not try on the question in the pass before (every method it tried was judged wrong with it)
+    answers it right in this pass; N counts those of them the router now answers right with such a
+    method. ``judged_wrong`` − K are questions no untried method answers (no route could improve)."""
     runs = results.get(router, {})
     singles = {n: r for n, r in results.items() if not is_router(n)}
     out: dict[int, dict[str, Any]] = {}
@@ -225,17 +233,23 @@ def feedback_learning(results: dict[str, dict[int, dict[str, Any]]], questions: 
                  for i in wrong}
         was = {i: before[i].extra.get("routed_to") for i in wrong}
         now = {i: after[i].extra.get("routed_to") for i in wrong}
+        tried = {i: {t[0] for t in before[i].extra.get("tried") or []} | {was[i]} for i in wrong}
+        better = {i: right[i] - tried[i] for i in wrong}
+        fixed = [i for i in wrong if better[i] and now[i] not in tried[i]
+                 and quality(after[i], questions[i].extra["part"]) >= GOOD]
         q_of = {i: (quality(before[i], questions[i].extra["part"]), quality(after[i], questions[i].extra["part"])) for i in wrong}
         every = [(quality(before[i], q.extra["part"]), quality(after[i], q.extra["part"])) for i, q in enumerate(questions)]
         out[p] = {"judged_wrong": len(wrong), "improvable": sum(bool(right[i]) for i in wrong),
                   "rerouted": sum(now[i] != was[i] for i in wrong),
                   "improved": sum(now[i] != was[i] and now[i] in right[i] for i in wrong),
                   "now_good": sum(q_of[i][1] >= GOOD for i in wrong),
+                  "better_route_existed": sum(bool(better[i]) for i in wrong), "routed_better": len(fixed),
                   "quality_before": round(sum(b for b, _ in q_of.values()) / len(wrong), 4) if wrong else None,
                   "quality_after": round(sum(a for _, a in q_of.values()) / len(wrong), 4) if wrong else None,
                   "all_quality_before": round(sum(b for b, _ in every) / len(every), 4),
                   "all_quality_after": round(sum(a for _, a in every) / len(every), 4),
-                  "routes": [{"qid": questions[i].id, "was": was[i], "now": now[i], "right": sorted(right[i])}
+                  "routes": [{"qid": questions[i].id, "was": was[i], "tried": sorted(tried[i]), "now": now[i],
+                              "right": sorted(right[i]), "better": sorted(better[i]), "routed_better": i in fixed}
                              for i in wrong]}
     return out
 

@@ -7,9 +7,11 @@ Rules (:data:`FIT`): per question form, how well each method fits it, a prior va
 - ``graph`` → R3-Cycle (tool calls over typed nodes, reflection on failure), Graph-CoT next;
 - ``relational`` and ``lookup`` (questions over documents) → CatRAG, HippoRAG 2 just under it
   (HippoRAG 2 is CatRAG with its additions off: at most as good), ReMindRAG, AutoPrunedRetriever.
-  A preset expected to cost fewer LLM calls than its family's method gains :data:`PRESET_SAVING`
-  (:func:`rank`): with a model HippoRAG 2 (about 2 calls against CatRAG's 3.8) goes first; offline,
-  where no method makes a call, it saves nothing and CatRAG goes first.
+  Under every decider: a preset's lower cost never puts it before its family's method; the budget
+  does (a method whose expected calls do not fit is not started, the next best that fits is). With
+  a model an earlier rule put HippoRAG 2 first for its cost; its one gold decision is the fact
+  filter, and when the filter errs nothing in its output shows it (a wrong keep of four facts reads
+  as confident as a right one), so the cheap run neither answered right nor escalated.
 
 Escalation (:func:`ladder`): on a question over documents (:data:`ESCALATE_FORMS`) the first
 method's result escalates, when its own confidence is low, to the best-ranked method of *another
@@ -22,7 +24,7 @@ on the method for this form, ``(useful - wrong) / (useful + wrong + FEEDBACK_PRI
 :data:`FEEDBACK_WEIGHT` (bounded by the weight, whatever a tenant sends; a ``wrong`` counts at the
 form's level only once another method answered that question right, see
 :mod:`~langgraph_kgmem.graphs.router.stats`); mean confidence once the method ran ``min_runs``
-times on the form, ``(mean - 0.5)`` × :data:`CONFIDENCE_WEIGHT`; and the question's own record: a
+times on the form (else its family's, :func:`mean_confidence`), ``(mean - 0.5)`` × :data:`CONFIDENCE_WEIGHT`; and the question's own record: a
 method judged wrong on this very question (the answer it gave, or a run it tried and lost) loses
 :data:`WRONG_PENALTY`, and so does its family (a method the form's rules name stays just above
 those they do not: on a records question KG-IRAG, the only method that reads records, stays
@@ -48,7 +50,6 @@ FIT: dict[str, dict[str, float]] = {
     "relational": {"catrag": 1.0, "hipporag2": 0.95, "remindrag": 0.8, "autopruned": 0.7},
     "lookup": {"catrag": 1.0, "hipporag2": 0.95, "remindrag": 0.8, "autopruned": 0.7},
 }
-PRESET_SAVING = 0.1              # a preset that saves calls over its family's method: its cost, not its quality, puts it first
 OTHER_FIT = 0.05                 # a method the form's rules do not name
 ESCALATE_FORMS = frozenset({"relational", "lookup"})   # forms whose first result may escalate to another family
 # LLM calls a question, before the statistics know better: CatRAG's 3.8 with a real model (docs/methods/catrag.md),
@@ -124,18 +125,17 @@ def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]
         s = means(row)
         value = fit.get(m, OTHER_FIT)
         why = [f"rules: {'fits' if m in fit else 'not named for'} {form} questions ({value:.2f})"]
-        head = family(m)
-        if head != m and head in costs and m in fit and costs[m] < costs[head]:
-            value += PRESET_SAVING
-            why.append(f"expected {costs[m]:.1f} calls against {head}'s {costs[head]:.1f} (+{PRESET_SAVING:.2f})")
         if s["useful"] or s["wrong"]:
             fb = FEEDBACK_WEIGHT * (s["useful"] - s["wrong"]) / (s["useful"] + s["wrong"] + FEEDBACK_PRIOR)
             value += fb
             why.append(f"feedback {int(s['useful'])} useful / {int(s['wrong'])} wrong ({fb:+.2f})")
-        if s["runs"] >= min_runs:
-            adj = CONFIDENCE_WEIGHT * (s["confidence"] - 0.5)
+        pooled = mean_confidence(m, stats, min_runs)
+        if pooled is not None:
+            conf, runs, whose = pooled
+            adj = CONFIDENCE_WEIGHT * (conf - 0.5)
             value += adj
-            why.append(f"mean confidence {s['confidence']:.2f} over {int(s['runs'])} runs ({adj:+.2f})")
+            why.append(f"mean confidence {conf:.2f} over {runs} runs{'' if whose == m else f' of {whose} (its family)'} "
+                       f"({adj:+.2f})")
         mine = seen.get(m) or {}
         kin = [k for k, v in seen.items() if k != m and family(k) == family(m) and judged_wrong(v)]
         if mine.get("useful", 0) > mine.get("wrong", 0):
@@ -152,6 +152,19 @@ def rank(form: Form, methods: list[str], stats: Mapping[str, Mapping[str, float]
         out.append(Candidate(m, value, costs[m], "; ".join(why),
                              ruled_out=bool(judged_wrong(mine) or kin) and not mine.get("useful", 0) > mine.get("wrong", 0)))
     return sorted(out, key=lambda c: (-c.value, c.cost, c.method))
+
+
+def mean_confidence(method: str, stats: Mapping[str, Mapping[str, float]] | None,
+                    min_runs: int) -> tuple[float, int, str] | None:
+    """(mean confidence, runs, whose) that moves ``method``'s value on a form: its own once it ran
+    ``min_runs`` times there, else its family's (a preset and its method miss the same passages: a
+    CatRAG that keeps falling back says the same of HippoRAG 2, which then never ran), else None."""
+    rows = {k: means(v) for k, v in (stats or {}).items() if family(k) == family(method)}
+    order = [method] + sorted(k for k in rows if k != method)
+    for k in order:
+        if k in rows and rows[k]["runs"] >= min_runs:
+            return rows[k]["confidence"], int(rows[k]["runs"]), k
+    return None
 
 
 def family(method: str) -> str:
