@@ -10,6 +10,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
+from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 from langgraph_kgmem.graphs.catrag import create_catrag_graph
 from langgraph_kgmem.graphs.r3cycle import create_r3cycle_graph, load_run
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph
@@ -167,6 +168,8 @@ def test_a_store_the_kg_does_not_know_is_checked_at_read_time(small_kg):
     again = app.invoke({"question": QUESTION})
     assert not any(OLD in t for t in evidence_texts(again)) and "Danube" not in str(again["answer"])
     assert not again.get("replayed_answer")                                     # ... never served
+    book = Codebook.load(store, small_kg.name)                                  # the new version indexed
+    assert book.doc_hashes["ulm"] == small_kg.document("ulm")["content_hash"] and book.indexed_docs["ulm"]
 
 
 def test_a_registered_store_is_invalidated_too(small_kg):

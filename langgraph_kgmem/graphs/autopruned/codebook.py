@@ -85,7 +85,7 @@ from langgraph_kgmem.graphs.autopruned.integrity import check_links, refuse_corr
 # the grounding check lives where every method's answer step reuses it; its names stay importable here
 from langgraph_kgmem.graphs.grounding import answer_terms, cite_passages, grounded_in  # noqa: F401
 from langgraph_kgmem.kg.types import normalize_name
-from langgraph_kgmem.memory.provenance import holds, index_ops
+from langgraph_kgmem.memory.provenance import index_ops
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -562,10 +562,12 @@ class Codebook:
         rows = [d for d in kg.documents() if d.get("status", "done") == "done"]
         known = [d["id"] for d in rows]
         known_set = set(known)
-        # a document deleted, or replaced since it was indexed (the read-time provenance check):
-        # its fact runs go, and a replaced one is indexed again below
+        current = {d["id"]: str(d.get("content_hash") or "") for d in rows}
+        # a document deleted, or replaced since it was indexed (the read-time provenance check,
+        # :func:`~langgraph_kgmem.memory.provenance.holds`, on the rows just read): its fact runs
+        # go, and a replaced one is indexed again below
         gone = [d for d in self.indexed_docs
-                if d not in known_set or not holds(kg, [{"doc": d, "hash": self.doc_hashes.get(d, "")}])]
+                if d not in known_set or current[d] != str(self.doc_hashes.get(d, ""))]
         if gone:
             self._dirty_docs = True
             gone_set = set(gone)
