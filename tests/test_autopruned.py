@@ -262,8 +262,13 @@ def test_a_graph_given_its_store_reads_the_codebook_when_built_not_at_its_first_
     monkeypatch.setattr(Codebook, "load", classmethod(lambda cls, *a, **k: loads.append(a[1:]) or real(cls, *a, **k)))
     app = create_autopruned_graph(kg, model="offline", store=store).compile(store=store)
     assert loads == [(kg.name, ())]
+    filled = []                            # the entity table was made with the graph: the question
+    real_of = Codebook._vectors_of         # reads the vectors of its own new entities only
+    monkeypatch.setattr(Codebook, "_vectors_of", lambda self, kg_, todo, *a: filled.append((len(todo), a[-1])) or
+                        real_of(self, kg_, todo, *a))
     app.invoke({"question": "Where was Marie Curie born?"})
-    assert len(loads) == 1
+    assert len(loads) == 1 and filled
+    assert max(n for n, space in filled if space == "nodes") < len(real(Codebook, store, kg.name).ent_text) // 2
     create_autopruned_graph(kg, model="offline").compile(store=store)
     create_autopruned_graph(kg, model="offline", store=store, memory_scope=["{user_id}"]).compile(store=store)
     assert len(loads) == 1

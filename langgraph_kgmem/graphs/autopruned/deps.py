@@ -119,6 +119,15 @@ class AutoprunedDeps:
             self._synced.pop(key, None)
         return hit
 
+    def warm(self, scope: tuple[str, ...] = ()) -> None:
+        """Load the codebook of ``scope`` and build what every question reads whole (its run index,
+        entity and relation tables), as the first question would."""
+        with self.lock:
+            _, book = self.book(scope)
+            book.run_index(self.kg)
+            book.entity_vectors(self.kg)
+            book.relation_vectors(self.kg)
+
     def synced(self, store: Any, scope: tuple[str, ...]) -> bool:
         """Whether the codebook of ``store`` and ``scope`` this process holds indexes the KG's
         current version (reloading the codebook forgets it)."""

@@ -63,9 +63,10 @@ def create_autopruned_graph(kg: Any, *, model: Any = None, store: Any = None, re
     opts = AutoprunedOptions.build(**options)
     deps = AutoprunedDeps(kg, method_model(model, retry_policy), store, opts)
     if store is not None and deps.memory_scope is None:
-        # the stored codebook is read here, once per process (O(codebook)), not by the first
-        # question; with the compiled graph's store or a per-tenant scope it is known only at run time
-        deps.book(())
+        # the stored codebook and the tables the coarse stage reads whole are made here, once per
+        # process (O(codebook)), not by the first question; with the compiled graph's store or a
+        # per-tenant scope the codebook is known only at run time
+        deps.warm(())
     builder = StateGraph(AutoPrunedState, input_schema=InputState, context_schema=AutoprunedOptions)
     order = [*NODE_ORDER, *(["consolidate"] if opts.consolidate else [])]
     for name in order:
