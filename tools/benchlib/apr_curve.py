@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchlib import corpus as corpora
+from benchlib.codebook_cache import synced_copy
 from benchlib.api import answer_prompt, gold_passage_keys, oracle_answer, ranked_passages
 from benchlib.datasets import load_questions, pooled_passages, use_stem_path
 from benchlib.metrics import markdown_table
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     qs = load_questions(args.dataset, args.questions, None)
     built = corpora.build_corpus(pooled_passages(args.dataset, qs), emb, log=print)
     wd = Path(tempfile.mkdtemp(prefix="apr-curve-"))
-    kg = corpora.open_working_copy(built, wd, emb)
+    kg = synced_copy(built, wd, emb, log=print, phrase_facts="always")   # the codebook synced once per KG
     settings = SETTINGS if not args.settings else {n: SETTINGS[n] for n in args.settings.split(",")}
     try:
         _, store = kg.persistence()
