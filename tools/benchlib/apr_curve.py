@@ -100,6 +100,10 @@ for b in (210, 250):
     SETTINGS[f"sr{b}-m20-d0"] = {**base, "sentence_dense": 0}
     SETTINGS[f"sr{b}-m20-q"] = {**base, "sentence_rankings": ("question",)}
     SETTINGS[f"sr{b}-m20-rq"] = {**base, "sentence_rankings": ("relevance", "question")}
+# vector search's top N passages in the first N evidence places (sentence_dense_places), the best
+# sentence of each of the first C places first (sentence_cover): sr<budget>-c<C>-dp<N>
+SETTINGS.update({f"sr{b}-c{c}-dp{n}": {"sentence_budget": b, "sentence_cover": c, "sentence_dense_places": n}
+                 for b in (220, 230, 240, 250) for c in (0, 3, 4, 5) for n in (0, 3, 4, 5)})
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})

@@ -53,6 +53,9 @@ The options, one by one:
         each of the first N passages, ranked by their best sentence, goes in before the rest, so
         the passages the ranking puts on top are in the prompt; the evidence lists the shown
         passages in that ranking (``score`` 1 / place), which is what the benchmark grades.
+        ``sentence_dense_places`` (default :data:`SENTENCE_DENSE_PLACES`): vector search's top N
+        passages hold the first N places of that ranking, in its order; the others follow by their
+        best sentence, so the fine ranking's passages add to vector search's top N, never replace one.
     fusion / fusion_weak / fusion_strong (:class:`~langgraph_kgmem.graphs.fusion.FusionOptions`):
         with ``dense_fusion``, ``"fixed"`` (default) is the
         turn-taking below; ``"adaptive"`` gives the fine ranking a share of the first ``fine_m``
@@ -134,6 +137,7 @@ RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.0
 # shipped set out in turn; docs/methods/autopruned.md, "The default")
 SENTENCE_BUDGET = 250
 SENTENCE_COVER = 0
+SENTENCE_DENSE_PLACES = 0
 
 
 
@@ -182,6 +186,9 @@ class AutoprunedOptions(PromptOptions, ReuseOptions, FusionOptions):
     sentence_cover: int = Field(SENTENCE_COVER, ge=0,
                                 description="the best sentence of each of the first N passages (ranked by their "
                                             "best sentence) goes in before the budget is filled by rank")
+    sentence_dense_places: int = Field(SENTENCE_DENSE_PLACES, ge=0,
+                                       description="vector search's top N passages hold the first N evidence "
+                                                   "places, in its order; the others follow by their best sentence")
     relevance_weights: Mapping[str, float] | None = Field(
         None, description="any of the 'passage', 'terms' and 'lead' weights of the relevance ranking replaced "
                           "(None: RELEVANCE_WEIGHTS)")
@@ -273,6 +280,7 @@ class AutoprunedKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, to
     sentence_bridges: bool
     sentence_dense: int
     sentence_cover: int
+    sentence_dense_places: int
     relevance_weights: Mapping[str, float] | None
     extraction: Literal["llm", "offline"]
     phrase_facts: Literal["uncovered", "always", "never"]
