@@ -85,7 +85,7 @@ SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sen
                                    "sentence_rankings": ("question",), "sentence_dense": 0}
                  for b in BUDGETS for m in (5, 10, 20)})
 # the default ranking ("relevance", vector search's top 5 passages among the candidates): sr<budget>-m<M>;
-# SENTENCES_PRESET is sr250-m20
+# sr250-m20 is the default before issue 44's MiniLM choice; the default now is sr245-c0-dp0 below
 SETTINGS.update({f"sr{b}-m{m}": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b}
                  for b in BUDGETS for m in (10, 20)})
 # the same with the best sentence of each of the first N passages first (sentence_cover): sr<budget>-m20-c<N>
@@ -103,7 +103,11 @@ for b in (210, 250):
 # vector search's top N passages in the first N evidence places (sentence_dense_places), the best
 # sentence of each of the first C places first (sentence_cover): sr<budget>-c<C>-dp<N>
 SETTINGS.update({f"sr{b}-c{c}-dp{n}": {"sentence_budget": b, "sentence_cover": c, "sentence_dense_places": n}
-                 for b in (220, 230, 240, 250) for c in (0, 3, 4, 5) for n in (0, 3, 4, 5)})
+                 for b in (220, 230, 240, 245, 250) for c in (0, 3, 4, 5) for n in (0, 3, 4, 5)})
+# the same with the relevance ranking's passage weight P (-p<P>) or M fine runs (-m<M>)
+for _name, _opts in [(n, o) for n, o in SETTINGS.items() if n.startswith("sr") and "-dp" in n]:
+    SETTINGS.update({f"{_name}-p{p}": {**_opts, "relevance_weights": {"passage": float(p)}} for p in (3, 4)})
+    SETTINGS.update({f"{_name}-m{m}": {**_opts, "fine_m": m} for m in (10,)})
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})
