@@ -1018,3 +1018,35 @@ def test_sentence_cover_puts_the_top_passages_in_the_prompt_and_ranks_evidence_b
     assert shown(sentence_budget=36, sentence_cover=2) == (ranking[:2], [1.0, 0.5])
     with pytest.raises(KgmemInputError, match="sentence_cover"):
         create_autopruned_graph(kg, model="offline", sentence_cover=-1)
+
+
+def test_sentence_dense_places_keeps_vector_searchs_top_passages_first_in_its_order():
+    """sentence_dense_places=N: vector search's top N passages hold the first N evidence places in
+    its order (with sentence_cover=N each has its best sentence in the prompt), so the fine
+    ranking's passages add to them and never push one out; without it, passages are placed by
+    their best sentence."""
+    from langgraph_kgmem.graphs.common import dense_passages
+
+    kg = KnowledgeGraph.in_memory(name="places")
+    kg.add_documents([
+        {"title": "Pierre Curie", "text": "Pierre Curie taught physics. He was born in Paris and married Marie. "
+                                          "The couple shared a Nobel Prize. Pierre Curie died in 1906."},
+        {"title": "Sorbonne", "text": "Where did Pierre Curie teach physics? At the Sorbonne, a university."},
+        {"title": "Vistula", "text": "The Vistula flows into the Baltic Sea near Gdansk."},
+        {"title": "Physics", "text": "Physics teachers teach physics where physics is taught."}], model="offline")
+    q = "Where did Pierre Curie teach physics?"
+    opts = {"fine_m": 10, "memorize": False, "sentence_dense": 4, "sentence_budget": 400,
+            "relevance_weights": {"passage": 0.0, "lead": 0.0, "terms": 0.0}}
+
+    def shown(**more):
+        out = create_autopruned_graph(kg, model="offline", **opts, **more).compile(store=InMemoryStore()).invoke(
+            {"question": q})
+        return [e["chunks"][0] for e in out["evidence"] if e["channel"] == "F"]
+
+    dense = dense_passages(kg, q, 4)
+    by_sentence = shown()
+    assert by_sentence[:2] != dense[:2]   # the case: placed by best sentence, vector search's order differs
+    assert shown(sentence_dense_places=2)[:2] == dense[:2]
+    assert shown(sentence_dense_places=4, sentence_cover=4) == dense
+    with pytest.raises(KgmemInputError, match="sentence_dense_places"):
+        create_autopruned_graph(kg, model="offline", sentence_dense_places=-1)

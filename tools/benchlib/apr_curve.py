@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchlib import corpus as corpora
+from benchlib.codebook_cache import synced_copy
 from benchlib.api import answer_prompt, gold_passage_keys, oracle_answer, ranked_passages
 from benchlib.datasets import load_questions, pooled_passages, use_stem_path
 from benchlib.metrics import markdown_table
@@ -84,7 +85,7 @@ SETTINGS.update({f"sb{b}-m{m}-q": {"fine_m": m, "edges_per_run": 1, "show": "sen
                                    "sentence_rankings": ("question",), "sentence_dense": 0}
                  for b in BUDGETS for m in (5, 10, 20)})
 # the default ranking ("relevance", vector search's top 5 passages among the candidates): sr<budget>-m<M>;
-# SENTENCES_PRESET is sr250-m20
+# sr250-m20 is the default before issue 44's MiniLM choice; the default now is sr245-c0-dp0 below
 SETTINGS.update({f"sr{b}-m{m}": {"fine_m": m, "edges_per_run": 1, "show": "sentences", "sentence_budget": b}
                  for b in BUDGETS for m in (10, 20)})
 # the same with the best sentence of each of the first N passages first (sentence_cover): sr<budget>-m20-c<N>
@@ -99,6 +100,14 @@ for b in (210, 250):
     SETTINGS[f"sr{b}-m20-d0"] = {**base, "sentence_dense": 0}
     SETTINGS[f"sr{b}-m20-q"] = {**base, "sentence_rankings": ("question",)}
     SETTINGS[f"sr{b}-m20-rq"] = {**base, "sentence_rankings": ("relevance", "question")}
+# vector search's top N passages in the first N evidence places (sentence_dense_places), the best
+# sentence of each of the first C places first (sentence_cover): sr<budget>-c<C>-dp<N>
+SETTINGS.update({f"sr{b}-c{c}-dp{n}": {"sentence_budget": b, "sentence_cover": c, "sentence_dense_places": n}
+                 for b in (220, 230, 240, 245, 250) for c in (0, 3, 4, 5) for n in (0, 3, 4, 5)})
+# the same with the relevance ranking's passage weight P (-p<P>) or M fine runs (-m<M>)
+for _name, _opts in [(n, o) for n, o in SETTINGS.items() if n.startswith("sr") and "-dp" in n]:
+    SETTINGS.update({f"{_name}-p{p}": {**_opts, "relevance_weights": {"passage": float(p)}} for p in (3, 4)})
+    SETTINGS.update({f"{_name}-m{m}": {**_opts, "fine_m": m} for m in (10,)})
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})
@@ -265,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     qs = load_questions(args.dataset, args.questions, None)
     built = corpora.build_corpus(pooled_passages(args.dataset, qs), emb, log=print)
     wd = Path(tempfile.mkdtemp(prefix="apr-curve-"))
-    kg = corpora.open_working_copy(built, wd, emb)
+    kg = synced_copy(built, wd, emb, log=print, phrase_facts="always")   # the codebook synced once per KG
     settings = SETTINGS if not args.settings else {n: SETTINGS[n] for n in args.settings.split(",")}
     try:
         _, store = kg.persistence()

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from benchlib import corpus as corpora
+from benchlib.codebook_cache import synced_copy
 from benchlib.api import gold_passage_keys, ranked_passages
 from benchlib.datasets import load_questions, pooled_passages
 from benchlib.metrics import markdown_table
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     qs = load_questions(args.dataset, args.questions, None)
     built = corpora.build_corpus(pooled_passages(args.dataset, qs), emb, log=print)
     wd = Path(tempfile.mkdtemp(prefix="apr-diagnose-"))
-    kg = corpora.open_working_copy(built, wd, emb)
+    kg = synced_copy(built, wd, emb, log=print, phrase_facts="always")   # the codebook synced once per KG
     try:
         _, store = kg.persistence()
         report = diagnose(kg, store, qs, json.loads(args.options))

@@ -15,9 +15,9 @@ from langgraph_kgmem.graphs.common import BaseState
 METHOD = "autopruned"
 # The compact reader setting (its measurements are in the docs' benchmarks page): the passages of
 # the 20 best runs (fused with the dense ranking) and vector search's top 5, their most relevant
-# sentences ("relevance" ranking, and the bridges they name) up to 250 tokens.
+# sentences ("relevance" ranking, and the bridges they name) up to 245 tokens (the default reader).
 # create_autopruned_graph(kg, **SENTENCES_PRESET)
-SENTENCES_PRESET: dict[str, Any] = {"fine_m": 20, "show": "sentences", "sentence_budget": 250}
+SENTENCES_PRESET: dict[str, Any] = {"fine_m": 20, "show": "sentences", "sentence_budget": 245}
 SelectionMode = Literal["all", "unique", "none"]
 SELECTION_MODES: tuple[str, ...] = ("all", "unique", "none")
 SelectionPolicy = Callable[[Channel, list[dict[str, Any]], dict[str, Any]], SelectionMode]

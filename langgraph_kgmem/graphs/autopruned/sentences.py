@@ -117,7 +117,7 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
                      words: dict[str, list[set[str]]] | None = None,
                      weights: Mapping[str, float] | None = None,
                      passage_scores: Callable[[], tuple[list[str], np.ndarray]] | None = None,
-                     cover: int = 0) -> list[dict[str, Any]]:
+                     cover: int = 0, dense_places: int = 0) -> list[dict[str, Any]]:
     """The facts block filled sentence by sentence up to ``budget`` tokens (``sentence_budget``).
 
     Candidates: every sentence of the passages the selected fact runs come from, then of vector
@@ -133,7 +133,10 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     order is taken greedily: a sentence is added when it fits the budget (its tokens plus its passage title's, once), a repeated sentence
     never; the best sentence is kept even alone over the budget. With ``cover``, the best sentence
     of each of the first ``cover`` passages goes in first (then the ranked order): the passages the
-    ranking puts on top are all in the prompt. Groups as :func:`fact_sentences`, sentences in text
+    ranking puts on top are all in the prompt. With ``dense_places`` N, vector search's top N
+    passages (those among the candidates) hold the first N places, in its order, and the others
+    follow by their best sentence: the fine ranking's passages then add to vector search's top N
+    and never push one of them out. Groups as :func:`fact_sentences`, sentences in text
     order, but passages in the order of their best sentence in the ranking (the passage ranking the
     prompt shows, best first), each with its 0-based ``place`` in it."""
     from langgraph_kgmem.embeddings.fast import block_cosines
@@ -198,8 +201,13 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     best: dict[str, tuple[str, int]] = {}
     for x in ranked:       # each passage's best sentence; passages placed in the order of theirs
         best.setdefault(x[0], x)
-    place = {c: n for n, c in enumerate(best)}
-    lead = list(best.values())[:cover]
+    order = list(best)
+    if dense_places:   # vector search's top passages first, in its order
+        ids, passage_cos = (passage_scores or partial(kg.similarity_scores, question, ("chunk",)))()
+        top = [c for c in dense_passages(kg, question, dense_places, (ids, passage_cos)) if c in best]
+        order = top + [c for c in order if c not in top]
+    place = {c: n for n, c in enumerate(order)}
+    lead = [best[c] for c in order[:cover]]
     picked = fill_budget([*lead, *ranked], chunks, titles, cache, budget, bridges)
     runs_of: dict[str, list[str]] = {}
     for rid in selected_f:
