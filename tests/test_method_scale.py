@@ -1,0 +1,92 @@
+"""``tools/method_scale.py``: per-method latency per size, per backend and with concurrent callers
+(tiny runs; the figures themselves are in docs/capacity.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import bench_helpers  # noqa: F401  (puts tools/ on sys.path)
+
+pytestmark = [pytest.mark.integration]
+
+
+def _row(backend, method, passages, clients, p50, p95):
+    return {"backend": backend, "method": method, "passages": passages, "clients": clients,
+            "steady_p50_ms": p50, "steady_p95_ms": p95}
+
+
+def test_summaries_divide_the_largest_size_by_the_smallest_and_postgres_by_embedded():
+    from method_scale import summarise
+
+    rows = [_row("embedded", "catrag", 2000, 1, 10.0, 20.0), _row("embedded", "catrag", 100000, 1, 25.0, 30.0),
+            _row("postgres", "catrag", 2000, 1, 12.0, 40.0), _row("postgres", "catrag", 100000, 1, 30.0, 45.0),
+            _row("postgres", "catrag", 2000, 4, 50.0, 80.0)]
+    growth, pg = summarise(rows)
+    assert growth["embedded"]["catrag"][1] == {"sizes": [2000, 100000], "p50": 2.5, "p95": 1.5}
+    assert growth["postgres"]["catrag"][1] == {"sizes": [2000, 100000], "p50": 2.5, "p95": 1.12}
+    assert 4 not in growth["postgres"]["catrag"]          # one size only: no growth figure
+    assert pg["catrag"][2000][1] == {"p50": 1.2, "p95": 2.0}
+    assert pg["catrag"][100000][1] == {"p50": 1.2, "p95": 1.5}
+    assert 4 not in pg["catrag"][2000]                     # no embedded row to divide by
+
+
+def test_questions_are_spread_over_the_kg_and_differ_per_caller():
+    from method_scale import question, question_lists
+
+    lists = question_lists(20000, "catrag", 4, 6)
+    flat = [q for qs in lists for q in qs]
+    assert [len(qs) for qs in lists] == [6] * 4 and len(set(flat)) == 24
+    assert all(q.startswith("In which year did ") for q in flat) and question(0) != question(1)
+    assert question_lists(20000, "catrag", 1, 6) != question_lists(20000, "dense", 1, 6)
+
+
+def test_percentiles_and_summary_pool_the_callers_steady_questions():
+    from benchlib.scale_clients import percentile, summary
+
+    out = summary([[100.0, 1.0, 2.0, 3.0], [300.0, 4.0, 5.0, 6.0]])
+    assert out["first_ms"] == 200.0 and out["n_steady"] == 6
+    assert out["steady_p50_ms"] == 3.5 and out["steady_p95_ms"] == pytest.approx(5.8, abs=0.05)
+    assert out["first_over_steady"] == pytest.approx(57.14, abs=0.01)
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_a_tiny_embedded_run_reports_every_method_size_and_caller_count(tmp_path, capsys):
+    from method_scale import main
+
+    out = tmp_path / "scale.json"
+    assert main(["--sizes", "20,40", "--methods", "dense,hipporag2", "--clients", "1,2", "--questions", "1",
+                 "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    got = {(r["backend"], r["method"], r["passages"], r["clients"]) for r in report["rows"]}
+    assert got == {("embedded", m, p, c) for m in ("dense", "hipporag2") for p in (20, 40) for c in (1, 2)}
+    assert all(r["steady_p95_ms"] >= r["steady_p50_ms"] > 0 and r["open_s"] > 0 for r in report["rows"])
+    assert {r["n_steady"] for r in report["rows"] if r["clients"] == 2} == {2}
+    assert set(report["growth"]["embedded"]) == {"dense", "hipporag2"} and report["pg_over_embedded"] == {}
+
+
+def test_an_existing_postgres_kg_is_opened_beside_an_embedded_one(tmp_path, new_database, capsys):
+    from ingest_scale import main as ingest
+    from method_scale import main
+
+    uri, directory = new_database(), str(tmp_path / "kg")
+    for target in (uri, directory):
+        assert ingest(["--kg", target, "--docs", "30", "--batch", "30", "--pairs", "0"]) == 0
+    out = tmp_path / "scale.json"
+    assert main(["--sizes", "", "--methods", "dense", "--clients", "1", "--questions", "1",
+                 "--open", f"postgres={uri}", "--open", f"embedded={directory}", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert {(r["backend"], r["passages"]) for r in report["rows"]} == {("postgres", 30), ("embedded", 30)}
+    assert set(report["pg_over_embedded"]["dense"]["30"]["1"]) == {"p50", "p95"}
+
+
+def test_a_kg_not_of_the_scale_documents_is_refused(tmp_path):
+    from langgraph_kgmem import KnowledgeGraph
+    from method_scale import main
+
+    kg = KnowledgeGraph.open(str(tmp_path / "kg"), name="scale", embeddings="hash", vector_backend="memory")
+    kg.add_documents([{"id": "other", "text": "Ada Lovelace wrote about the Analytical Engine."}], model="offline")
+    kg.close()
+    with pytest.raises(SystemExit, match="not a KG of ingest_scale.py's documents"):
+        main(["--sizes", "", "--methods", "dense", "--open", f"embedded={tmp_path / 'kg'}"])
