@@ -274,6 +274,36 @@ def test_a_graph_given_its_store_reads_the_codebook_when_built_not_at_its_first_
     assert len(loads) == 1
 
 
+def test_a_first_sync_writes_its_provenance_index_in_bounded_batches(kg, monkeypatch):
+    """A first sync of a large KG writes one index entry per document: PostgreSQL takes at most
+    65,535 values in the one statement a store batch becomes (a 20,000-passage KG failed there),
+    so the entries go in bounded batches before the codebook's own pages, which stay one batch."""
+    from langgraph.store.base import PutOp
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.autopruned import codebook, sync_codebook
+
+    batches = []
+
+    class Spy(InMemoryStore):
+        def batch(self, ops):
+            ops = list(ops)
+            if ops and all(isinstance(op, PutOp) for op in ops):   # the writes
+                batches.append(["codebook" if "codebook" in op.namespace else
+                                "index" if "provenance_index" in op.namespace else "other" for op in ops])
+            return super().batch(ops)
+
+    monkeypatch.setattr(codebook, "INDEX_OPS_PER_BATCH", 2)
+    store = Spy()
+    sync_codebook(kg, store)
+    saves = [b for b in batches if "codebook" in b]
+    assert len(saves) == 1 and "index" not in saves[0]
+    index = [b for b in batches if "index" in b]
+    assert sum(b.count("index") for b in index) >= 3 and max(len(b) for b in index) <= 2
+    assert batches.index(saves[0]) > max(batches.index(b) for b in index)        # entries first
+    assert Codebook.load(store, kg.name).indexed_docs
+
+
 def _fresh_index(book, kg):
     book._index_cache, book._rep_cache, book._hrt_np = None, {}, None
     return book.run_index(kg)
@@ -330,13 +360,15 @@ def test_codebook_persists_and_reloads_identically(kg, store):
     assert book.size()["question_runs"] == 1
     _same_book(book, Codebook.load(store, kg.name))
     # incremental saves write only what changed: a new question run touches no document list
-    class Recording:  # the store, with the keys each save writes (in one batch)
+    class Recording:  # the store, with the keys each save writes (the codebook's own in one batch)
         def __init__(self):
             self.keys, self.batches = [], 0
 
         def batch(self, ops):
-            self.batches += 1
-            self.keys += [op.key for op in ops]
+            ops = list(ops)
+            own = [op.key for op in ops if "codebook" in op.namespace]
+            self.batches += bool(own)
+            self.keys += own
             return store.batch(ops)
 
     rec = Recording()

@@ -104,6 +104,7 @@ ALIAS_THRESHOLD = 0.93
 # (docs/methods/autopruned.md, Consolidation).
 LAYER2_FLOOR = 0.85
 LAYER2_RETRY = 0.05   # share of the budget the codebook must grow by before layer 2 is retried
+INDEX_OPS_PER_BATCH = 5000  # provenance-index writes per store batch (Codebook.save)
 MAX_ENTITY_CHARS = 200     # longest entity symbol the codebook holds (see the module docstring)
 MAX_RELATION_CHARS = 500   # longest relation symbol (relations may be short sentences)
 
@@ -1213,17 +1214,21 @@ class Codebook:
         }, index=False))
         # the revision alone, so that checking for a newer codebook does not parse the whole meta
         ops.append(PutOp(ns, "revision", {"revision": revision}, index=False))
-        # the documents each page's runs rest on, indexed in the same batch (once per page and
-        # document in this process: the entries are idempotent)
+        # the documents each page's runs rest on (once per page and document in this process),
+        # written before the pages: a first sync writes one entry per document, and PostgreSQL takes
+        # at most 65,535 values in the one statement a batch becomes. The entries are idempotent,
+        # and one naming a page that does not rest on its document costs an invalidation nothing.
         fresh = {(k, p["doc"]) for k, prov in resting.items() for p in prov} - self._indexed
-        ops += index_ops(self.kg_name, self.scope, "codebook",
-                         {k: [{"doc": d} for kk, d in sorted(fresh) if kk == k] for k in resting})
+        entries = index_ops(self.kg_name, self.scope, "codebook",
+                            {k: [{"doc": d} for kk, d in sorted(fresh) if kk == k] for k in resting})
+        for start in range(0, len(entries), INDEX_OPS_PER_BATCH):
+            store.batch(entries[start:start + INDEX_OPS_PER_BATCH])
         store.batch(ops)
         self._indexed |= fresh
         self.revision = revision
         self._dirty = {"E": set(), "R": set(), "M": set(), "runs": set()}
         self._dirty_all = self._dirty_docs = False
-        return len(ops) - 1
+        return len(ops) + len(entries) - 1
 
     @staticmethod
     def stored_revision(store: "BaseStore", kg_name: str, scope: Sequence[str] = ()) -> int | None:
