@@ -266,8 +266,11 @@ def test_a_graph_given_its_store_reads_the_codebook_when_built_not_at_its_first_
     real_of = Codebook._vectors_of         # reads the vectors of its own new entities only
     monkeypatch.setattr(Codebook, "_vectors_of", lambda self, kg_, todo, *a: filled.append((len(todo), a[-1])) or
                         real_of(self, kg_, todo, *a))
+    scans = []                             # checked against the KG with the graph: no row read again
+    real_docs = kg._store.documents
+    monkeypatch.setattr(kg._store, "documents", lambda: scans.append(1) or real_docs())
     app.invoke({"question": "Where was Marie Curie born?"})
-    assert len(loads) == 1 and filled
+    assert len(loads) == 1 and filled and scans == []
     assert max(n for n, space in filled if space == "nodes") < len(real(Codebook, store, kg.name).ent_text) // 2
     create_autopruned_graph(kg, model="offline").compile(store=store)
     create_autopruned_graph(kg, model="offline", store=store, memory_scope=["{user_id}"]).compile(store=store)

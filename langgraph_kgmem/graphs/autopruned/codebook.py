@@ -549,6 +549,21 @@ class Codebook:
         return [[edges[i] for i in p] for p in parts]
 
     # ------------------------------------------------------------------ facts channel
+    def _sync_plan(self, kg: "KnowledgeGraph") -> tuple[list[str], list[str], dict[str, str]]:
+        """(the KG's ``done`` documents, the indexed ones deleted or replaced since they were
+        indexed, each done document's content hash): the read-time provenance check
+        (:func:`~langgraph_kgmem.memory.provenance.holds`) on one read of the document rows."""
+        rows = [d for d in kg.documents() if d.get("status", "done") == "done"]
+        current = {d["id"]: str(d.get("content_hash") or "") for d in rows}
+        gone = [d for d in self.indexed_docs if current.get(d) != str(self.doc_hashes.get(d, ""))]
+        return [d["id"] for d in rows], gone, current
+
+    def in_sync(self, kg: "KnowledgeGraph") -> bool:
+        """Whether :meth:`sync_facts` would change nothing: every document of the KG indexed, in
+        the version indexed. Reads the document rows; changes nothing."""
+        known, gone, _ = self._sync_plan(kg)
+        return not gone and all(d in self.indexed_docs for d in known)
+
     def sync_facts(self, kg: "KnowledgeGraph", *, documents: Sequence[str] | None = None,
                    phrase_facts: Literal["uncovered", "always", "never"] = "uncovered",
                    segment_opts: dict[str, Any] | None = None) -> dict[str, int]:
@@ -560,15 +575,8 @@ class Codebook:
         passage is invisible to retrieval); ``"always"`` adds the phrase triples of every chunk to
         its relation edges (the lower-case content words an entity extractor misses); ``"never"``.
         """
-        rows = [d for d in kg.documents() if d.get("status", "done") == "done"]
-        known = [d["id"] for d in rows]
+        known, gone, version = self._sync_plan(kg)
         known_set = set(known)
-        current = {d["id"]: str(d.get("content_hash") or "") for d in rows}
-        # a document deleted, or replaced since it was indexed (the read-time provenance check,
-        # :func:`~langgraph_kgmem.memory.provenance.holds`, on the rows just read): its fact runs
-        # go, and a replaced one is indexed again below
-        gone = [d for d in self.indexed_docs
-                if d not in known_set or current[d] != str(self.doc_hashes.get(d, ""))]
         if gone:
             self._dirty_docs = True
             gone_set = set(gone)
@@ -604,7 +612,6 @@ class Codebook:
                 if c in chunk_ids:
                     by_chunk.setdefault(c, []).append(e)
         added = 0
-        version = {d["id"]: d.get("content_hash", "") for d in rows}
         # first every chunk's edge sequence (E, R, M grow in the same order as chunk by chunk), then
         # their line vectors in one lookup, then the runs: one embedding call and one write of the
         # KG's text vectors for the whole pass, not one per chunk

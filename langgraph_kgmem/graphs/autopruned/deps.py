@@ -120,10 +120,13 @@ class AutoprunedDeps:
         return hit
 
     def warm(self, scope: tuple[str, ...] = ()) -> None:
-        """Load the codebook of ``scope`` and build what every question reads whole (its run index,
-        entity and relation tables), as the first question would."""
+        """Load the codebook of ``scope``, check that it indexes the KG as it is now, and build what
+        every question reads whole (its run index, entity and relation tables), as the first
+        question would."""
         with self.lock:
-            _, book = self.book(scope)
+            store, book = self.book(scope)
+            if book.in_sync(self.kg):     # else the first question indexes what is new (a write)
+                self.mark_synced(store, scope)
             book.run_index(self.kg)
             book.entity_vectors(self.kg)
             book.relation_vectors(self.kg)
