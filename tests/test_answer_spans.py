@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_kgmem.graphs.answer_spans import (asks_year, count_cues, count_fit, date_role, life_event, strip_title,
-                                                 year_of)
+from langgraph_kgmem.graphs.answer_spans import (FIT_LIFE_UNPLACED, asks_year, count_cues, count_fit, date_role,
+                                                 life_event, life_fit, strip_title, year_of)
 from langgraph_kgmem.graphs.answering import candidates, offline_answer
 
 
@@ -148,3 +148,13 @@ DEMO_TEXTS = DEMO_PARAGRAPHS + DEMO_PARAGRAPHS[:3] + [
     'Observatory called "Lamps on the Hill".',
     'Szeged is a city on the river Tisza in southern Hungary.',
 ]
+
+
+def test_a_birth_question_prefers_the_date_given_as_the_birth_over_an_unplaced_one():
+    sentence = "Foo was published in 1967."
+    at = sentence.index("1967")
+    assert life_fit("birth", sentence, at, at + 4) == FIT_LIFE_UNPLACED < 1.0
+    assert life_fit("", sentence, at, at + 4) == 1.0                      # no life event asked: no change
+    evidence = [{"id": "n", "title": "Foo", "text": "Foo is a novel by the British author Ann Lee, published in 1967."},
+                {"id": "a", "title": "Ann Lee", "text": "Ann Lee, born 7 January 1936, wrote eleven novels."}]
+    assert offline_answer("When was the British author of the novel Foo born?", evidence).answer == "7 January 1936"

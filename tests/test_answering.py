@@ -1,5 +1,5 @@
 """The shared answer step (graphs/answering.py): question types, typed candidates, chain hops,
-the path bonus, comparisons, "no answer" with a reason, and a model's reply checked against the
+the path as a tie-break only, the seed passage, comparisons, "no answer" with a reason, and a model's reply checked against the
 evidence."""
 
 from __future__ import annotations
@@ -177,3 +177,22 @@ def test_a_hop_the_question_gives_with_an_indefinite_article_is_demoted_too():
     evidence = [{"id": "a", "text": "2014 S/S is the debut album of Winner. Winner is a South Korean boy group "
                                     "formed by YG Entertainment."}]
     assert offline_answer(question, evidence).answer == "YG Entertainment"
+
+
+def test_a_mention_in_the_passage_the_question_names_is_the_chains_start_not_its_end():
+    # "the director of Jump for Glory" is found in Jump for Glory's own passage (the bridge); the
+    # answer is in the passage of the bridge, which the question does not name
+    evidence = [{"id": "a", "title": "Jump for Glory", "text": "Jump for Glory is a 1937 film by the director Raoul Walsh."},
+                {"id": "b", "title": "Raoul Walsh",
+                 "text": "Walsh was married to the actress Miriam Cooper, his spouse from 1916 to 1926. Miriam Cooper "
+                         "was his first spouse."}]
+    out = offline_answer("Who is the spouse of the director of Jump for Glory?", evidence)
+    assert out.answer == "Miriam Cooper" and out.evidence_id == "b"
+
+
+def test_the_path_breaks_ties_only_and_never_outweighs_the_evidence():
+    # the PPR ranking's first names are the question's seeds' neighbours (here the bridge, Ann
+    # Lee), not the answer: a name on the path gains nothing over a better-supported one
+    evidence = [{"id": "p", "text": "Ann Lee founded the Halden prize of 1990. Bo Chan won the Halden prize of 1990."}]
+    out = offline_answer("Who won the Halden prize of 1990?", evidence, path=["Ann Lee", "Halden"])
+    assert out.answer == "Bo Chan"

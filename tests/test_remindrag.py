@@ -498,3 +498,29 @@ def test_replay_answers_before_a_person_is_asked_unless_turned_off(kg, store):
         out = app.invoke({"question": Q_RIVER}, {"configurable": {"thread_id": f"replay-{replay}"}})
         assert ("__interrupt__" in out) is asked, replay
         assert bool(out.get("replayed", {}).get("nodes")) is replay
+
+
+def test_the_offline_answer_reads_the_fused_rankings_next_passages_never_the_evidence(kg, store, monkeypatch):
+    """Offline, the answer step reads the next passages of the fused ranking after the evidence
+    (as CatRAG's and dense's do), so a short walk's few passages do not starve it; they are no
+    part of the evidence (retrieval figures unchanged) and a model never sees them."""
+    import langgraph_kgmem.graphs.remindrag.nodes as nodes
+
+    seen: list[dict] = []
+    real = nodes.answer_with_candidates
+
+    def spy(model, question, evidence, path=(), **kw):
+        seen.append({"evidence": [e["id"] for e in evidence], "further": [e["id"] for e in kw.get("further", ())],
+                     "kinds": [e["kind"] for e in kw.get("further", ())]})
+        return real(model, question, evidence, path, **kw)
+
+    monkeypatch.setattr(nodes, "answer_with_candidates", spy)
+    kg.add_documents([{"id": f"doc-extra-{i}", "title": f"Town {i}",
+                       "text": f"Town {i} is a small town in Poland on a river near Warsaw."} for i in range(6)],
+                     model="offline")
+    out = run(create_remindrag_graph(kg, model="offline", store=store).compile(), Q_RIVER)
+    chunks = [e for e in out["evidence"] if e["kind"] == "chunk"]
+    assert seen and seen[0]["further"], "the offline answer step got no further passages"
+    assert not set(seen[0]["further"]) & set(seen[0]["evidence"]) and set(seen[0]["kinds"]) == {"chunk"}
+    assert len(seen[0]["further"]) <= len(chunks)
+    assert [e["id"] for e in out["evidence"]] == seen[0]["evidence"]

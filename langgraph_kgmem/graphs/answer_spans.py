@@ -9,7 +9,8 @@ the question asks for:
 - **A life date** (:func:`life_event`, :func:`life_fit`): a question that asks when someone was
   born (or died) wants the date that the evidence gives as a birth (death): the date after
   "born" (after "died"), or the first (second) date of an encyclopaedic "(3 June 1865 – 20
-  January 1936)". Other dates of such a sentence are a poor fit. Only a question whose own verb
+  January 1936)". A date given as the other event is a poor fit, and a date given as no life
+  event at all ("published in 1967") a poorer one than the one asked. Only a question whose own verb
   is the life event counts: "the city where X was born" names a hop, not what is asked.
 - **What a number counts** (:func:`count_cues`, :func:`count_fit`): "how many tournaments" wants
   a number with "tournaments" beside it ("won 230 tournaments"), "what was the population" a
@@ -31,6 +32,7 @@ from typing import Literal
 LifeEvent = Literal["birth", "death", ""]
 
 FIT_LIFE_OTHER = 0.3    # type fit of a date the evidence gives as another event than the one asked
+FIT_LIFE_UNPLACED = 0.4  # type fit of a date the evidence gives as no life event, for a birth/death question
 FIT_COUNT_OTHER = 0.5   # type fit of a number with none of the question's counted words beside it
 COUNT_NEAR = 3          # words after a number (and before it, one more) searched for a counted word
 
@@ -94,12 +96,16 @@ def date_role(sentence: str, start: int, end: int) -> LifeEvent:
 
 def life_fit(event: LifeEvent, sentence: str, start: int, end: int) -> float:
     """The type-fit factor of a date for a question asking ``event``: 1 for a date the sentence
-    gives as that event or does not place, :data:`FIT_LIFE_OTHER` for a date it gives as the
-    other event (a death date for "When was X born?")."""
+    gives as that event, :data:`FIT_LIFE_OTHER` for a date it gives as the other event (a death
+    date for "When was X born?"), :data:`FIT_LIFE_UNPLACED` for a date it gives as no life event
+    ("released in 1967" for "When was the author of the novel born?"); 1 for every date when the
+    question asks no life event."""
     if not event:
         return 1.0
     role = date_role(sentence, start, end)
-    return FIT_LIFE_OTHER if role and role != event else 1.0
+    if not role:
+        return FIT_LIFE_UNPLACED
+    return FIT_LIFE_OTHER if role != event else 1.0
 
 
 _POPULATION = ("population", "inhabitants", "residents", "people")

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from langgraph_kgmem.graphs.answering import answer_with_candidates, path_names
-from langgraph_kgmem.graphs.common import (check_question, content_words, data_text, emit_progress,
+from langgraph_kgmem.graphs.common import (check_question, content_words, data_text, dense_passages, emit_progress,
                                            evidence_item, fence, fuse_with_dense, fuse_with_dense_adaptive,
                                            id_validator, named_in, require, run_model)
 from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps, edge_weights
@@ -317,7 +317,9 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
     # the walk's entities, in the order it reached them, are its own path to the answer
     text, usage = reused_answer(state.get("reused"), evidence), {}
     if text is None:
+        further = _further_passages(kg, question, evidence) if opts.dense_fusion and is_offline(llm) else []
         text, usage = answer_with_candidates(llm, question, evidence, path_names(kg, state.get("subgraph_nodes", [])),
+                                             further=further,
                                              context={"evidence_texts": [e["text"] for e in evidence], "method": METHOD})
     reason = "sufficient" if state.get("sufficient") else (
         "max_hops" if state.get("hops", 0) >= opts.max_hops else
@@ -326,6 +328,17 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
                      scope=opts.memory_scope)
     return {"answer": text, "evidence": evidence, "usage": usage, "stop_reason": reason,
             **({"fusion": fusion} if fusion else {}), **run}
+
+
+def _further_passages(kg: "KnowledgeGraph", question: str, evidence: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The next passages of the fused ranking after ``evidence`` (vector search's next places, as
+    many as the evidence holds passages): read by the offline answer step for candidates at their
+    lower rank weight, as CatRAG's and dense's next passages are; never shown to a model and no
+    part of the evidence (retrieval figures are unchanged)."""
+    have = {str(e.get("id")) for e in evidence}
+    n = sum(1 for e in evidence if e.get("kind") == "chunk")
+    nxt = [c for c in dense_passages(kg, question, 2 * n + len(have)) if c not in have][:n]
+    return [evidence_item(kg, c) for c in nxt]
 
 
 def memorize(state: ReMindState, runtime: Runtime[RemindragOptions],
