@@ -8,8 +8,10 @@ it. A method with ``reuse=True`` looks its question up here before it decides an
 
 1. the same question (equal keys), else the stored question nearest by cosine at or above
    ``similarity`` that also names the same things (:func:`same_names`: the same numbers, and at
-   least half of the capitalised words in common), reading at most :data:`MAX_SCAN` stored
-   questions: "Who wrote The Crimson Compass?" is not "Who wrote The Last Letters?", however near;
+   least half of the capitalised words in common) and asks for the same kind of answer
+   (:func:`same_form`), reading at most :data:`MAX_SCAN` stored questions: "Who wrote The
+   Crimson Compass?" is not "Who wrote The Last Letters?", nor "When was Albert Einstein born?"
+   "Where was Albert Einstein born?", however near;
 2. of that question's runs, the method's own first, then the others newest first, the first
    that is *confirmed*: its run record is still there (a replaced or deleted document takes it
    along, :mod:`~langgraph_kgmem.memory.provenance`), every document it names is still in the
@@ -80,6 +82,51 @@ def same_names(a: str, b: str) -> bool:
     return not (na or nb) or len(na & nb) / len(na | nb) >= NAMES_OVERLAP
 
 
+_WH = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+_LEADING = frozenset({"in", "on", "at", "for", "from", "by", "to", "during", "since", "of", "with", "and", "but",
+                      "so", "then", "after", "before", "until"})
+_TIME_NOUNS = frozenset({"year", "years", "date", "decade", "century", "month", "day", "time", "era", "period"})
+_PLACE_NOUNS = frozenset({"city", "country", "town", "state", "place", "location", "county", "region", "continent",
+                          "nation", "province", "village", "island"})
+_AMOUNT_WORDS = frozenset({"many", "much", "old", "long", "far", "tall", "big", "large", "high", "often", "fast",
+                           "deep", "wide", "heavy"})
+GENERIC_FORM = "entity"   # "what ..." / "which ...": compatible with every other form but "polar"
+
+
+def question_form(question: str) -> str:
+    """What kind of answer ``question`` asks for: ``time`` (when, what year), ``place`` (where,
+    which city), ``person`` (who, whom, whose), ``amount`` (how many, how old), ``reason`` (why),
+    ``manner`` (how), ``polar`` (no question word: yes or no), else ``entity`` (what, which). Read
+    from the question word that opens it (after a leading preposition), else from its last one
+    (a question worded as a statement: "... was born in what year?")."""
+    words = re.findall(r"[^\W_]+", str(question).casefold())
+    at = [i for i, w in enumerate(words) if w in _WH]
+    if not at:
+        return "polar"
+    lead = 0
+    while lead < len(words) and words[lead] in _LEADING:
+        lead += 1
+    i = lead if lead in at else at[-1]
+    word, after = words[i], words[i + 1:i + 3]
+    fixed = {"when": "time", "where": "place", "who": "person", "whom": "person", "whose": "person", "why": "reason"}
+    if word in fixed:
+        return fixed[word]
+    if word == "how":
+        return "amount" if after[:1] and after[0] in _AMOUNT_WORDS else "manner"
+    if _TIME_NOUNS & set(after):
+        return "time"
+    return "place" if _PLACE_NOUNS & set(after) else GENERIC_FORM
+
+
+def same_form(a: str, b: str) -> bool:
+    """Whether two questions ask for the same kind of answer (:func:`question_form`): equal forms,
+    or one a generic "what/which" and the other anything but a yes/no question. "When was Albert
+    Einstein born?" is not "Where was Albert Einstein born?", though the default embedding puts the
+    two at cosine 0.95 and they name the same things."""
+    fa, fb = question_form(a), question_form(b)
+    return fa == fb or (GENERIC_FORM in (fa, fb) and "polar" not in (fa, fb))
+
+
 def question_key(question: str) -> str:
     """``q-<hash>`` of the question with case, Unicode forms, runs of spaces and the closing
     punctuation folded; every other character (digits, signs, words) is kept, so two questions
@@ -141,7 +188,9 @@ def _matches(store: BaseStore, ns: tuple[str, ...], key: str, question: str, que
         if item.key == key or tuple(item.namespace) != ns or len(item.value.get("v", ())) != len(q):
             continue
         cos = float(np.asarray(item.value["v"], dtype=np.float64) @ q)
-        if cos >= similarity and (best is None or cos > best[0]) and same_names(question, item.value.get("question", "")):
+        other = item.value.get("question", "")
+        if cos >= similarity and (best is None or cos > best[0]) and same_names(question, other) \
+                and same_form(question, other):
             best = (cos, dict(item.value))
     if best is not None:
         yield best[0], False, best[1]
