@@ -310,3 +310,17 @@ def test_a_reworded_question_lends_its_evidence_never_its_answer(kg):
     log.clear()
     same = hippo(kg, store, scripted(log, answer="never asked"), reuse=True).invoke({"question": QUESTION})
     assert log == [] and same["reused"]["exact"] and same["answer"] in {"Warsaw", "Warsaw, on the Vistula"}
+
+
+def test_a_no_answer_run_is_reused_only_by_its_own_method_for_the_same_wording(kg):
+    store, log = InMemoryStore(), []
+    first = hippo(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
+    assert first["answer"] == "no answer"
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]
+    assert find_prior_run(store, kg, (), QUESTION, method="remindrag") is None          # another method searches
+    assert find_prior_run(store, kg, (), REWORDED, method="hipporag2", similarity=0.0) is None   # a rewording too
+    log.clear()
+    other = remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert other["reused"] is None and "check_sufficiency" in log and other["answer"] == "Warsaw"
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]   # its own first
+    assert find_prior_run(store, kg, (), REWORDED, method="hipporag2", similarity=0.0).run_id == other["run_id"]
