@@ -9,6 +9,7 @@ import pytest
 from bench_helpers import TOOLS  # noqa: F401  (puts tools/ on sys.path)
 
 from benchlib.common import BenchError
+from benchlib import curves
 from benchlib.curves import PARAPHRASES, asked, load_paraphrases, paraphrase_asker
 from benchlib.datasets import load_questions
 
@@ -60,3 +61,13 @@ def test_rows_say_what_was_asked():
     assert [asked(Args, p) for p in (1, 2, 3)] == ["original", "paraphrase", "paraphrase"]
     Args.paraphrases = False
     assert asked(Args, 2) == "original"
+
+
+def test_the_similarity_report_applies_the_whole_lookup_rule():
+    rows = {r["dataset"]: r for r in curves.paraphrase_similarity("hash")}
+    hot, mus = rows["hotpotqa"], rows["musique-train100"]
+    # "Formula One" reworded as "F1" lies above 0.8 on the cosine but names other things
+    assert hot["rule_matched@0.8"] < hot["matched@0.8"]
+    # at 0.5 the cosine alone takes other originals for paraphrases; names and kind of answer never
+    assert mus["false@0.5"] > 0 and mus["rule_false@0.5"] == 0
+    assert all(r[f"rule_matched@{t}"] <= r[f"matched@{t}"] for r in rows.values() for t in (0.5, 0.6, 0.7, 0.8))

@@ -282,3 +282,58 @@ def test_a_near_question_about_other_names_is_never_taken_for_a_rewording(kg):
     found = find_prior_run(store, kg, (), "In 1990, who was the author of The Crimson Compass?", method="catrag",
                            similarity=0.0)
     assert found is not None and found.run_id == "r-1" and not found.exact
+
+
+def test_a_near_question_asking_for_another_kind_of_answer_is_never_taken_for_a_rewording(kg):
+    store = InMemoryStore()
+    chunk = next(n.id for n in kg.nodes("chunk"))
+    asked = "When was Albert Einstein born?"
+    save_run(store, kg.name, (), "r-1", run_record(question=asked, method="catrag", evidence_ids=[chunk],
+                                                     answer="1879", thread_id=None, provenance=[]))
+    index_question(store, kg.name, (), asked, kg.embed_query(asked), "catrag", "r-1")
+    for other in ("Where was Albert Einstein born?", "Who was Albert Einstein born to?",
+                  "How many siblings was Albert Einstein born with?", "Was Albert Einstein born?"):
+        assert find_prior_run(store, kg, (), other, method="catrag", similarity=0.0) is None, other
+    for reworded in ("In what year was Albert Einstein born?", "What was Albert Einstein's date of birth?",
+                     "Albert Einstein was born when?"):
+        found = find_prior_run(store, kg, (), reworded, method="catrag", similarity=0.0)
+        assert found is not None and found.run_id == "r-1" and not found.exact, reworded
+
+
+def test_question_forms():
+    forms = {"When was X born?": "time", "In which year did X die?": "time", "X was born in what year?": "time",
+             "Where did X die?": "place", "In which city was X born?": "place", "Who wrote X?": "person",
+             "Whose son was X?": "person", "How many films did X make?": "amount", "How did X die?": "manner",
+             "Why did X resign?": "reason", "Did X and Y share a nationality?": "polar",
+             "What is the name of the river where X was born?": "entity",
+             "The man who founded X was born in which country?": "place"}
+    assert {q: prior_runs.question_form(q) for q in forms} == forms
+    assert prior_runs.same_form("Who wrote X?", "Which author wrote X?")
+    assert not prior_runs.same_form("What did X write?", "Did X write?")
+
+
+def test_a_reworded_question_lends_its_evidence_never_its_answer(kg):
+    store, log = InMemoryStore(), []
+    first = hippo(kg, store, scripted(log, answer="Warsaw")).invoke({"question": QUESTION})
+    log.clear()
+    again = hippo(kg, store, scripted(log, answer="Warsaw, on the Vistula"), reuse=True,
+                  reuse_similarity=0.0).invoke({"question": REWORDED})
+    assert again["reused"]["run_id"] == first["run_id"] and not again["reused"]["exact"]
+    assert log == ["answer"] and again["answer"] == "Warsaw, on the Vistula"   # the filter skipped, the answer asked
+    log.clear()
+    same = hippo(kg, store, scripted(log, answer="never asked"), reuse=True).invoke({"question": QUESTION})
+    assert log == [] and same["reused"]["exact"] and same["answer"] in {"Warsaw", "Warsaw, on the Vistula"}
+
+
+def test_a_no_answer_run_is_reused_only_by_its_own_method_for_the_same_wording(kg):
+    store, log = InMemoryStore(), []
+    first = hippo(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
+    assert first["answer"] == "no answer"
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]
+    assert find_prior_run(store, kg, (), QUESTION, method="remindrag") is None          # another method searches
+    assert find_prior_run(store, kg, (), REWORDED, method="hipporag2", similarity=0.0) is None   # a rewording too
+    log.clear()
+    other = remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert other["reused"] is None and "check_sufficiency" in log and other["answer"] == "Warsaw"
+    assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]   # its own first
+    assert find_prior_run(store, kg, (), REWORDED, method="hipporag2", similarity=0.0).run_id == other["run_id"]

@@ -6,8 +6,9 @@ deciding again: ReMindRAG puts the passages in its subgraph and skips the first 
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
 scoring; R3-Cycle and Graph-CoT give its answer and evidence again without
 a walk; AutoPrunedRetriever, whose only call is the answer, gives its own earlier answer again
-when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the evidence handed to the answer step holds nothing the earlier answer did not
-see, that answer is given again without a model call (:func:`reused_answer`). A run that found
+when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the question
+is the same (not reworded) and the evidence handed to the answer step holds nothing the earlier
+answer did not see, that answer is given again without a model call (:func:`reused_answer`). A run that found
 no answer is reused the same way only while the KG holds exactly the documents it searched
 (``answered`` False in the reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
 """
@@ -127,9 +128,13 @@ def same_evidence_answer(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] 
 
 
 def reused_answer(reused: dict[str, Any] | None, evidence: Sequence[dict[str, Any]]) -> str | None:
-    """The earlier run's answer when this run's evidence passages are all among the passages it
-    was given (nothing new to read), else None (the answer step runs)."""
-    if not reused or not reused.get("answer"):
+    """The earlier run's answer when it was a run of the very same question (``exact``) and this
+    run's evidence passages are all among the passages it was given (nothing new to read), else
+    None (the answer step runs). A reworded question's run lends its evidence, never its answer:
+    two questions can name the same things, ask for the same kind of answer and lie near
+    ("Who is the spouse of Barack Obama?", "Who is the father of Barack Obama?": cosine 0.87 with
+    the default embedding) yet have different answers in the same passages."""
+    if not reused or not reused.get("answer") or not reused.get("exact"):
         return None
     ids = [str(e.get("id")) for e in evidence if e.get("kind") in PASSAGE_KINDS]
     if not ids or not set(ids) <= set(reused.get("passages", [])):

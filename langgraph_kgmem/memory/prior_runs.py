@@ -8,17 +8,22 @@ it. A method with ``reuse=True`` looks its question up here before it decides an
 
 1. the same question (equal keys), else the stored question nearest by cosine at or above
    ``similarity`` that also names the same things (:func:`same_names`: the same numbers, and at
-   least half of the capitalised words in common), reading at most :data:`MAX_SCAN` stored
-   questions: "Who wrote The Crimson Compass?" is not "Who wrote The Last Letters?", however near;
+   least half of the capitalised words in common) and asks for the same kind of answer
+   (:func:`same_form`), reading at most :data:`MAX_SCAN` stored questions: "Who wrote The
+   Crimson Compass?" is not "Who wrote The Last Letters?", nor "When was Albert Einstein born?"
+   "Where was Albert Einstein born?", however near;
 2. of that question's runs, the method's own first, then the others newest first, the first
    that is *confirmed*: its run record is still there (a replaced or deleted document takes it
    along, :mod:`~langgraph_kgmem.memory.provenance`), every document it names is still in the
    version it names (``holds``), no feedback gave it the verdict ``wrong``, and it has an answer,
    or it found none ("no answer") in the very corpus the KG holds now (its record's ``corpus``
    hash is the KG's :meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.corpus_hash`: no document
-   added, replaced or deleted since, anywhere; any new document may hold the answer). Such a run
-   is handed on with ``answered`` False: the same evidence, asked again of the same corpus, would
-   be searched and read the same way, so the calls it paid for are not paid again;
+   added, replaced or deleted since, anywhere; any new document may hold the answer) and it is
+   the asking method's own run of the very same wording. Such a run is handed on with
+   ``answered`` False: the same method, asked the same question of the same corpus, would search
+   and read the same way, so the calls it paid for are not paid again; another method, or a
+   rewording, may find what it did not (measured: ReMindRAG starting from AutoPrunedRetriever's
+   "no answer" runs lost 17.5 points of R@5);
 3. its evidence, less any id feedback marked wrong and any node no longer in the KG, at most
    :data:`MAX_REUSED_EVIDENCE` ids, best first.
 
@@ -78,6 +83,51 @@ def same_names(a: str, b: str) -> bool:
     if {w for w in na if any(c.isdigit() for c in w)} != {w for w in nb if any(c.isdigit() for c in w)}:
         return False
     return not (na or nb) or len(na & nb) / len(na | nb) >= NAMES_OVERLAP
+
+
+_WH = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+_LEADING = frozenset({"in", "on", "at", "for", "from", "by", "to", "during", "since", "of", "with", "and", "but",
+                      "so", "then", "after", "before", "until"})
+_TIME_NOUNS = frozenset({"year", "years", "date", "decade", "century", "month", "day", "time", "era", "period"})
+_PLACE_NOUNS = frozenset({"city", "country", "town", "state", "place", "location", "county", "region", "continent",
+                          "nation", "province", "village", "island"})
+_AMOUNT_WORDS = frozenset({"many", "much", "old", "long", "far", "tall", "big", "large", "high", "often", "fast",
+                           "deep", "wide", "heavy"})
+GENERIC_FORM = "entity"   # "what ..." / "which ...": compatible with every other form but "polar"
+
+
+def question_form(question: str) -> str:
+    """What kind of answer ``question`` asks for: ``time`` (when, what year), ``place`` (where,
+    which city), ``person`` (who, whom, whose), ``amount`` (how many, how old), ``reason`` (why),
+    ``manner`` (how), ``polar`` (no question word: yes or no), else ``entity`` (what, which). Read
+    from the question word that opens it (after a leading preposition), else from its last one
+    (a question worded as a statement: "... was born in what year?")."""
+    words = re.findall(r"[^\W_]+", str(question).casefold())
+    at = [i for i, w in enumerate(words) if w in _WH]
+    if not at:
+        return "polar"
+    lead = 0
+    while lead < len(words) and words[lead] in _LEADING:
+        lead += 1
+    i = lead if lead in at else at[-1]
+    word, after = words[i], words[i + 1:i + 3]
+    fixed = {"when": "time", "where": "place", "who": "person", "whom": "person", "whose": "person", "why": "reason"}
+    if word in fixed:
+        return fixed[word]
+    if word == "how":
+        return "amount" if after[:1] and after[0] in _AMOUNT_WORDS else "manner"
+    if _TIME_NOUNS & set(after):
+        return "time"
+    return "place" if _PLACE_NOUNS & set(after) else GENERIC_FORM
+
+
+def same_form(a: str, b: str) -> bool:
+    """Whether two questions ask for the same kind of answer (:func:`question_form`): equal forms,
+    or one a generic "what/which" and the other anything but a yes/no question. "When was Albert
+    Einstein born?" is not "Where was Albert Einstein born?", though the default embedding puts the
+    two at cosine 0.95 and they name the same things."""
+    fa, fb = question_form(a), question_form(b)
+    return fa == fb or (GENERIC_FORM in (fa, fb) and "polar" not in (fa, fb))
 
 
 def question_key(question: str) -> str:
@@ -141,7 +191,9 @@ def _matches(store: BaseStore, ns: tuple[str, ...], key: str, question: str, que
         if item.key == key or tuple(item.namespace) != ns or len(item.value.get("v", ())) != len(q):
             continue
         cos = float(np.asarray(item.value["v"], dtype=np.float64) @ q)
-        if cos >= similarity and (best is None or cos > best[0]) and same_names(question, item.value.get("question", "")):
+        other = item.value.get("question", "")
+        if cos >= similarity and (best is None or cos > best[0]) and same_names(question, other) \
+                and same_form(question, other):
             best = (cos, dict(item.value))
     if best is not None:
         yield best[0], False, best[1]
@@ -187,6 +239,8 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
             rec = store.get(runs_ns, rid) if rid else None
             if rec is None or not usable(kg, rec.value):
                 continue
+            if no_answer(rec.value.get("answer")) and not (exact and str(rec.value.get("method", m)) == method):
+                continue   # "no answer" says what this method found for this wording, nothing more
             answer = str(rec.value.get("answer") or "").strip()
             verdict_wrong, wrong_ids = _wrong(store, kg.name, scope, rid)
             if verdict_wrong:

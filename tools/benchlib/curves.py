@@ -101,10 +101,14 @@ def warm_up(first: Any, ctx: BenchContext, questions: Sequence[BenchQuestion], d
 def paraphrase_similarity(embeddings: str, thresholds: Sequence[float] = (0.5, 0.6, 0.7, 0.8)) -> list[dict[str, Any]]:
     """Per data set: each paraphrase's cosine with its own original and with the nearest other
     original of the file, and per threshold the share matched and the false matches (paraphrases
-    whose nearest other original is at or above it). What ``reuse_similarity`` is chosen on."""
+    whose nearest other original is at or above it). What ``reuse_similarity`` is chosen on.
+    ``rule_matched@t`` and ``rule_false@t`` apply the whole lookup rule of
+    :func:`~langgraph_kgmem.memory.prior_runs.find_prior_run` (the cosine, the same names and the
+    same kind of answer), so they count what reuse would take."""
     import numpy as np
 
     from benchlib.common import make_embeddings
+    from langgraph_kgmem.memory.prior_runs import same_form, same_names
 
     emb = make_embeddings(embeddings)
     rows = [json.loads(line) for line in PARAPHRASES.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -119,10 +123,16 @@ def paraphrase_similarity(embeddings: str, thresholds: Sequence[float] = (0.5, 0
         own = np.diag(sims).copy()
         np.fill_diagonal(sims, -1.0)
         other = sims.max(axis=1)
+        agree = np.array([[same_names(p["question"], o["original"]) and same_form(p["question"], o["original"])
+                           for o in mine] for p in mine])
+        own_rule = np.where(np.diag(agree), own, -1.0)
+        other_rule = np.where(agree, sims, -1.0).max(axis=1)
         out.append({"dataset": ds, "embeddings": embeddings, "own_min": round(float(own.min()), 3),
                     "own_median": round(float(np.median(own)), 3), "other_max": round(float(other.max()), 3),
                     **{f"matched@{t}": round(float((own >= t).mean()), 3) for t in thresholds},
-                    **{f"false@{t}": int((other >= t).sum()) for t in thresholds}})
+                    **{f"false@{t}": int((other >= t).sum()) for t in thresholds},
+                    **{f"rule_matched@{t}": round(float((own_rule >= t).mean()), 3) for t in thresholds},
+                    **{f"rule_false@{t}": int((other_rule >= t).sum()) for t in thresholds}})
     return out
 
 

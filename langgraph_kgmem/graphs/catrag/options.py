@@ -45,8 +45,9 @@ class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
 
     Reuse (:class:`~langgraph_kgmem.graphs.reuse.ReuseOptions`; off by default): the earlier run's
     passages seed PageRank, the fact filter, anchoring and edge scoring take their offline
-    heuristics, and where the evidence is all among the passages that run was given its answer is
-    given again without a call; ``reused`` says which run.
+    heuristics, and where the question is the same (not reworded) and the evidence is all among
+    the passages that run was given, its answer is given again without a call; ``reused`` says
+    which run.
     """
 
     PROMPTS_MODULE: ClassVar[str] = "langgraph_kgmem.graphs.catrag.prompts"
