@@ -22,10 +22,9 @@ than copying a whole sentence. Without a model (``model="offline"``):
    a name the evidence calls a category the question names for a hop ("Ulm is a city" for "which
    river flows through the city where ...") is demoted.
    The method's own path (``path``: the entities its walk visited or its PPR ranked high) only
-   breaks ties between equal scores: a bonus for its names (0.3, scaled by their place) picked the
-   question's seeds' neighbours and hub entities ("United States") over the answer, which is on
-   the path in 0–16% of questions (HotpotQA dev and musique-train100, MiniLM): dropping it raised
-   HippoRAG 2's and CatRAG's F1 on both sets. The path a method reaches still shapes the answer
+   breaks ties between equal scores: a bonus for its names picked the question's seeds'
+   neighbours and hub entities ("United States") over the answer, which is rarely on the path
+   (docs/benchmarks.md, offline answers). The path a method reaches still shapes the answer
    through the evidence it ranks.
    The span rules of :mod:`~langgraph_kgmem.graphs.answer_spans` cut each span to what is asked
    (a year question's year, a birth or death date by its role, a number beside what is counted,
