@@ -22,8 +22,7 @@ it. A method with ``reuse=True`` looks its question up here before it decides an
    the asking method's own run of the very same wording. Such a run is handed on with
    ``answered`` False: the same method, asked the same question of the same corpus, would search
    and read the same way, so the calls it paid for are not paid again; another method, or a
-   rewording, may find what it did not (measured: ReMindRAG starting from AutoPrunedRetriever's
-   "no answer" runs lost 17.5 points of R@5);
+   rewording, may find what it did not (docs/memory.md measures what reusing them cost);
 3. its evidence, less any id feedback marked wrong and any node no longer in the KG, at most
    :data:`MAX_REUSED_EVIDENCE` ids, best first.
 
