@@ -14,7 +14,8 @@ pristine KG's key (passages, embedding model, backend, extractor), the sync opti
 of what decides a synced codebook (:data:`CODEBOOK_SOURCES`), so a changed codebook, sync or text
 vector store syncs again. Each run works on its own copy, so nothing a run memorises reaches the
 cache. The copy holds exactly what syncing a fresh copy stores: a sync in the copy finds every
-document indexed and adds nothing (``tests/test_bench.py`` compares the two stores row by row).
+document indexed and adds nothing (``tests/test_bench_codebook_cache.py`` compares the two stores
+row by row).
 """
 
 from __future__ import annotations
