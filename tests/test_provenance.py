@@ -89,31 +89,33 @@ def test_documents_keep_the_hash_of_their_version(small_kg):
     assert not holds(small_kg, [{"doc": "ulm", "hash": after}])
 
 
-def test_a_runs_provenance_reads_only_its_own_documents(small_kg, monkeypatch):
+def test_a_runs_provenance_reads_only_its_own_documents(stored_kg, monkeypatch):
     """A first question after a write must not read every document row of the KG (O(KG) on the
     question's path); a corpus hash still sees every document."""
     from langgraph_kgmem.kg import graph as kg_graph
 
+    kg = stored_kg
+
     scans = []
-    real = small_kg._store.documents
-    monkeypatch.setattr(small_kg._store, "documents", lambda: scans.append(1) or real())
-    small_kg.add_documents([{"id": "vienna", "text": "Vienna is a city on the Danube."}], model="offline")
+    real = kg._store.documents
+    monkeypatch.setattr(kg._store, "documents", lambda: scans.append(1) or real())
+    kg.add_documents([{"id": "vienna", "text": "Vienna is a city on the Danube."}], model="offline")
     scans.clear()
-    v1 = small_kg.document("ulm")["content_hash"]
-    assert small_kg.document_hashes(["ulm", "nowhere"]) == {"ulm": v1, "nowhere": None}
-    assert small_kg.document_hashes(["ulm"]) == {"ulm": v1} and scans == []
-    before = small_kg.corpus_hash()
+    v1 = kg.document("ulm")["content_hash"]
+    assert kg.document_hashes(["ulm", "nowhere"]) == {"ulm": v1, "nowhere": None}
+    assert kg.document_hashes(["ulm"]) == {"ulm": v1} and scans == []
+    before = kg.corpus_hash()
     assert scans == [1]                                               # every row, once per version
-    small_kg.add_documents([ULM_V2], model="offline")
-    assert small_kg.document_hashes(["ulm"])["ulm"] == small_kg.document("ulm")["content_hash"] != v1
-    assert small_kg.corpus_hash() != before
+    kg.add_documents([ULM_V2], model="offline")
+    assert kg.document_hashes(["ulm"])["ulm"] == kg.document("ulm")["content_hash"] != v1
+    assert kg.corpus_hash() != before
     scans.clear()
     monkeypatch.setattr(kg_graph, "HASH_READ_ALL", 2)          # many ids in one version: one scan instead
-    small_kg.add_documents([WARSAW | {"text": WARSAW["text"] + " It is large."}], model="offline")
-    assert small_kg.document_hashes(["ulm"])["ulm"] and small_kg.document_hashes(["warsaw"])["warsaw"]
+    kg.add_documents([WARSAW | {"text": WARSAW["text"] + " It is large."}], model="offline")
+    assert kg.document_hashes(["ulm"])["ulm"] and kg.document_hashes(["warsaw"])["warsaw"]
     assert scans == []
-    assert small_kg.document_hashes(["vienna"])["vienna"] and scans == [1]
-    assert small_kg.document_hashes(["ulm", "nowhere"])["nowhere"] is None and scans == [1]
+    assert kg.document_hashes(["vienna"])["vienna"] and scans == [1]
+    assert kg.document_hashes(["ulm", "nowhere"])["nowhere"] is None and scans == [1]
 
 
 # ------------------------------------------------------------------ AutoPrunedRetriever: the issue's repro

@@ -54,6 +54,14 @@ def scripted(log, answer="Warsaw"):
     return ScriptedChatModel(responder=respond)
 
 
+def stored_run(kg, store, question, answer, run_id="r-1"):
+    """A catrag run of ``question`` on the KG's first passage, saved and indexed as a graph would."""
+    chunk = next(n.id for n in kg.nodes("chunk"))
+    save_run(store, kg.name, (), run_id, run_record(question=question, method="catrag", evidence_ids=[chunk],
+                                                      answer=answer, thread_id=None, provenance=[]))
+    index_question(store, kg.name, (), question, kg.embed_query(question), "catrag", run_id)
+
+
 def hippo(kg, store, model, **options):
     return create_catrag_graph(kg, model=model, store=store, anchoring=False, dynamic_weighting=False,
                                key_fact_boost=False, top_passages=2, **options).compile(store=store)
@@ -199,10 +207,7 @@ def test_a_wrong_verdict_and_a_no_answer_of_another_corpus_are_never_reused(kg):
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is not None
     give_feedback(kg, first["run_id"], verdict="wrong", store=store)
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2") is None
-    chunk = next(n.id for n in kg.nodes("chunk"))
-    save_run(store, kg.name, (), "r-none", run_record(question="Who?", method="catrag", evidence_ids=[chunk],
-                                                        answer="no answer", thread_id=None, provenance=[]))
-    index_question(store, kg.name, (), "Who?", kg.embed_query("Who?"), "catrag", "r-none")
+    stored_run(kg, store, "Who?", "no answer", "r-none")
     assert find_prior_run(store, kg, (), "Who?", method="catrag") is None
 
 
@@ -272,11 +277,7 @@ def test_r3cycle_answers_a_question_asked_before_without_a_walk():
 
 def test_a_near_question_about_other_names_is_never_taken_for_a_rewording(kg):
     store = InMemoryStore()
-    chunk = next(n.id for n in kg.nodes("chunk"))
-    asked = "Who wrote The Crimson Compass in 1990?"
-    save_run(store, kg.name, (), "r-1", run_record(question=asked, method="catrag", evidence_ids=[chunk],
-                                                     answer="Anouk Moreau", thread_id=None, provenance=[]))
-    index_question(store, kg.name, (), asked, kg.embed_query(asked), "catrag", "r-1")
+    stored_run(kg, store, "Who wrote The Crimson Compass in 1990?", "Anouk Moreau")
     for other in ("Who wrote The Last Letters in 1990?", "Who wrote The Crimson Compass in 1991?"):
         assert find_prior_run(store, kg, (), other, method="catrag", similarity=0.0) is None
     found = find_prior_run(store, kg, (), "In 1990, who was the author of The Crimson Compass?", method="catrag",
@@ -286,11 +287,7 @@ def test_a_near_question_about_other_names_is_never_taken_for_a_rewording(kg):
 
 def test_a_near_question_asking_for_another_kind_of_answer_is_never_taken_for_a_rewording(kg):
     store = InMemoryStore()
-    chunk = next(n.id for n in kg.nodes("chunk"))
-    asked = "When was Albert Einstein born?"
-    save_run(store, kg.name, (), "r-1", run_record(question=asked, method="catrag", evidence_ids=[chunk],
-                                                     answer="1879", thread_id=None, provenance=[]))
-    index_question(store, kg.name, (), asked, kg.embed_query(asked), "catrag", "r-1")
+    stored_run(kg, store, "When was Albert Einstein born?", "1879")
     for other in ("Where was Albert Einstein born?", "Who was Albert Einstein born to?",
                   "How many siblings was Albert Einstein born with?", "Was Albert Einstein born?"):
         assert find_prior_run(store, kg, (), other, method="catrag", similarity=0.0) is None, other
