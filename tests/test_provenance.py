@@ -273,6 +273,54 @@ def test_r3cycle_stale_records_read_as_absent(small_kg):
     assert load_run(store, "prov", out["run_id"], kg=small_kg)["trajectories"] == []
 
 
+def test_a_trajectory_rewritten_after_every_step_puts_each_index_entry_once(small_kg):
+    """A trajectory is rewritten after every step and rests on every document of a visited hub:
+    the index entries its earlier writes put are not put again."""
+    from collections import Counter
+
+    from langgraph.store.base import PutOp
+
+    puts, writes = Counter(), Counter()
+
+    class Spy(InMemoryStore):
+        def batch(self, ops):
+            ops = list(ops)
+            for op in ops:
+                if isinstance(op, PutOp) and op.value is not None:
+                    (puts if INDEX_KIND in op.namespace else writes)[(op.namespace, op.key)] += 1
+            return super().batch(ops)
+
+    store = Spy()
+    small_kg.add_memory_store(store)
+    out = _r3(small_kg, store, max_cycles=0).invoke({"question": QUESTION})
+    trajectory = [n for (ns, _), n in writes.items() if ns[-1] == "trajectories"]
+    assert trajectory and max(trajectory) >= 2                # rewritten as the attempt grew
+    assert puts and max(puts.values()) == 1, puts
+    small_kg.add_documents([ULM_V2], model="offline")          # still indexed: the replace takes it along
+    assert load_run(store, "prov", out["run_id"])["trajectories"] == []
+
+
+def test_put_records_skips_only_the_index_entries_already_put(small_kg):
+    store = InMemoryStore()
+    ulm = provenance_for(small_kg, [next(n.id for n in small_kg.nodes("chunk") if n.attrs["doc_id"] == "ulm")])
+    both = provenance_for(small_kg, [n.id for n in small_kg.nodes("chunk")])
+    done: dict = {}
+    index = ("kgmem", "prov", INDEX_KIND)
+
+    def entries():
+        return sorted(it.value["doc"] for it in store.search(index, limit=100))
+
+    put_records(store, "prov", "trajectories", {"t": {"provenance": ulm}}, indexed=done)
+    assert entries() == ["ulm"] and done == {"t": {"ulm": ulm[0]["hash"]}}
+    for it in store.search(index, limit=100):
+        store.delete(tuple(it.namespace), it.key)
+    put_records(store, "prov", "trajectories", {"t": {"provenance": both}}, indexed=done)
+    assert entries() == ["warsaw"]                           # ulm's entry was already put
+    moved = [{**p, "hash": "another version"} if p["doc"] == "ulm" else p for p in both]
+    put_records(store, "prov", "trajectories", {"t": {"provenance": moved}}, indexed=done)
+    assert entries() == ["ulm", "warsaw"]                    # a new version of ulm: its entry again
+
+
 # ------------------------------------------------------------------ CatRAG's neighbour summaries
 
 def _catrag_model(summary, log):

@@ -354,6 +354,36 @@ def test_a_walk_reads_each_edge_memory_once_and_the_next_walk_reads_it_again(kg)
     assert all(reads[e] > n for e, n in first.items() if n == 1)   # read again by the new walk
 
 
+def test_a_walk_ranks_each_nodes_neighbours_once(kg, monkeypatch):
+    """A hub's neighbours are scored and sorted when the walk first reaches it, not again at
+    every later step (S only grows; a neighbour's rank does not depend on S)."""
+    from collections import Counter
+
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.remindrag import nodes
+    from langgraph_kgmem.graphs.remindrag.view import GraphView
+
+    scored, in_s = Counter(), set()
+    real_weights, real_frontier = nodes.replay_weights, nodes.frontier_of
+
+    def weights(cos_ab, memory, q, alpha):
+        scored["rows"] += len(cos_ab)
+        return real_weights(cos_ab, memory, q, alpha)
+
+    def frontier(deps, state, *args):
+        in_s.update(state.get("subgraph_nodes", []))
+        return real_frontier(deps, state, *args)
+
+    monkeypatch.setattr(nodes, "replay_weights", weights)
+    monkeypatch.setattr(nodes, "frontier_of", frontier)
+    app = create_remindrag_graph(kg, model="offline", store=InMemoryStore(), max_hops=6, replay=False).compile()
+    out = run(app, Q_RIVER, "rank-once")
+    assert len(out["path"]) >= 3
+    view = GraphView(kg)
+    assert 0 < scored["rows"] <= sum(len(view.expand(u).edge_ids) for u in in_s)
+
+
 def test_memories_persist_into_a_new_process(tmp_path, sample_docs):
     kg = KnowledgeGraph.open(tmp_path, name="persist", embeddings="hash", vector_backend="memory")
     kg.add_documents(sample_docs, model="offline")

@@ -142,14 +142,27 @@ def index_records(store: BaseStore, kg_name: str, scope: Sequence[str], kind: st
 
 
 def put_records(store: BaseStore, kg_name: str, kind: str, records: Mapping[str, Mapping[str, Any]],
-                scope: Sequence[str] = ()) -> None:
+                scope: Sequence[str] = (), *, indexed: dict[str, dict[str, str]] | None = None) -> None:
     """Write records of ``kind`` (key → value, each with its ``"provenance"``) and their index
-    entries in one batch: the write path for any memory kind that rests on documents."""
+    entries in one batch: the write path for any memory kind that rests on documents.
+
+    ``indexed`` is for a record rewritten as it grows (R3-Cycle's trajectory, after every step):
+    per key, the document → hash whose index entry an earlier write of that key put. Those entries
+    are not put again (a hub entity rests on thousands of documents), and the map is updated once
+    the batch lands. Only an invalidation deletes entries, and only with a change to the KG: the
+    caller starts a new map when the KG's version moves. A record another process's invalidation
+    left unindexed is still never replayed: every read path checks :func:`holds`."""
     if not records:
         return
     ns = namespace(kg_name, kind, scope)
+    done = indexed if indexed is not None else {}
+    fresh = {k: [p for p in v.get("provenance") or () if done.get(k, {}).get(str(p.get("doc"))) != str(p.get("hash"))]
+             for k, v in records.items()}
     store.batch([PutOp(ns, k, dict(v), index=False) for k, v in sorted(records.items())]
-                + index_ops(kg_name, scope, kind, {k: v.get("provenance") for k, v in records.items()}))
+                + index_ops(kg_name, scope, kind, fresh))
+    if indexed is not None:
+        for k, prov in fresh.items():
+            indexed.setdefault(k, {}).update((str(p.get("doc")), str(p.get("hash"))) for p in prov)
 
 
 def codebook_lock_key(kg_name: str, scope: Sequence[str] = ()) -> str:

@@ -19,6 +19,7 @@ from langgraph_kgmem.agent_tools import create_kgmem_tools
 from langgraph_kgmem.agent_tools.graph_env import GraphEnv
 
 MAX_BOUND_MODELS = 8      # models swapped per run: the tool-bound copies of a few are kept
+RECORDS_INDEXED = 64      # records whose index entries are remembered at once (R3Deps.remember)
 
 
 class R3Deps:
@@ -37,6 +38,10 @@ class R3Deps:
                                                         description="End the attempt with the final short answer.")
         self._tools: dict[int, dict[str, BaseTool]] = {}
         self._bound: dict[int, Any] = {}
+        # per (kind, key): the index entries already put for a record rewritten after every step,
+        # valid for one KG version (put_records' ``indexed``)
+        self._indexed: dict[tuple[str, str], dict[str, str]] = {}
+        self._indexed_at = -1
         menu = self.graph_tools(options.top_n)
         self.tool_names = [*menu, FINISH]
         self.tool_menu = "\n".join(
@@ -81,8 +86,18 @@ class R3Deps:
     def remember(self, kind: str, key: str, value: dict[str, Any], visited: Sequence[str]) -> dict[str, Any]:
         """Write a record of ``kind`` in the run's tenant scope naming, as its ``provenance``, the
         documents (and versions) of the nodes the attempt ``visited``, and index it, so a delete or
-        replace of one of them invalidates it (:mod:`langgraph_kgmem.memory.provenance`). Returns
-        the record as written."""
+        replace of one of them invalidates it (:mod:`langgraph_kgmem.memory.provenance`). A record
+        rewritten as the attempt grows puts only the index entries its earlier writes did not.
+        Returns the record as written."""
         rec = {**value, "provenance": provenance_of_nodes(self.kg, visited)}
-        put_records(resolve_store(self.store), self.kg.name, kind, {key: rec}, scope_of(self.options.memory_scope))
+        scope = scope_of(self.options.memory_scope)
+        if self.kg.version != self._indexed_at:
+            self._indexed_at = self.kg.version
+            self._indexed.clear()
+        rkey = (kind, "/".join((*scope, key)))
+        done = {key: self._indexed.pop(rkey, {})}
+        while len(self._indexed) >= RECORDS_INDEXED:
+            self._indexed.pop(next(iter(self._indexed)))
+        put_records(resolve_store(self.store), self.kg.name, kind, {key: rec}, scope, indexed=done)
+        self._indexed[rkey] = done[key]
         return rec

@@ -19,7 +19,7 @@ from langgraph_kgmem.memory.experience import ExperienceMemory
 if TYPE_CHECKING:
     from langgraph_kgmem.kg.graph import KnowledgeGraphCore as KnowledgeGraph
 
-WALKS_KEPT = 16   # walks whose edge-memory reads are kept at once (RemindragDeps.walk_reads)
+WALKS_KEPT = 16   # walks whose reads and rankings are kept at once (RemindragDeps.walk)
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,9 @@ class RemindragDeps:
     model: Any                    # the build's model, resolved once
     options: RemindragOptions     # the build's options (the run's context on top)
     store: Any = None             # the factory's store; None: the compiled graph's
-    # edge memory read by the walk in progress, per (thread, question): a hub's thousands of edges
-    # are read once a walk, not at every step (the walk writes memory only after it ends)
-    _walk_reads: dict[tuple[str, str], dict[str, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
+    # what the walk in progress has read and ranked, per (thread, question): a hub's thousands of
+    # edges are read and ranked once a walk, not at every step (the walk writes memory only after it ends)
+    _walks: dict[tuple[str, str], "Walk"] = field(default_factory=dict, compare=False, repr=False)
     _walk_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def memory_of(self, q: np.ndarray) -> EdgeMemory:
@@ -44,23 +44,41 @@ class RemindragDeps:
                           guard=Provenance(self.kg, store))
 
 
-    def walk_reads(self, thread: str, question: str, *, new_walk: bool) -> dict[str, np.ndarray]:
-        """The edge-memory rows this walk has read (``EdgeMemory.many(seen=...)``); a new walk
-        starts empty, so each walk sees the memory as it is when it starts. The last
-        :data:`WALKS_KEPT` walks are kept (concurrent runs of one compiled graph)."""
+    def walk(self, thread: str, question: str, *, new_walk: bool) -> "Walk":
+        """The :class:`Walk` in progress for (``thread``, ``question``); a new walk starts empty, so
+        each walk sees the memory as it is when it starts. The last :data:`WALKS_KEPT` walks are
+        kept (concurrent runs of one compiled graph)."""
         key = (thread, question)
         with self._walk_lock:
-            reads = None if new_walk else self._walk_reads.get(key)
-            if reads is None:
-                self._walk_reads.pop(key, None)
-                while len(self._walk_reads) >= WALKS_KEPT:
-                    self._walk_reads.pop(next(iter(self._walk_reads)))
-                reads = self._walk_reads[key] = {}
-            return reads
+            walk = None if new_walk else self._walks.get(key)
+            if walk is None:
+                self._walks.pop(key, None)
+                while len(self._walks) >= WALKS_KEPT:
+                    self._walks.pop(next(iter(self._walks)))
+                walk = self._walks[key] = Walk()
+            return walk
 
     def experience(self) -> ExperienceMemory:
         """The shared experience layer of this KG in the run's tenant scope."""
         return ExperienceMemory(resolve_store(self.store), self.kg.name, scope_of(self.options.memory_scope), kg=self.kg)
+
+
+@dataclass
+class Walk:
+    """What one walk has read and ranked, valid while the question, the memory and the KG stay as
+    they were when it started (one run: the question and ``alpha`` are fixed, the walk writes
+    memory only after it ends, and :meth:`ranked_at` forgets its rankings when the KG changes)."""
+
+    reads: dict[str, np.ndarray] = field(default_factory=dict)   # edge id -> memory row (EdgeMemory.many(seen=))
+    ranked: dict[str, list[tuple[str, str, float, float]]] = field(default_factory=dict)
+    version: int | None = None
+
+    def ranked_at(self, version: int) -> dict[str, list[tuple[str, str, float, float]]]:
+        """Node -> its neighbours ranked best first (see ``frontier_of``), for KG ``version``."""
+        if version != self.version:
+            self.version = version
+            self.ranked.clear()
+        return self.ranked
 
 
 def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -> np.ndarray:

@@ -8,6 +8,7 @@ the run's context (``runtime.context``: per-run options on top of the build's, s
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
@@ -27,7 +28,7 @@ from langgraph_kgmem.graphs.remindrag.prompts import node_label, render_evidence
 from langgraph_kgmem.graphs.remindrag.schemas import (MAX_BACKWARD, MAX_CANDIDATES, METHOD, NO_UPDATES,
                                                       OFFLINE_COVERAGE, SEED_POOL, NextMove, ReMindState, SubQuestions,
                                                       Sufficiency, UsefulMarks, read_person_move)
-from langgraph_kgmem.graphs.remindrag.view import Expansion, effective_edges, evidence_ids, s_adjacency
+from langgraph_kgmem.graphs.remindrag.view import effective_edges, evidence_ids, s_adjacency
 from langgraph_kgmem.graphs.reuse import prior_run, reused_answer
 from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
@@ -171,34 +172,40 @@ def thread_of_run() -> str:
 
 def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: EdgeMemory,
                 alpha: float) -> dict[str, list[tuple[str, str, float, float]]]:
-    """For each node of S with unexplored neighbours: [(neighbour, edge, w, cos(q, neighbour))], best first."""
-    in_s = set(state.get("subgraph_nodes", []))
-    open_nodes: list[tuple[str, Expansion, list[int]]] = []
-    expansions = deps.view.expand_many(state.get("subgraph_nodes", []))
-    for u in state.get("subgraph_nodes", []):
-        exp = expansions[u]
-        keep = [i for i, b in enumerate(exp.nbr_ids) if b not in in_s]
-        if keep:
-            open_nodes.append((u, exp, keep))
-    # one store read and one matrix product per step, over every open node's edges
-    all_edges = [exp.edge_ids[i] for _, exp, keep in open_nodes for i in keep]
-    if not all_edges:
-        return {}
-    cos_ab = np.concatenate([exp.cos_ab[keep] for _, exp, keep in open_nodes])
-    seen = deps.walk_reads(thread_of_run(), state["question"], new_walk=not state.get("steps"))
-    w = replay_weights(cos_ab, mem.many(all_edges, seen=seen), q, alpha)
-    qs = np.vstack([exp.nbr_vecs[keep] for _, exp, keep in open_nodes]) @ q.astype(np.float32)
+    """For each node of S with unexplored neighbours, its best :data:`MAX_CANDIDATES` of them:
+    [(neighbour, edge, w, cos(q, neighbour))], best first, one entry per neighbour (its strongest edge).
+
+    A node's neighbours are ranked once a walk (:class:`~langgraph_kgmem.graphs.remindrag.deps.Walk`) and filtered by S at each step:
+    S only grows, and the ranking of a neighbour does not depend on S."""
+    nodes = list(dict.fromkeys(state.get("subgraph_nodes", [])))
+    walk = deps.walk(thread_of_run(), state["question"], new_walk=not state.get("steps"))
+    ranked = walk.ranked_at(deps.kg.version)
+    todo = [u for u in nodes if u not in ranked]
+    if todo:
+        expansions = deps.view.expand_many(todo)
+        # one store read and one matrix product for every node new to the walk
+        all_edges = [e for u in todo for e in expansions[u].edge_ids]
+        w = qs = np.zeros(0)
+        if all_edges:
+            cos_ab = np.concatenate([expansions[u].cos_ab for u in todo])
+            w = replay_weights(cos_ab, mem.many(all_edges, seen=walk.reads), q, alpha)
+            qs = np.vstack([expansions[u].nbr_vecs for u in todo]) @ q.astype(np.float32)
+        k = 0
+        for u in todo:
+            exp = expansions[u]
+            best: dict[str, tuple[str, str, float, float]] = {}
+            for b, e in zip(exp.nbr_ids, exp.edge_ids):
+                cand = (b, e, float(w[k]), float(qs[k]))
+                k += 1
+                if b not in best or cand[2] > best[b][2]:
+                    best[b] = cand
+            ranked[u] = sorted(best.values(), key=lambda c: (-(c[3] + c[2]), c[0]))
+    in_s = set(nodes)
     out: dict[str, list[tuple[str, str, float, float]]] = {}
-    k = 0
-    for u, exp, keep in open_nodes:
-        best: dict[str, tuple[str, str, float, float]] = {}
-        for i in keep:  # one entry per neighbour: its strongest edge
-            b = exp.nbr_ids[i]
-            cand = (b, exp.edge_ids[i], float(w[k]), float(qs[k]))
-            k += 1
-            if b not in best or cand[2] > best[b][2]:
-                best[b] = cand
-        out[u] = sorted(best.values(), key=lambda c: (-(c[3] + c[2]), c[0]))
+    for u in nodes:
+        head = list(islice((c for c in ranked[u] if c[0] not in in_s), MAX_CANDIDATES))
+        if head:
+            out[u] = head
     return out
 
 
