@@ -90,3 +90,23 @@ def test_a_kg_not_of_the_scale_documents_is_refused(tmp_path):
     kg.close()
     with pytest.raises(SystemExit, match="not a KG of ingest_scale.py's documents"):
         main(["--sizes", "", "--methods", "dense", "--open", f"embedded={tmp_path / 'kg'}"])
+
+
+def test_a_shipped_sets_kg_is_asked_its_own_questions_a_slice_per_method(tmp_path, monkeypatch):
+    from benchlib.datasets import load_questions, pooled_passages
+    from benchlib.scale_dataset import slices
+    from method_scale import main
+
+    texts = [f"q{i}" for i in range(10)]
+    assert slices(texts, 0, 2, 2) == [["q0", "q2"], ["q1", "q3"]] and slices(texts, 1, 1, 3) == [["q3", "q4", "q5"]]
+    with pytest.raises(SystemExit, match="cannot give each method"):
+        slices(texts, 2, 2, 3)
+    monkeypatch.setenv("KGMEM_BENCH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "set.json"
+    assert main(["--dataset", "hotpotqa", "--pool", "4", "--methods", "dense,hipporag2", "--questions", "1",
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["dataset"], r["method"], r["n_steady"]) for r in rows] == [("hotpotqa", "dense", 1),
+                                                                          ("hotpotqa", "hipporag2", 1)]
+    passages = pooled_passages("hotpotqa", load_questions("hotpotqa", 4))
+    assert all(r["passages"] == len(passages) and r["first_ms"] > 0 for r in rows)

