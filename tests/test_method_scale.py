@@ -110,3 +110,30 @@ def test_a_shipped_sets_kg_is_asked_its_own_questions_a_slice_per_method(tmp_pat
                                                                           ("hotpotqa", "hipporag2", 1)]
     passages = pooled_passages("hotpotqa", load_questions("hotpotqa", 4))
     assert all(r["passages"] == len(passages) and r["first_ms"] > 0 for r in rows)
+
+
+def test_ingest_scale_goes_on_where_the_last_sitting_stopped(tmp_path, capsys):
+    """A run over several sittings: the second starts after the KG's last document and its ratios
+    are against the first sitting's first batch, read from the log."""
+    from ingest_scale import held, main as ingest
+
+    from langgraph_kgmem import KnowledgeGraph
+
+    kg_dir, log = tmp_path / "kg", tmp_path / "run.jsonl"
+    assert ingest(["--docs", "30", "--batch", "10", "--kg", str(kg_dir), "--pairs", "0", "--log", str(log)]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert ingest(["--docs", "50", "--batch", "10", "--kg", str(kg_dir), "--pairs", "0", "--log", str(log),
+                   "--resume"]) == 0
+    out = capsys.readouterr().out
+    second = json.loads(out.strip().splitlines()[-1])
+    assert "going on after document 29 (3 batches" in out
+    assert second["docs_per_cpu_s"][:3] == first["docs_per_cpu_s"] and len(second["docs_per_cpu_s"]) == 5
+    assert [json.loads(line)["start"] for line in log.read_text().splitlines()] == [0, 10, 20, 30, 40]
+    kg = KnowledgeGraph.open(kg_dir, name="scale", embeddings="hash")
+    try:
+        assert held(kg) == 50 and kg.document("doc-50") is None
+    finally:
+        kg.close()
+    with pytest.raises(SystemExit):        # a log that names more than the KG holds
+        ingest(["--docs", "60", "--batch", "10", "--kg", str(tmp_path / "other"), "--pairs", "0", "--log", str(log),
+                "--resume"])

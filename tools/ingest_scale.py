@@ -6,6 +6,7 @@
     python tools/ingest_scale.py --docs 20000 --kg postgresql://...   # your own server
     python tools/ingest_scale.py --docs 10000 --profile ingest.prof     # cProfile of the whole run
     python tools/ingest_scale.py --docs 30000 --backend postgres --bulk  # inside kg.bulk_load()
+    python tools/ingest_scale.py --docs 1000000 --kg postgresql://... --pairs 0 --log 1m.jsonl --resume
 
 Every document is one sentence ("Kalo Venrith joined the Harbor Guild in 1987.") whose person is
 new to the KG, next to an organisation and a year drawn from small fixed sets, so each one adds
@@ -26,6 +27,13 @@ With ``--bulk`` every batch goes in inside one ``kg.bulk_load()`` block, so Post
 no HNSW index during the run and builds them once when the block ends. That build's CPU is counted
 apart (``build_cpu_s``) and spread over the run in ``ratio_amortised``: documents per CPU second
 over all batches and the build together, against the first batch.
+
+A run longer than one sitting goes on where the last stopped: ``--log FILE`` appends each batch's
+figures to FILE as a JSON line, and ``--resume`` (with ``--kg`` and ``--log``) starts after the
+last document the KG holds (found with point reads, not a scan) and takes the earlier batches'
+figures, the first one's included, from the log, so every ratio is still against the run's first
+batch. CPU seconds do not count the time between sittings; a ``--bulk`` load that was cut off
+leaves its indexes to the next opener, which builds them (that CPU is not in the log).
 """
 
 from __future__ import annotations
@@ -172,13 +180,16 @@ def _ingest(kg, args: argparse.Namespace, meter: "ServerCpu | None", size: Any) 
     from langgraph_kgmem import KnowledgeGraph
 
     out: dict[str, list[float]] = {"rate": [], "cpu_rate": [], "relative": [], "server_share": [], "docs": []}
+    for row in args.earlier:    # --resume: the batches of earlier sittings, from the log
+        for k in ("rate", "cpu_rate", "server_share", "docs"):
+            out[k].append(row[k])
     merged = 0
     # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
     print(f"{'docs':>8} {'entities':>9} {'merged':>7} {'seconds':>8} {'docs/s':>8} {'vs first':>8} "
           f"{'cpu s':>8}" + (f" {'server s':>8}" if meter else "") + f" {'docs/cpu s':>10} {'vs first':>8}"
           + (f" {'bytes/doc':>9}" if size else "")
           + (f" {'yardstick':>9} {'vs first':>8}" if args.reference else ""), flush=True)
-    starts = list(range(0, args.docs, args.batch))
+    starts = list(range(args.start, args.docs, args.batch))
     for start in starts:
         docs = [document(i) for i in range(start, min(start + args.batch, args.docs))]
         prof = None
@@ -200,6 +211,11 @@ def _ingest(kg, args: argparse.Namespace, meter: "ServerCpu | None", size: Any) 
         out["docs"].append(len(docs))
         out["cpu_rate"].append(len(docs) / (cpu + server))
         out["server_share"].append(server / (cpu + server))
+        if args.log:
+            with open(args.log, "a") as f:
+                f.write(json.dumps({"start": start, "docs": len(docs), "seconds": round(seconds, 3), "cpu": round(cpu, 3),
+                                    "server": round(server, 3), "rate": out["rate"][-1],
+                                    "cpu_rate": out["cpu_rate"][-1], "server_share": out["server_share"][-1]}) + "\n")
         merged += report.entities_merged
         extra = ""
         if size:
@@ -221,6 +237,41 @@ def _ingest(kg, args: argparse.Namespace, meter: "ServerCpu | None", size: Any) 
               f"{rate[-1]:>8.1f} {rate[-1] / rate[0]:>8.2f} {cpu:>8.2f}" + (f" {server:>8.2f}" if meter else "")
               + f" {cpu_rate[-1]:>10.1f} {cpu_rate[-1] / cpu_rate[0]:>8.2f}{extra}", flush=True)
     return out
+
+
+def held(kg) -> int:
+    """How many of the documents doc-0, doc-1, ... the KG holds (they go in in order): a binary
+    search of point reads, so a KG of a million documents is not scanned."""
+    def has(i: int) -> bool:
+        return kg.document(f"doc-{i}") is not None
+
+    if not has(0):
+        return 0
+    lo, hi = 0, 1            # has(lo), and hi grows until not has(hi)
+    while has(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if has(mid) else (lo, mid)
+    return hi
+
+
+def resume_point(kg, log: str) -> tuple[int, list[dict[str, Any]]]:
+    """(the first document to add, the earlier batches' figures) for ``--resume``. Documents a
+    sitting wrote without logging them (it was stopped between the two) are kept, and missing from
+    the figures.
+
+    Raises:
+        SystemExit: the log names documents the KG does not hold."""
+    path = Path(log)
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    have, logged = held(kg), sum(int(r["docs"]) for r in rows)
+    if have < logged:
+        raise SystemExit(f"--resume: {log} accounts for {logged} documents but the KG holds {have}: not this KG's log")
+    if have > logged:
+        print(f"ingest_scale: {have - logged} documents were written after the log's last line; "
+              "they are kept and left out of the figures", flush=True)
+    return have, rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,7 +300,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default=None,
                     help="write cProfiles of the first and the last batch to PROFILE.first and PROFILE.last "
                          "(what grows with the KG is what differs)")
+    ap.add_argument("--log", default=None, help="append each batch's figures to this file, a JSON line each")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --kg and --log: go on after the last document the KG holds, the earlier batches' "
+                         "figures read from the log")
     args = ap.parse_args(argv)
+    if args.resume and not (args.kg and args.log):
+        ap.error("--resume needs --kg (the KG to go on with) and --log (the earlier batches' figures)")
+    if args.log and args.pairs:
+        ap.error("--log is for a run that goes on later: give --pairs 0 (the pairs add documents past --docs "
+                 "that a later --resume would take for the run's own)")
 
     from langgraph_kgmem import KnowledgeGraph
 
@@ -267,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     meter, size = server_probe(target) if postgres else (None, lambda: directory_size(Path(target)))
     kw = {} if postgres else {"vector_backend": args.vectors}
     kg = KnowledgeGraph.open(target, name="scale", embeddings=args.embeddings, **kw)
+    args.start, args.earlier = (resume_point(kg, args.log) if args.resume else (0, []))
+    if args.start:
+        print(f"ingest_scale: going on after document {args.start - 1} ({len(args.earlier)} batches in {args.log})",
+              flush=True)
     print(f"ingest_scale: {args.docs} documents, batches of {args.batch}, embeddings {args.embeddings}, "
           f"backend {kg.stats()['vector_backend']}"
           + ("" if not postgres else "; server CPU counted" if meter else "; server CPU NOT counted (not local)"),
