@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from langgraph_kgmem.graphs.autopruned.answer_typed import answer_bearing
 from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 from langgraph_kgmem.graphs.autopruned.options import RELEVANCE_WEIGHTS
 from langgraph_kgmem.graphs.common import content_words, dense_passages
@@ -190,6 +191,9 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
         score = (cos + w["passage"] * np.array([of_passage.get(c, 0.0) for c, _ in cands])
                  + w["terms"] * term_overlap(question, [words[c][i] for c, i in cands])
                  + w["lead"] * np.array([float(i == 0 and lead[c]) for c, i in cands]))
+        if w["answer"]:   # the offline answer step's candidates, read over the passages in this order
+            by_best = list(dict.fromkeys(cands[j][0] for j in np.argsort(-score, kind="stable").tolist()))
+            score = score + w["answer"] * answer_bearing(question, by_best, titles, cache, cands)
         orders.append([cands[j] for j in np.argsort(-score, kind="stable").tolist()])
     if "question" in rankings:
         orders.append([cands[j] for j in np.argsort(-cos, kind="stable").tolist()])
