@@ -49,3 +49,22 @@ def test_the_answer_weight_lifts_the_answer_sentence_into_a_tight_budget():
     with pytest.raises(KgmemInputError, match="answer"):
         create_autopruned_graph(kg, model="offline", relevance_weights={"answer": -1.0})
     assert "answer" in RELEVANCE_WEIGHTS
+
+
+def test_the_answer_weight_changes_which_sentences_fill_the_budget_never_the_passage_places():
+    """The evidence order (what R@5 grades, each passage placed by its best sentence) stays the
+    relevance ranking's: a passage whose sentence holds a date does not move ahead of the passage
+    that is about the question's subject; the term only decides which sentences fill the budget."""
+    kg = KnowledgeGraph.in_memory(name="places")
+    kg.add_documents([{"title": "Pierre Curie", "text": "Pierre Curie died young. Pierre Curie was a physicist."},
+                      {"title": "Rue Dauphine", "text": "A street accident on the Rue Dauphine killed Curie on "
+                                                        "19 April 1906."}], model="offline")
+    question = {"question": "When did Pierre Curie die?"}
+
+    def evidence(answer: float) -> list[str]:
+        app = create_autopruned_graph(kg, model="offline", memorize=False, sentence_budget=400, sentence_dense=2,
+                                      relevance_weights={"answer": answer})
+        return [e["title"] for e in app.compile(store=InMemoryStore()).invoke(question)["evidence"]]
+
+    assert evidence(0.0) == ["Pierre Curie", "Rue Dauphine"]
+    assert evidence(5.0) == evidence(0.0)
