@@ -130,7 +130,11 @@ SENTENCE_RANKINGS: tuple[str, ...] = get_args(SentenceRanking)
 # share of the question's content words it holds, each weighed by its rarity among the candidate
 # sentences (IDF), "lead": 1 for a document's first sentence (in encyclopedic text the one that says
 # who or what the subject is). Chosen on development sets only, never on the sets the docs report.
-RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05, "answer": 0.0}
+# "answer": the share of the offline answer step's best candidate score of the candidate it holds
+# (answer_typed.answer_bearing), in the order that fills the budget only (never the passage places);
+# 0.5 chosen by leaving each shipped set out in turn (MiniLM; docs/methods/autopruned.md,
+# "Answer-typed sentences")
+RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05, "answer": 0.5}
 
 # the default reader: the best sentences of the fused ranking's passages, SENTENCE_BUDGET
 # tokens in all (245: the largest of the budgets tried whose prompt stays within half of dense
