@@ -46,6 +46,8 @@ def test_the_answer_weight_lifts_the_answer_sentence_into_a_tight_budget():
 
     assert "1906" not in prompt(0.0)
     assert "1906" in prompt(5.0)
+    default = create_autopruned_graph(kg, model="offline", memorize=False, sentence_budget=24, sentence_dense=2)
+    assert "1906" in default.compile(store=InMemoryStore()).invoke(question)["packed_prompt"]   # the default weighs it
     with pytest.raises(KgmemInputError, match="answer"):
         create_autopruned_graph(kg, model="offline", relevance_weights={"answer": -1.0})
     assert "answer" in RELEVANCE_WEIGHTS
