@@ -108,6 +108,11 @@ SETTINGS.update({f"sr{b}-c{c}-dp{n}": {"sentence_budget": b, "sentence_cover": c
 for _name, _opts in [(n, o) for n, o in SETTINGS.items() if n.startswith("sr") and "-dp" in n]:
     SETTINGS.update({f"{_name}-p{p}": {**_opts, "relevance_weights": {"passage": float(p)}} for p in (3, 4)})
     SETTINGS.update({f"{_name}-m{m}": {**_opts, "fine_m": m} for m in (10,)})
+# the relevance ranking's "answer" term (answer-typed sentences, graphs/autopruned/answer_typed.py) at
+# weight W, budget 245, sentence_cover C: sr245-a<W>[-c<C>] (a0: the term off)
+SETTINGS.update({f"sr245-a{w:g}{f'-c{c}' if c else ''}": {"sentence_budget": 245, "sentence_cover": c,
+                                                          "relevance_weights": {"answer": w}}
+                 for w in (0.0, 0.25, 0.5, 1.0, 2.0) for c in (0, 4)})
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})

@@ -37,7 +37,8 @@ The options, one by one:
         the selected runs' passages up to this many tokens (default :data:`SENTENCE_BUDGET`; None:
         the shown edges' own sentences instead): ranked by fusion of ``sentence_rankings`` — ``"relevance"`` (default: the
         question cosine plus its passage's cosine with the question, the rarity-weighted share
-        of the question's words it holds and a small bonus for a document's first sentence, :data:`RELEVANCE_WEIGHTS`), ``"question"`` (cosine of the
+        of the question's words it holds, a small bonus for a document's first sentence and, in the
+        order that fills the budget only, the answer-typed share, :data:`RELEVANCE_WEIGHTS`), ``"question"`` (cosine of the
         titled sentence with the question alone), ``"edges"`` (the sentences the shown edges
         came from, in run order) and ``"passages"`` (passage rank, then text order) — and
         taken greedily while they fit, duplicates dropped. ``sentence_dense`` (default 5):
@@ -129,8 +130,12 @@ SENTENCE_RANKINGS: tuple[str, ...] = get_args(SentenceRanking)
 # "passage": its passage's cosine with the question (vector search's passage score), "terms": the
 # share of the question's content words it holds, each weighed by its rarity among the candidate
 # sentences (IDF), "lead": 1 for a document's first sentence (in encyclopedic text the one that says
-# who or what the subject is). Chosen on development sets only, never on the sets the docs report.
-RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05}
+# who or what the subject is); these three chosen on development sets only, never on the sets the docs report.
+# "answer": the share of the offline answer step's best candidate score of the candidate it holds
+# (answer_typed.answer_bearing), in the order that fills the budget only (never the passage places);
+# 0.5 chosen by leaving each shipped set out in turn (MiniLM; docs/methods/autopruned.md,
+# "Answer-typed sentences")
+RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05, "answer": 0.5}
 
 # the default reader: the best sentences of the fused ranking's passages, SENTENCE_BUDGET
 # tokens in all (245: the largest of the budgets tried whose prompt stays within half of dense

@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from langgraph_kgmem.graphs.autopruned.answer_typed import answer_bearing
 from langgraph_kgmem.graphs.autopruned.codebook import Codebook
 from langgraph_kgmem.graphs.autopruned.options import RELEVANCE_WEIGHTS
 from langgraph_kgmem.graphs.common import content_words, dense_passages
@@ -124,7 +125,9 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     search's top ``dense_k`` passages not among them. Each is ranked by reciprocal-rank fusion of
     up to four orders (``rankings``): ``"relevance"`` — the ``"question"`` cosine plus ``weights``
     (default :data:`RELEVANCE_WEIGHTS`) × (its passage's cosine with the question, the IDF-weighted
-    share of the question's content words it holds, 1 for a document's first sentence);
+    share of the question's content words it holds, 1 for a document's first sentence), and
+    ``weights["answer"]`` × its answer-typed share (:func:`~langgraph_kgmem.graphs.autopruned.answer_typed.answer_bearing`)
+    in the order that fills the budget only, never in the passage places;
     ``"question"`` — cosine of the sentence, read with its passage title in front (so "She was born
     ..." is about the title), with the question; ``"edges"`` — the sentences the runs' shown edges
     came from, in run order (what the codebook matched); ``"passages"`` — passage order (best run first), sentences in text order
@@ -174,6 +177,7 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
             at += len(cache[c])
     cands = [(c, i) for c in chunks for i in range(len(cache[c]))]
     orders: list[list[tuple[str, int]]] = []
+    typed: list[tuple[str, int]] = []   # the relevance order with the "answer" term (the fill order)
     if "question" in rankings or "relevance" in rankings:
         q = kg.embed_query(question)
         raw = np.concatenate([vectors[c] for c in chunks]) @ q
@@ -191,6 +195,10 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
                  + w["terms"] * term_overlap(question, [words[c][i] for c, i in cands])
                  + w["lead"] * np.array([float(i == 0 and lead[c]) for c, i in cands]))
         orders.append([cands[j] for j in np.argsort(-score, kind="stable").tolist()])
+        if w["answer"]:   # the answer step's candidates, read over the passages in this order: the fill order only
+            score = score + w["answer"] * answer_bearing(question, list(dict.fromkeys(c for c, _ in orders[0])),
+                                                         titles, cache, cands)
+            typed = [cands[j] for j in np.argsort(-score, kind="stable").tolist()]
     if "question" in rankings:
         orders.append([cands[j] for j in np.argsort(-cos, kind="stable").tolist()])
     if "edges" in rankings and edge_order:
@@ -198,6 +206,7 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     if "passages" in rankings or not orders:
         orders.append(cands)
     ranked = [x for x, _ in reciprocal_rank_fusion(orders)]
+    filling = [x for x, _ in reciprocal_rank_fusion([typed, *orders[1:]])] if typed else ranked
     best: dict[str, tuple[str, int]] = {}
     for x in ranked:       # each passage's best sentence; passages placed in the order of theirs
         best.setdefault(x[0], x)
@@ -208,7 +217,7 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
         order = top + [c for c in order if c not in top]
     place = {c: n for n, c in enumerate(order)}
     lead = [best[c] for c in order[:cover]]
-    picked = fill_budget([*lead, *ranked], chunks, titles, cache, budget, bridges)
+    picked = fill_budget([*lead, *filling], chunks, titles, cache, budget, bridges)
     runs_of: dict[str, list[str]] = {}
     for rid in selected_f:
         for cid in book.runs[rid].chunks[:1]:
