@@ -44,7 +44,7 @@ from langgraph.store.memory import InMemoryStore
 from benchlib.api import BenchQuestion, gold_chunk_ids, gold_passage_keys, ranked_passages
 from benchlib.corpus import build_corpus, open_working_copy
 from benchlib.datasets import load_questions, pooled_passages
-from benchlib.feedback_split import K, _app, ranked_ids, split_halves
+from benchlib.feedback_split import K, ranked_ids, split_halves, target_app
 from benchlib.metrics import recall_at_k
 
 from langgraph_kgmem.graphs.catrag import kg_index, prepare_catrag_kg
@@ -66,7 +66,7 @@ def settings() -> list[dict[str, Any]]:
 def rankings(kg: Any, method: str, questions: Sequence[BenchQuestion], setting: Mapping[str, Any]) -> list[list[str]]:
     """Each question's ranked passage ids under ``setting``, offline, on an empty store (no
     feedback, no calibration, no reuse)."""
-    app = _app(kg, method, InMemoryStore(), experience=False, options={**setting, "calibration": False})
+    app = target_app(kg, method, InMemoryStore(), experience=False, options={**setting, "calibration": False})
     return [ranked_ids(app.invoke({"question": q.question}, context={"user_id": "u"})) for q in questions]
 
 
