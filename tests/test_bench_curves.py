@@ -71,3 +71,34 @@ def test_the_similarity_report_applies_the_whole_lookup_rule():
     # at 0.5 the cosine alone takes other originals for paraphrases; names and kind of answer never
     assert mus["false@0.5"] > 0 and mus["rule_false@0.5"] == 0
     assert all(r[f"rule_matched@{t}"] <= r[f"matched@{t}"] for r in rows.values() for t in (0.5, 0.6, 0.7, 0.8))
+
+
+def test_near_misses_ask_something_else_about_the_same_things():
+    from langgraph_kgmem.memory.prior_runs import question_key, same_form, same_names
+
+    rows = [json.loads(line) for line in curves.NEAR_MISSES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(rows) >= 20 and all(r["differs"] for r in rows)
+    assert all(question_key(r["question"]) != question_key(r["near_miss"]) for r in rows)
+    # what the rule cannot tell from a paraphrase: the same names and the same kind of answer
+    agree = [same_names(r["question"], r["near_miss"]) and same_form(r["question"], r["near_miss"]) for r in rows]
+    assert sum(agree) >= 0.9 * len(rows)
+
+
+def test_the_near_miss_report_counts_what_the_rule_would_take(monkeypatch, tmp_path):
+    import numpy as np
+
+    class Fixed:   # "capital" questions at cosine 1, every other pair orthogonal
+        def embed_query(self, text):
+            return np.array([1.0, 0.0]) if "capital" in text or "Warsaw" in text else np.array([0.0, 1.0]) \
+                if "father" in text else np.array([0.6, 0.8])
+
+    monkeypatch.setattr("benchlib.common.make_embeddings", lambda spec: Fixed())
+    path = tmp_path / "near.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"question": "What is the capital of Poland?", "near_miss": "What is the old capital of Poland?", "differs": "a"},
+        {"question": "Who is the father of Jan?", "near_miss": "Who is the wife of Jan?", "differs": "b"},
+        {"question": "Where is Warsaw?", "near_miss": "When was Warsaw founded?", "differs": "c"}]))
+    report = curves.near_miss_similarity("fixed", thresholds=(0.5, 0.99), path=path)
+    # the first pair is at 1.0 and agrees; the second at 0.8; the third at 1.0 but asks another kind
+    assert report["near_misses"] == 3 and report["rule_agrees"] == 2
+    assert report["rule_matched@0.5"] == 2 and report["rule_matched@0.99"] == 1 and report["near_max"] == 1.0

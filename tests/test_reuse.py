@@ -322,15 +322,31 @@ def test_a_reworded_question_lends_its_evidence_never_its_answer(kg):
     assert log == [] and same["reused"]["exact"] and same["answer"] in {"Warsaw", "Warsaw, on the Vistula"}
 
 
-def test_a_no_answer_run_is_reused_only_by_its_own_method_for_the_same_wording(kg):
+def test_a_no_answer_run_is_reused_only_by_its_own_method(kg):
     store, log = InMemoryStore(), []
     first = hippo(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
     assert first["answer"] == "no answer"
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]
     assert find_prior_run(store, kg, (), QUESTION, method="remindrag") is None          # another method searches
     assert find_prior_run(store, kg, (), REWORDED, method="hipporag2", similarity=0.0) is None   # a rewording too
+    reworded = find_prior_run(store, kg, (), REWORDED, method="hipporag2", similarity=0.0, unanswered_rewordings=True)
+    assert reworded.run_id == first["run_id"] and not reworded.answered and not reworded.exact   # unless asked
     log.clear()
     other = remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
     assert other["reused"] is None and "check_sufficiency" in log and other["answer"] == "Warsaw"
     assert find_prior_run(store, kg, (), QUESTION, method="hipporag2").run_id == first["run_id"]   # its own first
     assert find_prior_run(store, kg, (), REWORDED, method="hipporag2", similarity=0.0).run_id == other["run_id"]
+
+
+def test_hipporag2_seeds_a_rewording_of_its_no_answer_run_and_answers_it_remindrag_walks_afresh(kg):
+    store, log = InMemoryStore(), []
+    hippo(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
+    log.clear()
+    again = hippo(kg, store, scripted(log, "Warsaw"), reuse=True).invoke({"question": REWORDED})
+    assert again["reused"] and not again["reused"]["answered"] and not again["reused"]["exact"]
+    assert log == ["answer"] and again["answer"] == "Warsaw"          # no fact filter; the answer is asked
+    store = InMemoryStore()
+    remind(kg, store, scripted(log, "no answer"), reuse=True).invoke({"question": QUESTION})
+    log.clear()
+    walk = remind(kg, store, scripted(log), reuse=True).invoke({"question": REWORDED})
+    assert walk["reused"] is None and "check_sufficiency" in log and walk["answer"] == "Warsaw"   # a walk afresh

@@ -51,16 +51,18 @@ class ReuseKwargs(TypedDict, total=False):
 
 
 def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, question: str, *, method: str,
-              similarity: float, passages_only: bool = True) -> dict[str, Any] | None:
+              similarity: float, passages_only: bool = True, unanswered_rewordings: bool = False) -> dict[str, Any] | None:
     """The run to reuse for ``question`` in the run's tenant (``scope``: the factory's
     ``memory_scope`` template), as a JSON-native state value: the summary of
     :class:`~langgraph_kgmem.memory.prior_runs.PriorRun` plus its ``passages`` (the evidence ids
     that are passages, best first; every evidence id still in the KG when not ``passages_only``)
-    and ``answer``; None without a store or a confirmed run."""
+    and ``answer``; None without a store or a confirmed run. ``unanswered_rewordings``: see
+    :func:`~langgraph_kgmem.memory.prior_runs.find_prior_run` (CatRAG and HippoRAG 2 pass it)."""
     found = run_store(store)
     if found is None:
         return None
-    prior = find_prior_run(found, kg, memory_scope(scope), question, method=method, similarity=similarity)
+    prior = find_prior_run(found, kg, memory_scope(scope), question, method=method, similarity=similarity,
+                           unanswered_rewordings=unanswered_rewordings)
     if prior is None:
         return None
     passages = passage_ids(kg, prior) if passages_only else [i for i in prior.evidence if kg.node(i) is not None]

@@ -19,10 +19,13 @@ it. A method with ``reuse=True`` looks its question up here before it decides an
    or it found none ("no answer") in the very corpus the KG holds now (its record's ``corpus``
    hash is the KG's :meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.corpus_hash`: no document
    added, replaced or deleted since, anywhere; any new document may hold the answer) and it is
-   the asking method's own run of the very same wording. Such a run is handed on with
+   the asking method's own run of the very same wording, or, for a method that asks with
+   ``unanswered_rewordings`` (CatRAG and HippoRAG 2, which only seed their ranking with it and
+   still answer a rewording), of a rewording the rule above matches. Such a run is handed on with
    ``answered`` False: the same method, asked the same question of the same corpus, would search
-   and read the same way, so the calls it paid for are not paid again; another method, or a
-   rewording, may find what it did not (docs/memory.md measures what reusing them cost);
+   and read the same way, so the calls it paid for are not paid again; another method may find
+   what it did not, and a walk (ReMindRAG) started from where it failed found less than a new
+   walk (docs/memory.md measures both);
 3. its evidence, less any id feedback marked wrong and any node no longer in the KG, at most
    :data:`MAX_REUSED_EVIDENCE` ids, best first.
 
@@ -224,9 +227,10 @@ def usable(kg: "KnowledgeGraphCore", record: dict[str, Any]) -> bool:
 
 def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[str], question: str, *,
                    method: str, similarity: float = DEFAULT_SIMILARITY,
-                   query: np.ndarray | None = None) -> PriorRun | None:
+                   query: np.ndarray | None = None, unanswered_rewordings: bool = False) -> PriorRun | None:
     """The confirmed earlier run of ``question`` for tenant ``scope`` (see the module docstring),
-    or None. ``similarity`` > 1 looks up the same question only."""
+    or None. ``similarity`` > 1 looks up the same question only; ``unanswered_rewordings``: the
+    method's own "no answer" run of a rewording may be handed on too (step 2)."""
     ns = namespace(kg.name, QUESTIONS_KIND, scope)
     query = kg.embed_query(question) if query is None else query
     runs_ns = namespace(kg.name, RUNS_KIND, scope)
@@ -238,7 +242,8 @@ def find_prior_run(store: BaseStore, kg: "KnowledgeGraphCore", scope: Sequence[s
             rec = store.get(runs_ns, rid) if rid else None
             if rec is None or not usable(kg, rec.value):
                 continue
-            if no_answer(rec.value.get("answer")) and not (exact and str(rec.value.get("method", m)) == method):
+            if no_answer(rec.value.get("answer")) and (str(rec.value.get("method", m)) != method
+                                                       or not (exact or unanswered_rewordings)):
                 continue   # "no answer" says what this method found for this wording, nothing more
             answer = str(rec.value.get("answer") or "").strip()
             verdict_wrong, wrong_ids = _wrong(store, kg.name, scope, rid)

@@ -136,10 +136,44 @@ def paraphrase_similarity(embeddings: str, thresholds: Sequence[float] = (0.5, 0
     return out
 
 
+NEAR_MISSES = PARAPHRASES.with_name("near_misses.jsonl")
+
+
+def near_miss_similarity(embeddings: str, thresholds: Sequence[float] = (0.8, 0.9, 0.95),
+                         path: Path = NEAR_MISSES) -> dict[str, Any]:
+    """The hand-written near misses (``near_misses.jsonl``: a question and another about the same
+    things asking something else, "Who is the wife / the father of Kim Jong-chul?") against the
+    lookup rule of :func:`~langgraph_kgmem.memory.prior_runs.find_prior_run`: their cosines, how
+    many the whole rule (cosine, same names, same kind of answer) takes for a rewording at each
+    threshold, and the lowest cosine of a paraphrase with its original, for comparison. What says
+    whether a reworded question could be given an earlier answer."""
+    import numpy as np
+
+    from benchlib.common import make_embeddings
+    from langgraph_kgmem.memory.prior_runs import same_form, same_names
+
+    emb = make_embeddings(embeddings)
+
+    def cos(a: str, b: str) -> float:
+        va, vb = (np.asarray(emb.embed_query(t), dtype=np.float64) for t in (a, b))
+        return float(va @ vb / max(float(np.linalg.norm(va) * np.linalg.norm(vb)), 1e-12))
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    near = [(cos(r["question"], r["near_miss"]), same_names(r["question"], r["near_miss"])
+             and same_form(r["question"], r["near_miss"])) for r in rows]
+    para = [json.loads(line) for line in PARAPHRASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    own = [cos(r["original"], r["question"]) for r in para]
+    return {"embeddings": embeddings, "near_misses": len(rows), "rule_agrees": sum(ok for _, ok in near),
+            "near_max": round(max(c for c, _ in near), 3), "paraphrase_min": round(min(own), 3),
+            **{f"rule_matched@{t}": sum(c >= t and ok for c, ok in near) for t in thresholds},
+            **{f"paraphrases@{t}": sum(c >= t for c in own) for t in thresholds}}
+
+
 if __name__ == "__main__":   # python tools/benchlib/curves.py hash local
     for spec in sys.argv[1:] or ["hash"]:
         for row in paraphrase_similarity(spec):
             print(json.dumps(row))
+        print(json.dumps(near_miss_similarity(spec)))
 
 
-__all__ = ["PARAPHRASES", "paraphrase_similarity", "asked", "load_paraphrases", "paraphrase_asker", "reuse_options", "warm_up"]
+__all__ = ["NEAR_MISSES", "PARAPHRASES", "near_miss_similarity", "paraphrase_similarity", "asked", "load_paraphrases", "paraphrase_asker", "reuse_options", "warm_up"]

@@ -95,7 +95,9 @@ class DenseReader:
         return {"passages": [{"id": idx.chunk_ids[i], "score": float(dense[i])} for i in best_first(dense, 20)]}
 
 
-def _app(kg: Any, method: str, store: Any, *, experience: bool, options: dict[str, Any]) -> Any:
+def target_app(kg: Any, method: str, store: Any, *, experience: bool, options: dict[str, Any]) -> Any:
+    """``method``'s compiled graph (or the :class:`DenseReader` for ``dense``) over ``store``,
+    offline, with the experience layer on or off and ``options`` on top of its preset."""
     if method == "dense":
         return DenseReader(kg, store, experience=experience, options=options)
     entry = METHODS[method]
@@ -198,18 +200,18 @@ def _split_rows(kg: Any, dataset: str, first: list[BenchQuestion], second: list[
     wanted = [k for q in second for k in gold_passage_keys(q)]
     # the most passage credit can do: the share of second-half gold passages first-half feedback can mark
     overlap = round(100 * sum(k in taught_keys for k in wanted) / max(1, len(wanted)), 2)
-    cold = {t: measure(kg, _app(kg, t, InMemoryStore(), experience=False, options=options), second, "u")
+    cold = {t: measure(kg, target_app(kg, t, InMemoryStore(), experience=False, options=options), second, "u")
             for t in targets}
     pairs = [(src, tgt) for src in sources for tgt in targets]
     pairs += [(t, t) for t in self_taught if t in targets and t not in sources]
     for src in dict.fromkeys(s for s, _ in pairs):
         store = InMemoryStore()
         t0 = time.perf_counter()
-        taught = teach(kg, _app(kg, src, store, experience=True, options=options), store, first, "honest")
+        taught = teach(kg, target_app(kg, src, store, experience=True, options=options), store, first, "honest")
         if hostile:
-            teach(kg, _app(kg, src, store, experience=True, options=options), store, first, "hostile", hostile=True)
+            teach(kg, target_app(kg, src, store, experience=True, options=options), store, first, "hostile", hostile=True)
         for tgt in (t for s, t in pairs if s == src):
-            app = _app(kg, tgt, store, experience=True, options=options)
+            app = target_app(kg, tgt, store, experience=True, options=options)
             warm = measure(kg, app, second, "honest")
             row = {"dataset": dataset, "feedback_from": src, "method": tgt, "first_half": len(first),
                    "second_half": len(second), "feedback_marks": taught["marked"], "gold_overlap": overlap,
@@ -291,4 +293,4 @@ def run_feedback_split(args: Any) -> int:
     print(markdown(rows))
     return 0
 __all__ = ["DenseReader", "READERS", "calibration_of", "SELF_TAUGHT", "SOURCES", "TARGETS", "markdown", "marks", "measure", "ranked_ids",
-           "run_feedback_split", "run_split", "split_halves", "teach"]
+           "run_feedback_split", "run_split", "split_halves", "target_app", "teach"]

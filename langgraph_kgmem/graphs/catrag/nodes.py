@@ -79,8 +79,9 @@ def retrieve_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps:
     for e, score in deps.kg.nearest_facts(question, opts.top_facts):
         out.append({"id": e.id, "text": deps.kg.fact_text(e), "score": round(float(score), 6), "src": e.src,
                     "dst": e.dst, "chunks": list(e.attrs.get("chunks", []))})
+    # its own "no answer" of a rewording too: it only seeds the ranking, and the rewording is answered
     reused = prior_run(deps.kg, deps.store, opts.memory_scope, question, method=opts.method,
-                       similarity=opts.reuse_similarity) if opts.reuse else None
+                       similarity=opts.reuse_similarity, unanswered_rewordings=True) if opts.reuse else None
     return {"candidates": out, "method": opts.method, "fallback": None, "anchors": [], "overrides": [],
             "edge_weights": {}, "usage": fresh_usage(), "model": model_label(mdl), "reused": reused,
             "calibration": calibration, "timings": {"retrieve_facts": _ms(t0)}}
