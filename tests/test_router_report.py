@@ -30,6 +30,7 @@ def test_the_table_compares_the_router_with_the_best_single_method_and_the_oracl
     assert hot["best_single"] == "remindrag" and hot["best_quality"] == 0.75 and hot["oracle"] == 1.0
     assert hot["router"] == 0.75 and hot["router_minus_best"] == 0.0 and hot["router_minus_oracle"] == -0.25
     assert table["beijing-rain"]["router_minus_best"] == 1.0
+    assert hot["calls"] == {"catrag": 4.0, "remindrag": 10.0, "router": 9.0}
     # calls: router (4 + 14 + 3) / 3 = 7 against ReMindRAG's (10 + 10 + 30) / 3
     assert table["all"]["costliest"] == "remindrag" and table["all"]["router_calls"] == 7.0
     assert table["all"]["calls_vs_costliest"] == round(7 / (50 / 3), 4)

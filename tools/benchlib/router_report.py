@@ -53,7 +53,8 @@ def _grid(entries: Iterable[dict[str, Any]]) -> dict[tuple[int, str, str], dict[
 
 def part_table(entries: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
     """Per pass and part: ``best_single`` and its quality, ``router``, ``router_minus_best``, ``oracle``
-    (per question the best single method in hindsight) and ``router_minus_oracle``; per pass ``all``
+    (per question the best single method in hindsight), ``router_minus_oracle`` and ``calls`` (each
+    method's mean LLM calls a question of the part); per pass ``all``
     adds the mean LLM calls a question of the router and of the costliest single method, and their
     ratio ``calls_vs_costliest``. Qualities are means over the part's questions."""
     grid = _grid(entries)
@@ -66,8 +67,10 @@ def part_table(entries: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, A
             mean = {m: sum(c[m]["quality"] for c in cells if m in c) / len(cells) for m in singles}
             best = max(singles, key=lambda m: mean[m])
             oracle = sum(max(c[m]["quality"] for m in singles if m in c) for c in cells) / len(cells)
+            calls = {m: round(sum(c[m].get("llm_calls", 0) for c in cells if m in c) / len(cells), 2)
+                     for m in sorted({m for c in cells for m in c})}
             row = {"questions": len(cells), "best_single": best, "best_quality": round(mean[best], 4),
-                   "oracle": round(oracle, 4)}
+                   "oracle": round(oracle, 4), "calls": calls}
             if all(ROUTER in c for c in cells):
                 router = sum(c[ROUTER]["quality"] for c in cells) / len(cells)
                 row.update(router=round(router, 4), router_minus_best=round(router - mean[best], 4),
