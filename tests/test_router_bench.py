@@ -134,3 +134,26 @@ def test_the_running_method_is_read_from_the_subgraphs_checkpoint_namespace(monk
     for ns, method in (("run_hipporag2:ab12|filter_facts:cd34", "hipporag2"), ("route_question:ef56", None), ("", None)):
         monkeypatch.setattr(langgraph.config, "get_config", lambda ns=ns: {"configurable": {"checkpoint_ns": ns}})
         assert running_method() == method
+
+
+def test_the_eager_router_variant_builds_the_router_with_its_options_and_runs_only_when_named(monkeypatch, tmp_path):
+    import benchlib.methods.router as bench_router
+    from benchlib.api import BenchContext
+
+    built = {}
+
+    class Graph:
+        def compile(self, store=None):
+            return "app"
+
+    monkeypatch.setattr(bench_router, "sync_codebook", lambda *a, **k: None)
+    monkeypatch.setattr(bench_router, "create_router_graph", lambda kg, **kw: built.update(kw) or Graph())
+    by_name = {a.name: a for a in bench_router.ADAPTERS}
+    ctx = BenchContext(kg=None, store=None, checkpointer=None, decider="oracle", dataset="mixed", workdir=tmp_path,
+                       options={})
+    by_name["router-eager"].setup(ctx)
+    assert built["escalate_below"] == 1.0 and ctx.cache["router"] == "app"
+    built.clear()
+    by_name["router"].setup(ctx)
+    assert "escalate_below" not in built
+    assert [n for n, a in by_name.items() if a.in_default_run] == ["router"]

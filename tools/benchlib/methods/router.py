@@ -105,17 +105,22 @@ def router_oracle(ctx: BenchContext, q: BenchQuestion) -> Responder:
 
 
 class RouterAdapter:
-    """``router``: the router on the KG's own store (SQLite for an embedded KG); ``router-memstore``
-    (only when named): the same on LangGraph's InMemoryStore, to measure its overhead there."""
+    """``router``: the router on the KG's own store (SQLite for an embedded KG). Only when named:
+    ``router-memstore``, the same on LangGraph's InMemoryStore, to measure its overhead there;
+    ``router-eager``, the router with ``escalate_below`` 1.0 (every document question whose first
+    result is not fully confident also runs the escalation target), to measure what running
+    ReMindRAG on more questions buys and costs."""
 
     corpus = "mixed"
     datasets = ("mixed",)
     mixed_parts = ("hotpotqa", "musique", "beijing-rain", "graph-qa")
 
-    def __init__(self, name: str = "router", *, memory_store: bool = False) -> None:
+    def __init__(self, name: str = "router", *, memory_store: bool = False,
+                 options: dict[str, Any] | None = None) -> None:
         self.name = name
         self.memory_store = memory_store
-        self.in_default_run = not memory_store
+        self.options = dict(options or {})
+        self.in_default_run = name == "router"
 
     def setup(self, ctx: BenchContext) -> None:
         from langgraph.store.memory import InMemoryStore
@@ -124,7 +129,8 @@ class RouterAdapter:
         ctx.cache["router_store"] = store
         sync_codebook(ctx.kg, store, phrase_facts=APR_OPTIONS["phrase_facts"])
         ctx.cache["router"] = create_router_graph(ctx.kg, model="offline", store=store,
-                                                  method_options={"autopruned": APR_OPTIONS}).compile(store=store)
+                                                  method_options={"autopruned": APR_OPTIONS},
+                                                  **self.options).compile(store=store)
 
     def run(self, ctx: BenchContext, q: BenchQuestion, model: Any) -> MethodResult:
         out = ctx.cache["router"].invoke({"question": q.question}, context={"model": model})
@@ -144,4 +150,5 @@ class RouterAdapter:
         return router_oracle(ctx, q)
 
 
-ADAPTERS = [RouterAdapter(), RouterAdapter("router-memstore", memory_store=True)]
+ADAPTERS = [RouterAdapter(), RouterAdapter("router-memstore", memory_store=True),
+            RouterAdapter("router-eager", options={"escalate_below": 1.0})]
