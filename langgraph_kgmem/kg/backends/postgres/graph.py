@@ -281,6 +281,15 @@ class PostgresGraphStore(GraphStoreBase):
             row = conn.execute(f"{self._DOC_COLUMNS} WHERE kg = %s AND id = %s", (self.kg_id, doc_id)).fetchone()
         return self._document_row(row) if row else None
 
+    def document_hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """Content hashes of the documents among ``doc_ids`` that have a row, in one query."""
+        if not doc_ids:
+            return {}
+        with self.db.read() as conn:
+            return {r[0]: r[1] for r in conn.execute(
+                "SELECT id, content_hash FROM kgmem_documents WHERE kg = %s AND id = ANY(%s)",
+                (self.kg_id, list(dict.fromkeys(doc_ids))))}
+
     def documents(self) -> list[dict[str, Any]]:
         with self.db.read() as conn:
             rows = conn.execute(f"{self._DOC_COLUMNS} WHERE kg = %s ORDER BY seq, id", (self.kg_id,)).fetchall()
