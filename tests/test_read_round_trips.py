@@ -147,3 +147,35 @@ def test_statements_per_question_on_postgres(new_database, monkeypatch, method):
         assert len(sent) <= STATEMENTS[method], "\n".join(q[:120] for q in sent)
     finally:
         kg.close()
+
+
+@pytest.mark.integration
+def test_a_refresh_with_nothing_new_is_one_statement(new_database, monkeypatch):
+    """Reads check for other processes' writes at most every ``refresh_interval`` seconds (and a
+    run at its start): when nothing moved that is one statement, not a transaction."""
+    import psycopg
+
+    from langgraph_kgmem import KnowledgeGraph
+
+    kg = KnowledgeGraph.open(new_database(), name="trips", embeddings="hash")
+    try:
+        kg.add_documents(DOCS[:2], model="offline")
+        sent: list[str] = []
+        begun: list[int] = []
+        execute, transaction = psycopg.Cursor.execute, psycopg.Connection.transaction
+
+        def counted_execute(self, query, *args, **kwargs):
+            sent.append(query if isinstance(query, str) else repr(query))
+            return execute(self, query, *args, **kwargs)
+
+        def counted_transaction(self, *args, **kwargs):
+            begun.append(1)
+            return transaction(self, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", counted_execute)
+        monkeypatch.setattr(psycopg.Connection, "transaction", counted_transaction)
+        assert kg.refresh() is False
+        monkeypatch.undo()
+        assert len(sent) == 1 and not begun, (sent, len(begun))
+    finally:
+        kg.close()
