@@ -337,12 +337,14 @@ def _check_bulk_reads(spec, target) -> None:
         ids, mat = ["ent-a", "ent-b", "chk-c"], _unit([[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0]])
         with store.transaction():
             store.put_alias("osloby", nodes[0].id, 0.91)
+            store.put_document("doc-1", title="One", status="ok", content_hash="txt-1")
             vec.upsert("nodes", ids, mat, ["entity", "entity", "chunk"])
             vec.commit()
         parts = {"store": (store, GraphStoreBase), "vectors": (vec, VectorIndexBase)}
         inherited = [m for part, m in BULK_READS if getattr(type(parts[part][0]), m) is getattr(parts[part][1], m)]
         assert inherited == [], f"{spec.name} declares 'bulk_reads' but inherits {inherited} from the defaults"
         calls = {"alias_targets": (["osloby", "bergen", "osloby"],), "alias_count": (), "document_count": (),
+                 "document_hashes": (["doc-1", "nope", "doc-1"],),
                  "get": ("nodes", ["chk-c", "ent-a"]), "has": ("nodes", ["ent-a", "nope"]), "ids": ("nodes", ["entity"]),
                  "scores": ("nodes", mat[1], ["entity"]), "search": ("nodes", mat[1], 2),
                  "best": ("nodes", mat[[0, 2]], ["entity"])}

@@ -712,10 +712,11 @@ class KnowledgeGraphCore:
 
     def document_hashes(self, doc_ids: Iterable[str]) -> dict[str, str | None]:
         """The content hash of each document's current version (``""``: ingested before hashes
-        were kept; None: no such document), remembered for the KG's current version. Ids are read
-        one by one, so a run's provenance costs what its evidence touches, not the KG's size (a first
-        question after each write would otherwise read every document row); once a version has
-        needed more than :data:`HASH_READ_ALL` of them, every row is read in one scan instead."""
+        were kept; None: no such document), remembered for the KG's current version. The ids not
+        known yet are read in one batched read, so a run's provenance costs what its evidence
+        touches, not the KG's size (a first question after each write would otherwise read every
+        document row), in one round trip on a server; once a version has needed more than
+        :data:`HASH_READ_ALL` of them, every row is read in one scan instead."""
         ids = list(dict.fromkeys(doc_ids))
         cached = self._doc_hashes
         if cached is None or cached[0] != self.version:
@@ -725,10 +726,10 @@ class KnowledgeGraphCore:
         if missing and len(known) + len(missing) > HASH_READ_ALL:
             known = {d["id"]: d["content_hash"] for d in self.documents()}
             self._doc_hashes = (version, known, True)
-        else:
+        elif missing:
+            found = self._store.document_hashes(missing)
             for d in missing:
-                row = self._store.document(d)
-                known[d] = row["content_hash"] if row is not None else None
+                known[d] = found.get(d)
         return {d: known.get(d) for d in ids}
 
     def corpus_hash(self) -> str:

@@ -33,19 +33,24 @@ class VectorReadCache:
         """Which ids have a vector; reads the missing vectors themselves (not just whether they
         exist): the caller nearly always asks for them next, and then they come from here."""
         todo = list(dict.fromkeys(i for i in ids if (space, i) not in self._cache))
-        if todo:
-            for i, v in self._vectors.get_present(space, todo).items():
-                self._cache[(space, i)] = v
-            self._trim()
-        return [(space, i) in self._cache for i in ids]
+        for i, v in (self._vectors.get_present(space, todo) if todo else {}).items():
+            self._cache[(space, i)] = v
+        out = [(space, i) in self._cache for i in ids]
+        self._trim()
+        return out
 
     def get(self, space: str, ids: Sequence[str]) -> np.ndarray:
-        """Rows of ``ids`` in order; KeyError (from the backend) when one has no vector."""
+        """Rows of ``ids`` in order; KeyError (from the backend) when one has no vector. A call
+        may ask for more than ``size`` vectors: its rows come from what it read, then the cache
+        is trimmed."""
         todo = list(dict.fromkeys(i for i in ids if (space, i) not in self._cache))
+        read: dict[str, np.ndarray] = {}
         if todo:
-            for i, v in zip(todo, self._vectors.get(space, todo)):
+            read = dict(zip(todo, self._vectors.get(space, todo)))
+            for i, v in read.items():
                 self._cache[(space, i)] = v
-            self._trim()
         if not ids:
             return np.zeros((0, self._vectors.dimension() or 0), dtype=np.float32)
-        return np.asarray([self._cache[(space, i)] for i in ids], dtype=np.float32)
+        rows = np.asarray([read[i] if i in read else self._cache[(space, i)] for i in ids], dtype=np.float32)
+        self._trim()
+        return rows

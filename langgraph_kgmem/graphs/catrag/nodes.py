@@ -161,18 +161,24 @@ _Plan = tuple[str, list[str], dict[str, float], dict[str, list[Any]]]   # seed, 
 def _stage_one(kg: "KnowledgeGraph", top: Sequence[str], qvec: np.ndarray, k_edge: int,
                overrides: dict[tuple[str, str], float], tiers: dict[str, int]) -> list[_Plan]:
     """Stage I (coarse, no LLM): per seed, keep the ``k_edge`` neighbours whose linking fact is
-    closest to the query; the rest get the weak multiplier (written into ``overrides``)."""
+    closest to the query; the rest get the weak multiplier (written into ``overrides``). Every
+    seed's linking facts are read in one ``kg.vectors`` call (one round trip on a server)."""
     plans: list[_Plan] = []
+    seeded: list[tuple[str, dict[str, list[Any]], list[str]]] = []
     for seed in top:
         groups: dict[str, list[Any]] = {}
         for e, nb in kg.neighbors(seed, kinds=("relation",), node_kinds=("entity",)):
             if nb.id != seed:
                 groups.setdefault(nb.id, []).append(e)
-        if not groups:
-            continue
-        nbs = sorted(groups)
+        if groups:
+            seeded.append((seed, groups, sorted(groups)))
+    fact_ids = [e.id for _, groups, nbs in seeded for n in nbs for e in groups[n]]
+    all_sims = kg.vectors(fact_ids, space="facts") @ qvec if fact_ids else np.zeros(0)
+    at = 0
+    for seed, groups, nbs in seeded:
         sizes = np.array([len(groups[n]) for n in nbs])
-        sims = kg.vectors([e.id for n in nbs for e in groups[n]], space="facts") @ qvec
+        sims = all_sims[at:at + int(sizes.sum())]
+        at += int(sizes.sum())
         best = np.maximum.reduceat(sims, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
         order = np.lexsort((np.arange(len(nbs)), -best))
         for j in order[k_edge:]:

@@ -57,6 +57,15 @@ class GraphStoreBase:
         """How many documents :meth:`documents` lists."""
         return len(self.documents())   # type: ignore[attr-defined]
 
+    def document_hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """Document id -> content hash for the ids with a row, by one :meth:`document` each."""
+        found: dict[str, str] = {}
+        for doc_id in dict.fromkeys(doc_ids):
+            row = self.document(doc_id)   # type: ignore[attr-defined]
+            if row is not None:
+                found[doc_id] = row["content_hash"]
+        return found
+
     def alias_count(self) -> int:
         """How many aliases :meth:`aliases` lists."""
         return len(self.aliases())   # type: ignore[attr-defined]

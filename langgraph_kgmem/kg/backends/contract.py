@@ -50,7 +50,8 @@ CAPABILITIES: dict[str, str] = {
     "shared": "several processes open one KG at once: the store's ``shared`` is True and it implements "
               "``version``, ``last_committed_version``, ``changes_since`` and a consistent ``load_all`` "
               "(one process sees another's writes through the change log)",
-    "bulk_reads": "the derived reads (``alias_targets``, ``alias_count``, ``document_count``, ``get``, ``has``, "
+    "bulk_reads": "the derived reads (``alias_targets``, ``alias_count``, ``document_count``, ``document_hashes``, "
+                  "``get``, ``has``, "
                   "``ids``, ``scores``, ``search``, ``best``) are the backend's own, in one read or an index, "
                   "and agree with the defaults built on the core",
     "drop": "a target holds many KGs picked by name, and ``BackendSpec.drop`` removes one (``server``)",
@@ -60,6 +61,7 @@ CAPABILITIES: dict[str, str] = {
 }
 #: The members a backend declaring ``bulk_reads`` implements itself.
 BULK_READS = (("store", "alias_targets"), ("store", "alias_count"), ("store", "document_count"),
+              ("store", "document_hashes"),
               ("vectors", "get"), ("vectors", "has"), ("vectors", "ids"), ("vectors", "scores"),
               ("vectors", "search"), ("vectors", "best"))
 #: The members a backend declaring ``shared`` implements itself.
@@ -146,6 +148,10 @@ class GraphBackend(Protocol):
 
     def documents(self) -> list[dict[str, Any]]:
         """Every document row (as :meth:`document` returns them), in the order they were first put."""
+
+    def document_hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """Document id -> ``content_hash`` for those of ``doc_ids`` that have a row (the others are
+        left out), in one read where the backend can."""
 
     def document_count(self) -> int:
         """How many document rows there are."""

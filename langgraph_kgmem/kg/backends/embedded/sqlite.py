@@ -309,6 +309,16 @@ class SqliteGraphStore(GraphStoreBase):
         row = self.conn.execute(f"{self._DOC_COLUMNS} WHERE id=?", (doc_id,)).fetchone()
         return self._document_row(row) if row else None
 
+    def document_hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """Content hashes of the documents among ``doc_ids`` that have a row (500 ids a query)."""
+        out: dict[str, str] = {}
+        uniq = list(dict.fromkeys(doc_ids))
+        for off in range(0, len(uniq), 500):
+            part = uniq[off:off + 500]
+            out.update(self.conn.execute(
+                f"SELECT id, content_hash FROM documents WHERE id IN ({','.join('?' * len(part))})", part).fetchall())
+        return out
+
     def documents(self) -> list[dict[str, Any]]:
         return [self._document_row(r) for r in self.conn.execute(f"{self._DOC_COLUMNS} ORDER BY seq, id")]
 
