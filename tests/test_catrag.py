@@ -351,3 +351,33 @@ def test_independent_llm_calls_of_the_weighting_step_run_concurrently(kg, store)
         assert outs[4]["usage"][key] == outs[1]["usage"][key]
     with pytest.raises(KgmemInputError, match="llm_concurrency"):
         create_catrag_graph(kg, model="offline", llm_concurrency=0)
+
+
+def test_relation_edges_stored_without_a_fact_vector_are_ranked_by_their_fact_text():
+    """A graph loaded with ``add_edges(embed_facts=False)`` (``load_grbench``) beside documents
+    has relation edges without fact vectors: Stage I embeds their fact text instead of failing."""
+    from langgraph_kgmem.agent_tools.graph_env import load_grbench
+    from langgraph_kgmem.graphs.catrag.nodes import fact_vectors
+    from langgraph_kgmem.kg.types import entity_id
+
+    kg = KnowledgeGraph.in_memory(name="books", embeddings="hash")
+    try:
+        kg.add_documents([{"id": "d1", "text": "Ada Quill wrote the novel Night Letters in Dublin."}], model="offline")
+        ada = entity_id("Ada Quill")
+        assert kg.node(ada) is not None
+        load_grbench(kg, {"person": {ada: {"features": {"name": "Ada Quill"}, "neighbors": {
+                                           "married to": ["b"], "works at": ["c"]}},
+                                     "b": {"features": {"name": "Bram Stoker"}, "neighbors": {}}},
+                          "org": {"c": {"features": {"name": "Acme Press"}, "neighbors": {}}}})
+        edges = [e for e, n in kg.neighbors(ada, kinds=("relation",)) if n.id in ("b", "c")]
+        assert len(edges) == 2 and not any(kg.has_vectors([e.id for e in edges], space="facts"))
+        vecs = fact_vectors(kg, edges)
+        want = kg.embed_texts([kg.fact_text(e) for e in edges], short=True)
+        assert np.allclose(vecs, want / np.linalg.norm(want, axis=1, keepdims=True), atol=1e-6)
+        married = next(i for i, e in enumerate(edges) if e.text == "married to")
+        assert int(np.argmax(vecs @ kg.embed_query("Who is Ada Quill married to?"))) == married
+        out = create_catrag_graph(kg, model="offline", k_edge=1, anchoring=False).compile().invoke(
+            {"question": "Who is Ada Quill married to?"})
+        assert out["edge_weights"]["stage1_weak"] >= 1
+    finally:
+        kg.close()

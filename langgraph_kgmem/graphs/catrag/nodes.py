@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 from langgraph.runtime import Runtime
 
+from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.answering import answer_with_candidates, path_names
 from langgraph_kgmem.graphs.catrag.index import (CatragIndex, dense_scores, entity_seeds, entity_text, fuse_adaptive,
                                                  fuse_dense, hub_mass, kg_index, minmax, rank_rows)
@@ -158,6 +159,27 @@ def anchor_entities(state: CatragState, runtime: Runtime[CatragOptions], *, deps
 _Plan = tuple[str, list[str], dict[str, float], dict[str, list[Any]]]   # seed, kept, their similarity, edges
 
 
+def fact_vectors(kg: "KnowledgeGraph", edges: Sequence[Any]) -> np.ndarray:
+    """Unit fact vectors of relation ``edges`` (rows in order): the stored ones in one read, and
+    for an edge stored without one (``add_edges(embed_facts=False)``, as ``load_grbench`` loads a
+    graph) its fact text (:meth:`~langgraph_kgmem.kg.graph.KnowledgeGraphCore.fact_text`)
+    embedded now, the text a stored fact vector embeds."""
+    ids = [e.id for e in edges]
+    try:
+        return kg.vectors(ids, space="facts")
+    except KgmemInputError:     # some edge was stored without one
+        have = kg.has_vectors(ids, space="facts")
+    missing = [i for i, h in enumerate(have) if not h]
+    vecs = np.asarray(kg.embed_texts([kg.fact_text(edges[i]) for i in missing], short=True), dtype=np.float32)
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    out = np.zeros((len(ids), vecs.shape[1]), dtype=np.float32)
+    out[missing] = vecs / np.where(norms > 0, norms, 1.0)
+    stored = [i for i, h in enumerate(have) if h]
+    if stored:
+        out[stored] = kg.vectors([ids[i] for i in stored], space="facts")
+    return out
+
+
 def _stage_one(kg: "KnowledgeGraph", top: Sequence[str], qvec: np.ndarray, k_edge: int,
                overrides: dict[tuple[str, str], float], tiers: dict[str, int]) -> list[_Plan]:
     """Stage I (coarse, no LLM): per seed, keep the ``k_edge`` neighbours whose linking fact is
@@ -172,8 +194,8 @@ def _stage_one(kg: "KnowledgeGraph", top: Sequence[str], qvec: np.ndarray, k_edg
                 groups.setdefault(nb.id, []).append(e)
         if groups:
             seeded.append((seed, groups, sorted(groups)))
-    fact_ids = [e.id for _, groups, nbs in seeded for n in nbs for e in groups[n]]
-    all_sims = kg.vectors(fact_ids, space="facts") @ qvec if fact_ids else np.zeros(0)
+    fact_edges = [e for _, groups, nbs in seeded for n in nbs for e in groups[n]]
+    all_sims = fact_vectors(kg, fact_edges) @ qvec if fact_edges else np.zeros(0)
     at = 0
     for seed, groups, nbs in seeded:
         sizes = np.array([len(groups[n]) for n in nbs])
