@@ -192,3 +192,6 @@ def test_a_span_beside_the_focus_beats_one_beside_other_question_words():
                          "worked in Italy, the United States and since 2000, in France."}]
     question = "Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?"
     assert offline_answer(question, evidence).answer == "2000"
+    # the candidates' own scores (AutoPrunedRetriever's sentence ranking reads them) weigh no focus
+    assert candidates(question, evidence)[0].text == "1956"
+    assert candidates(question, evidence, focus=True)[0].text == "2000"
