@@ -1,14 +1,14 @@
 """The offline answer step's span rules (graphs/answer_spans.py) and the candidate rules of
 graphs/answering.py that use them: a year question's year, life dates, counted numbers, offices
 before names, short names folded into full ones, hops named by their category, and a category
-noun only beside the name it describes."""
+noun only beside the name it describes, and the question's focus words beside the answer."""
 
 from __future__ import annotations
 
 import pytest
 
 from langgraph_kgmem.graphs.answer_spans import (FIT_LIFE_UNPLACED, asks_year, count_cues, count_fit, date_role,
-                                                 life_event, life_fit, strip_title, year_of)
+                                                 life_event, life_fit, near_focus, question_focus, strip_title, year_of)
 from langgraph_kgmem.graphs.answering import candidates, offline_answer
 
 
@@ -158,3 +158,40 @@ def test_a_birth_question_prefers_the_date_given_as_the_birth_over_an_unplaced_o
     evidence = [{"id": "n", "title": "Foo", "text": "Foo is a novel by the British author Ann Lee, published in 1967."},
                 {"id": "a", "title": "Ann Lee", "text": "Ann Lee, born 7 January 1936, wrote eleven novels."}]
     assert offline_answer("When was the British author of the novel Foo born?", evidence).answer == "7 January 1936"
+
+
+@pytest.mark.parametrize("question, focus", [
+    ("The team represented Virginia Commonwealth University which was founded in what year?", {"founded"}),
+    ("What year was the brother of this first round draft pick by the Washington Redskins drafted?", {"redskins", "drafted"}),
+    ("Alexander Kerensky was defeated in a civil war that ended when ?", {"civil", "war", "ended"}),
+    ("Who wrote the song that the band recorded?", {"band", "recorded"}),
+    ("Who wrote the song that the band recorded in 2007?", set()),   # no participle last
+    ("On which river is the birthplace of the Orchard Observatory's first director?", set()),   # a hop, not a verb
+    ("Kaiser Ventures was founded by an American industrialist.", set()),   # no question word
+])
+def test_the_focus_is_the_words_next_to_the_question_word(question, focus):
+    assert question_focus(question) == focus
+
+
+def test_a_span_beside_the_focus_beats_one_beside_other_question_words():
+    sentence = "It was the first season since 1984 that the Rams qualified; VCU was founded in 1838."
+    at84, at38 = sentence.index("1984"), sentence.index("1838")
+    assert near_focus(frozenset({"founded"}), sentence, at38, at38 + 4)
+    assert not near_focus(frozenset({"founded"}), sentence, at84, at84 + 4)
+    evidence = [{"id": "t", "title": "2011-12 VCU Rams team",
+                 "text": "The 2011-12 VCU Rams team represented Virginia Commonwealth University. It was the "
+                         "first season since 1984 that the Rams qualified for the tournament."},
+                {"id": "u", "title": "Virginia Commonwealth University",
+                 "text": "Virginia Commonwealth University is a public university. VCU was founded in 1838."}]
+    question = "The 2011-12 VCU Rams team represented Virginia Commonwealth University which was founded in what year?"
+    assert offline_answer(question, evidence).answer == "1838"
+    evidence = [{"id": "b", "title": "Seven Brief Lessons on Physics",
+                 "text": "Seven Brief Lessons on Physics is a book by the Italian physicist Carlo Rovelli."},
+                {"id": "r", "title": "Carlo Rovelli",
+                 "text": "Carlo Rovelli (born 3 May 1956) is an Italian theoretical physicist and writer who has "
+                         "worked in Italy, the United States and since 2000, in France."}]
+    question = "Seven Brief Lessons on Physics was written by an Italian physicist that has worked in France since what year?"
+    assert offline_answer(question, evidence).answer == "2000"
+    # the candidates' own scores (AutoPrunedRetriever's sentence ranking reads them) weigh no focus
+    assert candidates(question, evidence)[0].text == "1956"
+    assert candidates(question, evidence, focus=True)[0].text == "2000"

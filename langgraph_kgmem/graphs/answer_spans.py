@@ -16,6 +16,13 @@ the question asks for:
   a number with "tournaments" beside it ("won 230 tournaments"), "what was the population" a
   number beside "population", "inhabitants" or "residents"; a number with none of them near is a
   poorer fit (:data:`FIT_COUNT_OTHER`).
+- **The question's focus** (:func:`question_focus`, :func:`near_focus`): the words right next to
+  the question word say what the answer stands beside: "... founded in what year?" wants the year
+  beside "founded" ("VCU was founded in 1838"), not one beside another of the question's words
+  ("the first season since 1984"); "What year was the brother of ... drafted?" wants the year
+  beside "drafted", the question's last words when the last is a participle (not "... the
+  observatory's first director?", a hop). A span with no focus word within :data:`FOCUS_NEAR`
+  words either side weighs :data:`FOCUS_MISS`.
 - **A person's name without its office** (:func:`strip_title`): "New York Governor Nelson
   Rockefeller" answers "Nelson Rockefeller"; the office words (:data:`TITLE_WORDS`) before the
   last two or more capitalised name words are cut.
@@ -29,11 +36,15 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from langgraph_kgmem.graphs.common import STOPWORDS
+
 LifeEvent = Literal["birth", "death", ""]
 
 FIT_LIFE_OTHER = 0.3    # type fit of a date the evidence gives as another event than the one asked
 FIT_LIFE_UNPLACED = 0.4  # type fit of a date the evidence gives as no life event, for a birth/death question
 FIT_COUNT_OTHER = 0.5   # type fit of a number with none of the question's counted words beside it
+FOCUS_MISS = 0.7       # type fit of a span with none of the question's focus words near it
+FOCUS_NEAR = 6         # words either side of a span searched for a focus word
 COUNT_NEAR = 3          # words after a number (and before it, one more) searched for a counted word
 
 TITLE_WORDS = frozenset("""President Vice Governor Senator Congressman Congresswoman Representative Mayor King Queen
@@ -47,6 +58,9 @@ _YEAR_IN = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _ASKS_YEAR = re.compile(r"\b(?:what|which) year\b|\byear (?:of|did|was|were|when)\b|\bborn in (?:what|which) year\b")
 _BIRTH_END = re.compile(r"\bborn\s*[?.!]*\s*$|\b(?:date|year) of (?:his |her |their )?birth\b|\bbirth ?(?:date|day)\b")
 _DEATH_END = re.compile(r"\b(?:die|died)\s*[?.!]*\s*$|\b(?:date|year) of (?:his |her |their )?death\b")
+_WH = frozenset("what which when where who whom whose how".split())
+_FOCUS_SKIP = STOPWORDS | frozenset("the a an of in on at to for by with from type kind name".split())
+_PARTICIPLES = frozenset("born built held made won sold set shot led run begun done found known".split())
 _RANGE_DASH = re.compile(r"^\s*(?:[-–—]|to)\s*")
 
 
@@ -138,6 +152,35 @@ def count_fit(cues: frozenset[str], sentence: str, start: int, end: int) -> floa
     after = _WORD.findall(sentence[end:end + 60].lower())[:COUNT_NEAR]
     before = _WORD.findall(sentence[max(0, start - 60):start].lower())[-(COUNT_NEAR + 1):]
     return 1.0 if {_stem4(w) for w in after + before} & cues else FIT_COUNT_OTHER
+
+
+def question_focus(question: str) -> frozenset[str]:
+    """The words of ``question`` next to its question word (its first word when that is one, else
+    its last: a relative "which was founded" comes before the asking "in what year"), which the
+    answer should stand beside:
+    the content words among the four before a question word in the second half of the question
+    ("... was founded in what year?" -> founded), else the last two content words among its last
+    three when the last is a participle ("What year was the brother of ... drafted?" ->
+    redskins, drafted; not "On which river is the birthplace of the observatory's first director?",
+    whose last words describe a hop). Empty when it has no question word."""
+    words = _WORD.findall(question.lower())
+    at = 0 if words[:1] and words[0] in _WH else max((i for i, w in enumerate(words) if w in _WH), default=-1)
+    if at < 0:
+        return frozenset()
+    if at > len(words) / 2:
+        return frozenset(w for w in words[max(0, at - 4):at] if w not in _FOCUS_SKIP)
+    last = [w for w in words[-3:] if w not in _FOCUS_SKIP][-2:]
+    if not last or not (last[-1].endswith(("ed", "en")) or last[-1] in _PARTICIPLES):
+        return frozenset()   # "... of the observatory's first director?" names a hop, not the event asked
+    return frozenset(last)
+
+
+def near_focus(focus: frozenset[str], sentence: str, start: int, end: int, same=str.__eq__) -> bool:
+    """Whether a word of ``focus`` (:func:`question_focus`) stands within :data:`FOCUS_NEAR` words
+    of the span ``sentence[start:end]``; ``same(a, b)`` says when two words match (the caller's
+    stemming; exact by default)."""
+    around = _WORD.findall(sentence[:start].lower())[-FOCUS_NEAR:] + _WORD.findall(sentence[end:].lower())[:FOCUS_NEAR]
+    return any(same(w, f) for w in around for f in focus)
 
 
 def strip_title(name: str) -> str:

@@ -53,8 +53,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from langgraph_kgmem.graphs.answer_spans import (asks_year, count_cues, count_fit, date_role, life_event, life_fit,
-                                                 strip_title, year_of)
+from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, asks_year, count_cues, count_fit, date_role, life_event,
+                                                 life_fit, near_focus, question_focus, strip_title, year_of)
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
@@ -245,6 +245,12 @@ def _stem(word: str) -> str:
         if word.endswith(end) and len(word) - len(end) >= 3:
             return word[:-len(end)][:5]
     return word[:5]
+
+
+def _same_stem(word: str, asked: str) -> bool:
+    """Whether ``word`` of the evidence says ``asked`` of the question: the same stem, or a
+    related word's (:data:`_RELATED`: "born" for "birthplace")."""
+    return _stem(word) in _stems({asked})
 
 
 def _stems(words: set[str]) -> set[str]:
@@ -451,12 +457,16 @@ def _merge_short_names(gains: dict[str, list[float]], where: dict[str, set[str]]
 
 
 def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence[str] = (), *,
-               qtype: AnswerType | None = None) -> list[Candidate]:
+               qtype: AnswerType | None = None, focus: bool = False) -> list[Candidate]:
     """The evidence's possible answers to ``question``, best first (at most :data:`MAX_CANDIDATES`).
 
     ``evidence``: the method's items, best first (``{"id", "text"}`` and an optional ``title``);
     ``path``: the names of the entities on the method's own path or PPR ranking, best first,
-    which only breaks ties between equal scores (see the module docstring).
+    which only breaks ties between equal scores (see the module docstring); ``focus``: weigh a span
+    with none of the question's focus words near it by
+    :data:`~langgraph_kgmem.graphs.answer_spans.FOCUS_MISS` (:func:`offline_answer` does; off by
+    default so that a sentence ranking built on these scores, AutoPrunedRetriever's answer term,
+    keeps its retrieval).
     """
     t = qtype or answer_type(question)
     qwords = content_words(question)
@@ -466,6 +476,7 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     kind = "entity" if t.kind in ("person", "place", "choice", "yesno") else t.kind
     year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
     cues = count_cues(question) if kind == "number" else frozenset()
+    focus_words = question_focus(question) if focus else frozenset()
     gains: dict[str, list[float]] = {}
     best: dict[str, tuple[float, _Sentence]] = {}
     shown: dict[str, str] = {}
@@ -497,6 +508,8 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
             own = content_words(name) - {t.head}   # "Lindmere Academy" may repeat "which academy"
             novelty = 1.0 - len(own & qwords) / (len(own) or 1) if t.kind != "choice" else 1.0
             fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
+            if focus_words and not near_focus(focus_words, s.text, start, end, _same_stem):
+                fit *= FOCUS_MISS
             if kind == "date":
                 fit *= life_fit(event, s.text, start, end)
             elif kind == "number":
@@ -615,7 +628,7 @@ def offline_answer(question: str, evidence: Sequence[dict[str, Any]], path: Sequ
     if t.kind in ("choice", "yesno"):
         sents = _sentences(question, evidence)
         return _choose(question, t, sents) if t.kind == "choice" else _yes_no(question, t, sents)
-    found = candidates(question, evidence, path, qtype=t)
+    found = candidates(question, evidence, path, qtype=t, focus=True)
     if not found:
         what = {"date": "date", "number": "number"}.get(t.kind, "name the question does not already name")
         return OfflineAnswer(NO_ANSWER, "", "", t, reason=f"no {what} in the evidence fits a {t.kind} question")
