@@ -161,15 +161,19 @@ def question_focus(question: str) -> frozenset[str]:
     the content words among the four before a question word in the second half of the question
     ("... was founded in what year?" -> founded), else the last two content words among its last
     three when the last is a participle ("What year was the brother of ... drafted?" ->
-    redskins, drafted; not "On which river is the birthplace of the observatory's first director?",
-    whose last words describe a hop). Empty when it has no question word."""
+    drafted; not "On which river is the birthplace of the observatory's first director?",
+    whose last words describe a hop). Words of a name the question gives are never focus words
+    ("Where was Marie Curie born?" -> born). Empty when it has no question word."""
     words = _WORD.findall(question.lower())
+    # a name the question gives is no focus: its words stand beside every span of its own passage
+    names = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", question)[1:] if w[:1].isupper()}
+    skip = _FOCUS_SKIP | names
     at = 0 if words[:1] and words[0] in _WH else max((i for i, w in enumerate(words) if w in _WH), default=-1)
     if at < 0:
         return frozenset()
     if at > len(words) / 2:
-        return frozenset(w for w in words[max(0, at - 4):at] if w not in _FOCUS_SKIP)
-    last = [w for w in words[-3:] if w not in _FOCUS_SKIP][-2:]
+        return frozenset(w for w in words[max(0, at - 4):at] if w not in skip)
+    last = [w for w in words[-3:] if w not in skip][-2:]
     if not last or not (last[-1].endswith(("ed", "en")) or last[-1] in _PARTICIPLES):
         return frozenset()   # "... of the observatory's first director?" names a hop, not the event asked
     return frozenset(last)
