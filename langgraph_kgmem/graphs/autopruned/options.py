@@ -133,8 +133,7 @@ SENTENCE_RANKINGS: tuple[str, ...] = get_args(SentenceRanking)
 # who or what the subject is); these three chosen on development sets only, never on the sets the docs report.
 # "answer": the share of the offline answer step's best candidate score of the candidate it holds
 # (answer_typed.answer_bearing), in the order that fills the budget only (never the passage places);
-# 0.5 chosen by leaving each shipped set out in turn (MiniLM; docs/methods/autopruned.md,
-# "Answer-typed sentences")
+# chosen by the validation protocol (docs/methods/autopruned.md, "Answer-typed sentences")
 RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.05, "answer": 0.5}
 
 # the default reader: the best sentences of the fused ranking's passages, SENTENCE_BUDGET

@@ -311,12 +311,16 @@ class SqliteGraphStore(GraphStoreBase):
 
     def document_hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """Content hashes of the documents among ``doc_ids`` that have a row (500 ids a query)."""
-        out: dict[str, str] = {}
-        uniq = list(dict.fromkeys(doc_ids))
+        return self._pairs("SELECT id, content_hash FROM documents WHERE id IN ({})", doc_ids)
+
+    def _pairs(self, sql: str, keys: Sequence[str]) -> dict[str, Any]:
+        """``{key: value}`` of the rows ``sql`` (two columns; ``{}`` takes the keys' placeholders)
+        finds for ``keys``, 500 keys a query (SQLite's bound on variables)."""
+        out: dict[str, Any] = {}
+        uniq = list(dict.fromkeys(keys))
         for off in range(0, len(uniq), 500):
             part = uniq[off:off + 500]
-            out.update(self.conn.execute(
-                f"SELECT id, content_hash FROM documents WHERE id IN ({','.join('?' * len(part))})", part).fetchall())
+            out.update(self.conn.execute(sql.format(",".join("?" * len(part))), part).fetchall())
         return out
 
     def documents(self) -> list[dict[str, Any]]:
@@ -353,13 +357,7 @@ class SqliteGraphStore(GraphStoreBase):
 
     def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]:
         """Recorded targets of these aliases (absent ones are left out)."""
-        out: dict[str, str] = {}
-        uniq = list(dict.fromkeys(aliases))
-        for off in range(0, len(uniq), 500):
-            part = uniq[off:off + 500]
-            out.update(self.conn.execute(
-                f"SELECT alias, node_id FROM aliases WHERE alias IN ({','.join('?' * len(part))})", part).fetchall())
-        return out
+        return self._pairs("SELECT alias, node_id FROM aliases WHERE alias IN ({})", aliases)
 
     def alias_target(self, alias: str) -> str | None:
         row = self.conn.execute("SELECT node_id FROM aliases WHERE alias=?", (alias,)).fetchone()

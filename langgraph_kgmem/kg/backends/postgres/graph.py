@@ -287,12 +287,15 @@ class PostgresGraphStore(GraphStoreBase):
 
     def document_hashes(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """Content hashes of the documents among ``doc_ids`` that have a row, in one query."""
-        if not doc_ids:
+        return self._pairs("SELECT id, content_hash FROM kgmem_documents WHERE kg = %s AND id = ANY(%s)", doc_ids)
+
+    def _pairs(self, sql: str, keys: Sequence[str]) -> dict[str, Any]:
+        """``{key: value}`` of the rows ``sql`` (two columns; parameters: this KG, the keys) finds
+        for ``keys``, in one query."""
+        if not keys:
             return {}
         with self.db.read() as conn:
-            return {r[0]: r[1] for r in conn.execute(
-                "SELECT id, content_hash FROM kgmem_documents WHERE kg = %s AND id = ANY(%s)",
-                (self.kg_id, list(dict.fromkeys(doc_ids))))}
+            return {r[0]: r[1] for r in conn.execute(sql, (self.kg_id, list(dict.fromkeys(keys))))}
 
     def documents(self) -> list[dict[str, Any]]:
         with self.db.read() as conn:
@@ -341,12 +344,7 @@ class PostgresGraphStore(GraphStoreBase):
 
     def alias_targets(self, aliases: Sequence[str]) -> dict[str, str]:
         """Recorded targets of these aliases (absent ones are left out), in one query."""
-        if not aliases:
-            return {}
-        with self.db.read() as conn:
-            return {r[0]: r[1] for r in conn.execute(
-                "SELECT alias, node_id FROM kgmem_aliases WHERE kg = %s AND alias = ANY(%s)",
-                (self.kg_id, list(dict.fromkeys(aliases))))}
+        return self._pairs("SELECT alias, node_id FROM kgmem_aliases WHERE kg = %s AND alias = ANY(%s)", aliases)
 
     def alias_target(self, alias: str) -> str | None:
         with self.db.read() as conn:
