@@ -137,3 +137,24 @@ def test_ingest_scale_goes_on_where_the_last_sitting_stopped(tmp_path, capsys):
     with pytest.raises(SystemExit):        # a log that names more than the KG holds
         ingest(["--docs", "60", "--batch", "10", "--kg", str(tmp_path / "other"), "--pairs", "0", "--log", str(log),
                 "--resume"])
+
+
+def test_blocked_documents_keep_every_nodes_degree_whatever_the_kg_size():
+    """``--block N``: an organisation and a year per N documents, named alike by the document and its
+    question, so a question touches as much at 100,000 passages as at 2,000."""
+    from collections import Counter
+
+    from ingest_scale import document
+    from method_scale import question
+
+    def names(n, block):
+        return Counter(document(i, block)["text"].split(" the ", 1)[1].rsplit(" in ", 1)[0] for i in range(n))
+
+    assert max(names(4000, 0).values()) == 500 and max(names(400, 0).values()) == 50      # hubs grow
+    small, large = names(1000, 250), names(4000, 250)
+    assert set(small.values()) == set(large.values()) == {250} and len(large) == 16
+    years = Counter(document(i, 250)["text"].rsplit(" ", 1)[1] for i in range(4000))
+    assert set(years.values()) == {250}
+    for i in (0, 249, 250, 3999):
+        org = document(i, 250)["text"].split(" the ", 1)[1].rsplit(" in ", 1)[0]
+        assert question(i, 250).endswith(f" the {org}?") and question(i, 250) != question(i)

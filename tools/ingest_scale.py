@@ -11,6 +11,8 @@
 Every document is one sentence ("Kalo Venrith joined the Harbor Guild in 1987.") whose person is
 new to the KG, next to an organisation and a year drawn from small fixed sets, so each one adds
 an entity the resolver must compare with all the KG's names, and also meets names it knows.
+``--block N`` gives every N consecutive documents an organisation and a year of their own
+instead, so no node's degree grows with the KG.
 Documents go to ``kg.add_documents(model="offline")`` ``--batch`` at a time into one KG;
 each batch's documents per second are printed as it ends, and the ratio of the last batch to the
 first at the end (1.0: ingest cost does not grow with the KG). A benchmark, not a test: figures
@@ -62,6 +64,7 @@ _VOWEL = ["a", "e", "i", "o", "u", "ai", "ei", "ou"]
 _CODA = ["", "n", "r", "s", "l", "x", "th", "m"]
 _ORGS = ["Harbor Guild", "Northern Rail Company", "Saint Brennan Hospital", "Coastal Survey Office",
          "Meridian Press", "Valley Water Board", "Granite Mining Trust", "Royal Botanic Society"]
+_KINDS = ["Guild", "Company", "Hospital", "Survey Office", "Press", "Water Board", "Trust", "Society"]
 _VERBS = ["joined", "left", "founded a branch of", "worked for", "advised", "wrote about"]
 
 
@@ -84,8 +87,26 @@ def person(i: int) -> str:
     return f"{_word(k % span)} {_word(k // span)}"
 
 
-def document(i: int) -> dict[str, str]:
-    org, verb, year = _ORGS[i % len(_ORGS)], _VERBS[i % len(_VERBS)], 1900 + (i * 37) % 120
+def facts(i: int, block: int = 0) -> tuple[str, str, int]:
+    """Document ``i``'s organisation, verb and year.
+
+    ``block`` 0 (every run's default): one of eight organisations and one of 120 years, so these
+    nodes gain an edge with every eighth or 120th document and grow into hubs with the KG. ``block``
+    N: documents ``g*N … g*N+N-1`` share organisation ``g`` and a year of their own, so no node's
+    degree grows with the KG, and what a question about one document touches stays the same size.
+    """
+    verb = _VERBS[i % len(_VERBS)]
+    if block <= 0:
+        return _ORGS[i % len(_ORGS)], verb, 1900 + (i * 37) % 120
+    g = i // block
+    span = (len(_ONSET) * len(_VOWEL) * len(_CODA)) ** 2
+    # a prime stride: distinct names for every block below span, scattered across the alphabet
+    return f"{_word((g * 104729 + 17) % span)} {_KINDS[g % len(_KINDS)]}", verb, 1000 + g % 1000
+
+
+def document(i: int, block: int = 0) -> dict[str, str]:
+    """The ``i``-th document: one sentence naming a new person (``facts`` for ``block``)."""
+    org, verb, year = facts(i, block)
     return {"id": f"doc-{i}", "text": f"{person(i)} {verb} the {org} in {year}."}
 
 
@@ -155,7 +176,7 @@ def grown_vs_fresh(kg, args: argparse.Namespace, target: str, kw: dict) -> list[
     for p in range(args.pairs):
         rates = []
         for fresh in (False, True):
-            docs = [document(i) for i in range(nxt, nxt + args.batch)]
+            docs = [document(i, args.block) for i in range(nxt, nxt + args.batch)]
             nxt += args.batch
             with tempfile.TemporaryDirectory() as tmp:
                 if fresh:
@@ -191,7 +212,7 @@ def _ingest(kg, args: argparse.Namespace, meter: "ServerCpu | None", size: Any) 
           + (f" {'yardstick':>9} {'vs first':>8}" if args.reference else ""), flush=True)
     starts = list(range(args.start, args.docs, args.batch))
     for start in starts:
-        docs = [document(i) for i in range(start, min(start + args.batch, args.docs))]
+        docs = [document(i, args.block) for i in range(start, min(start + args.batch, args.docs))]
         prof = None
         if args.profile and start in (starts[0], starts[-1]):
             import cProfile
@@ -224,7 +245,7 @@ def _ingest(kg, args: argparse.Namespace, meter: "ServerCpu | None", size: Any) 
         if args.reference:
             ref = KnowledgeGraph.in_memory(name="yardstick", embeddings=args.embeddings)
             try:   # documents of their own, past the run's, so nothing is shared with the big KG
-                yard = [document(args.docs + i) for i in range(args.reference)]
+                yard = [document(args.docs + i, args.block) for i in range(args.reference)]
                 t1 = time.perf_counter()
                 ref.add_documents(yard, model="offline", merge_threshold=args.merge_threshold, progress=False)
                 ref_rate = args.reference / (time.perf_counter() - t1)
@@ -286,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vectors", choices=["memory", "chroma"], default="memory",
                     help="embedded vector backend (default memory: numpy, saved next to the SQLite file)")
     ap.add_argument("--merge-threshold", type=float, default=0.85)
+    ap.add_argument("--block", type=int, default=0,
+                    help="documents per organisation and year (default 0: eight organisations and 120 years "
+                         "for the whole KG; N: no node's degree grows past about N; see facts())")
     ap.add_argument("--reference", type=int, default=0,
                     help="after each batch, also ingest this many new documents into an empty in-memory KG "
                          "and print the batch's rate relative to that yardstick's, taken moments apart: on a "
@@ -366,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
           f"per CPU second {cpu_rates[-1] / cpu_rates[0]:.2f} ({cpu_rates[0]:.1f} -> {cpu_rates[-1]:.1f})"
           + (f"; against the yardstick {relative[-1] / relative[0]:.2f}" if relative else ""))
     print(json.dumps({
-        "backend": "postgres" if postgres else "embedded", "docs": args.docs, "batch": args.batch,
+        "backend": "postgres" if postgres else "embedded", "docs": args.docs, "block": args.block, "batch": args.batch,
         "embeddings": args.embeddings, "server_cpu_counted": bool(meter),
         "ratio": round(cpu_rates[-1] / cpu_rates[0], 3), "ratio_wall": round(rates[-1] / rates[0], 3),
         "docs_per_cpu_s": [round(r, 1) for r in cpu_rates],

@@ -26,7 +26,11 @@ and each ``--clients`` count the worker forgets the KG's PPR snapshots, compiles
 graph anew over the KG's own store, and that many callers (threads sharing the KG) ask at once:
 each caller's first question (cold for the method on its first count), then ``--questions`` more,
 pooled into steady p50 and p95. Questions ask about documents spread over the whole KG ("In
-which year did Kalo Venrith join the Harbor Guild?"). Every decision is offline (no LLM), so the
+which year did Kalo Venrith join the Harbor Guild?"). The eight organisations and 120 years of the
+default documents gain an edge with every eighth or 120th document, so what a question touches
+grows with the KG; ``--block N`` (every N documents an organisation and a year of their own, the same
+for ``--open`` KGs built with ``ingest_scale.py --block N``) keeps it the same size at every size,
+which is how a per-question cost bounded by what the question touches shows. Every decision is offline (no LLM), so the
 figures are the methods' and backends' own work; ``dense`` is the backend's vector search over
 the passages and the offline answer over the top 5.
 
@@ -57,7 +61,7 @@ for p in (HERE.parent, HERE):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from ingest_scale import _ORGS, _VERBS, document, person  # noqa: E402
+from ingest_scale import document, facts, person  # noqa: E402
 
 # the methods that answer over documents (KG-IRAG answers over time-stamped records); dense: the
 # backend's vector search over the passages
@@ -65,20 +69,21 @@ DEFAULT_METHODS = ("dense", "autopruned", "catrag", "hipporag2", "remindrag", "r
 BACKENDS = ("embedded", "postgres")
 
 
-def question(i: int) -> str:
-    """A question only document ``i`` answers."""
-    verb = _VERBS[i % len(_VERBS)].replace("joined", "join").replace("left", "leave").replace(
+def question(i: int, block: int = 0) -> str:
+    """A question only document ``i`` (of ``ingest_scale.document(i, block)``) answers."""
+    org, verb, _ = facts(i, block)
+    verb = verb.replace("joined", "join").replace("left", "leave").replace(
         "founded", "found").replace("worked", "work").replace("advised", "advise").replace("wrote", "write")
-    return f"In which year did {person(i)} {verb} the {_ORGS[i % len(_ORGS)]}?"
+    return f"In which year did {person(i)} {verb} the {org}?"
 
 
-def question_lists(passages: int, method: str, callers: int, per_caller: int) -> list[list[str]]:
+def question_lists(passages: int, method: str, callers: int, per_caller: int, block: int = 0) -> list[list[str]]:
     """``callers`` lists of ``per_caller`` questions about documents spread over the whole KG, a
     different set per size, method and caller count, so no answer is remembered from before."""
     n = callers * per_caller
     step = max(1, passages // (n + 1))
     ids = [(k * step + 7 * len(method) + 13 * callers + passages // 3) % passages for k in range(n)]
-    return [[question(i) for i in ids[c::callers]] for c in range(callers)]
+    return [[question(i, block) for i in ids[c::callers]] for c in range(callers)]
 
 
 def setup(kg, store, method: str) -> float:
@@ -113,7 +118,7 @@ def prepare(target: str, name: str, args: argparse.Namespace, methods: list[str]
                 scope.__enter__()
             try:
                 for start in range(have, size, args.batch):
-                    kg.add_documents([document(i) for i in range(start, min(start + args.batch, size))],
+                    kg.add_documents([document(i, args.block) for i in range(start, min(start + args.batch, size))],
                                      model="offline", progress=False)
             finally:
                 if scope is not None:
@@ -202,7 +207,7 @@ def run(args: argparse.Namespace, sizes: list[int], methods: list[str], clients:
                     for m in methods:
                         for n in clients:
                             for b, w in workers.items():
-                                qs = question_lists(infos[b]["passages"], m, n, args.questions + 1)
+                                qs = question_lists(infos[b]["passages"], m, n, args.questions + 1, args.block)
                                 rows.append({"backend": b, "method": m, "passages": infos[b]["passages"],
                                              "clients": n, "setup_s": infos[b]["setup_s"][m], "open_s": w.open_s,
                                              **w.ask(m, qs), "load": round(os.getloadavg()[0], 1)})
@@ -228,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", default="1", help="concurrent callers, a comma list (default 1)")
     ap.add_argument("--open", action="append", default=[], metavar="BACKEND=TARGET",
                     help="also measure this existing KG of ingest_scale.py's documents (directory or URI)")
+    ap.add_argument("--block", type=int, default=0,
+                    help="documents per organisation and year (default 0: eight organisations and 120 years "
+                         "for the whole KG, which grow into hubs; N: a node's degree stays about N at every size)")
     ap.add_argument("--name", default="scale", help="the KG's name (default scale, as ingest_scale.py's)")
     ap.add_argument("--dataset", default=None,
                     help="instead of growing a KG: a shipped set's pooled benchmark KG and its own questions "
@@ -251,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows = run(args, sizes, methods, clients)
     growth, pg = summarise(rows)
-    out = {"embeddings": args.embeddings, "sizes": sizes, "questions": args.questions, "clients": clients,
+    out = {"embeddings": args.embeddings, "block": args.block, "sizes": sizes, "questions": args.questions, "clients": clients,
            "load_average": list(os.getloadavg()), "rows": rows, "growth": growth, "pg_over_embedded": pg}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
