@@ -41,10 +41,11 @@ def test_each_channel_counts_a_missed_gold_passage_by_what_it_reads():
     row = reach(Taught(useful=[{d["Ulm"]}], wrong=[{d["Paris"]}], vectors=[np.ones(1)]), second, cold, ents)
     assert row["recall@5_cold"] == 0.0 and row["gold_missed"] == 1 and row["gold_missed_outside_depth"] == 0
     assert (row["reached_passage"], row["reached_entity"], row["reached_edge"]) == (0, 1, 1)
+    assert ents.relations(d["Ulm"]) & ents.relations(d["Bern"]) and row["reached_relation"] == 1
     assert row["ceiling_entity"] == row["ceiling_entity_in_depth"] == 100.0 and row["ceiling_passage"] == 0.0
     # the same passage marked wrong instead: it is touched itself, but no useful passage names its entities
     row = reach(Taught(useful=[{d["Seine"]}], wrong=[{d["Ulm"], d["Bern"]}], vectors=[np.ones(1)]), second, cold, ents)
-    assert (row["reached_passage"], row["reached_entity"]) == (1, 0)
+    assert (row["reached_passage"], row["reached_entity"], row["reached_relation"]) == (1, 0, 0)
     # a gold passage in the top 5 is not missed, and one beyond the ranking's depth is outside it
     row = reach(Taught(useful=[{d["Ulm"]}], wrong=[set()], vectors=[np.ones(1)]), second, [[d["Bern"]]], ents)
     assert row["gold_missed"] == 0 and row["recall@5_cold"] == 100.0

@@ -11,6 +11,8 @@ rise raises R@5) any first-half mark reached, by each channel a mechanism could 
   passage to its entities' other passages);
 - ``edge``: one of its entities is a relation neighbour of an entity of a useful passage (one
   hop further);
+- ``relation``: it states a relation type (an edge text between its entities that its document
+  contributed) that a useful passage states (relation-type credit);
 
 and the R@5 each channel could give at most: every reached missed gold passage put into the top 5,
 nothing else moved (``ceiling_*``; a bound no method can reach honestly; ``ceiling_*_in_depth``
@@ -92,7 +94,7 @@ class Entities:
     entity neighbourhoods, read once each."""
 
     def __init__(self, kg: Any) -> None:
-        self.kg, self._of, self._near = kg, {}, {}
+        self.kg, self._of, self._near, self._rel = kg, {}, {}, {}
         self.nodes: dict[str, list[str]] = {}
         for kind in ("chunk", "anchor"):
             for node in kg.nodes(kind):
@@ -115,6 +117,16 @@ class Entities:
                              if nb.kind == "entity"}
         return self._of[doc]
 
+    def relations(self, doc: str) -> set[str]:
+        """The relation types (edge texts, lower-cased) the passage states: relation edges between
+        its entities that the passage's document contributed."""
+        if doc not in self._rel:
+            mine = self.of(doc)
+            self._rel[doc] = {e.text.lower() for ent in mine for e, nb in self.kg.neighbors(ent)
+                              if nb.kind == "entity" and nb.id in mine and e.text
+                              and doc in self.kg.sources_of(e.id)}
+        return self._rel[doc]
+
     def near(self, entity: str) -> set[str]:
         """The entities one relation edge away from ``entity``."""
         if entity not in self._near:
@@ -134,10 +146,12 @@ def reach(taught: Taught, second: Sequence[BenchQuestion], cold: Sequence[Sequen
     useful = set().union(*taught.useful) if taught.useful else set()
     useful_entities = {e for p in useful for e in ents.of(p)}
     edge_entities = useful_entities | {n for e in useful_entities for n in ents.near(e)}
+    useful_relations = {r for p in useful for r in ents.relations(p)}
     marked = taught.marked()
     channel = {"passage": lambda p: p in marked,
                "entity": lambda p: bool(ents.of(p) & useful_entities),
-               "edge": lambda p: bool(ents.of(p) & edge_entities)}
+               "edge": lambda p: bool(ents.of(p) & edge_entities),
+               "relation": lambda p: bool(ents.relations(p) & useful_relations)}
     n = max(1, len(second))
     golds = [set(gold_passage_keys(q)) for q in second]
     tops = [set(r[:K]) for r in cold]
