@@ -46,6 +46,7 @@ def test_each_channel_counts_a_missed_gold_passage_by_what_it_reads():
     # the same passage marked wrong instead: it is touched itself, but no useful passage names its entities
     row = reach(Taught(useful=[{d["Seine"]}], wrong=[{d["Ulm"], d["Bern"]}], vectors=[np.ones(1)]), second, cold, ents)
     assert (row["reached_passage"], row["reached_entity"], row["reached_relation"]) == (1, 0, 0)
+    assert (row["gold_marked_useful"], row["gold_marked_wrong"], row["marked_wrong"]) == (0, 1, 2)
     # a gold passage in the top 5 is not missed, and one beyond the ranking's depth is outside it
     row = reach(Taught(useful=[{d["Ulm"]}], wrong=[set()], vectors=[np.ones(1)]), second, [[d["Bern"]]], ents)
     assert row["gold_missed"] == 0 and row["recall@5_cold"] == 100.0

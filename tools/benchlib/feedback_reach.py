@@ -14,9 +14,11 @@ rise raises R@5) any first-half mark reached, by each channel a mechanism could 
 - ``relation``: it states a relation type (an edge text between its entities that its document
   contributed) that a useful passage states (relation-type credit);
 
-and the R@5 each channel could give at most: every reached missed gold passage put into the top 5,
-nothing else moved (``ceiling_*``; a bound no method can reach honestly; ``ceiling_*_in_depth``
-counts only those the cold ranking holds within ``DEPTH``, all a re-ranking prior could lift). ``reach_ratio_*`` is
+and the R@5 each channel could give at most: every reached missed gold passage put into the top
+5, nothing else moved (``ceiling_*``; a bound no method can reach honestly;
+``ceiling_*_in_depth`` counts only those the cold ranking holds within ``DEPTH``, all a
+re-ranking prior could lift). ``gold_marked_useful`` / ``gold_marked_wrong``: the second half's
+gold passages, missed or not, that a first-half run marked useful / wrong. ``reach_ratio_*`` is
 the share of reached passages among the missed gold ones over the same share among the
 non-gold passages of the cold ranking's depth: below 1, crediting that channel raises more
 wrong passages than right ones.
@@ -159,6 +161,10 @@ def reach(taught: Taught, second: Sequence[BenchQuestion], cold: Sequence[Sequen
     missed = [(i, p) for i, g in enumerate(golds) for p in sorted(g - tops[i])]
     non_gold = [p for g, r in zip(golds, cold) for p in r if p not in g]
     row["gold_passages"] = sum(len(g) for g in golds)
+    every_gold = set().union(*golds) if golds else set()
+    wrong = set().union(*taught.wrong) if taught.wrong else set()
+    row["gold_marked_useful"], row["gold_marked_wrong"] = len(every_gold & useful), len(every_gold & wrong)
+    row["marked_useful"], row["marked_wrong"] = len(useful), len(wrong)
     row["gold_missed"] = len(missed)
     row["gold_missed_outside_depth"] = sum(p not in cold[i] for i, p in missed)
     for name, hit in channel.items():
