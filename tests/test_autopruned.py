@@ -584,6 +584,55 @@ def test_llm_decisions_are_typed_and_counted(kg, store):
     assert out2["usage"]["llm_calls"] == 1 and cheap.call_count == 1
 
 
+def test_with_reuse_a_text_the_model_already_read_is_not_read_again(kg, store):
+    def responder(messages, request):
+        if request is not None and request.step == "extract_question_triples":
+            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "?"}]}
+        if request is not None and request.step == "extract_answer_triples":
+            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "Warsaw"}]}
+        return "Warsaw"
+
+    def steps(out):
+        return sorted(out["usage"].get("by_step", {}))
+
+    model = ScriptedChatModel(responder=responder)
+    app = _app(kg, store, model=model, reuse=True, replay=False, memory_scope=("{user_id}",))
+    first = app.invoke({"question": "Where was Marie Curie born?"}, context={"user_id": "a"})
+    assert steps(first) == ["answer", "extract_answer_triples", "extract_question_triples"]
+    # a rewording: its own wording is read, and it is answered; the answer's text was read before
+    again = app.invoke({"question": "Marie Curie was born where?"}, context={"user_id": "a"})
+    assert again["answer"] == "Warsaw" and steps(again) == ["answer", "extract_question_triples"]
+    assert again["query_triples"] == first["query_triples"]
+    # another tenant's texts are read anew: a memo hit says nothing of what others asked
+    other = app.invoke({"question": "Marie Curie was born where?"}, context={"user_id": "b"})
+    assert steps(other) == ["answer", "extract_answer_triples", "extract_question_triples"]
+    # without reuse every text is read
+    plain = _app(kg, InMemoryStore(), model=ScriptedChatModel(responder=responder), replay=False)
+    plain.invoke({"question": "Where was Marie Curie born?"})
+    assert steps(plain.invoke({"question": "Marie Curie was born where?"})) == [
+        "answer", "extract_answer_triples", "extract_question_triples"]
+
+
+def test_a_fallback_reading_is_not_kept(kg, store):
+    asked = []
+
+    def responder(messages, request):
+        step = request.step if request is not None else "answer"
+        asked.append(step)
+        if step == "extract_question_triples":   # malformed twice (one reading, then its retry): the parser's triples
+            return "not json" if asked.count(step) <= 2 else {"triples": [{"subject": "Marie Curie",
+                                                                              "relation": "born in", "object": "?"}]}
+        return {"triples": []} if step.startswith("extract_") else "Warsaw"
+
+    app = _app(kg, store, model=ScriptedChatModel(responder=responder), reuse=True, replay=False)
+    out = app.invoke({"question": "Where was Marie Curie born?"})
+    assert out["usage"]["fallbacks"][0]["step"] == "extract_question_triples"
+    again = app.invoke({"question": "Where was Marie Curie born?"})   # read again: the fallback was not kept
+    assert "extract_question_triples" in again["usage"]["by_step"] and not again["usage"].get("fallbacks")
+    third = app.invoke({"question": "Where was Marie Curie born?"})   # now the model's own reading is kept
+    assert "extract_question_triples" not in third["usage"].get("by_step", {})
+
+
 def test_malformed_extraction_falls_back_and_is_recorded(kg, store):
     model = ScriptedChatModel(responses=["not json", "still not json", "Warsaw", "{}", "{}"])
     out = _app(kg, store, model=model).invoke({"question": "Where was Marie Curie born?"})

@@ -18,11 +18,24 @@ from langgraph_kgmem.graphs.autopruned import prompts
 from langgraph_kgmem.graphs.autopruned.schemas import QUESTION_WORDS, TextTriple, TextTriples
 from langgraph_kgmem.graphs.common import fence
 from langgraph_kgmem.ingest.extract import OfflineExtractor
-from langgraph_kgmem.llm import decide, is_offline
+from langgraph_kgmem.llm import decide, is_offline, model_label
 from langgraph_kgmem.memory import memory_scope as scope_of
 from langgraph_kgmem.memory import resolve_store
 from langgraph_kgmem.memory.locks import memory_lock
 from langgraph_kgmem.memory.provenance import codebook_lock_key, holds
+
+
+EXTRACTION_MEMO = 1024   # readings ``AutoprunedDeps.extract(memo=True)`` keeps (oldest dropped first)
+
+
+def offline_triples(text: str) -> TextTriples:
+    """The offline parser's triples of a question or answer (what ``extraction="offline"`` reads,
+    and the fallback of the LLM's reading)."""
+    trips = [(t.subject, t.relation, t.object) for t in OfflineExtractor().extract(text).triples]
+    trips += phrase_triples(text)
+    # the offline parser's own triples: the codebook skips any over-long symbol itself
+    return TextTriples.model_construct(triples=[TextTriple.model_construct(subject=h, relation=r, object=t)
+                                                for h, r, t in dict.fromkeys(trips)])
 
 
 class AutoprunedDeps:
@@ -51,6 +64,8 @@ class AutoprunedDeps:
         self._sentences_at: int | None = None
         self._chunk_runs: tuple[Any, int, dict[str, list[str]]] | None = None
         self._passage_scores: dict[tuple[str, int], tuple[list[str], np.ndarray]] = {}
+        # reuse: the model's triples of a text it read before (``extract(memo=True)``)
+        self._extractions: dict[tuple[Any, ...], list[tuple[str, ...]]] = {}
 
     def passage_scores(self, question: str) -> tuple[list[str], np.ndarray]:
         """Vector search's cosine of every passage with ``question`` (``kg.similarity_scores``),
@@ -206,25 +221,28 @@ class AutoprunedDeps:
         return book.indexify(state.get("query_triples", [])) or book.indexify([["?", "is", "?"]])
 
     def extract(self, text: str, kind: str, model: Any, extraction: str = "llm",
-                template: str | None = None) -> tuple[list[list[str]], dict[str, Any]]:
+                template: str | None = None, *, memo: bool = False) -> tuple[list[list[str]], dict[str, Any]]:
         """Triples of a question / answer: the LLM decision (``extraction="llm"`` and a model), or
         the offline parser. ``template``: the graph's ``triples`` prompt (default: ``PROMPTS["triples"]``
-        as it is now)."""
-
-        def offline() -> TextTriples:
-            trips = [(t.subject, t.relation, t.object) for t in OfflineExtractor().extract(text).triples]
-            trips += phrase_triples(text)
-            # the offline parser's own triples: the codebook skips any over-long symbol itself
-            return TextTriples.model_construct(triples=[TextTriple.model_construct(subject=h, relation=r, object=t)
-                                                        for h, r, t in dict.fromkeys(trips)])
-
+        as it is now). ``memo`` (the graph's ``reuse``): the same text, kind, model and prompt read
+        by the model before in this graph's lifetime, for the same tenant, gives the triples it gave
+        then, without a call
+        (at most :data:`EXTRACTION_MEMO` readings kept; a fallback's triples are never kept)."""
         use_llm = extraction == "llm" and not is_offline(model)
-        decision, usage = decide(model if use_llm else "offline", TextTriples,
-                                 (template or prompts.PROMPTS["triples"]).format(kind=kind, text=fence(text, inline=True)),
+        prompt = (template or prompts.PROMPTS["triples"]).format(kind=kind, text=fence(text, inline=True))
+        key = (self.scope(), kind, model_label(model), prompt)   # per tenant: a hit says nothing of others
+        if use_llm and memo and key in self._extractions:
+            return [list(t) for t in self._extractions[key]], {}
+        decision, usage = decide(model if use_llm else "offline", TextTriples, prompt,
                                  step=f"extract_{kind}_triples",
-                                 offline=offline, context={"text": text, "kind": kind})
+                                 offline=lambda: offline_triples(text), context={"text": text, "kind": kind})
         trips = [[t.subject.strip(), t.relation.strip(), t.object.strip()] for t in decision.triples
                  if t.subject.strip() and t.object.strip()]
+        if use_llm and memo and not usage.get("fallbacks"):
+            with self.lock:
+                if len(self._extractions) >= EXTRACTION_MEMO:
+                    self._extractions.pop(next(iter(self._extractions)))
+                self._extractions[key] = [tuple(t) for t in trips]
         return trips, usage
 
     @staticmethod

@@ -73,7 +73,7 @@ def encode_question(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     question = state["question"].strip()
     # the LLM: outside the lock
     triples, usage = deps.extract(question, "question", run_model(runtime, deps.model), opts.extraction,
-                                  opts.prompt("triples"))
+                                  opts.prompt("triples"), memo=opts.reuse)
     with deps.lock:
         _, book = deps.book(deps.scope(), check=False)
         # triples whose symbols the codebook refuses are skipped: the phrase node stands in
@@ -386,7 +386,7 @@ def memorize(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
     wanted = opts.memorize and (answered or opts.memorize_unanswered)
     # the LLM extraction runs outside the lock; the codebook updates below hold it
     trips, usage = (deps.extract(ans, "answer", run_model(runtime, deps.model), opts.extraction,
-                                   opts.prompt("triples"))
+                                   opts.prompt("triples"), memo=opts.reuse)
                     if wanted and grounded else ([], {}))
     by = state.get("answer_by") or model_label(run_model(runtime, deps.model))
     if grounded and opts.experience and cited:   # the passages a grounded answer cites earn shared credit

@@ -94,7 +94,10 @@ The options, one by one:
         evidence list is exactly this run's gives its answer again without the answer call
         (:func:`~langgraph_kgmem.graphs.reuse.same_evidence_answer`); ``replayed_answer`` then
         names it (``{"run_id", "answer", "answered", "source": "reuse"}``) and nothing is
-        memorized. ``reuse_similarity`` is not read: the same question only.
+        memorized. ``reuse_similarity`` is not read: the same question only. With
+        ``extraction="llm"``, a text (question or answer) the model already read for this
+        tenant in this graph's lifetime is not read again: its triples are the ones it gave
+        (``AutoprunedDeps.extract``, ``memo``).
     memory_scope: tenant labels of the codebook's store namespace, filled per run from
         ``config["configurable"]`` (``("{user_id}",)``: each user a codebook of their own, so
         no question, answer or run of one user reaches another; the KG's facts are indexed

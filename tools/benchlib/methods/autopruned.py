@@ -32,6 +32,7 @@ from benchlib.passage_rag import passage_oracle
 
 from langgraph_kgmem.graphs.autopruned import SENTENCES_PRESET, answer_prompt, create_autopruned_graph, sync_codebook
 from langgraph_kgmem.graphs.autopruned.codebook import ALIAS_THRESHOLD, LAYER2_FLOOR
+from langgraph_kgmem.graphs.autopruned.deps import offline_triples
 
 
 class AutoPrunedAdapter:
@@ -67,6 +68,30 @@ class AutoPrunedAdapter:
         return passage_oracle(ctx, q)  # a reader answering from the evidence texts it was shown
 
 
+class ExtractingAdapter(AutoPrunedAdapter):
+    """``autopruned-extract``: the method's library default of reading the question's and the
+    answer's triples with the model (``extraction="llm"``), so a question makes its three calls
+    (question triples, answer, answer triples when the answer is grounded). The oracle reads a text
+    as the offline parser does (a stand-in for the model's reading, counted as a call) and answers
+    as :func:`passage_oracle`."""
+
+    def __init__(self, name: str, **options: Any) -> None:
+        super().__init__(name, **options)
+        self.options["extraction"] = "llm"
+
+    def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
+        answer = passage_oracle(ctx, q)
+
+        def respond(messages: list[Any], request: Any) -> Any:
+            if request is not None and str(request.step).startswith("extract_"):
+                read = offline_triples(str((request.context or {}).get("text", "")))
+                return {"triples": [{"subject": t.subject, "relation": t.relation, "object": t.object}
+                                    for t in read.triples]}
+            return answer(messages, request)
+
+        return respond
+
+
 def result_of(ctx: BenchContext, out: dict[str, Any], model: Any) -> MethodResult:
     # offline: the prompt an LLM answer would need (instructions + packed codebook + question)
     usage = with_offline_answer_prompt(out.get("usage"), model, lambda: answer_prompt(
@@ -98,7 +123,9 @@ ADAPTERS = [AutoPrunedAdapter("autopruned", fine_m=20),                 # the de
             # the fine ranking alone (no dense seeding or fusion): the paper's run order
             AutoPrunedAdapter("autopruned-nofusion", fine_m=20, dense_fusion=False, in_default_run=False),
             # the fine ranking's share of the runs by its agreement with vector search (the options' thresholds)
-            AutoPrunedAdapter("autopruned-adaptive", fine_m=20, fusion="adaptive", in_default_run=False)]
+            AutoPrunedAdapter("autopruned-adaptive", fine_m=20, fusion="adaptive", in_default_run=False),
+            # the library default's three calls: question and answer triples read by the model
+            ExtractingAdapter("autopruned-extract", fine_m=20, in_default_run=False)]
 
 
 # ------------------------------------------------------------------------------ codebook growth
