@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.kg.backends import DERIVED_SOURCE
 from langgraph_kgmem.knowledge_graph import KnowledgeGraph
+from langgraph_kgmem.memory import search_all
 
 
 @dataclass
@@ -81,16 +82,6 @@ def upgrade(target: str | os.PathLike[str], *, name: str | None = None,
         kg.close()
 
 
-def _memory_items(store: Any, name: str, page: int = 1000) -> list[Any]:
-    items, offset = [], 0
-    while True:
-        batch = store.search(("kgmem", name), limit=page, offset=offset)
-        items.extend(batch)
-        if len(batch) < page:
-            return items
-        offset += page
-
-
 def migrate(source: str | os.PathLike[str], destination: str | os.PathLike[str], *, name: str | None = None,
             embeddings: Embeddings | str | None = None, vector_backend: str | None = None,
             to_name: str | None = None) -> MigrationReport:
@@ -149,7 +140,7 @@ def _copy(src: KnowledgeGraph, dst: KnowledgeGraph) -> MigrationReport:
     report.vectors = {"nodes": len(ids), "facts": len(fids)}
     _, s_mem = src.persistence()
     _, d_mem = dst.persistence()
-    items = _memory_items(s_mem, src.name)
+    items = search_all(s_mem, ("kgmem", src.name))
     for it in items:   # ("kgmem", name, *scope, kind): the KG's name is the second label
         ns = (it.namespace[0], dst.name, *it.namespace[2:])
         d_mem.put(ns, it.key, dict(it.value), index=False)

@@ -136,3 +136,33 @@ def test_a_shared_codebook_never_loads_a_tenant_below_it(text_kg, tmp_path, kind
     assert first["replayed_answer"] is None and first["answer_memory"] == "stored"
     for q in ("Which river flows into the Baltic Sea?", question):
         assert shared.invoke({"question": q})["answer"]
+
+
+class _TiesReordered(InMemoryStore):
+    """A store whose search orders the items of equal update time differently at every call, as
+    the SQLite and PostgreSQL stores may (they order by ``updated_at`` alone, and one batch's
+    items share it)."""
+
+    calls = 0
+
+    def search(self, namespace_prefix, /, *, limit=10, offset=0, **kw):
+        everything = super().search(namespace_prefix, limit=10**9, offset=0, **kw)
+        self.calls += 1
+        everything.sort(key=lambda it: hash((it.key, self.calls)))
+        return everything[offset:offset + limit]
+
+
+def test_every_item_is_read_once_whatever_the_order_among_items_of_one_batch():
+    """Pages taken by offset over an order with ties skipped some items and repeated others: a
+    2,005-item codebook on PostgreSQL loaded four pages short and was refused as corrupt."""
+    from langgraph.store.base import PutOp
+
+    from langgraph_kgmem.memory import search_all
+
+    store = _TiesReordered()
+    ns = ("kgmem", "kg", "codebook")
+    store.batch([PutOp(ns, f"E:{i:06d}", {"i": i}, index=False) for i in range(2005)]
+                + [PutOp((*ns, "tenant"), "meta", {}, index=False)])
+    got = list_items(store, ns, page=100)
+    assert sorted(it.key for it in got) == [f"E:{i:06d}" for i in range(2005)]
+    assert len(search_all(store, ns[:2], page=100)) == 2006

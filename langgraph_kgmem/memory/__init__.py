@@ -164,17 +164,28 @@ def resolve_store(store: BaseStore | None) -> BaseStore:
     return found
 
 
+def search_all(store: BaseStore, prefix: tuple[str, ...], page: int = 1000) -> list[Any]:
+    """Every item under namespace ``prefix`` (its own and those of every namespace below it), in
+    one search whose limit grows until a search comes back short.
+
+    Not pages taken by ``offset``: the SQLite and PostgreSQL stores order a search by update time
+    alone, and the items one ``store.batch`` wrote share it, so the order among them may differ
+    between two searches and offset pages then skip some items and repeat others (a codebook of
+    2,005 items on PostgreSQL lost four of its pages that way)."""
+    limit = max(1, page)
+    while True:
+        found = store.search(tuple(prefix), limit=limit)
+        if len(found) < limit:
+            return found
+        limit *= 4
+
+
 def list_items(store: BaseStore, ns: tuple[str, ...], page: int = 1000) -> list[Any]:
-    """Every item of namespace ``ns`` itself, read a page at a time. A store's search takes a
+    """Every item of namespace ``ns`` itself (:func:`search_all`). A store's search takes a
     namespace *prefix*, so it also returns the items of every namespace below ``ns``: they are
     another tenant's or another kind's, and are left out (matched exactly, on every store)."""
-    items, offset, ns = [], 0, tuple(ns)
-    while True:
-        batch = store.search(ns, limit=page, offset=offset)
-        items.extend(it for it in batch if tuple(it.namespace) == ns)
-        if len(batch) < page:
-            return items
-        offset += page
+    ns = tuple(ns)
+    return [it for it in search_all(store, ns, page) if tuple(it.namespace) == ns]
 
 
 class RecordMemory:
@@ -395,4 +406,4 @@ def edge_memory_counts(store: BaseStore, kg_name: str) -> dict[str, int]:
 
 
 __all__ = ["EdgeMemory", "RecordMemory", "edge_memory_counts", "list_memory", "list_items", "memory_namespaces",
-           "memory_scope", "reserved_labels", "reset_memory", "resolve_store"]
+           "memory_scope", "reserved_labels", "reset_memory", "resolve_store", "search_all"]
