@@ -368,6 +368,24 @@ def test_a_routed_question_costs_the_store_one_read_before_and_one_read_and_one_
     assert len(routers) == 1
 
 
+def test_a_runs_options_are_merged_once_and_never_read_by_another_run(docs_kg, monkeypatch):
+    """The three nodes of one run share its merged options (validating them is a third of a millisecond
+    of the overhead), and a later run with another context reads its own."""
+    from langgraph_kgmem.graphs.router import nodes
+
+    merged = []
+    real = nodes.options_of
+    monkeypatch.setattr(nodes, "options_of", lambda runtime, defaults: merged.append(1) or real(runtime, defaults))
+    app = create_router_graph(docs_kg, model="offline", methods=("hipporag2", "catrag")).compile(store=InMemoryStore())
+    out = app.invoke({"question": LOOKUP}, context={"budget": 3})
+    assert len(merged) == 1 and out["route"]["budget"] == 3
+    out = app.invoke({"question": LOOKUP}, context={"budget": 5})
+    assert len(merged) == 2 and out["route"]["budget"] == 5
+    assert app.invoke({"question": LOOKUP})["route"]["budget"] is None
+    route = out["route"]
+    assert 0 <= route["routing_cpu_ms"] <= route["overhead_cpu_ms"]
+
+
 def test_one_tenants_verdicts_never_move_another_tenants_route_and_stay_bounded(docs_kg):
     from langgraph_kgmem.graphs.router.policy import FEEDBACK_WEIGHT
 

@@ -59,7 +59,7 @@ SOURCES = {"hotpotqa": "hotpotqa", "musique": "musique-train100"}
 DEFAULT_QUESTIONS = 80
 GOOD = 0.5          # quality at or above which the feedback experiment's verdict is positive
 ORACLE_ROUTER = "oracle-router"
-TIMED = ("routing_ms", "overhead_ms", "learning_ms")
+TIMED = ("routing_ms", "overhead_ms", "learning_ms", "overhead_cpu_ms")
 
 
 def parts_of(adapter: Any) -> tuple[str, ...]:

@@ -39,7 +39,8 @@ class RouterOutput(BaseState, total=False):  # answer, evidence, usage, method (
     seconds), ``escalated``, ``decider`` (``rules`` / ``model`` / ``fallback``), ``memory`` (what the
     router knew of this question), ``unavailable``, ``budget``, ``routing_ms`` (the decision, the
     store read included), ``learning_ms`` (writing the outcome and the router's run record: one store
-    batch), ``overhead_ms`` (both: all the router adds to the method's run); ``run_id`` (what
+    batch), ``overhead_ms`` (both: all the router adds to the method's run), ``routing_cpu_ms`` and
+    ``overhead_cpu_ms`` (the same, as this thread's CPU time: without the waits of a loaded machine); ``run_id`` (what
     feedback on this run names); ``result`` (the chosen method's other output keys)."""
     run_id: str
     route: dict[str, Any]

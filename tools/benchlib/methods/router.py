@@ -137,7 +137,7 @@ class RouterAdapter:
         route = out["route"]
         ctx.cache.setdefault("router_runs", {})[q.id] = {"run_id": out["run_id"], "method": route["method"]}
         extra = {"routing_ms": route["routing_ms"], "overhead_ms": route["overhead_ms"],
-                 "learning_ms": route["learning_ms"],
+                 "learning_ms": route["learning_ms"], "overhead_cpu_ms": route["overhead_cpu_ms"],
                  "escalated": float(route["escalated"]), "routed_to": route["method"], "form": route["form"],
                  "confidence": max((t["confidence"] for t in route["tried"] if t["method"] == route["method"]),
                                    default=0.0), "model_routed": float(route["decider"] != "rules"),
