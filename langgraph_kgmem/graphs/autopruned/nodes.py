@@ -242,7 +242,8 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                                                opts.sentence_dense, deps.sentence_words(),
                                                opts.relevance_weights,
                                                partial(deps.passage_scores, state["question"]),
-                                               opts.sentence_cover, opts.sentence_dense_places))
+                                               opts.sentence_cover, opts.sentence_dense_places,
+                                               opts.sentence_answer_cover, opts.sentence_max_tokens))
             return made[key]
 
         def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:

@@ -57,6 +57,11 @@ The options, one by one:
         ``sentence_dense_places`` (default :data:`SENTENCE_DENSE_PLACES`): vector search's top N
         passages hold the first N places of that ranking, in its order; the others follow by their
         best sentence, so the fine ranking's passages add to vector search's top N, never replace one.
+        ``sentence_answer_cover`` (default 0): the best answer-typed sentence (one holding a
+        candidate of the asked type; needs ``relevance_weights["answer"]`` above 0) of each of the
+        first N passages goes in first, where it has one. ``sentence_max_tokens`` (default None):
+        a sentence of more tokens (a flattened table, a long list) is skipped when the budget is
+        filled, unless no other sentence fits.
     fusion / fusion_weak / fusion_strong (:class:`~langgraph_kgmem.graphs.fusion.FusionOptions`):
         with ``dense_fusion``, ``"fixed"`` (default) is the
         turn-taking below; ``"adaptive"`` gives the fine ranking a share of the first ``fine_m``
@@ -199,6 +204,10 @@ class AutoprunedOptions(PromptOptions, ReuseOptions, FusionOptions):
     sentence_dense_places: int = Field(SENTENCE_DENSE_PLACES, ge=0,
                                        description="vector search's top N passages hold the first N evidence "
                                                    "places, in its order; the others follow by their best sentence")
+    sentence_answer_cover: int = Field(0, ge=0, description="the best answer-typed sentence of each of the first "
+                                                            "N passages goes in first, where it has one")
+    sentence_max_tokens: int | None = Field(None, ge=1, description="a sentence of more tokens is skipped when the "
+                                                                    "budget is filled (None: no cap)")
     relevance_weights: Mapping[str, float] | None = Field(
         None, description="any of the 'passage', 'terms' and 'lead' weights of the relevance ranking replaced "
                           "(None: RELEVANCE_WEIGHTS)")
@@ -291,6 +300,8 @@ class AutoprunedKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, to
     sentence_dense: int
     sentence_cover: int
     sentence_dense_places: int
+    sentence_answer_cover: int
+    sentence_max_tokens: int | None
     relevance_weights: Mapping[str, float] | None
     extraction: Literal["llm", "offline"]
     phrase_facts: Literal["uncovered", "always", "never"]

@@ -21,15 +21,20 @@ from langgraph_kgmem.ranking import reciprocal_rank_fusion
 _SENTENCE = re.compile(r"[.!?][\"')\]]*(\s+)(?=[A-Z0-9\"'(\[])")
 _INITIAL = re.compile(r"(?:^|[\s(\[\"'])[A-Z]\.$")   # a piece ending in one capital and a period
 _MARKER = re.compile(r"(?:\d{1,3}|[ivxIVX]{1,5}|[a-z])\.")   # a piece that is only a list marker: "2.", "iv.", "b."
+# a piece ending in a title or abbreviation that stands before a name or number ("is Hon. Winnie
+# Kiiza", "Mt. Everest", "No. 5"); not "Jr." / "Sr.", which often end a sentence
+_ABBREVIATION = re.compile(r"(?:^|[\s(\[\"'])(?:Mr|Mrs|Ms|Dr|Hon|St|Mt|Ft|Gen|Col|Lt|Sgt|Capt|Maj|Adm|Rev|Prof|Gov|Sen|Rep|"
+                           r"Fr|No|Nos|Vol|vs)\.$")
 
 
 def split_sentences(text: str) -> list[tuple[int, str]]:
     """``(start offset, sentence)`` of a passage: cut after ``.!?`` before a capital, digit or quote,
-    except after an initial ("written by K. A. Applegate") or a bare list marker ("2. This species")."""
+    except after an initial ("written by K. A. Applegate"), a title or abbreviation before a name
+    or number ("Hon. Winnie Kiiza", "Mt. Everest", "No. 5") or a bare list marker ("2. This species")."""
     out, start = [], 0
     for m in _SENTENCE.finditer(text):
         end = m.start(1)   # not a sentence end after an initial or a marker: the piece runs on
-        if (_INITIAL.search(text[max(start, end - 3):end])
+        if (_INITIAL.search(text[max(start, end - 3):end]) or _ABBREVIATION.search(text[start:end])
                 or end - start <= 8 and _MARKER.fullmatch(text[start:end].strip())):
             continue
         out.append((start, text[start:end].strip()))
@@ -118,7 +123,8 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
                      words: dict[str, list[set[str]]] | None = None,
                      weights: Mapping[str, float] | None = None,
                      passage_scores: Callable[[], tuple[list[str], np.ndarray]] | None = None,
-                     cover: int = 0, dense_places: int = 0) -> list[dict[str, Any]]:
+                     cover: int = 0, dense_places: int = 0, answer_cover: int = 0,
+                     max_sentence_tokens: int | None = None) -> list[dict[str, Any]]:
     """The facts block filled sentence by sentence up to ``budget`` tokens (``sentence_budget``).
 
     Candidates: every sentence of the passages the selected fact runs come from, then of vector
@@ -139,7 +145,11 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     ranking puts on top are all in the prompt. With ``dense_places`` N, vector search's top N
     passages (those among the candidates) hold the first N places, in its order, and the others
     follow by their best sentence: the fine ranking's passages then add to vector search's top N
-    and never push one of them out. Groups as :func:`fact_sentences`, sentences in text
+    and never push one of them out. With ``answer_cover`` N, the best answer-typed sentence (one
+    holding a candidate of the asked type, ``weights["answer"]`` above 0) of each of the first N
+    passages goes in first, where it has one: a shown passage's answer sentence is not crowded out
+    by sentences that restate the question. With ``max_sentence_tokens``, a sentence longer than
+    that (a flattened table, a list) is skipped (:func:`fill_budget`). Groups as :func:`fact_sentences`, sentences in text
     order, but passages in the order of their best sentence in the ranking (the passage ranking the
     prompt shows, best first), each with its 0-based ``place`` in it."""
     from langgraph_kgmem.embeddings.fast import block_cosines
@@ -177,7 +187,8 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
             at += len(cache[c])
     cands = [(c, i) for c in chunks for i in range(len(cache[c]))]
     orders: list[list[tuple[str, int]]] = []
-    typed: list[tuple[str, int]] = []   # the relevance order with the "answer" term (the fill order)
+    # the relevance order with the "answer" term (the fill order), each sentence's answer-typed share (> 0)
+    typed, bearing = [], {}
     if "question" in rankings or "relevance" in rankings:
         q = kg.embed_query(question)
         raw = np.concatenate([vectors[c] for c in chunks]) @ q
@@ -196,8 +207,9 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
                  + w["lead"] * np.array([float(i == 0 and lead[c]) for c, i in cands]))
         orders.append([cands[j] for j in np.argsort(-score, kind="stable").tolist()])
         if w["answer"]:   # the answer step's candidates, read over the passages in this order: the fill order only
-            score = score + w["answer"] * answer_bearing(question, list(dict.fromkeys(c for c, _ in orders[0])),
-                                                         titles, cache, cands)
+            share = answer_bearing(question, list(dict.fromkeys(c for c, _ in orders[0])), titles, cache, cands)
+            bearing = {x: float(v) for x, v in zip(cands, share.tolist()) if v > 0}
+            score = score + w["answer"] * share
             typed = [cands[j] for j in np.argsort(-score, kind="stable").tolist()]
     if "question" in rankings:
         orders.append([cands[j] for j in np.argsort(-cos, kind="stable").tolist()])
@@ -216,8 +228,8 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
         top = [c for c in dense_passages(kg, question, dense_places, (ids, passage_cos)) if c in best]
         order = top + [c for c in order if c not in top]
     place = {c: n for n, c in enumerate(order)}
-    lead = [best[c] for c in order[:cover]]
-    picked = fill_budget([*lead, *filling], chunks, titles, cache, budget, bridges)
+    lead = answer_lead(filling, bearing, order[:answer_cover]) + [best[c] for c in order[:cover]]
+    picked = fill_budget([*lead, *filling], chunks, titles, cache, budget, bridges, max_sentence_tokens)
     runs_of: dict[str, list[str]] = {}
     for rid in selected_f:
         for cid in book.runs[rid].chunks[:1]:
@@ -228,11 +240,24 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
 
 
 
+def answer_lead(filling: Sequence[tuple[str, int]], bearing: Mapping[tuple[str, int], float],
+                passages: Sequence[str]) -> list[tuple[str, int]]:
+    """``sentence_answer_cover``: the first answer-typed sentence (in ``bearing``) in the fill order
+    of each of ``passages``, where it has one, in their order."""
+    first: dict[str, tuple[str, int]] = {}
+    for x in filling:
+        if x in bearing:
+            first.setdefault(x[0], x)
+    return [first[c] for c in passages if c in first]
+
+
 def fill_budget(ranked: Sequence[tuple[str, int]], chunks: Sequence[str], titles: Mapping[str, str],
-                cache: Mapping[str, list[tuple[int, str]]], budget: int, bridges: bool) -> dict[str, set[int]]:
+                cache: Mapping[str, list[tuple[int, str]]], budget: int, bridges: bool,
+                max_tokens: int | None = None) -> dict[str, set[int]]:
     """Sentences taken greedily in ``ranked`` order while they fit ``budget`` tokens (each costs
     its tokens, plus its passage title's once); a repeated sentence never, the first one even alone
-    over the budget. Chunk id → the indices of its sentences taken.
+    over the budget. With ``max_tokens``, a sentence of more tokens is skipped (unless no other is
+    taken: then the first of them). Chunk id → the indices of its sentences taken.
 
     With ``bridges``, a sentence naming another candidate passage's subject (its title) brings that
     passage's best sentence next — the second hop of a bridge question ("... starring Shirley
@@ -246,6 +271,7 @@ def fill_budget(ranked: Sequence[tuple[str, int]], chunks: Sequence[str], titles
     bridged: set[str] = set()
     pending: list[tuple[str, int]] = []
     used = 0
+    too_long: tuple[str, int] | None = None
     queue = iter(ranked)
     while True:
         nxt = pending.pop(0) if pending else next(queue, None)
@@ -256,7 +282,11 @@ def fill_budget(ranked: Sequence[tuple[str, int]], chunks: Sequence[str], titles
         key = " ".join(text.lower().split())
         if key in seen:
             continue
-        cost = count_tokens(text) + 1 + (0 if c in picked else count_tokens(f"[{titles[c]}]") + 1)
+        own = count_tokens(text)
+        if max_tokens is not None and own > max_tokens:
+            too_long = too_long or nxt
+            continue
+        cost = own + 1 + (0 if c in picked else count_tokens(f"[{titles[c]}]") + 1)
         if picked and used + cost > budget:
             continue
         seen.add(key)
@@ -266,4 +296,6 @@ def fill_budget(ranked: Sequence[tuple[str, int]], chunks: Sequence[str], titles
         hops = [b for b in chunks if b not in bridged and names.get(b) is not None and names[b].search(text)]
         bridged.update(hops)
         pending[:0] = [best[b] for b in hops if b in best]
+    if not picked and too_long is not None:   # nothing short enough: the best one, as without the cap
+        picked[too_long[0]] = {too_long[1]}
     return picked
