@@ -82,6 +82,29 @@ def test_catrag_reads_every_seeds_facts_in_one_call(make_kg, monkeypatch):
     assert [s for s, _ in reads if s == "facts"] == ["facts"], reads
 
 
+def test_catrag_fact_vectors_missing_at_the_first_read_and_present_at_the_second(make_kg, monkeypatch):
+    """Stage I's fallback for edges stored without a fact vector: when every vector turns out to be
+    there at its second look (written, or the first read failed, in between) it reads them rather
+    than stacking zero-width rows (a ValueError under four callers)."""
+    from langgraph_kgmem.errors import KgmemInputError
+    from langgraph_kgmem.graphs.catrag.nodes import fact_vectors
+
+    kg = make_kg("facts")
+    kg.add_documents(DOCS, model="offline")
+    edges = [e for e in kg.edges() if e.kind == "relation"][:5]
+    want = kg.vectors([e.id for e in edges], space="facts")
+    original, failed = type(kg).vectors, []
+
+    def once_missing(self, ids, space="nodes"):
+        if not failed:
+            failed.append(1)
+            raise KgmemInputError("no facts vector")
+        return original(self, ids, space)
+
+    monkeypatch.setattr(type(kg), "vectors", once_missing)
+    np.testing.assert_array_equal(fact_vectors(kg, edges), want)
+
+
 class _Vectors:
     """A vector backend of four rows counting its reads."""
 
@@ -112,6 +135,41 @@ def test_vector_cache_answers_a_call_larger_than_itself():
     np.testing.assert_array_equal(cache.get("facts", ["v3"]), np.eye(4, dtype=np.float32)[[3]])
     assert backend.reads == reads
     assert cache.has("facts", ["v0", "v1", "v2", "v3", "nope"]) == [True, True, True, True, False]
+
+
+class _Interrupted(_Vectors):
+    """A backend whose round trip lets another caller act on the cache meanwhile (``during``)."""
+
+    during = None
+
+    def get(self, space, ids):
+        if self.during:
+            self.during()
+        return super().get(space, ids)
+
+    get_present = _Vectors.get_present
+
+
+@pytest.mark.parametrize("meanwhile", ["clear", "trim"])
+def test_a_vector_cache_call_keeps_its_rows_whatever_another_caller_does_meanwhile(meanwhile):
+    """Four callers of one KG on PostgreSQL at 100,000 passages: a caller's rows taken from the
+    cache were evicted by another's trim (or a write's clear) during its round trip for the rest,
+    and its CatRAG question failed. A call now answers from its own copy, and what it read across
+    a clear is not cached (it may predate the write)."""
+    backend = _Interrupted()
+    cache = VectorReadCache(backend, size=2)
+    cache.get("facts", ["v0"])
+
+    def other_caller():
+        backend.during = None
+        cache.clear() if meanwhile == "clear" else cache.get("facts", ["v2", "v3"])
+
+    backend.during = other_caller
+    got = cache.get("facts", ["v0", "v1"])
+    np.testing.assert_array_equal(got, np.eye(4, dtype=np.float32)[[0, 1]])
+    reads = backend.reads
+    cache.get("facts", ["v1"])
+    assert (backend.reads == reads + 1) is (meanwhile == "clear")
 
 
 # statements one steady question sends, measured after batching the document reads and the

@@ -93,6 +93,9 @@ class EmbeddingCache:
             if len(self._query_cache) > QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
         else:
-            self._query_cache.move_to_end(text)
+            try:
+                self._query_cache.move_to_end(text)
+            except KeyError:    # another thread's insert evicted it meanwhile: nothing to refresh
+                pass
         return vec
 

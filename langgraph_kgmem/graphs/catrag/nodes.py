@@ -170,6 +170,8 @@ def fact_vectors(kg: "KnowledgeGraph", edges: Sequence[Any]) -> np.ndarray:
     except KgmemInputError:     # some edge was stored without one
         have = kg.has_vectors(ids, space="facts")
     missing = [i for i, h in enumerate(have) if not h]
+    if not missing:     # all there at this look: written between the two reads, or the first failed otherwise
+        return kg.vectors(ids, space="facts")
     vecs = np.asarray(kg.embed_texts([kg.fact_text(edges[i]) for i in missing], short=True), dtype=np.float32)
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
     out = np.zeros((len(ids), vecs.shape[1]), dtype=np.float32)
