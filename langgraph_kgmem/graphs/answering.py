@@ -364,7 +364,10 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
         named = _words(name)
         # the head right before the name ("the river Tisza") or joined to it ("the county of Kent"),
         # not a head that ends another name ("in Fairfax County in Northern Virginia")
-        beside = before[-1:] == [t.head] or before[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
+        # not a head that ends another name ("in DuPage County, Illinois", "Wilmington International
+        # Airport (IATA ...)"): the head beside the span is written in lower case
+        raw = re.findall(r"[A-Za-z0-9]+", sentence[max(0, start - 40):start])[-2:]
+        beside = raw[-1:] == [t.head] or raw[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
         if (named and named[-1] == t.head) or beside or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
             return FIT_GOOD
