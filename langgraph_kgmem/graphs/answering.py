@@ -53,6 +53,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
+from langgraph_kgmem.graphs.answer_phrases import (DIRECTIONS, FIT_NAME_FOR_KIND, FIT_NO_PART, RANK_HEADS, asks_part,
+                                                   kind_asked, kind_phrases, ordinals, rank_head, with_direction)
 from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, asks_year, count_cues, count_fit, date_role, life_event,
                                                  life_fit, near_focus, question_focus, strip_title, year_of)
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
@@ -215,6 +217,9 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("place")
     if words[0] in ("who", "whom", "whose") or "who" in words[:3]:
         return AnswerType("person")
+    rank = rank_head(words)
+    if rank:   # "what is the population ranking of ...": an ordinal
+        return AnswerType("number", head=rank)
     head = _head_noun(words)
     if head in _DATE_HEADS:
         return AnswerType("date", head=head)
@@ -353,6 +358,20 @@ def _mentions(kind: AnswerKind, sentence: str, common: frozenset[str]) -> list[t
     return [(m.name, m.start, m.end) for m in entity_mentions(sentence, common) if not _YEAR.match(m.name)]
 
 
+def _spans(t: AnswerType, kind: AnswerKind, asked: str, sentence: str, names: Sequence[Any],
+           common: frozenset[str]) -> list[tuple[str, int, int, bool]]:
+    """``(text, start, end, is_name)`` of the spans of ``sentence`` that can answer: the
+    sentence's names (``names``, its entity mentions) and, for a question asking a kind of
+    ``asked``, the lower-case phrases naming one (:mod:`~langgraph_kgmem.graphs.answer_phrases`);
+    for a rank, its ordinals; else its dates or numbers."""
+    if kind == "entity":
+        spans = [(m.name, m.start, m.end, True) for m in names if not _YEAR.match(m.name)]
+        return spans + [(*x, False) for x in kind_phrases(asked, sentence)]
+    if kind == "number" and t.head in RANK_HEADS:
+        return [(*x, False) for x in ordinals(sentence)]
+    return [(*x, False) for x in _mentions(kind, sentence, common)]
+
+
 def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: set[str]) -> float:
     """How well the span ``name`` at ``sentence[start:end]`` fits the answer type."""
     if t.kind in ("date", "number"):
@@ -480,6 +499,8 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
     cues = count_cues(question) if kind == "number" else frozenset()
     focus_words = question_focus(question) if focus else frozenset()
+    asked = kind_asked(question) if kind == "entity" else ""
+    part = kind == "entity" and asks_part(question)
     gains: dict[str, list[float]] = {}
     best: dict[str, tuple[float, _Sentence]] = {}
     shown: dict[str, str] = {}
@@ -495,15 +516,15 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
             base *= SEED_PASSAGE
         if base <= 0:
             continue
-        spans = [(m.name, m.start, m.end) for m in ms if not _YEAR.match(m.name)] if kind == "entity" \
-            else _mentions(kind, s.text, commons[s.evidence_id])
-        for name, start, end in spans:
-            if kind == "entity":   # "Governor Nelson Rockefeller": the name without its office
+        for name, start, end, a_name in _spans(t, kind, asked, s.text, ms, commons[s.evidence_id]):
+            if a_name:   # "Governor Nelson Rockefeller": the name without its office
                 short = strip_title(name)
                 start, name = start + len(name) - len(short), short
+                if part:   # "what part of the state": "western New York", not "New York"
+                    start, name = with_direction(s.text, start, name)
             if t.kind != "choice" and (named_in(name, qwords) or not content_words(name)):
                 continue
-            if kind == "entity" and _adjective(name, s.text, end):
+            if a_name and _adjective(name, s.text, end):
                 continue
             key = year_of(name) if year_only else " ".join(_words(name))
             if not key:
@@ -511,6 +532,10 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
             own = content_words(name) - {t.head}   # "Lindmere Academy" may repeat "which academy"
             novelty = 1.0 - len(own & qwords) / (len(own) or 1) if t.kind != "choice" else 1.0
             fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
+            if asked and a_name:   # "what kind of university": a kind, not a named one
+                fit *= FIT_NAME_FOR_KIND
+            if part and a_name and name.split()[0] not in DIRECTIONS:
+                fit *= FIT_NO_PART
             if focus_words and not near_focus(focus_words, s.text, start, end, _same_stem):
                 fit *= FOCUS_MISS
             if kind == "date":
