@@ -207,3 +207,10 @@ def test_a_capitalised_head_that_ends_another_name_does_not_mark_the_name_after_
     airport = [{"id": "c", "title": "Marlow Regional Airport",
                 "text": "Marlow Regional Airport (IATA: MRL) is a public airport near Marlow."}]
     assert offline_answer("What is the name of the airport in Marlow?", airport).answer == "Marlow Regional Airport"
+    # an office titles the name after it: "Vice President Ann Lee" marks a vice president
+    question = "Bo Chan served under which vice president?"
+    score = {}
+    for written in ("Vice President", "the vice president"):
+        office = [{"id": "d", "text": f"Bo Chan served under {written} Ann Lee, beside Tomas Reyes."}]
+        score[written] = {c.text: c.score for c in candidates(question, office)}["Ann Lee"]
+    assert score["Vice President"] == score["the vice president"]

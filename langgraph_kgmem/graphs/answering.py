@@ -9,12 +9,15 @@ than copying a whole sentence. Without a model (``model="offline"``):
    "X or Y"), else *entity*, with the category noun of "which/what <noun>" kept as the head.
 2. **Candidates** (:func:`candidates`) from the evidence the method ranked (passages and facts,
    best first): the names in each sentence (the offline extractor's entity spans), dates and
-   numbers. A name the question already names is a bridge, not an answer, and is left out
-   (except the options of a comparison).
+   numbers; and, where the question asks for one (:mod:`~langgraph_kgmem.graphs.answer_phrases`),
+   a kind written in lower case ("what kind of university" -> "land-grant university"), a rank's
+   ordinal ("12th") and a place with the direction before it ("what part of the state" ->
+   "western North Dakota"). A name the question already names is a bridge, not an answer, and is
+   left out (except the options of a comparison).
 3. **Score**: each mention adds the sentence's support, the share of the question's content
    words that the sentence and its passage's title hold, weighted by the evidence rank and by how
-   well the mention fits the type (a head noun beside it, "by" after the question's verb, a place
-   after "in", a river after "on the"); a passage that a well-supported sentence elsewhere names
+   well the mention fits the type (a head noun in lower case beside it, so not "County" in "DuPage
+   County, Illinois"; "by" after the question's verb, a place after "in", a river after "on the"); a passage that a well-supported sentence elsewhere names
    (its title) is a hop of the chain and counts more, and so, in evidence without titles (a KG's
    chunks), does a sentence that shares a name with a well-supported one; a mention in the
    passage of a name the question gives (its title is named in the question: the chain's start,
@@ -42,7 +45,7 @@ is replaced by the offline answer, and the run records that it was.
 
 Limits (honest ones): the types come from question words, not a parser, so "What is the name of
 the director ..." reads as an *entity* question; names are capitalised spans, so common-noun
-answers ("a peer-reviewed journal") are never candidates; yes-no answers compare the two
+answers ("a peer-reviewed journal") are candidates only for a "what kind of <noun>" question; yes-no answers compare the two
 subjects' sentences for the question's property words and are often guesses; comparisons compare
 the first date or number next to each option.
 """
@@ -55,8 +58,8 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from langgraph_kgmem.graphs.answer_phrases import (DIRECTIONS, FIT_NAME_FOR_KIND, FIT_NO_PART, RANK_HEADS, asks_part,
                                                    kind_asked, kind_phrases, ordinals, rank_head, with_direction)
-from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, asks_year, count_cues, count_fit, date_role, life_event,
-                                                 life_fit, near_focus, question_focus, strip_title, year_of)
+from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, TITLE_WORDS, asks_year, count_cues, count_fit, date_role,
+                                                 life_event, life_fit, near_focus, question_focus, strip_title, year_of)
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
@@ -384,8 +387,10 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
         # the head right before the name ("the river Tisza") or joined to it ("the county of Kent"),
         # not a head that ends another name ("in Fairfax County in Northern Virginia")
         # not a head that ends another name ("in DuPage County, Illinois", "Wilmington International
-        # Airport (IATA ...)"): the head beside the span is written in lower case
-        raw = re.findall(r"[A-Za-z0-9]+", sentence[max(0, start - 40):start])[-2:]
+        # Airport (IATA ...)"): the head beside the span is written in lower case, or is an office
+        # that titles the name after it ("Vice President Nelson Rockefeller")
+        raw = [w if w.islower() or w not in TITLE_WORDS else w.lower()
+               for w in re.findall(r"[A-Za-z0-9]+", sentence[max(0, start - 40):start])[-2:]]
         beside = raw[-1:] == [t.head] or raw[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
         if (named and named[-1] == t.head) or beside or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
