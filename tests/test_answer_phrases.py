@@ -4,7 +4,7 @@ common noun, a rank's ordinal, and a part of a place with its direction word."""
 from __future__ import annotations
 
 from langgraph_kgmem.graphs.answer_phrases import asks_part, kind_asked, kind_phrases, ordinals, with_direction
-from langgraph_kgmem.graphs.answering import answer_type, offline_answer
+from langgraph_kgmem.graphs.answering import candidates, offline_answer
 
 
 def test_a_kind_question_is_answered_with_the_kind_not_a_named_one():
@@ -28,8 +28,8 @@ def test_a_rank_question_is_answered_with_an_ordinal_not_a_count():
     evidence = [{"id": "a", "title": "Ann Lee", "text": "Ann Lee was born in Marlow."},
                 {"id": "b", "title": "Marlow",
                  "text": "With a population of 853,382, Marlow is the 12th most populous city in Elbonia."}]
-    assert (answer_type(question).kind, answer_type(question).head) == ("number", "ranking")
-    assert offline_answer(question, evidence).answer == "12th"
+    out = offline_answer(question, evidence)
+    assert (out.type.kind, out.type.head, out.answer) == ("number", "ranking", "12th")
     assert [o[0] for o in ordinals("the 1st, 22nd and 3rd of 40 runners")] == ["1st", "22nd", "3rd"]
 
 
@@ -43,3 +43,17 @@ def test_a_part_question_takes_the_direction_the_evidence_writes_before_the_plac
     at = sentence.index("North")
     assert with_direction(sentence, at, "North Dakota") == (at - 8, "western North Dakota")
     assert with_direction("They lie in North Dakota.", 12, "North Dakota") == (12, "North Dakota")
+
+
+def test_a_sentence_ranking_built_on_the_candidates_keeps_the_rules_before_these():
+    # AutoPrunedRetriever's answer term calls candidates() without focus: no kind phrase, no
+    # direction, and a capitalised head still marks the name after it, so its retrieval is unchanged
+    question = "What kind of university did Ann Lee attend?"
+    evidence = [{"id": "a", "text": "Ann Lee attended Marlow University, the state's sole land-grant university."}]
+    assert "land-grant university" in [c.text for c in candidates(question, evidence, focus=True)]
+    assert "land-grant university" not in [c.text for c in candidates(question, evidence)]
+    county = [{"id": "b", "text": "Marlow is a city in Dunmore County, Halden, Elbonia."}]
+    ask = "In what county is Marlow?"
+    strict = {c.text: c.score for c in candidates(ask, county, focus=True)}
+    loose = {c.text: c.score for c in candidates(ask, county)}
+    assert strict["Halden"] < strict["Dunmore County"] and loose["Halden"] == loose["Dunmore County"]

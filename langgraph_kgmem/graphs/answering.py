@@ -220,9 +220,6 @@ def answer_type(question: str) -> AnswerType:
         return AnswerType("place")
     if words[0] in ("who", "whom", "whose") or "who" in words[:3]:
         return AnswerType("person")
-    rank = rank_head(words)
-    if rank:   # "what is the population ranking of ...": an ordinal
-        return AnswerType("number", head=rank)
     head = _head_noun(words)
     if head in _DATE_HEADS:
         return AnswerType("date", head=head)
@@ -375,8 +372,10 @@ def _spans(t: AnswerType, kind: AnswerKind, asked: str, sentence: str, names: Se
     return [(*x, False) for x in _mentions(kind, sentence, common)]
 
 
-def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: set[str]) -> float:
-    """How well the span ``name`` at ``sentence[start:end]`` fits the answer type."""
+def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: set[str],
+         lower_head: bool = True) -> float:
+    """How well the span ``name`` at ``sentence[start:end]`` fits the answer type (``lower_head``:
+    a head noun beside the name counts only in lower case or as an office)."""
     if t.kind in ("date", "number"):
         return FIT_GOOD
     before = _words(sentence[max(0, start - 40):start])[-3:]
@@ -385,12 +384,12 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
     if t.head:
         named = _words(name)
         # the head right before the name ("the river Tisza") or joined to it ("the county of Kent"),
-        # not a head that ends another name ("in Fairfax County in Northern Virginia")
-        # not a head that ends another name ("in DuPage County, Illinois", "Wilmington International
-        # Airport (IATA ...)"): the head beside the span is written in lower case, or is an office
-        # that titles the name after it ("Vice President Nelson Rockefeller")
+        # not a head that ends another name ("in Fairfax County in Northern Virginia"); with
+        # ``lower_head``, not one that ends the name before ("in DuPage County, Illinois"): the head
+        # is written in lower case, or is an office that titles the name ("Vice President Nelson Rockefeller")
         raw = [w if w.islower() or w not in TITLE_WORDS else w.lower()
-               for w in re.findall(r"[A-Za-z0-9]+", sentence[max(0, start - 40):start])[-2:]]
+               for w in re.findall(r"[A-Za-z0-9]+", sentence[max(0, start - 40):start])[-2:]] if lower_head \
+            else before[-2:]
         beside = raw[-1:] == [t.head] or raw[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
         if (named and named[-1] == t.head) or beside or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
@@ -489,11 +488,13 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
 
     ``evidence``: the method's items, best first (``{"id", "text"}`` and an optional ``title``);
     ``path``: the names of the entities on the method's own path or PPR ranking, best first,
-    which only breaks ties between equal scores (see the module docstring); ``focus``: weigh a span
-    with none of the question's focus words near it by
-    :data:`~langgraph_kgmem.graphs.answer_spans.FOCUS_MISS` (:func:`offline_answer` does; off by
-    default so that a sentence ranking built on these scores, AutoPrunedRetriever's answer term,
-    keeps its retrieval).
+    which only breaks ties between equal scores (see the module docstring); ``focus``: the answer
+    step's own rules (:func:`offline_answer` sets it): a span with none of the question's focus
+    words near it weighs :data:`~langgraph_kgmem.graphs.answer_spans.FOCUS_MISS`, a head noun marks
+    a name only in lower case or as an office, and the wider candidates of
+    :mod:`~langgraph_kgmem.graphs.answer_phrases` (a kind, a rank's ordinal, a part of a place) are
+    formed. Off by default so that a sentence ranking built on these scores, AutoPrunedRetriever's
+    answer term, keeps its retrieval.
     """
     t = qtype or answer_type(question)
     qwords = content_words(question)
@@ -504,8 +505,8 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
     cues = count_cues(question) if kind == "number" else frozenset()
     focus_words = question_focus(question) if focus else frozenset()
-    asked = kind_asked(question) if kind == "entity" else ""
-    part = kind == "entity" and asks_part(question)
+    asked = kind_asked(question) if focus and kind == "entity" else ""
+    part = focus and kind == "entity" and asks_part(question)
     gains: dict[str, list[float]] = {}
     best: dict[str, tuple[float, _Sentence]] = {}
     shown: dict[str, str] = {}
@@ -536,7 +537,7 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
                 continue
             own = content_words(name) - {t.head}   # "Lindmere Academy" may repeat "which academy"
             novelty = 1.0 - len(own & qwords) / (len(own) or 1) if t.kind != "choice" else 1.0
-            fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
+            fit = _fit(t, name, s.text, start, end, qverbs, focus) * _nearness(s.text, start, end, qverbs)
             if asked and a_name:   # "what kind of university": a kind, not a named one
                 fit *= FIT_NAME_FOR_KIND
             if part and a_name and name.split()[0] not in DIRECTIONS:
@@ -656,6 +657,9 @@ def offline_answer(question: str, evidence: Sequence[dict[str, Any]], path: Sequ
     the module docstring (``path``, the names on its walk or PPR ranking, breaks ties only).
     Uses only the question and the method's own retrieval."""
     t = answer_type(question)
+    rank = rank_head(_words(question))
+    if rank:   # "what is the population ranking of ...": an ordinal (the answer step's own type)
+        t = AnswerType("number", head=rank)
     if not any(str(e.get("text") or "").strip() for e in evidence):
         return OfflineAnswer(NO_ANSWER, "", "", t, reason="the method found no evidence")
     if t.kind in ("choice", "yesno"):
