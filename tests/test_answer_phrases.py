@@ -9,7 +9,8 @@ from langgraph_kgmem.graphs.answering import candidates, offline_answer
 
 def test_a_kind_question_is_answered_with_the_kind_not_a_named_one():
     question = "What kind of university did the author of Lindmere Tales attend?"
-    evidence = [{"id": "a", "title": "Ann Lee", "text": "Ann Lee, the author of Lindmere Tales, attended Marlow University."},
+    evidence = [{"id": "a", "title": "Ann Lee",
+                 "text": "Ann Lee, the author of Lindmere Tales, attended Marlow University."},
                 {"id": "b", "title": "Marlow University",
                  "text": "Marlow University is the state's sole land-grant university."}]
     assert kind_asked(question) == "university"
@@ -36,7 +37,8 @@ def test_a_rank_question_is_answered_with_an_ordinal_not_a_count():
 def test_a_part_question_takes_the_direction_the_evidence_writes_before_the_place():
     question = "What part of the state where Ann Lee was born are the badlands?"
     evidence = [{"id": "a", "title": "Ann Lee", "text": "Ann Lee was born in a town in North Dakota."},
-                {"id": "b", "title": "Badlands", "text": "The badlands are the part of the state in western North Dakota."}]
+                {"id": "b", "title": "Badlands",
+                 "text": "The badlands are the part of the state in western North Dakota."}]
     assert asks_part(question) and not asks_part("Which state is Marlow in?")
     assert offline_answer(question, evidence).answer == "western North Dakota"
     sentence = "The badlands lie in western North Dakota."

@@ -43,8 +43,8 @@ _KIND = re.compile(r"\b(?:what|which) (?:kind|type|sort|form) of ([a-z]+)")
 _PART = re.compile(r"\b(?:what|which) (?:part|portion|section) of\b")
 _ORDINAL = re.compile(r"\b\d+(?:st|nd|rd|th)\b")
 _LOWER_WORD = re.compile(r"[a-z][a-z-]*")
-_SKIP = STOPWORDS | frozenset("""its his her their our my your sole only very most more one two three four five six seven
-eight nine ten several many some all""".split())
+_SKIP = STOPWORDS | frozenset("""its his her their our my your sole only very most more one two three four five six
+seven eight nine ten several many some all""".split())
 
 
 def kind_asked(question: str) -> str:

@@ -17,9 +17,9 @@ than copying a whole sentence. Without a model (``model="offline"``):
 3. **Score**: each mention adds the sentence's support, the share of the question's content
    words that the sentence and its passage's title hold, weighted by the evidence rank and by how
    well the mention fits the type (a head noun in lower case beside it, so not "County" in "DuPage
-   County, Illinois"; "by" after the question's verb, a place after "in", a river after "on the"); a passage that a well-supported sentence elsewhere names
-   (its title) is a hop of the chain and counts more, and so, in evidence without titles (a KG's
-   chunks), does a sentence that shares a name with a well-supported one; a mention in the
+   County, Illinois"; "by" after the question's verb, a place after "in", a river after "on the");
+   a passage that a well-supported sentence elsewhere names (its title) is a hop of the chain and
+   counts more, and so, in evidence without titles (a KG's chunks), does a sentence that shares a name with a well-supported one; a mention in the
    passage of a name the question gives (its title is named in the question: the chain's start,
    where the bridge entity is found, not the answer) weighs :data:`SEED_PASSAGE` of its support;
    a name the evidence calls a category the question names for a hop ("Ulm is a city" for "which
@@ -45,9 +45,9 @@ is replaced by the offline answer, and the run records that it was.
 
 Limits (honest ones): the types come from question words, not a parser, so "What is the name of
 the director ..." reads as an *entity* question; names are capitalised spans, so common-noun
-answers ("a peer-reviewed journal") are candidates only for a "what kind of <noun>" question; yes-no answers compare the two
-subjects' sentences for the question's property words and are often guesses; comparisons compare
-the first date or number next to each option.
+answers ("a peer-reviewed journal") are candidates only for a "what kind of <noun>" question;
+yes-no answers compare the two subjects' sentences for the question's property words and are
+often guesses; comparisons compare the first date or number next to each option.
 """
 
 from __future__ import annotations
