@@ -196,3 +196,21 @@ def test_the_path_breaks_ties_only_and_never_outweighs_the_evidence():
     evidence = [{"id": "p", "text": "Ann Lee founded the Halden prize of 1990. Bo Chan won the Halden prize of 1990."}]
     out = offline_answer("Who won the Halden prize of 1990?", evidence, path=["Ann Lee", "Halden"])
     assert out.answer == "Bo Chan"
+
+
+def test_a_capitalised_head_that_ends_another_name_does_not_mark_the_name_after_it():
+    # "in Dunmore County, Halden": "County" ends the county's own name; Halden is no county
+    evidence = [{"id": "a", "title": "Ann Lee", "text": "Ann Lee was born in Marlow."},
+                {"id": "b", "title": "Marlow", "text": "Marlow is a city in Dunmore County, Halden, Elbonia."}]
+    out = offline_answer("In what county is the city where Ann Lee was born?", evidence)
+    assert out.answer == "Dunmore County"
+    airport = [{"id": "c", "title": "Marlow Regional Airport",
+                "text": "Marlow Regional Airport (IATA: MRL) is a public airport near Marlow."}]
+    assert offline_answer("What is the name of the airport in Marlow?", airport).answer == "Marlow Regional Airport"
+    # an office titles the name after it: "Vice President Ann Lee" marks a vice president
+    question = "Bo Chan served under which vice president?"
+    score = {}
+    for written in ("Vice President", "the vice president"):
+        office = [{"id": "d", "text": f"Bo Chan served under {written} Ann Lee, beside Tomas Reyes."}]
+        score[written] = {c.text: c.score for c in candidates(question, office)}["Ann Lee"]
+    assert score["Vice President"] == score["the vice president"]

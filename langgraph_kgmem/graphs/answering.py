@@ -9,14 +9,17 @@ than copying a whole sentence. Without a model (``model="offline"``):
    "X or Y"), else *entity*, with the category noun of "which/what <noun>" kept as the head.
 2. **Candidates** (:func:`candidates`) from the evidence the method ranked (passages and facts,
    best first): the names in each sentence (the offline extractor's entity spans), dates and
-   numbers. A name the question already names is a bridge, not an answer, and is left out
-   (except the options of a comparison).
+   numbers; and, where the question asks for one (:mod:`~langgraph_kgmem.graphs.answer_phrases`),
+   a kind written in lower case ("what kind of university" -> "land-grant university"), a rank's
+   ordinal ("12th") and a place with the direction before it ("what part of the state" ->
+   "western North Dakota"). A name the question already names is a bridge, not an answer, and is
+   left out (except the options of a comparison).
 3. **Score**: each mention adds the sentence's support, the share of the question's content
    words that the sentence and its passage's title hold, weighted by the evidence rank and by how
-   well the mention fits the type (a head noun beside it, "by" after the question's verb, a place
-   after "in", a river after "on the"); a passage that a well-supported sentence elsewhere names
-   (its title) is a hop of the chain and counts more, and so, in evidence without titles (a KG's
-   chunks), does a sentence that shares a name with a well-supported one; a mention in the
+   well the mention fits the type (a head noun in lower case beside it, so not "County" in "DuPage
+   County, Illinois"; "by" after the question's verb, a place after "in", a river after "on the");
+   a passage that a well-supported sentence elsewhere names (its title) is a hop of the chain and
+   counts more, and so, in evidence without titles (a KG's chunks), does a sentence that shares a name with a well-supported one; a mention in the
    passage of a name the question gives (its title is named in the question: the chain's start,
    where the bridge entity is found, not the answer) weighs :data:`SEED_PASSAGE` of its support;
    a name the evidence calls a category the question names for a hop ("Ulm is a city" for "which
@@ -42,9 +45,9 @@ is replaced by the offline answer, and the run records that it was.
 
 Limits (honest ones): the types come from question words, not a parser, so "What is the name of
 the director ..." reads as an *entity* question; names are capitalised spans, so common-noun
-answers ("a peer-reviewed journal") are never candidates; yes-no answers compare the two
-subjects' sentences for the question's property words and are often guesses; comparisons compare
-the first date or number next to each option.
+answers ("a peer-reviewed journal") are candidates only for a "what kind of <noun>" question;
+yes-no answers compare the two subjects' sentences for the question's property words and are
+often guesses; comparisons compare the first date or number next to each option.
 """
 
 from __future__ import annotations
@@ -53,8 +56,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, asks_year, count_cues, count_fit, date_role, life_event,
-                                                 life_fit, near_focus, question_focus, strip_title, year_of)
+from langgraph_kgmem.graphs.answer_phrases import (DIRECTIONS, FIT_NAME_FOR_KIND, FIT_NO_PART, RANK_HEADS, asks_part,
+                                                   kind_asked, kind_phrases, ordinals, rank_head, with_direction)
+from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, TITLE_WORDS, asks_year, count_cues, count_fit, date_role,
+                                                 life_event, life_fit, near_focus, question_focus, strip_title, year_of)
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
@@ -353,8 +358,24 @@ def _mentions(kind: AnswerKind, sentence: str, common: frozenset[str]) -> list[t
     return [(m.name, m.start, m.end) for m in entity_mentions(sentence, common) if not _YEAR.match(m.name)]
 
 
-def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: set[str]) -> float:
-    """How well the span ``name`` at ``sentence[start:end]`` fits the answer type."""
+def _spans(t: AnswerType, kind: AnswerKind, asked: str, sentence: str, names: Sequence[Any],
+           common: frozenset[str]) -> list[tuple[str, int, int, bool]]:
+    """``(text, start, end, is_name)`` of the spans of ``sentence`` that can answer: the
+    sentence's names (``names``, its entity mentions) and, for a question asking a kind of
+    ``asked``, the lower-case phrases naming one (:mod:`~langgraph_kgmem.graphs.answer_phrases`);
+    for a rank, its ordinals; else its dates or numbers."""
+    if kind == "entity":
+        spans = [(m.name, m.start, m.end, True) for m in names if not _YEAR.match(m.name)]
+        return spans + [(*x, False) for x in kind_phrases(asked, sentence)]
+    if kind == "number" and t.head in RANK_HEADS:
+        return [(*x, False) for x in ordinals(sentence)]
+    return [(*x, False) for x in _mentions(kind, sentence, common)]
+
+
+def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: set[str],
+         lower_head: bool = True) -> float:
+    """How well the span ``name`` at ``sentence[start:end]`` fits the answer type (``lower_head``:
+    a head noun beside the name counts only in lower case or as an office)."""
     if t.kind in ("date", "number"):
         return FIT_GOOD
     before = _words(sentence[max(0, start - 40):start])[-3:]
@@ -363,8 +384,13 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
     if t.head:
         named = _words(name)
         # the head right before the name ("the river Tisza") or joined to it ("the county of Kent"),
-        # not a head that ends another name ("in Fairfax County in Northern Virginia")
-        beside = before[-1:] == [t.head] or before[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
+        # not a head that ends another name ("in Fairfax County in Northern Virginia"); with
+        # ``lower_head``, not one that ends the name before ("in DuPage County, Illinois"): the head
+        # is written in lower case, or is an office that titles the name ("Vice President Nelson Rockefeller")
+        raw = [w if w.islower() or w not in TITLE_WORDS else w.lower()
+               for w in re.findall(r"[A-Za-z0-9]+", sentence[max(0, start - 40):start])[-2:]] if lower_head \
+            else before[-2:]
+        beside = raw[-1:] == [t.head] or raw[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
         if (named and named[-1] == t.head) or beside or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
             return FIT_GOOD
@@ -462,11 +488,13 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
 
     ``evidence``: the method's items, best first (``{"id", "text"}`` and an optional ``title``);
     ``path``: the names of the entities on the method's own path or PPR ranking, best first,
-    which only breaks ties between equal scores (see the module docstring); ``focus``: weigh a span
-    with none of the question's focus words near it by
-    :data:`~langgraph_kgmem.graphs.answer_spans.FOCUS_MISS` (:func:`offline_answer` does; off by
-    default so that a sentence ranking built on these scores, AutoPrunedRetriever's answer term,
-    keeps its retrieval).
+    which only breaks ties between equal scores (see the module docstring); ``focus``: the answer
+    step's own rules (:func:`offline_answer` sets it): a span with none of the question's focus
+    words near it weighs :data:`~langgraph_kgmem.graphs.answer_spans.FOCUS_MISS`, a head noun marks
+    a name only in lower case or as an office, and the wider candidates of
+    :mod:`~langgraph_kgmem.graphs.answer_phrases` (a kind, a rank's ordinal, a part of a place) are
+    formed. Off by default so that a sentence ranking built on these scores, AutoPrunedRetriever's
+    answer term, keeps its retrieval.
     """
     t = qtype or answer_type(question)
     qwords = content_words(question)
@@ -477,6 +505,8 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
     cues = count_cues(question) if kind == "number" else frozenset()
     focus_words = question_focus(question) if focus else frozenset()
+    asked = kind_asked(question) if focus and kind == "entity" else ""
+    part = focus and kind == "entity" and asks_part(question)
     gains: dict[str, list[float]] = {}
     best: dict[str, tuple[float, _Sentence]] = {}
     shown: dict[str, str] = {}
@@ -492,22 +522,26 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
             base *= SEED_PASSAGE
         if base <= 0:
             continue
-        spans = [(m.name, m.start, m.end) for m in ms if not _YEAR.match(m.name)] if kind == "entity" \
-            else _mentions(kind, s.text, commons[s.evidence_id])
-        for name, start, end in spans:
-            if kind == "entity":   # "Governor Nelson Rockefeller": the name without its office
+        for name, start, end, a_name in _spans(t, kind, asked, s.text, ms, commons[s.evidence_id]):
+            if a_name:   # "Governor Nelson Rockefeller": the name without its office
                 short = strip_title(name)
                 start, name = start + len(name) - len(short), short
+                if part:   # "what part of the state": "western New York", not "New York"
+                    start, name = with_direction(s.text, start, name)
             if t.kind != "choice" and (named_in(name, qwords) or not content_words(name)):
                 continue
-            if kind == "entity" and _adjective(name, s.text, end):
+            if a_name and _adjective(name, s.text, end):
                 continue
             key = year_of(name) if year_only else " ".join(_words(name))
             if not key:
                 continue
             own = content_words(name) - {t.head}   # "Lindmere Academy" may repeat "which academy"
             novelty = 1.0 - len(own & qwords) / (len(own) or 1) if t.kind != "choice" else 1.0
-            fit = _fit(t, name, s.text, start, end, qverbs) * _nearness(s.text, start, end, qverbs)
+            fit = _fit(t, name, s.text, start, end, qverbs, focus) * _nearness(s.text, start, end, qverbs)
+            if asked and a_name:   # "what kind of university": a kind, not a named one
+                fit *= FIT_NAME_FOR_KIND
+            if part and a_name and name.split()[0] not in DIRECTIONS:
+                fit *= FIT_NO_PART
             if focus_words and not near_focus(focus_words, s.text, start, end, _same_stem):
                 fit *= FOCUS_MISS
             if kind == "date":
@@ -623,6 +657,9 @@ def offline_answer(question: str, evidence: Sequence[dict[str, Any]], path: Sequ
     the module docstring (``path``, the names on its walk or PPR ranking, breaks ties only).
     Uses only the question and the method's own retrieval."""
     t = answer_type(question)
+    rank = rank_head(_words(question))
+    if rank:   # "what is the population ranking of ...": an ordinal (the answer step's own type)
+        t = AnswerType("number", head=rank)
     if not any(str(e.get("text") or "").strip() for e in evidence):
         return OfflineAnswer(NO_ANSWER, "", "", t, reason="the method found no evidence")
     if t.kind in ("choice", "yesno"):
