@@ -16,11 +16,6 @@ evidence sentence, typed and scored like the step's other candidates:
   wants the direction the evidence writes before the place ("in western New York"); a place
   without one weighs :data:`FIT_NO_PART`.
 
-Tried on the same sets and dropped, since they changed no answer's F1: a class noun for "What is
-X an instance of?" (the copula's noun: "hotel" where the gold answer is "hotels"), and numbers with
-their units for "what percentage / area code / average snowfall" (docs/benchmarks.md, issue 45's
-sixth round).
-
 Limits: the kinds are read from the question's words only, and a kind's phrase must end in the
 question's own category noun, so "bomber" never answers "what kind of plane".
 """
