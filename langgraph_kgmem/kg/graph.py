@@ -60,6 +60,9 @@ TEXT_VECTOR_BATCH = 4096      # ids per lookup in text_vectors
 # past this many ids read one by one in a KG version, document_hashes scans every document row
 # instead (a point read is a round trip on PostgreSQL)
 HASH_READ_ALL = 256
+# a remote backend's space of at most this many vectors is scored in this process, from a copy
+# (1 GB of float32 at 256 dimensions); a larger one is scored in the server
+SCORE_COPY_MAX_ROWS = 1_000_000
 
 
 def text_vector_id(text: str) -> str:
@@ -87,6 +90,8 @@ class KnowledgeGraphCore:
         self._embedder = EmbeddingCache(embeddings, self._vectors.dimension)
         self._version = 0
         self._vector_cache = VectorReadCache(self._vectors)   # used by remote vector backends only
+        # remote backends: (space, kinds) -> (version, ids, unit rows) for similarity_scores
+        self._score_copies: dict[tuple[str, tuple[str, ...] | None], tuple[int, list[str], np.ndarray]] = {}
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
@@ -202,6 +207,7 @@ class KnowledgeGraphCore:
         self._version += 1
         self._doc_hashes = None
         self._vector_cache.clear()
+        self._score_copies = {}
 
     @property
     def schema_version(self) -> int:
@@ -806,7 +812,12 @@ class KnowledgeGraphCore:
         """Cosine of ``query`` with every vector of these kinds, ids in insertion order (the same
         order at the same :attr:`version`): e.g. dense scores of all passages."""
         vec = self.embed_query(query) if isinstance(query, str) else query
-        ids, scores = self._vectors.scores(space, vec, kinds)
+        copy = self._score_copy(space, kinds) if self._vectors.remote else None
+        if copy is not None:
+            ids, rows = copy
+            scores = rows @ (np.asarray(vec, dtype=np.float32) / (np.linalg.norm(vec) or 1.0))
+        else:
+            ids, scores = self._vectors.scores(space, vec, kinds)
         if space == "facts" or kinds is not None and all(k in SHORT_KINDS for k in kinds):
             short: bool | list[bool] = True
         elif kinds is not None and not any(k in SHORT_KINDS for k in kinds):
@@ -814,6 +825,33 @@ class KnowledgeGraphCore:
         else:
             short = [(n := self._graph.nodes.get(i)) is not None and n.kind in SHORT_KINDS for i in ids]
         return ids, block_cosines(self.embeddings, vec, scores, short).astype(np.asarray(scores).dtype)
+
+    def prefetch_scores(self, kinds: Sequence[str] | None = ("chunk",), space: str = "nodes") -> None:
+        """Read now what :meth:`similarity_scores` of these kinds will score against, so a method's
+        first question does not pay for it (a remote backend's copy of the vectors; nothing on the
+        embedded backend, whose vectors are in this process already)."""
+        if self._vectors.remote:
+            self._score_copy(space, kinds)
+
+    def _score_copy(self, space: str, kinds: Sequence[str] | None) -> tuple[list[str], np.ndarray] | None:
+        """A remote backend's vectors of ``space`` / ``kinds`` as unit rows in this process, read once
+        per KG version (every write and every refresh that applied another process's writes moves
+        it): scoring every passage is then a product here, not a scan of every row in the server
+        per question. None above :data:`SCORE_COPY_MAX_ROWS` rows in the space."""
+        key = (space, None if kinds is None else tuple(kinds))
+        version = self._version
+        hit = self._score_copies.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1], hit[2]
+        if self._vectors.count(space) > SCORE_COPY_MAX_ROWS:
+            return None
+        ids, rows = self._vectors.matrix(space, kinds)
+        rows = np.asarray(rows, dtype=np.float32).reshape(len(ids), -1)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        rows = rows / np.where(norms > 0, norms, 1.0)
+        if version == self._version:   # no write moved it while this read ran
+            self._score_copies[key] = (version, ids, rows)
+        return ids, rows
 
     @traced("kg.nearest")
     def nearest(self, query: str | np.ndarray, k: int = 5, *, kinds: Sequence[str] | None = ("entity",),

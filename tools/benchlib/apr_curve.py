@@ -113,7 +113,7 @@ for _name, _opts in [(n, o) for n, o in SETTINGS.items() if n.startswith("sr") a
 SETTINGS.update({f"sr245-a{w:g}{f'-c{c}' if c else ''}": {"sentence_budget": 245, "sentence_cover": c,
                                                           "relevance_weights": {"answer": w}}
                  for w in (0.0, 0.25, 0.5, 1.0, 2.0) for c in (0, 4)})
-# issue 44, MuSiQue: each top passage's answer-typed sentence first (sentence_answer_cover N: -ac<N>) and
+# each top passage's answer-typed sentence first (sentence_answer_cover N: -ac<N>) and
 # sentences over T tokens skipped (sentence_max_tokens: -mt<T>), on the default: d-ac<N>-mt<T>
 SETTINGS.update({f"d{f'-ac{n}' if n else ''}{f'-mt{t}' if t else ''}": {
     **({"sentence_answer_cover": n} if n else {}), **({"sentence_max_tokens": t} if t else {})}

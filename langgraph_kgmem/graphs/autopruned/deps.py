@@ -145,6 +145,7 @@ class AutoprunedDeps:
             book.run_index(self.kg)
             book.entity_vectors(self.kg)
             book.relation_vectors(self.kg)
+        self.kg.prefetch_scores(("chunk",))   # what its passage ranking scores against
 
     def synced(self, store: Any, scope: tuple[str, ...]) -> bool:
         """Whether the codebook of ``store`` and ``scope`` this process holds indexes the KG's

@@ -102,8 +102,10 @@ def kg_index(kg: "KnowledgeGraph") -> CatragIndex:
     if idx is not None and idx.version == kg.version:
         return idx
     snap = kg.snapshot(PPR_EDGE_KINDS)
-    # dense passage scores come from the vector store (in the server on Postgres): keep only the ids
+    # dense passage scores come from the vector store: keep only the ids (and on a server, read
+    # the passage vectors they are scored against now, not at the first question)
     ids = kg.vector_ids(("chunk",))
+    kg.prefetch_scores(("chunk",))
     keep = [i for i, c in enumerate(ids) if c in snap.index]
     chunk_ids = [ids[i] for i in keep]
     count: dict[str, int] = {}
