@@ -800,7 +800,7 @@ class KnowledgeGraphCore:
 
     def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
         """Every vector of these kinds (analysis, migration). On the server backend this copies them
-        into this process: for ranking use :meth:`similarity_scores`, computed in the server."""
+        into this process each call: for ranking use :meth:`similarity_scores`, which keeps one copy per version."""
         return self._vectors.matrix(space, kinds)
 
     def vector_ids(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> list[str]:
@@ -810,7 +810,9 @@ class KnowledgeGraphCore:
     def similarity_scores(self, query: str | np.ndarray, kinds: Sequence[str] | None = None,
                           space: str = "nodes") -> tuple[list[str], np.ndarray]:
         """Cosine of ``query`` with every vector of these kinds, ids in insertion order (the same
-        order at the same :attr:`version`): e.g. dense scores of all passages."""
+        order at the same :attr:`version`): e.g. dense scores of all passages. On the server backend
+        the vectors are read into this process once per version (:meth:`prefetch_scores`; up to
+        :data:`SCORE_COPY_MAX_ROWS` in the space, 100 MB at 100,000 passages) and scored here."""
         vec = self.embed_query(query) if isinstance(query, str) else query
         copy = self._score_copy(space, kinds) if self._vectors.remote else None
         if copy is not None:
