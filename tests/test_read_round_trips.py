@@ -251,6 +251,8 @@ def test_passage_scores_on_postgres_come_from_one_copy_per_version(new_database,
     kg = KnowledgeGraph.open(uri, name="copy", embeddings="hash")
     other = None
     try:
+        ids, scores = kg.similarity_scores(QUESTION, ("chunk",))   # nothing stored yet
+        assert ids == [] and scores.shape == (0,)
         kg.add_documents(DOCS, model="offline")
         reads = Counter()
         _count_calls(monkeypatch, type(kg._vectors), "matrix", reads)
@@ -269,3 +271,25 @@ def test_passage_scores_on_postgres_come_from_one_copy_per_version(new_database,
         kg.close()
         if other is not None:
             other.close()
+
+
+@pytest.mark.integration
+def test_a_space_too_large_to_copy_is_scored_in_the_server_and_counted_once_per_version(new_database, monkeypatch):
+    """Past ``SCORE_COPY_MAX_ROWS`` the scores come from the server's scan, as before the copy,
+    and the size check is not repeated at every question of the same version."""
+    import langgraph_kgmem.kg.graph as graph_module
+    from langgraph_kgmem import KnowledgeGraph
+
+    kg = KnowledgeGraph.open(new_database(), name="big", embeddings="hash")
+    try:
+        kg.add_documents(DOCS, model="offline")
+        monkeypatch.setattr(graph_module, "SCORE_COPY_MAX_ROWS", 0)
+        calls = Counter()
+        for name in ("count", "matrix", "scores"):
+            _count_calls(monkeypatch, type(kg._vectors), name, calls)
+        for q in (QUESTION, "Who was born in Oslo?"):
+            ids, scores = kg.similarity_scores(q, ("chunk",))
+            assert len(ids) == len(DOCS) and scores.shape == (len(DOCS),)
+        assert calls == Counter({"count": 1, "scores": 2})
+    finally:
+        kg.close()

@@ -91,7 +91,9 @@ class KnowledgeGraphCore:
         self._version = 0
         self._vector_cache = VectorReadCache(self._vectors)   # used by remote vector backends only
         # remote backends: (space, kinds) -> (version, ids, unit rows) for similarity_scores
-        self._score_copies: dict[tuple[str, tuple[str, ...] | None], tuple[int, list[str], np.ndarray]] = {}
+        # (None, None: a space too large to copy, scored in the server)
+        self._score_copies: dict[tuple[str, tuple[str, ...] | None],
+                                 tuple[int, list[str] | None, np.ndarray | None]] = {}
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
@@ -817,7 +819,8 @@ class KnowledgeGraphCore:
         copy = self._score_copy(space, kinds) if self._vectors.remote else None
         if copy is not None:
             ids, rows = copy
-            scores = rows @ (np.asarray(vec, dtype=np.float32) / (np.linalg.norm(vec) or 1.0))
+            scores = (rows @ (np.asarray(vec, dtype=np.float32) / (np.linalg.norm(vec) or 1.0)) if ids
+                      else np.zeros(0, dtype=np.float32))
         else:
             ids, scores = self._vectors.scores(space, vec, kinds)
         if space == "facts" or kinds is not None and all(k in SHORT_KINDS for k in kinds):
@@ -844,13 +847,14 @@ class KnowledgeGraphCore:
         version = self._version
         hit = self._score_copies.get(key)
         if hit is not None and hit[0] == version:
-            return hit[1], hit[2]
+            return None if hit[1] is None else (hit[1], hit[2])
         if self._vectors.count(space) > SCORE_COPY_MAX_ROWS:
+            self._score_copies[key] = (version, None, None)
             return None
         ids, rows = self._vectors.matrix(space, kinds)
-        rows = np.asarray(rows, dtype=np.float32).reshape(len(ids), -1)
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        rows = rows / np.where(norms > 0, norms, 1.0)
+        rows = np.asarray(rows, dtype=np.float32)
+        if ids:
+            rows = rows / np.where((norms := np.linalg.norm(rows, axis=1, keepdims=True)) > 0, norms, 1.0)
         if version == self._version:   # no write moved it while this read ran
             self._score_copies[key] = (version, ids, rows)
         return ids, rows
