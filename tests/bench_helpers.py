@@ -23,3 +23,22 @@ def offline_kg(passages: Sequence[dict[str, str]]) -> Any:
     kg = KnowledgeGraph.in_memory(name="bench", embeddings="hash")
     kg.add_documents(corpora.as_documents(passages), model="offline")
     return kg
+
+
+# the feedback-split tools' tests: three people, their cities and the cities' rivers
+SPLIT_PASSAGES = [{"title": t, "text": x} for t, x in [
+    ("Ulm", "Albert Einstein was born in Ulm. Ulm is a city on the Danube."),
+    ("Warsaw", "Marie Curie was born in Warsaw. Warsaw is a city on the Vistula."),
+    ("Paris", "Pierre Curie was born in Paris. Paris is a city on the Seine."),
+    ("Danube", "The Danube flows into the Black Sea."),
+    ("Vistula", "The Vistula flows into the Baltic Sea."),
+    ("Seine", "The Seine flows into the English Channel."),
+    ("Bern", "Albert Einstein worked in Bern at the patent office."),
+]]
+
+
+def split_question(qid: str, text: str, gold: Sequence[str]) -> Any:
+    """A question over :data:`SPLIT_PASSAGES` whose gold passages are the titles ``gold``."""
+    from benchlib.api import BenchQuestion
+
+    return BenchQuestion(id=qid, question=text, answer="", passages=SPLIT_PASSAGES, supporting_titles=gold)

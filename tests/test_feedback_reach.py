@@ -5,25 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench_helpers import offline_kg  # noqa: I001  (puts tools/ on sys.path)
-from benchlib.api import BenchQuestion
+from bench_helpers import SPLIT_PASSAGES, offline_kg, split_question  # noqa: I001  (puts tools/ on sys.path)
 from benchlib.feedback_reach import Entities, Taught, keys, propagate, reach, reach_rows
 
 from langgraph_kgmem.embeddings import get_embeddings
 
-PASSAGES = [{"title": t, "text": x} for t, x in [
-    ("Ulm", "Albert Einstein was born in Ulm. Ulm is a city on the Danube."),
-    ("Warsaw", "Marie Curie was born in Warsaw. Warsaw is a city on the Vistula."),
-    ("Paris", "Pierre Curie was born in Paris. Paris is a city on the Seine."),
-    ("Danube", "The Danube flows into the Black Sea."),
-    ("Vistula", "The Vistula flows into the Baltic Sea."),
-    ("Seine", "The Seine flows into the English Channel."),
-    ("Bern", "Albert Einstein worked in Bern at the patent office."),
-]]
-
-
-def question(qid, text, gold):
-    return BenchQuestion(id=qid, question=text, answer="", passages=PASSAGES, supporting_titles=gold)
+PASSAGES = SPLIT_PASSAGES
+question = split_question
 
 
 def docs_by_title(ents):

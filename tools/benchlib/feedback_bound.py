@@ -37,7 +37,7 @@ import argparse
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from langgraph.store.memory import InMemoryStore
 
@@ -122,8 +122,11 @@ def bound_rows(kg: Any, dataset: str, first: Sequence[BenchQuestion], second: Se
     return rows
 
 
-def run(dataset: str, n: int | None, embeddings: str, workdir: Path, methods: Sequence[str] = METHODS) -> list[dict[str, Any]]:
-    """The rows of one data set, on the split and pooled corpus ``--feedback-split`` uses."""
+def on_split(dataset: str, n: int | None, embeddings: str, workdir: Path,
+             rows_of: Callable[[Any, Any, list[BenchQuestion], list[BenchQuestion]], list[dict[str, Any]]]
+             ) -> list[dict[str, Any]]:
+    """``rows_of(kg, embeddings, first half, second half)`` on the split and pooled corpus
+    ``--feedback-split`` uses (the working copy closed after)."""
     from benchlib.common import log, make_embeddings
 
     emb = make_embeddings(embeddings)
@@ -132,34 +135,48 @@ def run(dataset: str, n: int | None, embeddings: str, workdir: Path, methods: Se
     built = build_corpus(pooled_passages(dataset, qs), emb, log=log)
     kg = open_working_copy(built, workdir / dataset, emb)
     try:
-        return bound_rows(kg, dataset, first, second, methods)
+        return rows_of(kg, emb, first, second)
     finally:
         kg.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print one JSON row per data set and method."""
+def run(dataset: str, n: int | None, embeddings: str, workdir: Path, methods: Sequence[str] = METHODS) -> list[dict[str, Any]]:
+    """The rows of one data set, on the split and pooled corpus ``--feedback-split`` uses."""
+    return on_split(dataset, n, embeddings, workdir,
+                    lambda kg, _emb, first, second: bound_rows(kg, dataset, first, second, methods))
+
+
+def sets_main(argv: Sequence[str] | None, description: str, prefix: str,
+              run_set: Callable[[str, int, str, Path, Sequence[str]], list[dict[str, Any]]]) -> int:
+    """The command line both split tools share (``--dataset A,B --questions N --embeddings E
+    --method M,N``): ``run_set``'s rows printed as JSON lines, in a scratch directory removed after."""
     import shutil
     import tempfile
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--dataset", default="hotpotqa-train100,hotpotqa,musique-train100")
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument("--embeddings", default="hash")
     ap.add_argument("--method", default=",".join(METHODS))
     args = ap.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="feedback-bound-"))
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         for ds in args.dataset.split(","):
-            for row in run(ds, args.questions, args.embeddings, work, args.method.split(",")):
+            for row in run_set(ds, args.questions, args.embeddings, work, args.method.split(",")):
                 print(json.dumps(row), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print one JSON row per data set and method."""
+    return sets_main(argv, __doc__.split("\n\n")[0], "feedback-bound-", run)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["METHODS", "bound_rows", "demoted", "main", "rankings", "recall", "run", "settings", "wrong_marks"]
+__all__ = ["METHODS", "bound_rows", "demoted", "main", "on_split", "rankings", "recall", "run", "sets_main", "settings",
+           "wrong_marks"]

@@ -38,8 +38,6 @@ if __name__ == "__main__":   # run as a script: make `benchlib` and `langgraph_k
 
     sys.path[:0] = [str(_Path(__file__).resolve().parents[1]), str(_Path(__file__).resolve().parents[2])]
 
-import argparse
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -48,14 +46,11 @@ import numpy as np
 from langgraph.store.memory import InMemoryStore
 
 from benchlib.api import BenchQuestion, gold_chunk_ids, gold_passage_keys
-from benchlib.corpus import build_corpus, open_working_copy
-from benchlib.datasets import load_questions, pooled_passages
-from benchlib.feedback_bound import recall
-from benchlib.feedback_split import K, marks, ranked_ids, split_halves, target_app
+from benchlib.feedback_bound import METHODS, on_split, recall, sets_main
+from benchlib.feedback_split import K, marks, ranked_ids, target_app
 
 from langgraph_kgmem.graphs.catrag import kg_index, prepare_catrag_kg
 
-METHODS = ("catrag", "hipporag2")
 DEPTH = 50
 RRF = 60
 WEIGHTS = (0.001, 0.003, 0.01, 0.03)
@@ -239,38 +234,13 @@ def reach_rows(kg: Any, emb: Any, dataset: str, first: Sequence[BenchQuestion], 
 
 def run(dataset: str, n: int | None, embeddings: str, workdir: Path, methods: Sequence[str] = METHODS) -> list[dict[str, Any]]:
     """The rows of one data set, on the split and pooled corpus ``--feedback-split`` uses."""
-    from benchlib.common import log, make_embeddings
-
-    emb = make_embeddings(embeddings)
-    qs = load_questions(dataset, n, None)
-    first, second = split_halves(qs, None)
-    built = build_corpus(pooled_passages(dataset, qs), emb, log=log)
-    kg = open_working_copy(built, workdir / dataset, emb)
-    try:
-        return reach_rows(kg, emb, dataset, first, second, methods)
-    finally:
-        kg.close()
+    return on_split(dataset, n, embeddings, workdir,
+                    lambda kg, emb, first, second: reach_rows(kg, emb, dataset, first, second, methods))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print one JSON row per data set and method."""
-    import shutil
-    import tempfile
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dataset", default="hotpotqa-train100,hotpotqa,musique-train100")
-    ap.add_argument("--questions", type=int, default=100)
-    ap.add_argument("--embeddings", default="hash")
-    ap.add_argument("--method", default=",".join(METHODS))
-    args = ap.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="feedback-reach-"))
-    try:
-        for ds in args.dataset.split(","):
-            for row in run(ds, args.questions, args.embeddings, work, args.method.split(",")):
-                print(json.dumps(row), flush=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return sets_main(argv, __doc__.split("\n\n")[0], "feedback-reach-", run)
 
 
 if __name__ == "__main__":
