@@ -312,6 +312,52 @@ def test_ingest_batches_embedding_calls_per_document(sample_docs):
     assert Counting.calls <= 2 * len(sample_docs)
 
 
+def test_a_window_embeds_its_merged_entities_facts_in_one_call():
+    """A fact whose subject resolved to an entity spelled otherwise (its text is not the one
+    prefetched) is embedded with the rest of its window's such facts, not in a call per chunk;
+    every relation still gets the vector of its stored text."""
+    from langgraph_kgmem.ingest.extract import Extraction
+    from langgraph_kgmem.kg.types import Triple
+    from langgraph_kgmem.testing import DeterministicEmbeddings
+
+    class Counting(DeterministicEmbeddings):
+        calls = 0
+
+        def embed_documents(self, texts):
+            Counting.calls += 1
+            return super().embed_documents(texts)
+
+    class Shouting:
+        """Every document after the first names Kalo Venrith in capitals."""
+
+        def extract(self, text, title):
+            i = int(text.split()[-1].rstrip("."))
+            name = "Kalo Venrith" if i == 0 else "KALO VENRITH"
+            return Extraction([name, f"Town {i}"], [Triple(name, "visited", f"Town {i}")], f"Visit {i}")
+
+    g = KnowledgeGraph.in_memory(embeddings=Counting(64))
+    g.add_documents([f"Kalo Venrith visited town {i}." for i in range(12)], extractor=Shouting())
+    assert Counting.calls <= 3      # the window's passages and short texts, and its merged facts
+    facts = g.edges("relation")
+    assert len(facts) == 12 and all(g.fact_text(e).startswith("Kalo Venrith visited") for e in facts)
+    want = np.asarray(g.embeddings.embed_documents([g.fact_text(e) for e in facts]), dtype=np.float32)
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    assert np.allclose(g.vectors([e.id for e in facts], space="facts"), want, atol=1e-5)
+
+
+def test_embed_facts_embeds_only_relations_without_a_vector_and_refuses_unknown_edges(kg):
+    a, b = kg.add_node("entity", "Kalo Venrith"), kg.add_node("entity", "Oslo")
+    rel = Edge(edge_id(a, b, "relation", "lives in"), a, b, "relation", "lives in")
+    ctx = Edge(edge_id(a, b, "context"), a, b, "context")
+    kg.add_edges([rel, ctx], embed_facts=False)
+    assert kg.embed_facts([rel, ctx]) == 1
+    assert kg.embed_facts([rel]) == 0
+    other = Edge(edge_id(b, a, "relation", "holds"), b, a, "relation", "holds")
+    with pytest.raises(KgmemInputError, match="does not hold"):
+        kg.embed_facts([other])
+    assert kg.embed_facts([rel]) == 0      # nothing lost
+
+
 def test_best_first_is_deterministic_at_ties_and_bounds():
     import numpy as np
 

@@ -329,10 +329,14 @@ class _Writer:
     through a :class:`_Merger`, its own or one shared with the other documents of its transaction."""
 
     def __init__(self, kg: "KnowledgeGraph", doc_id: str, merge_threshold: float | None,
-                 merger: _Merger | None = None) -> None:
+                 merger: _Merger | None = None, facts: dict[str, Edge] | None = None) -> None:
         self.kg = kg
         self.doc_id = doc_id
         self.merger = merger if merger is not None else _Merger(kg, merge_threshold)
+        # relation edges written without their fact vector, embedded by the caller in one call at
+        # the end of its transaction: a fact whose subject merged into an existing entity differs
+        # from the prefetched text, and embedding those per chunk cost a model call each
+        self.facts = facts if facts is not None else {}
         self.report = IngestReport()
         self.prev_anchor: str | None = None
         self._resolved: dict[str, str] = {}
@@ -434,7 +438,8 @@ class _Writer:
                 for x in (s, o):
                     edges.append(Edge(edge_id(x, chunk_id, "context"), x, chunk_id, "context"))
         # one edge per id (context edges repeat when an entity appears in several triples)
-        kg.add_edges(list({e.id: e for e in edges}.values()), source=self.doc_id)
+        kg.add_edges(list({e.id: e for e in edges}.values()), source=self.doc_id, embed_facts=False)
+        self.facts.update((e.id, e) for e in edges if e.kind == "relation")
         return {"chunk": chunk_id or "", "anchor": anchor_id or ""}
 
 
@@ -519,6 +524,7 @@ def add_triples(kg: "KnowledgeGraph", triples: Iterable[Any], *, source: str | N
         kg.writer.put_document(doc_id, title=title or "", status="pending", meta=meta, content_hash=version)
         w = _Writer(kg, doc_id, merge_threshold)
         w.write_chunk(0, text, ex, title=title or "")
+        kg.embed_facts(list(w.facts.values()))
         kg.writer.put_document(doc_id, title=title or "", status="done", n_chunks=1 if text else 0, meta=meta,
                         content_hash=version)
     report.merge(w.report)
@@ -739,8 +745,10 @@ class _IngestRun:
                     self._record_begun()
                     merger = _Merger(kg, self.merge_threshold)
                     merger.prepare([x for _, exs in done for ex in exs for x in _names(ex)])
+                    facts: dict[str, Edge] = {}
                     for item, extractions in done:
-                        reports.append(self.write(item, extractions, merger))
+                        reports.append(self.write(item, extractions, merger, facts))
+                    kg.embed_facts(list(facts.values()))
             except Exception:
                 logger.warning("KG %r: a window of %d documents failed at document %d; writing the %d before it "
                                "one transaction each", kg.name, len(done), len(reports) + 1, len(reports))
@@ -773,10 +781,10 @@ class _IngestRun:
         return self.ahead
 
     def write(self, item: tuple[SourceDocument, list[str], str], extractions: list[Extraction],
-              merger: _Merger | None = None) -> IngestReport:
+              merger: _Merger | None = None, facts: dict[str, Edge] | None = None) -> IngestReport:
         """One document into the KG, in one transaction (a replaced one's old version goes in it
-        too); what it added, as a report. ``merger``: the one its window shares (see
-        :meth:`write_window`), else its own."""
+        too); what it added, as a report. ``merger`` and ``facts``: what its window shares (see
+        :meth:`write_window`: the window then embeds the facts), else its own."""
         kg, (src, chunks, action) = self.kg, item
         report = IngestReport()
         with kg.transaction():   # its texts were embedded for its window (write_window)
@@ -786,10 +794,12 @@ class _IngestRun:
                 kg.remove_document(src.id)
                 kg.writer.put_document(src.id, title=src.title, status="pending", meta=src.meta,
                                 content_hash=src.content_hash)
-            w = _Writer(kg, src.id, self.merge_threshold, merger)
+            w = _Writer(kg, src.id, self.merge_threshold, merger, facts)
             w.merger.prepare([x for ex in extractions for x in _names(ex)])
             for i, (c, ex) in enumerate(zip(chunks, extractions)):
                 w.write_chunk(i, c, ex, title=src.title or ex.title, generated_title=not src.title)
+            if facts is None:
+                kg.embed_facts(list(w.facts.values()))
             kg.writer.put_document(src.id, title=src.title, status="done", n_chunks=len(chunks), meta=src.meta,
                             content_hash=src.content_hash)
             if before is not None:

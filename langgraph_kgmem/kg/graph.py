@@ -488,14 +488,26 @@ class KnowledgeGraphCore:
             for e in edges:
                 self._graph.index_edge(e)
             if embed_facts:
-                facts = [e for e in edges if e.kind == "relation"]
-                have = self._has_live_vectors("facts", [e.id for e in facts])
-                facts = [e for e, h in zip(facts, have) if not h]
-                if facts:
-                    self._upsert_vectors("facts", [e.id for e in facts], self.embed_texts(
-                        [self.fact_text(e) for e in facts], short=True), ["relation"] * len(facts))
+                self.embed_facts(edges)
             self._touch()
         return [e.id for e in edges]
+
+    def embed_facts(self, edges: Sequence[Edge]) -> int:
+        """Give the relation edges among ``edges`` that have no fact vector one, in one batched
+        model call (for edges written with ``add_edges(embed_facts=False)``: ingestion writes a
+        window's edges so and embeds their facts at its end). Returns how many it embedded."""
+        facts = list({e.id: e for e in edges if e.kind == "relation"}.values())
+        unknown = [e.id for e in facts if e.id not in self._graph.edges]
+        if unknown:
+            raise KgmemInputError(f"embed_facts got {len(unknown)} edge(s) the KG does not hold, e.g. {unknown[0]!r}: "
+                                  "add them first")
+        have = self._has_live_vectors("facts", [e.id for e in facts])
+        facts = [e for e, h in zip(facts, have) if not h]
+        if facts:
+            with self.transaction():
+                self._upsert_vectors("facts", [e.id for e in facts], self.embed_texts(
+                    [self.fact_text(e) for e in facts], short=True), ["relation"] * len(facts))
+        return len(facts)
 
     def delete_edges(self, ids: Iterable[str]) -> int:
         """Remove edges (and their fact vectors); their end nodes stay. Returns how many existed."""
