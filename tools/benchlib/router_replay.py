@@ -68,15 +68,21 @@ def question_texts(n: int, seed: int | None) -> dict[str, str]:
     return {f"{part}:{q.id}": q.question for part in DOCUMENT_PARTS for q in load_questions(SOURCES[part], per, seed)}
 
 
+def document_grid(entries: Iterable[dict[str, Any]]) -> dict[tuple[int, str, str], dict[str, dict[str, Any]]]:
+    """The document parts' entries by (pass, part, question id), then by method."""
+    grid: dict[tuple[int, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for e in entries:
+        if e["part"] in DOCUMENT_PARTS:
+            grid[(e["pass"], e["part"], e["qid"])][e["method"]] = e
+    return grid
+
+
 def replay(entries: Iterable[dict[str, Any]], texts: Mapping[str, str], fuse: str = "autopruned",
            chain: Callable[[str], bool] = is_chain) -> dict[int, dict[str, dict[str, Any]]]:
     """Per pass and document part: ``questions``, ``chain`` (how many read as a chain), the best single
     method, ``router_minus_best`` as run and ``fused_minus_best`` with the what-if, and each side's
     gap to the oracle router (the best single method per question)."""
-    grid: dict[tuple[int, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
-    for e in entries:
-        if e["part"] in DOCUMENT_PARTS:
-            grid[(e["pass"], e["part"], e["qid"])][e["method"]] = e
+    grid = document_grid(entries)
     out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     for p, part in sorted({(k[0], k[1]) for k in grid}):
         cells = {k[2]: v for k, v in grid.items() if k[:2] == (p, part) and ROUTER in v and fuse in v}
@@ -127,10 +133,7 @@ def cover_replay(entries: Iterable[dict[str, Any]], texts: Mapping[str, str], pa
     routed method's, and any other it tried, from that method's own row)."""
     from langgraph_kgmem.graphs.router.cover import cover_ranking
 
-    grid: dict[tuple[int, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
-    for e in entries:
-        if e["part"] in DOCUMENT_PARTS:
-            grid[(e["pass"], e["part"], e["qid"])][e["method"]] = e
+    grid = document_grid(entries)
     out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     for p, part in sorted({(k[0], k[1]) for k in grid}):
         cells = {k[2]: v for k, v in grid.items() if k[:2] == (p, part) and ROUTER in v}
