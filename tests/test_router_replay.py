@@ -59,3 +59,22 @@ def test_the_what_if_fuses_only_the_questions_that_do_not_read_as_a_chain(tmp_pa
     run.write_text(json.dumps({"questions": ENTRIES}))
     monkeypatch.setattr(router_replay, "question_texts", lambda n, seed: TEXTS)
     assert router_replay.main([str(run), "--seed", "0"]) == 0
+
+
+def test_the_cover_replay_moves_a_passage_that_names_a_missing_question_word_into_the_top_five():
+    from benchlib.router_replay import cover_replay
+
+    q = "hotpotqa:h1"
+    texts = {q: "Which airline flies from Elko Regional Airport to Michigan?"}
+    passages = {"a": "Elko Regional Airport is in Nevada.", "x1": "Elko is a city.", "x2": "Elko Regional Airport.",
+                "x3": "Regional airports.", "x4": "Airport codes.", "b": "Delta, an airline, flies to Michigan."}
+    rows = [_e("router", q, 0.5, ["a", "x1", "x2", "x3", "x4", "z"], ["a", "b"]),
+            _e("catrag", q, 0.5, ["a", "x1", "x2", "x3", "x4"], ["a", "b"]),
+            _e("remindrag", q, 0.5, ["b", "y1"], ["a", "b"])]
+    rows[0].update(routed_to="catrag", tried=[["catrag", 0.25], ["remindrag", 0.2]])
+    out = cover_replay(rows, texts, passages, keep=3, top=5)[1]["hotpotqa"]
+    # ReMindRAG's first passage names "airline", "flies" and "michigan", which CatRAG's top three miss
+    assert out["router_minus_best"] == 0.0 and out["covered_minus_best"] == 0.5
+    # without the escalated run's ranking nothing names those words: the method's order stands
+    rows[0]["tried"] = [["catrag", 1.0]]
+    assert cover_replay(rows, texts, passages, keep=3, top=5)[1]["hotpotqa"]["covered_minus_best"] == 0.0

@@ -54,3 +54,13 @@ def test_a_router_only_run_replaces_the_router_rows_and_must_cover_the_same_ques
     base.write_text(json.dumps({"questions": ENTRIES}))
     run.write_text(json.dumps({"questions": other}))
     assert main([str(base), "--router", str(run), "--name", "router-eager", "--losses"]) == 0
+
+
+def test_the_router_without_its_coverage_step_is_read_from_the_routed_methods_own_ranking():
+    rows = [_e("catrag", "h1", "hotpotqa", 0.5), _e("catrag", "h2", "hotpotqa", 1.0),
+            _e("router", "h1", "hotpotqa", 1.0, retrieved=["g1", "x", "g2"], uncovered=["g1", "x"], gold=["g1", "g2"]),
+            _e("router", "h2", "hotpotqa", 1.0, retrieved=["g3"], uncovered=["y", "z", "g3"], gold=["g3"])]
+    hot = part_table(rows)[1]["hotpotqa"]
+    # own rankings: h1 0.5, h2 1.0 -> 0.75, the best single method's 0.75; with the coverage step 1.0
+    assert hot["router"] == 1.0 and hot["router_uncovered"] == 0.75 and hot["uncovered_minus_best"] == 0.0
+    assert "router_uncovered" not in part_table(ENTRIES)[1]["hotpotqa"]     # rows without the field

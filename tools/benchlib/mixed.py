@@ -308,7 +308,8 @@ def per_question(results: dict[str, dict[int, dict[str, Any]]], questions: list[
                 entry = {"method": name, "pass": p, "qid": q.id, "part": q.extra["part"],
                          "quality": round(quality(o, q.extra["part"]), 4),
                          "llm_calls": int(o.usage.get("llm_calls", 0) or 0)}
-                for key in ("routed_to", "form", "escalated", "confidence", "tried", "facts", "dense_fallback"):
+                for key in ("routed_to", "form", "escalated", "confidence", "tried", "facts", "dense_fallback",
+                            "uncovered"):
                     if key in o.extra:
                         entry[key] = o.extra[key]
                 entry["retrieved"] = list(o.retrieved or [])[:10]   # what a rule that merges rankings would read

@@ -1,8 +1,17 @@
-"""A what-if for the router's document questions, replayed from a mixed run's per-question entries:
-what the router would score if, on every question that does not read as a chain, its ranking were
-interleaved with another method's (AutoPrunedRetriever's by default).
+"""What-ifs for the router's document questions, replayed from a mixed run's per-question entries:
+
+- ``--fuse M`` (the default, M = autopruned): on every question that does not read as a chain, the
+  router's ranking interleaved with another method's;
+- ``--cover``: the router's ranking run through its coverage step
+  (:func:`langgraph_kgmem.graphs.router.cover.cover_ranking`; the rule this replay chose, now in the
+  router) over the rankings of the runs it made, read from the single methods' rows (ten places each,
+  as the rows keep them; the router itself reads every place a run reports).
 
     cd tools && python -m benchlib.router_replay RUN.json --seed S [--questions 40] [--fuse autopruned]
+    cd tools && python -m benchlib.router_replay RUN.json --seed S --cover [--keep 3] [--top 5]
+
+Give ``--cover`` a run taken before the router had its coverage step (or its rows' ``uncovered``
+ranking is what is replayed: see :func:`router_ranking`).
 
 The question signal (:func:`is_chain`) tells a MuSiQue-type composed chain ("the country where the
 composer of X was a citizen", "Damerjog's country") from a HotpotQA-type bridge or comparison
@@ -59,15 +68,21 @@ def question_texts(n: int, seed: int | None) -> dict[str, str]:
     return {f"{part}:{q.id}": q.question for part in DOCUMENT_PARTS for q in load_questions(SOURCES[part], per, seed)}
 
 
+def document_grid(entries: Iterable[dict[str, Any]]) -> dict[tuple[int, str, str], dict[str, dict[str, Any]]]:
+    """The document parts' entries by (pass, part, question id), then by method."""
+    grid: dict[tuple[int, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for e in entries:
+        if e["part"] in DOCUMENT_PARTS:
+            grid[(e["pass"], e["part"], e["qid"])][e["method"]] = e
+    return grid
+
+
 def replay(entries: Iterable[dict[str, Any]], texts: Mapping[str, str], fuse: str = "autopruned",
            chain: Callable[[str], bool] = is_chain) -> dict[int, dict[str, dict[str, Any]]]:
     """Per pass and document part: ``questions``, ``chain`` (how many read as a chain), the best single
     method, ``router_minus_best`` as run and ``fused_minus_best`` with the what-if, and each side's
     gap to the oracle router (the best single method per question)."""
-    grid: dict[tuple[int, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
-    for e in entries:
-        if e["part"] in DOCUMENT_PARTS:
-            grid[(e["pass"], e["part"], e["qid"])][e["method"]] = e
+    grid = document_grid(entries)
     out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     for p, part in sorted({(k[0], k[1]) for k in grid}):
         cells = {k[2]: v for k, v in grid.items() if k[:2] == (p, part) and ROUTER in v and fuse in v}
@@ -88,6 +103,56 @@ def replay(entries: Iterable[dict[str, Any]], texts: Mapping[str, str], fuse: st
     return dict(out)
 
 
+def passage_texts(n: int, seed: int | None) -> dict[str, str]:
+    """Every passage of the mixed sample's document questions by document id: title and text, as the
+    router reads a passage (its title first)."""
+    from benchlib.datasets import load_questions
+    from benchlib.mixed import SOURCES
+
+    from langgraph_kgmem.kg.types import document_id
+
+    per = max(1, n // 4)
+    out: dict[str, str] = {}
+    for part in DOCUMENT_PARTS:
+        for q in load_questions(SOURCES[part], per, seed):
+            for p in q.passages:
+                out[p.get("id") or document_id(p["text"], p["title"])] = f"{p['title']}. {p['text']}"
+    return out
+
+
+def router_ranking(entry: Mapping[str, Any]) -> list[str]:
+    """The routed method's own ranking of a router row: ``uncovered`` where the row has it (a run whose
+    router already completed its ranking), else ``retrieved``."""
+    return list(entry.get("uncovered", entry["retrieved"]))
+
+
+def cover_replay(entries: Iterable[dict[str, Any]], texts: Mapping[str, str], passages: Mapping[str, str], *,
+                 keep: int, top: int) -> dict[int, dict[str, dict[str, Any]]]:
+    """Per pass and document part: the router minus the best single method as run, and
+    ``covered_minus_best`` with the coverage step over the rankings of the runs the router made (the
+    routed method's, and any other it tried, from that method's own row)."""
+    from langgraph_kgmem.graphs.router.cover import cover_ranking
+
+    grid = document_grid(entries)
+    out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for p, part in sorted({(k[0], k[1]) for k in grid}):
+        cells = {k[2]: v for k, v in grid.items() if k[:2] == (p, part) and ROUTER in v}
+        singles = sorted({m for c in cells.values() for m in c if m != ROUTER})
+        n = len(cells)
+        mean = {m: sum(c[m]["quality"] for c in cells.values() if m in c) / n for m in singles}
+        best = max(singles, key=lambda m: mean[m])
+        covered = 0.0
+        for q, c in cells.items():
+            r = c[ROUTER]
+            others = [c[m]["retrieved"] for m, _ in r.get("tried") or [] if m != r.get("routed_to") and m in c]
+            ranked = cover_ranking(texts[q], router_ranking(r), others, lambda d: passages.get(d, ""), keep=keep, top=top)
+            covered += recall_at_k([x["id"] for x in ranked], r["gold"], TOP)
+        plain = sum(recall_at_k(router_ranking(c[ROUTER]), c[ROUTER]["gold"], TOP) for c in cells.values()) / n
+        out[p][part] = {"questions": n, "best_single": best, "router_minus_best": round(plain - mean[best], 4),
+                        "covered_minus_best": round(covered / n - mean[best], 4)}
+    return dict(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the replay of each run as one JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -95,8 +160,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, required=True, help="the run's --seed (the question texts are read again)")
     ap.add_argument("--questions", type=int, default=40, help="the run's --questions")
     ap.add_argument("--fuse", default="autopruned", help="the method whose ranking is interleaved after the router's")
+    ap.add_argument("--cover", action="store_true", help="replay the router's coverage step instead")
+    ap.add_argument("--keep", type=int, default=3, help="--cover: places that stay the routed method's")
+    ap.add_argument("--top", type=int, default=5, help="--cover: places the coverage step completes")
     args = ap.parse_args(argv)
-    table = replay(load_entries(args.run), question_texts(args.questions, args.seed), args.fuse)
+    texts = question_texts(args.questions, args.seed)
+    if args.cover:
+        table = cover_replay(load_entries(args.run), texts, passage_texts(args.questions, args.seed),
+                             keep=args.keep, top=args.top)
+        print(json.dumps({"run": args.run, "cover": {"keep": args.keep, "top": args.top}, "replay": table}))
+        return 0
+    table = replay(load_entries(args.run), texts, args.fuse)
     print(json.dumps({"run": args.run, "fuse": args.fuse, "replay": table}))
     return 0
 

@@ -1,6 +1,7 @@
 """The router's figures on the mixed set, read back from ``tools/bench.py --dataset mixed`` JSON files
-(their ``questions`` entries): per pass and part the router minus the best single method, the oracle
-router, the router's LLM calls against always running the costliest method, and per question where
+(their ``questions`` entries): per pass and part the router minus the best single method (and,
+where the router's rows carry the routed method's own ranking, ``uncovered``, the same without the
+router's coverage step), the oracle router, the router's LLM calls against always running the costliest method, and per question where
 the router lost to a single method, what it ran and with what confidence.
 
     cd tools && python -m benchlib.router_report RUN.json [RUN2.json ...] [--losses]
@@ -20,8 +21,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from benchlib.metrics import recall_at_k
+
 ROUTER = "router"
 DOCUMENT_PARTS = ("hotpotqa", "musique")
+TOP = 5                  # the passage parts' quality is recall@5
 
 
 def load_entries(path: str | Path) -> list[dict[str, Any]]:
@@ -75,6 +79,11 @@ def part_table(entries: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, A
                 router = sum(c[ROUTER]["quality"] for c in cells) / len(cells)
                 row.update(router=round(router, 4), router_minus_best=round(router - mean[best], 4),
                            router_minus_oracle=round(router - oracle, 4))
+                if part in DOCUMENT_PARTS and all("uncovered" in c[ROUTER] for c in cells):
+                    # the routed method's own ranking: the router without its coverage step (exact in pass 1;
+                    # in later passes the verdicts, and so the routes, followed the covered ranking)
+                    plain = sum(recall_at_k(c[ROUTER]["uncovered"], c[ROUTER]["gold"], TOP) for c in cells) / len(cells)
+                    row.update(router_uncovered=round(plain, 4), uncovered_minus_best=round(plain - mean[best], 4))
             out[p][part] = row
         calls: dict[str, list[int]] = defaultdict(list)
         for c in at.values():

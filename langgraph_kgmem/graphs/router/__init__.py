@@ -11,11 +11,14 @@ one only when the cheap result's own confidence is low; ``budget`` caps the LLM 
 
 Nodes: ``route_question`` → ``run_<method>`` (→ ``run_<costlier method>``) → ``finish_route``.
 The output is the chosen method's answer, evidence and usage, plus ``route`` (the method, why,
-the alternatives with their expected cost, what ran) and ``run_id``: feedback given on that run
-(``MethodSpec.on_feedback``) counts for the method the router chose.
+the alternatives with their expected cost, what ran), ``passages`` (the answering method's passage
+ranking, its places after the first few completed by question coverage over every run's ranking:
+``cover``) and ``run_id``: feedback given on that run (``MethodSpec.on_feedback``) counts for the
+method the router chose.
 
 Package layout: ``options``, ``schemas`` (state, output, the decision), ``prompts``, ``signals``
-(KG profile, question form), ``policy`` (rules, statistics, confidence), ``stats`` (the store
+(KG profile, question form), ``policy`` (rules, statistics, confidence), ``cover`` (the passage
+ranking), ``stats`` (the store
 records and the feedback hook), ``nodes``, ``graph`` (the factory).
 """
 
@@ -43,7 +46,7 @@ SPEC = MethodSpec(
     agent_description="Answer any question about the knowledge graph (documents, time-stamped records or a typed "
                       "graph): the router picks the retrieval method that fits the question and says which it "
                       "used. Use when unsure which method to call.",
-    output_keys=("answer", "evidence", "usage", "method", "model", "route", "run_id", "result"),
+    output_keys=("answer", "evidence", "usage", "method", "model", "route", "run_id", "result", "passages"),
     on_feedback=on_feedback,
 )
 

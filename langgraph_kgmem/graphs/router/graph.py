@@ -83,11 +83,13 @@ def create_router_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Any =
             there): ``methods`` (default
             :data:`~langgraph_kgmem.graphs.router.options.DEFAULT_METHODS`, those the model can
             drive; each compiled once, here), ``budget``, ``escalate``, ``escalate_below``,
-            ``ask_model``, ``learn``, ``min_runs``, ``memory_scope``, ``method_options``.
+            ``ask_model``, ``cover_top``, ``cover_keep``, ``learn``, ``min_runs``, ``memory_scope``,
+            ``method_options``.
 
     Returns:
         An uncompiled ``StateGraph``; output keys: answer, evidence, usage (the methods' calls and
-        the routing call, if any), method (``"router"``), model, route, run_id, result.
+        the routing call, if any), method (``"router"``), model, route, run_id, result, passages (the
+        router's passage ranking: :mod:`~langgraph_kgmem.graphs.router.cover`).
 
     Raises:
         KgmemInputError: an unknown option or method, or one out of range (the message names it).

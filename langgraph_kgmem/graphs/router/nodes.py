@@ -14,6 +14,7 @@ from langgraph.types import Command
 
 from langgraph_kgmem.errors import MissingRequirementError
 from langgraph_kgmem.graphs.common import check_question, emit_progress, run_model
+from langgraph_kgmem.graphs.router.cover import cover_ranking, passage_ids
 from langgraph_kgmem.graphs.router.options import RouterOptions
 from langgraph_kgmem.graphs.router.policy import (Candidate, confidence, ladder, rank, rules_unsure, unservable)
 from langgraph_kgmem.graphs.router.prompts import ROUTE_PROMPT, method_lines
@@ -166,7 +167,7 @@ def route_question(state: RouterState, runtime: Runtime[RouterOptions], *, deps:
              "routing_ms": round((time.perf_counter() - t0) * 1000, 3),
              "routing_cpu_ms": round((time.thread_time() - c0) * 1000, 3)}
     update = {"run_id": uuid.uuid4().hex[:12], "route": route, "plan": plan[1:], "tried": [], "usage": usage,
-              "result": {}, "best": ""}
+              "result": {}, "best": "", "rankings": {}}
     emit_progress({"event": "route", "method": plan[0], "form": form.form, "decider": decider})
     return Command(update=update, goto=node_name(plan[0]))
 
@@ -185,7 +186,8 @@ def run_method(state: RouterState, runtime: Runtime[RouterOptions], *, name: str
     calls = _calls(out.get("usage"))
     tried = list(state.get("tried", [])) + [{"method": name, "confidence": round(conf, 4), "calls": calls,
                                              "seconds": round(seconds, 4), "offline": is_offline(mdl)}]
-    update: dict[str, Any] = {"tried": tried, "usage": out.get("usage") or {}}
+    update: dict[str, Any] = {"tried": tried, "usage": out.get("usage") or {},
+                              "rankings": {**state.get("rankings", {}), name: passage_ids(out)}}
     best_conf = max((t["confidence"] for t in state.get("tried", []) if t["method"] == state.get("best")), default=-1.0)
     # on a tie the escalated result wins, unless the first was judged useful on this very question
     useful = state["route"].get("useful_before", [])
@@ -201,6 +203,27 @@ def run_method(state: RouterState, runtime: Runtime[RouterOptions], *, name: str
     return Command(update={**update, "plan": []}, goto=FINISH)
 
 
+def _passage_text(kg: Any, pid: str) -> str:
+    node = kg.node(pid)
+    if node is None:
+        return ""
+    title = node.attrs.get("title") or ""
+    return f"{title}. {node.text}" if title else node.text
+
+
+def router_passages(state: RouterState, opts: RouterOptions, kg: Any) -> list[dict[str, Any]]:
+    """The router's passage ranking (:mod:`~langgraph_kgmem.graphs.router.cover`): the answering
+    run's ranking, places ``cover_keep + 1`` to ``cover_top`` completed by question coverage over
+    every run's ranking; ``[]`` when the answering run ranked no passage."""
+    rankings = state.get("rankings") or {}
+    own = rankings.get(state.get("best", "")) or []
+    if not own:
+        return []
+    others = [r for m, r in rankings.items() if m != state.get("best")]
+    return cover_ranking(state["question"], own, others, lambda pid: _passage_text(kg, pid),
+                         keep=opts.cover_keep, top=opts.cover_top)
+
+
 def finish_route(state: RouterState, runtime: Runtime[RouterOptions], *, deps: RouterDeps) -> dict[str, Any]:
     """The best result as the router's answer, the route completed, the outcome counted."""
     t0, c0 = time.perf_counter(), time.thread_time()
@@ -208,6 +231,7 @@ def finish_route(state: RouterState, runtime: Runtime[RouterOptions], *, deps: R
     result, best = state.get("result") or {}, state.get("best", "")
     tried = state.get("tried", [])
     route = {**state["route"], "method": best, "tried": tried, "escalated": len(tried) > 1}
+    passages = router_passages(state, opts, deps.kg)
     # the router's own run record, so feedback naming this run reaches its on_feedback hook: written in
     # the same batch as the route's statistics (one store write a question, counted in the overhead)
     _, run_writes = run_ops(deps.kg, method="router", question=state["question"], evidence=result.get("evidence", []),
@@ -226,5 +250,6 @@ def finish_route(state: RouterState, runtime: Runtime[RouterOptions], *, deps: R
     # the router's own work, without the waits a loaded machine adds to the wall-clock figures
     route["overhead_cpu_ms"] = round(route["routing_cpu_ms"] + learning_cpu_ms, 3)
     return {"answer": result.get("answer", ""), "evidence": result.get("evidence", []), "method": "router",
+            "passages": passages,
             "model": model_label(run_model(runtime, deps.model)), "route": route, "run_id": state["run_id"],
             "result": {k: v for k, v in result.items() if k not in OWN_KEYS}}

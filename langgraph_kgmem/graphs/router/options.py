@@ -44,6 +44,12 @@ class RouterOptions(MethodOptions):
     ask_model: bool = Field(True, description="with a chat model, ask it to pick when the rules are not sure "
                                               "(a typed decision; the rules are its fallback)")
     learn: bool = Field(True, description="read and write the per-KG route statistics (outcomes, feedback)")
+    cover_top: int = Field(5, ge=0, description="places at the head of the router's passage ranking (``passages``) "
+                                                "that question coverage completes: after the answering method's "
+                                                "first ``cover_keep``, each goes to the passage of any run that names "
+                                                "the most question words the places above miss (0: the method's own "
+                                                "ranking as it is)")
+    cover_keep: int = Field(3, ge=0, description="places at the head of ``passages`` that stay the answering method's")
     min_runs: int = Field(3, ge=1, description="runs of a method on a form before its statistics move the choice")
     memory_scope: Sequence[str] | None = memory_scope_field("the routes namespace and of every method's memory")
 
@@ -72,5 +78,7 @@ class RouterKwargs(MethodKwargs, total=False):
     escalate_below: float
     ask_model: bool
     learn: bool
+    cover_top: int
+    cover_keep: int
     min_runs: int
     memory_scope: Sequence[str] | None

@@ -29,6 +29,7 @@ class RouterState(BaseState, total=False):
     tried: list[dict[str, Any]]           # {method, confidence, calls, seconds, offline}
     result: dict[str, Any]                # the best run's own output (its method's output keys)
     best: str                             # the method whose result is ``result``
+    rankings: dict[str, list[str]]        # each run's passage ids, best first (cover.passage_ids)
 
 
 class RouterOutput(BaseState, total=False):  # answer, evidence, usage, method ("router"), model + these
@@ -41,7 +42,11 @@ class RouterOutput(BaseState, total=False):  # answer, evidence, usage, method (
     store read included), ``learning_ms`` (writing the outcome and the router's run record: one store
     batch), ``overhead_ms`` (both: all the router adds to the method's run), ``routing_cpu_ms`` and
     ``overhead_cpu_ms`` (the same, as this thread's CPU time: without the waits of a loaded machine); ``run_id`` (what
-    feedback on this run names); ``result`` (the chosen method's other output keys)."""
+    feedback on this run names); ``result`` (the chosen method's other output keys); ``passages``
+    (the router's passage ranking, ``[{"id", "by"}]``: the answering method's ranking with the places
+    after ``cover_keep`` up to ``cover_top`` completed by question coverage over every run's
+    ranking, :mod:`~langgraph_kgmem.graphs.router.cover`; empty when no run ranked a passage)."""
     run_id: str
+    passages: list[dict[str, Any]]
     route: dict[str, Any]
     result: dict[str, Any]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, mistakes
+from benchlib.api import BenchContext, BenchQuestion, MethodResult, Responder, mistakes, ranked_passages
 from benchlib.methods.autopruned import ADAPTERS as APR_ADAPTERS
 from benchlib.methods.catrag import catrag_oracle
 from benchlib.methods.kgirag import temporal_oracle
@@ -35,7 +35,15 @@ APR_OPTIONS = dict(next(a for a in APR_ADAPTERS if a.name == "autopruned").optio
 
 
 def retrieved_ids(out: dict[str, Any]) -> list[str]:
-    """The routed method's ranking of KG ids (see the module docstring)."""
+    """The router's passage ranking (``passages``: the routed method's, completed by question coverage)
+    when it has one, else the routed method's ranking of KG ids (see the module docstring)."""
+    if out.get("passages"):
+        return [p["id"] for p in out["passages"]]
+    return method_ids(out)
+
+
+def method_ids(out: dict[str, Any]) -> list[str]:
+    """The routed method's own ranking of KG ids, before the router's coverage step."""
     result = out.get("result") or {}
     if result.get("passages"):
         return [p["id"] for p in result["passages"]]
@@ -142,7 +150,10 @@ class RouterAdapter:
                  "confidence": max((t["confidence"] for t in route["tried"] if t["method"] == route["method"]),
                                    default=0.0), "model_routed": float(route["decider"] != "rules"),
                  **{f"to_{m}": float(route["method"] == m) for m in DEFAULT_METHODS},
-                 "tried": [(t["method"], t["confidence"]) for t in route["tried"]]}
+                 "tried": [(t["method"], t["confidence"]) for t in route["tried"]],
+                 # the routed method's own passages (document keys, as the metrics read them): the router
+                 # without its coverage step, for benchlib.router_report
+                 "uncovered": ranked_passages(ctx.kg, method_ids(out)).keys[:10]}
         return MethodResult(retrieved_ids=retrieved_ids(out), answer=out.get("answer"), usage=out.get("usage") or {},
                             retrieved_count=len(out.get("evidence") or []), extra=extra)
 
