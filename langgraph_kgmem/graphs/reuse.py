@@ -4,7 +4,7 @@ A method asked a question this tenant already asked (of this method or another, 
 or reworded, :mod:`langgraph_kgmem.memory.prior_runs`) starts from that run's evidence instead of
 deciding again: ReMindRAG puts the passages in its subgraph and skips the first sufficiency
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
-scoring (another method's run is lent, never trusted as the method's own judgement:
+scoring (ReMindRAG takes another method's run as lent, never as its own judgement:
 :func:`lent`); R3-Cycle and Graph-CoT give its answer and evidence again without
 a walk; AutoPrunedRetriever, whose only call is the answer, gives its own earlier answer again
 when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the question
@@ -76,9 +76,8 @@ def lent(reused: dict[str, Any] | None, method: str) -> bool:
     """Whether ``reused`` is another method's run, lent to ``method``. Its passages were chosen by
     another ranking and found enough by another method's checks, so the asking method takes them
     as candidates, never as its own judgement: ReMindRAG still asks its first sufficiency check
-    and ranks its own finds first (:func:`own_finds_first`); CatRAG and HippoRAG 2 seed with its
-    passages but recognise their seed facts themselves, without a model (docs/memory.md, "A
-    question another method answered first", measures why)."""
+    and ranks its own finds first (:func:`own_finds_first`; docs/memory.md, "A question another
+    method answered first", measures why)."""
     return bool(reused) and str((reused or {}).get("method", "")) != method
 
 

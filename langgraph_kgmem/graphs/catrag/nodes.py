@@ -29,7 +29,7 @@ from langgraph_kgmem.graphs.catrag.schemas import (HUB_TOP, MAX_CONTEXT_FACTS, M
                                                    score_multiplier)
 from langgraph_kgmem.graphs.common import (check_question, content_words, emit_progress, evidence_item,
                                            fence, named_in, require, run_model)
-from langgraph_kgmem.graphs.reuse import lent, own_run_first, prior_run, reuse_facts, reuse_seeds, reused_answer
+from langgraph_kgmem.graphs.reuse import own_run_first, prior_run, reuse_facts, reuse_seeds, reused_answer
 from langgraph_kgmem.graphs.runs import finish_run, run_store
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.ingest.extract import offline_entities
@@ -111,10 +111,8 @@ def filter_facts(state: CatragState, runtime: Runtime[CatragOptions], *, deps: C
         bad = [k for k in d.keep if not 1 <= k <= len(cands)]
         return f"fact number {bad[0]} does not exist; choose from 1..{len(cands)}" if bad else None
 
-    if state.get("reused"):   # no model call: the facts of its own earlier run's passages, or (another
-        # method's run, whose passages then seed the ranking) its own recognition without a model
-        own = [] if lent(state["reused"], opts.method) else reuse_facts(cands, state["reused"], opts.filter_keep)
-        facts = own or [cands[k - 1] for k in offline().keep]
+    if state.get("reused"):   # the facts of the earlier run's passages, no model call
+        facts = reuse_facts(cands, state["reused"], opts.filter_keep) or [cands[k - 1] for k in offline().keep]
         return {"facts": facts, "timings": _add(state, "filter_facts", t0)}
     prompt = render(opts.prompt("filter"), question=state["question"], keep=opts.filter_keep,
                     facts=fence([f"{i}. {c['text']}" for i, c in enumerate(cands, 1)]))

@@ -44,8 +44,7 @@ class CatragOptions(PromptOptions, ReuseOptions, FusionOptions):
     ``ppr["experience"]`` lists the credit read.
 
     Reuse (:class:`~langgraph_kgmem.graphs.reuse.ReuseOptions`; off by default): the earlier run's
-    passages seed PageRank, the seed facts are those its passages state (another method's run:
-    the fact filter's offline heuristic), anchoring and edge scoring take their offline
+    passages seed PageRank, the fact filter, anchoring and edge scoring take their offline
     heuristics, and where the question is the same (not reworded) and the evidence is all among
     the passages that run was given, its answer is given again without a call; ``reused`` says
     which run.
