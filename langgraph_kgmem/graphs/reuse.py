@@ -76,8 +76,8 @@ def lent(reused: dict[str, Any] | None, method: str) -> bool:
     """Whether ``reused`` is another method's run, lent to ``method``. Its passages were chosen by
     another ranking and found enough by another method's checks, so the asking method takes them
     as candidates, never as its own judgement: ReMindRAG still asks its first sufficiency check
-    and ranks its own finds first (:func:`own_finds_first`; docs/memory.md, "A question another
-    method answered first", measures why)."""
+    and ranks its own finds first (:func:`own_finds_first`; docs/memory.md, "Another method's run
+    is lent to ReMindRAG, not trusted", measures why)."""
     return bool(reused) and str((reused or {}).get("method", "")) != method
 
 
