@@ -10,6 +10,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_kgmem import KnowledgeGraph, create_catrag_graph, create_remindrag_graph
 from langgraph_kgmem.graphs.feedback import give_feedback
+from langgraph_kgmem.graphs.reuse import lent, own_finds_first
 from langgraph_kgmem.memory import namespace
 from langgraph_kgmem.memory import prior_runs
 from langgraph_kgmem.memory.prior_runs import (MAX_METHODS, MAX_REUSED_EVIDENCE, QUESTIONS_KIND, find_prior_run,
@@ -109,16 +110,47 @@ def test_a_run_of_another_method_is_reused(kg):
     assert "filter_facts" not in log
 
 
-def test_remindrag_starts_from_the_earlier_passages_without_a_sufficiency_check(kg):
+def test_remindrag_skips_its_sufficiency_check_for_its_own_run_and_asks_it_for_another_methods(kg):
     store, log = InMemoryStore(), []
     first = hippo(kg, store, scripted(log)).invoke({"question": QUESTION})
     log.clear()
     out = remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
-    assert out["reused"]["method"] == "hipporag2" and "check_sufficiency" not in log
+    assert out["reused"]["method"] == "hipporag2" and log.count("check_sufficiency") == 1   # lent: checked
     assert set(out["reused"]["passages"]) <= set(ids(out)) | set(ids(first))
+    log.clear()
+    own = remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert own["reused"]["method"] == "remindrag" and "check_sufficiency" not in log       # its own: not
     log.clear()
     remind(kg, store, scripted(log)).invoke({"question": QUESTION})        # off: it checks again
     assert "check_sufficiency" in log
+
+
+def test_a_walk_ranks_its_own_finds_before_another_methods_passages():
+    found = ["c-lent-1", "c-own-1", "c-lent-2", "c-own-2"]
+    theirs = {"method": "catrag", "passages": ["p-lent-2", "p-lent-1"]}
+    unit = lambda p: p.replace("p-", "c-")   # noqa: E731  (a passage id's unit, as the view maps it)
+    assert own_finds_first(found, theirs, "remindrag", unit) == ["c-own-1", "c-own-2", "c-lent-1", "c-lent-2"]
+    assert own_finds_first(found, {**theirs, "method": "remindrag"}, "remindrag", unit) == found   # its own run
+    assert own_finds_first(found, None, "remindrag", unit) == found
+    assert lent(theirs, "remindrag") and not lent(theirs, "catrag") and not lent(None, "catrag")
+
+
+def test_remindrags_answer_step_ranks_another_methods_passages_after_its_own_finds(kg, monkeypatch):
+    from langgraph_kgmem.graphs.remindrag import nodes
+
+    seen = []
+
+    def spy(found, reused, method, unit):
+        out = own_finds_first(found, reused, method, unit)
+        seen.append((list(found), (reused or {}).get("method"), out))
+        return out
+
+    monkeypatch.setattr(nodes, "own_finds_first", spy)
+    store, log = InMemoryStore(), []
+    hippo(kg, store, scripted(log)).invoke({"question": QUESTION})
+    remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    (found, lender, ranked), = seen
+    assert lender == "hipporag2" and sorted(ranked) == sorted(found)
 
 
 def test_a_reworded_question_is_reused_only_above_the_similarity(kg):

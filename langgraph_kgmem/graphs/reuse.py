@@ -4,7 +4,8 @@ A method asked a question this tenant already asked (of this method or another, 
 or reworded, :mod:`langgraph_kgmem.memory.prior_runs`) starts from that run's evidence instead of
 deciding again: ReMindRAG puts the passages in its subgraph and skips the first sufficiency
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
-scoring; R3-Cycle and Graph-CoT give its answer and evidence again without
+scoring (ReMindRAG takes another method's run as lent, never as its own judgement:
+:func:`lent`); R3-Cycle and Graph-CoT give its answer and evidence again without
 a walk; AutoPrunedRetriever, whose only call is the answer, gives its own earlier answer again
 when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the question
 is the same (not reworded) and the evidence handed to the answer step holds nothing the earlier
@@ -15,7 +16,7 @@ no answer is reused the same way only while the KG holds exactly the documents i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
 
 import numpy as np
 from pydantic import Field
@@ -69,6 +70,28 @@ def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, que
     if not passages:
         return None
     return {**prior.summary(), "passages": passages, "answer": prior.answer}
+
+
+def lent(reused: dict[str, Any] | None, method: str) -> bool:
+    """Whether ``reused`` is another method's run, lent to ``method``. Its passages were chosen by
+    another ranking and found enough by another method's checks, so the asking method takes them
+    as candidates, never as its own judgement: ReMindRAG still asks its first sufficiency check
+    and ranks its own finds first (:func:`own_finds_first`; docs/memory.md, "Another method's run
+    is lent to ReMindRAG, not trusted", measures why)."""
+    return bool(reused) and str((reused or {}).get("method", "")) != method
+
+
+def own_finds_first(found: Sequence[str], reused: dict[str, Any] | None, method: str,
+                    unit: Callable[[str], str]) -> list[str]:
+    """A walk's passages (discovery order) with those another method's run lent (:func:`lent`;
+    compared as ``unit`` of each lent passage id) moved after the walk's own finds, in the
+    lender's order. A walk's order is where it went; the lent passages were put in its subgraph
+    before it went anywhere, and taken first they would fill the evidence with the other method's
+    ranking. Unchanged for the method's own run or none."""
+    if not lent(reused, method):
+        return list(found)
+    theirs = {unit(p) for p in (reused or {}).get("passages", [])}
+    return [c for c in found if c not in theirs] + [c for c in found if c in theirs]
 
 
 def passage_ids(kg: "KnowledgeGraph", prior: PriorRun) -> list[str]:

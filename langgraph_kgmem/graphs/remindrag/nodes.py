@@ -29,7 +29,7 @@ from langgraph_kgmem.graphs.remindrag.schemas import (MAX_BACKWARD, MAX_CANDIDAT
                                                       OFFLINE_COVERAGE, SEED_POOL, NextMove, ReMindState, SubQuestions,
                                                       Sufficiency, UsefulMarks, read_person_move)
 from langgraph_kgmem.graphs.remindrag.view import effective_edges, evidence_ids, s_adjacency
-from langgraph_kgmem.graphs.reuse import prior_run, reused_answer
+from langgraph_kgmem.graphs.reuse import lent, own_finds_first, prior_run, reused_answer
 from langgraph_kgmem.graphs.runs import finish_run
 from langgraph_kgmem.graphs.spec import options_of
 from langgraph_kgmem.llm import decide, fresh_usage, is_offline, model_label, render
@@ -141,7 +141,8 @@ def check_sufficiency(state: ReMindState, runtime: Runtime[RemindragOptions],
     steps = state.get("steps", 0) + 1
     if not chunks and not facts:  # nothing collected: cannot be sufficient, no need to ask
         return {"sufficient": False, "steps": steps}
-    if state.get("reused") and steps == 1:   # an earlier run answered from these passages: no need to ask
+    if state.get("reused") and steps == 1 and not lent(state["reused"], METHOD):
+        # its own earlier run answered from these passages: no need to ask (another method's is checked)
         return {"sufficient": True, "steps": steps}
     evidence_text = render_evidence(kg, question, chunks, facts, opts.chunk_chars)
 
@@ -310,6 +311,7 @@ def answer(state: ReMindState, runtime: Runtime[RemindragOptions],
     llm = run_model(runtime, deps.model)
     question = state["question"]
     chunks, facts = evidence_ids(kg, state.get("subgraph_nodes", []), state.get("subgraph_edges", []))
+    chunks = own_finds_first(chunks, state.get("reused"), METHOD, deps.view.unit)
     fusion: dict[str, Any] = {}
     if opts.dense_fusion and opts.fusion == "adaptive":
         fused, fusion = fuse_with_dense_adaptive(kg, question, chunks, max(opts.top_passages, len(chunks)),

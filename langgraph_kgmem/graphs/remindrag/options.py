@@ -41,7 +41,8 @@ class RemindragOptions(PromptOptions, ReuseOptions, FusionOptions):
 
     Reuse (:class:`~langgraph_kgmem.graphs.reuse.ReuseOptions`): a confirmed earlier run (any
     method) of this question or one at cosine ``reuse_similarity`` (``docs/memory.md``): its
-    passages join S, no first sufficiency check; for the same question (not reworded) whose
+    passages join S, no first sufficiency check for its own run (another method's is checked, and
+    the walk's own finds rank before its passages); for the same question (not reworded) whose
     evidence is all among those passages, its answer is given again without a call.
 
     Human in the loop: a person chooses each traversal move instead of the LLM: the step calls
