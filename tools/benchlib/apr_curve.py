@@ -115,8 +115,9 @@ SETTINGS.update({f"sr245-a{w:g}{f'-c{c}' if c else ''}": {"sentence_budget": 245
                  for w in (0.0, 0.25, 0.5, 1.0, 2.0) for c in (0, 4)})
 # each top passage's answer-typed sentence first (sentence_answer_cover N: -ac<N>) and
 # sentences over T tokens skipped (sentence_max_tokens: -mt<T>), on the default: d-ac<N>-mt<T>
+# (-mt<T> with sentence_clip None: a cap at or above the default clip, 60, would skip nothing)
 SETTINGS.update({f"d{f'-ac{n}' if n else ''}{f'-mt{t}' if t else ''}": {
-    **({"sentence_answer_cover": n} if n else {}), **({"sentence_max_tokens": t} if t else {})}
+    **({"sentence_answer_cover": n} if n else {}), **({"sentence_max_tokens": t, "sentence_clip": None} if t else {})}
     for n in (0, 2, 3, 5) for t in (0, 60, 80) if n or t})
 SETTINGS.update({f"d-ac{n}-a{w:g}": {"sentence_answer_cover": n, "relevance_weights": {"answer": w}}
                  for n in (3, 5) for w in (1.0,)})

@@ -61,7 +61,8 @@ The options, one by one:
         candidate of the asked type; needs ``relevance_weights["answer"]`` above 0) of each of the
         first N passages goes in first, where it has one. ``sentence_max_tokens`` (default None):
         a sentence of more tokens (a flattened table, a long list) is skipped when the budget is
-        filled, unless no other sentence fits. ``sentence_clip`` (default :data:`SENTENCE_CLIP`): a
+        filled, unless no other sentence fits (its length read after ``sentence_clip``, so a cap at or
+        above the clip skips nothing). ``sentence_clip`` (default :data:`SENTENCE_CLIP`): a
         sentence of more tokens is ranked whole but shown as its first ``sentence_clip`` tokens and
         " …" (:func:`~.sentences.clip_sentence`), so a flattened table or long list that ranks first
         no longer fills the budget alone and crowds the other passages out (None: shown whole).

@@ -150,9 +150,9 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     passages goes in first, where it has one: a shown passage's answer sentence is not crowded out
     by sentences that restate the question. With ``max_sentence_tokens``, a sentence longer than
     that (a flattened table, a list) is skipped (:func:`fill_budget`); with ``clip``, ranked whole but
-    shown and counted as its first ``clip`` tokens (:func:`clip_sentence`). Groups as :func:`fact_sentences`, sentences in text
-    order, but passages in the order of their best sentence in the ranking (the passage ranking the
-    prompt shows, best first), each with its 0-based ``place`` in it."""
+    shown and counted as its first ``clip`` tokens (:func:`clip_sentence`). Groups as
+    :func:`fact_sentences`, sentences in text order, but passages in the order of their best sentence in
+    the ranking (the passage ranking the prompt shows, best first), each with its 0-based ``place``."""
     from langgraph_kgmem.embeddings.fast import block_cosines
 
     chunks: list[str] = []
