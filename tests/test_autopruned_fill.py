@@ -1,5 +1,5 @@
 """AutoPrunedRetriever's sentence fill (graphs/autopruned/sentences.py): abbreviations in the
-splitter, ``sentence_max_tokens`` and ``sentence_answer_cover``."""
+splitter, ``sentence_max_tokens``, ``sentence_answer_cover`` and ``sentence_clip``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
 from langgraph_kgmem.graphs.autopruned import create_autopruned_graph
-from langgraph_kgmem.graphs.autopruned.sentences import fill_budget, split_sentences
+from langgraph_kgmem.graphs.autopruned.sentences import CLIP_MARK, clip_sentence, fill_budget, split_sentences
 from langgraph_kgmem.llm import count_tokens
 
 
@@ -86,3 +86,42 @@ def test_sentence_max_tokens_reaches_the_graph():
     capped = lines(sentence_max_tokens=2)
     assert sum(x.count(".") for x in full) > 1
     assert len(capped) == 1 and capped[0].count(".") == 1
+
+
+def test_clip_sentence_cuts_a_long_sentence_at_a_word_and_marks_the_cut():
+    """A sentence within the limit is unchanged; a longer one becomes its leading words and " …",
+    within the limit, never an empty cut."""
+    short = "Pierre Curie taught physics at the Sorbonne."
+    assert clip_sentence(short, 60) == short
+    cut = clip_sentence(LONG, 30)
+    assert cut.endswith(CLIP_MARK) and count_tokens(cut) <= 30 < count_tokens(LONG)
+    assert LONG.startswith(cut[: -len(CLIP_MARK)]) and len(cut) > len(CLIP_MARK) + 10
+    assert clip_sentence(LONG, 1).split()[0] == LONG.split()[0]
+
+
+def _table_kg() -> KnowledgeGraph:
+    kg = KnowledgeGraph.in_memory(name="clip")
+    kg.add_documents([{"title": "Ministers of the Interior", "text": LONG},
+                      {"title": "Interior ministry", "text": "The Interior ministry of 1989 was led by Jan Novak."}],
+                     model="offline")
+    return kg
+
+
+def test_sentence_clip_reaches_the_graph_and_lets_other_passages_in():
+    """A flattened table that ranks first fills a small budget alone when shown whole
+    (``sentence_clip=None``); clipped, it leaves room for the other passage's sentence, and the
+    evidence text is what the prompt shows. A limit under 1 is refused."""
+    kg = _table_kg()
+    question = {"question": "Who were the Ministers of the Interior and of Planning in 1989?"}
+
+    def run(**more) -> dict:
+        app = create_autopruned_graph(kg, model="offline", memorize=False, sentence_budget=60, sentence_dense=2,
+                                      **more).compile(store=InMemoryStore())
+        return app.invoke(question)
+
+    whole, clipped = run(sentence_clip=None), run(sentence_clip=30)
+    assert "Jan Novak" not in whole["packed_prompt"] and CLIP_MARK not in whole["packed_prompt"]
+    assert "Jan Novak" in clipped["packed_prompt"] and CLIP_MARK in clipped["packed_prompt"]
+    assert any(e["text"].endswith(CLIP_MARK) for e in clipped["evidence"])
+    with pytest.raises(KgmemInputError, match="sentence_clip"):
+        create_autopruned_graph(kg, model="offline", sentence_clip=0)

@@ -415,6 +415,22 @@ def test_apr_curve_lodo_picks_per_held_out_set_among_settings_that_meet_the_goal
                                                                                          ("b", "small", 0.55)]
 
 
+def test_apr_curve_lodo_prefers_a_setting_meeting_the_goals_on_more_of_the_other_sets():
+    """Missing the goals on a set never helps a setting: held out c, "partial" (R@5 under dense on b)
+    loses to "steady" (goals met on a and b) though its answer-in-prompt on a is higher; held out b,
+    both meet the goals on a and c and the higher answer-in-prompt wins."""
+    from benchlib import apr_curve
+
+    def summary(partial_r5):
+        return [{"point": "dense-5", "prompt_tokens": 700, "answer_in_prompt": 0.5, "recall@5": 0.6, "fcr": 0.3},
+                {"point": "steady", "prompt_tokens": 340, "answer_in_prompt": 0.55, "recall@5": 0.6, "fcr": 0.3},
+                {"point": "partial", "prompt_tokens": 340, "answer_in_prompt": 0.7, "recall@5": partial_r5,
+                 "fcr": 0.3}]
+
+    rows = apr_curve.lodo_choice({"a": summary(0.6), "b": summary(0.5), "c": summary(0.6)}, "steady")
+    assert {r["held_out"]: r["chosen_on_others"] for r in rows} == {"a": "steady", "b": "partial", "c": "steady"}
+
+
 def test_apr_curve_grades_dense_coverage_by_passage_not_by_title():
     """MuSiQue repeats titles: a distractor sharing the gold passage's title is not gold. The
     distractor here matches the question's words, so dense top-1 retrieves it and covers nothing."""

@@ -115,11 +115,16 @@ SETTINGS.update({f"sr245-a{w:g}{f'-c{c}' if c else ''}": {"sentence_budget": 245
                  for w in (0.0, 0.25, 0.5, 1.0, 2.0) for c in (0, 4)})
 # each top passage's answer-typed sentence first (sentence_answer_cover N: -ac<N>) and
 # sentences over T tokens skipped (sentence_max_tokens: -mt<T>), on the default: d-ac<N>-mt<T>
+# (-mt<T> with sentence_clip None: a cap at or above the default clip, 60, would skip nothing)
 SETTINGS.update({f"d{f'-ac{n}' if n else ''}{f'-mt{t}' if t else ''}": {
-    **({"sentence_answer_cover": n} if n else {}), **({"sentence_max_tokens": t} if t else {})}
+    **({"sentence_answer_cover": n} if n else {}), **({"sentence_max_tokens": t, "sentence_clip": None} if t else {})}
     for n in (0, 2, 3, 5) for t in (0, 60, 80) if n or t})
 SETTINGS.update({f"d-ac{n}-a{w:g}": {"sentence_answer_cover": n, "relevance_weights": {"answer": w}}
                  for n in (3, 5) for w in (1.0,)})
+# long sentences shown cut to their first T tokens (sentence_clip, default 60 since issue 44's choice):
+# d-clip<T>, and d-clip-off (shown whole: the default before)
+SETTINGS.update({f"d-clip{t}": {"sentence_clip": t} for t in (40, 50, 60, 80)})
+SETTINGS["d-clip-off"] = {"sentence_clip": None}
 # the same without bridges (sb<budget>-m<M>-q-nob)
 SETTINGS.update({f"{name}-nob": {**opts, "sentence_bridges": False} for name, opts in list(SETTINGS.items())
                  if name.endswith("-q")})
@@ -248,15 +253,16 @@ def feasible_figures(summary: list[dict[str, Any]], half: float = 0.5) -> dict[s
 def lodo_choice(summaries: dict[str, list[dict[str, Any]]], default: str,
                 candidates: list[str] | None = None) -> list[dict[str, Any]]:
     """The validation protocol (:func:`benchlib.validate.lodo`) over settings: each dataset held out
-    in turn, the setting best on the others by :func:`feasible_figures` (ties to ``default``), and its
-    figure on the held-out set. Only settings run on every dataset (and among ``candidates``, when
-    given) compete."""
+    in turn, the setting best on the others by :func:`feasible_figures` — first the one meeting the
+    goals on the most of them, then the best mean answer-in-prompt where it meets them (ties to
+    ``default``) — and its figure on the held-out set. Only settings run on every dataset (and among
+    ``candidates``, when given) compete."""
     from benchlib.validate import lodo
 
     figures = {d: feasible_figures(s) for d, s in summaries.items()}
     common = [n for n in next(iter(figures.values())) if all(n in f for f in figures.values())
               and (candidates is None or n in candidates)]
-    return lodo({d: {n: f[n] for n in common} for d, f in figures.items()}, default)
+    return lodo({d: {n: f[n] for n in common} for d, f in figures.items()}, default, most_sets_first=True)
 
 
 def main(argv: list[str] | None = None) -> int:

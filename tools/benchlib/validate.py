@@ -117,20 +117,23 @@ def variant(adapter: Any, option: str, value: Any) -> Any:
     return twin
 
 
-def lodo(figures: dict[str, dict[Any, float | None]], default: Any) -> list[dict[str, Any]]:
+def lodo(figures: dict[str, dict[Any, float | None]], default: Any,
+         most_sets_first: bool = False) -> list[dict[str, Any]]:
     """Leave-one-dataset-out rows from ``{dataset: {value: figure}}``: per held-out dataset, the value
     best on the others (mean figure; ties go to the shipped default, then to the first value), its
     figure there (out-of-sample), the value best on the dataset itself and its figure (in-sample),
-    and the shipped default's figure."""
+    and the shipped default's figure. A None figure (the value does not qualify there) is left out
+    of the mean; with ``most_sets_first`` the value qualifying on more of the sets wins before the
+    mean is read, so missing a set never helps a value."""
     rows = []
     values = list(next(iter(figures.values())))
     for held in figures:
         others = [d for d in figures if d != held]
 
         def best(on: Sequence[str]) -> Any:
-            def score(v: Any) -> float:
+            def score(v: Any) -> tuple[int, float]:
                 got = [figures[d][v] for d in on if figures[d][v] is not None]
-                return sum(got) / len(got) if got else float("-inf")
+                return (len(got) if most_sets_first else 0, sum(got) / len(got) if got else float("-inf"))
             top = max(score(v) for v in values)
             tied = [v for v in values if score(v) == top]
             return default if default in tied else tied[0]

@@ -243,7 +243,8 @@ def pack_prompt(state: AutoPrunedState, runtime: Runtime[AutoprunedOptions],
                                                opts.relevance_weights,
                                                partial(deps.passage_scores, state["question"]),
                                                opts.sentence_cover, opts.sentence_dense_places,
-                                               opts.sentence_answer_cover, opts.sentence_max_tokens))
+                                               opts.sentence_answer_cover, opts.sentence_max_tokens,
+                                               opts.sentence_clip))
             return made[key]
 
         def pack(drop: set[str]) -> tuple[dict[str, list[str]], dict[str, str], str, dict[str, int]]:

@@ -61,7 +61,11 @@ The options, one by one:
         candidate of the asked type; needs ``relevance_weights["answer"]`` above 0) of each of the
         first N passages goes in first, where it has one. ``sentence_max_tokens`` (default None):
         a sentence of more tokens (a flattened table, a long list) is skipped when the budget is
-        filled, unless no other sentence fits.
+        filled, unless no other sentence fits (its length read after ``sentence_clip``, so a cap at or
+        above the clip skips nothing). ``sentence_clip`` (default :data:`SENTENCE_CLIP`): a
+        sentence of more tokens is ranked whole but shown as its first ``sentence_clip`` tokens and
+        " …" (:func:`~.sentences.clip_sentence`), so a flattened table or long list that ranks first
+        no longer fills the budget alone and crowds the other passages out (None: shown whole).
     fusion / fusion_weak / fusion_strong (:class:`~langgraph_kgmem.graphs.fusion.FusionOptions`):
         with ``dense_fusion``, ``"fixed"`` (default) is the
         turn-taking below; ``"adaptive"`` gives the fine ranking a share of the first ``fine_m``
@@ -153,6 +157,9 @@ RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.0
 SENTENCE_BUDGET = 245
 SENTENCE_COVER = 0
 SENTENCE_DENSE_PLACES = 0
+# a sentence over SENTENCE_CLIP tokens is shown cut to its first SENTENCE_CLIP tokens (issue 44: the
+# validation protocol's choice among None, 40, 50, 60 and 80; docs/methods/autopruned.md, "Long sentences clipped")
+SENTENCE_CLIP: int | None = 60
 
 
 
@@ -208,6 +215,9 @@ class AutoprunedOptions(PromptOptions, ReuseOptions, FusionOptions):
                                                             "N passages goes in first, where it has one")
     sentence_max_tokens: int | None = Field(None, ge=1, description="a sentence of more tokens is skipped when the "
                                                                     "budget is filled (None: no cap)")
+    sentence_clip: int | None = Field(SENTENCE_CLIP, ge=1, description="a sentence of more tokens is shown cut to "
+                                                                        "its first this many tokens and ' …' (None: "
+                                                                        "whole)")
     relevance_weights: Mapping[str, float] | None = Field(
         None, description="any of the 'passage', 'terms' and 'lead' weights of the relevance ranking replaced "
                           "(None: RELEVANCE_WEIGHTS)")
@@ -302,6 +312,7 @@ class AutoprunedKwargs(MethodKwargs, PromptKwargs, ReuseKwargs, FusionKwargs, to
     sentence_dense_places: int
     sentence_answer_cover: int
     sentence_max_tokens: int | None
+    sentence_clip: int | None
     relevance_weights: Mapping[str, float] | None
     extraction: Literal["llm", "offline"]
     phrase_facts: Literal["uncovered", "always", "never"]

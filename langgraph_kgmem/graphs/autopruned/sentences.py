@@ -124,7 +124,7 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
                      weights: Mapping[str, float] | None = None,
                      passage_scores: Callable[[], tuple[list[str], np.ndarray]] | None = None,
                      cover: int = 0, dense_places: int = 0, answer_cover: int = 0,
-                     max_sentence_tokens: int | None = None) -> list[dict[str, Any]]:
+                     max_sentence_tokens: int | None = None, clip: int | None = None) -> list[dict[str, Any]]:
     """The facts block filled sentence by sentence up to ``budget`` tokens (``sentence_budget``).
 
     Candidates: every sentence of the passages the selected fact runs come from, then of vector
@@ -149,9 +149,10 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
     holding a candidate of the asked type, ``weights["answer"]`` above 0) of each of the first N
     passages goes in first, where it has one: a shown passage's answer sentence is not crowded out
     by sentences that restate the question. With ``max_sentence_tokens``, a sentence longer than
-    that (a flattened table, a list) is skipped (:func:`fill_budget`). Groups as :func:`fact_sentences`, sentences in text
-    order, but passages in the order of their best sentence in the ranking (the passage ranking the
-    prompt shows, best first), each with its 0-based ``place`` in it."""
+    that (a flattened table, a list) is skipped (:func:`fill_budget`); with ``clip``, ranked whole but
+    shown and counted as its first ``clip`` tokens (:func:`clip_sentence`). Groups as
+    :func:`fact_sentences`, sentences in text order, but passages in the order of their best sentence in
+    the ranking (the passage ranking the prompt shows, best first), each with its 0-based ``place``."""
     from langgraph_kgmem.embeddings.fast import block_cosines
 
     chunks: list[str] = []
@@ -181,10 +182,8 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
         texts = [f"{titles[c]}: {x}" if titles[c] else x for c in todo for _, x in cache[c]]
         mat = kg.embed_texts(texts)
         mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-9)
-        at = 0
-        for c in todo:
-            vectors[c] = mat[at:at + len(cache[c])]
-            at += len(cache[c])
+        cuts = np.cumsum([0] + [len(cache[c]) for c in todo]).tolist()
+        vectors.update({c: mat[cuts[j]:cuts[j + 1]] for j, c in enumerate(todo)})
     cands = [(c, i) for c in chunks for i in range(len(cache[c]))]
     orders: list[list[tuple[str, int]]] = []
     # the relevance order with the "answer" term (the fill order), each sentence's answer-typed share (> 0)
@@ -229,14 +228,33 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
         order = top + [c for c in order if c not in top]
     place = {c: n for n, c in enumerate(order)}
     lead = answer_lead(filling, bearing, order[:answer_cover]) + [best[c] for c in order[:cover]]
-    picked = fill_budget([*lead, *filling], chunks, titles, cache, budget, bridges, max_sentence_tokens)
+    shown = cache if clip is None else {c: [(a, clip_sentence(x, clip)) for a, x in cache[c]] for c in chunks}
+    picked = fill_budget([*lead, *filling], chunks, titles, shown, budget, bridges, max_sentence_tokens)
     runs_of: dict[str, list[str]] = {}
-    for rid in selected_f:
-        for cid in book.runs[rid].chunks[:1]:
-            runs_of.setdefault(cid, []).append(rid)
+    for rid, cid in ((r, c) for r in selected_f for c in book.runs[r].chunks[:1]):
+        runs_of.setdefault(cid, []).append(rid)
     return [{"chunk": c, "title": titles[c], "runs": runs_of.get(c, []), "place": place[c],
-             "sentences": [cache[c][i][1] for i in sorted(picked[c])]}
+             "sentences": [shown[c][i][1] for i in sorted(picked[c])]}
             for c in sorted((c for c in chunks if c in picked), key=place.get)]
+
+
+CLIP_MARK = " …"
+
+
+def clip_sentence(text: str, limit: int) -> str:
+    """``text`` itself when it has at most ``limit`` tokens, else its longest run of leading words
+    that with :data:`CLIP_MARK` (" …", marking the cut) fits ``limit`` tokens (at least one word)."""
+    if count_tokens(text) <= limit:
+        return text
+    words = text.split()
+    lo, hi = 1, len(words)
+    while lo < hi:   # tokens only grow with words: the most words that fit, by bisection
+        mid = (lo + hi + 1) // 2
+        if count_tokens(" ".join(words[:mid]) + CLIP_MARK) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + CLIP_MARK
 
 
 
