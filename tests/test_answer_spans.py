@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_kgmem.graphs.answer_spans import (FIT_LIFE_UNPLACED, asks_year, count_cues, count_fit, date_role,
-                                                 life_event, life_fit, near_focus, question_focus, strip_title, year_of)
+from langgraph_kgmem.graphs.answer_spans import (FIT_LIFE_UNASKED, FIT_LIFE_UNPLACED, amount_cues, asks_year, count_cues,
+                                                 count_fit, date_role, life_event, life_fit, near_focus, question_focus,
+                                                 strip_title, unasked_life_fit, year_of)
 from langgraph_kgmem.graphs.answering import candidates, offline_answer
 
 
@@ -196,3 +197,29 @@ def test_a_span_beside_the_focus_beats_one_beside_other_question_words():
     # the candidates' own scores (AutoPrunedRetriever's sentence ranking reads them) weigh no focus
     assert candidates(question, evidence)[0].text == "1956"
     assert candidates(question, evidence, focus=True)[0].text == "2000"
+
+
+def test_what_amount_of_a_noun_wants_the_number_beside_that_noun():
+    assert amount_cues("What amount of TEUs did the port handle in 2010?") == frozenset({"teu"})
+    assert amount_cues("How many TEUs did the port handle?") == frozenset()   # count_cues reads "how many"
+    # the better-supported sentence counts teams, not TEUs
+    evidence = [{"id": "c", "title": "2010 Chess Olympiad", "text": "At the 2010 Chess Olympiad the port handled 148 teams."},
+                {"id": "p", "title": "Piraeus", "text": "Its port handled 513,319 TEUs."}]
+    assert offline_answer("What amount of TEUs did the port of the 2010 Chess Olympiad handle?", evidence).answer \
+        == "513,319"
+
+
+def test_a_date_question_that_asks_no_life_event_is_not_answered_with_a_birth_date():
+    sentence = "Ann Lee (born January 31, 1966) is a writer."
+    at = sentence.index("January")
+    assert unasked_life_fit("", sentence, at, at + 16) == FIT_LIFE_UNASKED < 1.0
+    assert unasked_life_fit("birth", sentence, at, at + 16) == 1.0   # life_fit weighs a birth question's dates
+    war = "The civil war (November 1917 – October 1922) was fought across the empire."
+    at = war.index("October")
+    assert unasked_life_fit("", war, at, at + 12) == 1.0   # a range dates a war as well as a life
+    # the better-supported sentence holds a birth date; "born" in the question names a hop
+    evidence = [{"id": "a", "title": "Ann Lee", "text": "Ann Lee (born January 31, 1966) wrote that the country "
+                                                        "refused to surrender the mandate."},
+                {"id": "e", "title": "Elbonia", "text": "The country Elbonia refused to surrender the mandate in 1946."}]
+    question = "When did the country where Ann Lee was born refuse to surrender the mandate?"
+    assert offline_answer(question, evidence).answer == "1946"

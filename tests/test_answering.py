@@ -214,3 +214,14 @@ def test_a_capitalised_head_that_ends_another_name_does_not_mark_the_name_after_
         office = [{"id": "d", "text": f"Bo Chan served under {written} Ann Lee, beside Tomas Reyes."}]
         score[written] = {c.text: c.score for c in candidates(question, office)}["Ann Lee"]
     assert score["Vice President"] == score["the vice president"]
+
+
+def test_a_name_its_head_noun_opens_answers_a_which_head_question():
+    # "Treaty on the Functioning of ..." is a treaty: the head opens the name, before its own "on";
+    # the place in the better-supported sentence is no treaty
+    evidence = [{"id": "c", "title": "Union Confederation",
+                 "text": "The Union Confederation's jurisdiction began in Valletta with the signing of an accord."},
+                {"id": "x", "title": "Accord", "text": "An accord is an agreement between parties."},
+                {"id": "t", "title": "Treaties", "text": "Its jurisdiction rests on the Treaty on the Functioning of the Union."}]
+    question = "The Union Confederation's jurisdiction began with the signing of what treaty?"
+    assert offline_answer(question, evidence).answer == "Treaty on the Functioning of the Union"

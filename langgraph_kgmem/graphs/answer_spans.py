@@ -11,9 +11,12 @@ the question asks for:
   "born" (after "died"), or the first (second) date of an encyclopaedic "(3 June 1865 – 20
   January 1936)". A date given as the other event is a poor fit, and a date given as no life
   event at all ("published in 1967") a poorer one than the one asked. Only a question whose own verb
-  is the life event counts: "the city where X was born" names a hop, not what is asked.
+  is the life event counts: "the city where X was born" names a hop, not what is asked; for a date
+  question that asks no life event, a date the evidence gives as a birth or a death is a poorer fit
+  (:func:`unasked_life_fit`).
 - **What a number counts** (:func:`count_cues`, :func:`count_fit`): "how many tournaments" wants
-  a number with "tournaments" beside it ("won 230 tournaments"), "what was the population" a
+  a number with "tournaments" beside it ("won 230 tournaments"), "what amount of TEUs" one with
+  "TEUs" beside it (:func:`amount_cues`), "what was the population" a
   number beside "population", "inhabitants" or "residents"; a number with none of them near is a
   poorer fit (:data:`FIT_COUNT_OTHER`).
 - **The question's focus** (:func:`question_focus`, :func:`near_focus`): the words right next to
@@ -42,6 +45,7 @@ LifeEvent = Literal["birth", "death", ""]
 
 FIT_LIFE_OTHER = 0.3    # type fit of a date the evidence gives as another event than the one asked
 FIT_LIFE_UNPLACED = 0.4  # type fit of a date the evidence gives as no life event, for a birth/death question
+FIT_LIFE_UNASKED = 0.5   # type fit of a birth or death date for a date question that asks no life event
 FIT_COUNT_OTHER = 0.5   # type fit of a number with none of the question's counted words beside it
 FOCUS_MISS = 0.7       # type fit of a span with none of the question's focus words near it
 FOCUS_NEAR = 6         # words either side of a span searched for a focus word
@@ -87,14 +91,35 @@ def life_event(question: str) -> LifeEvent:
     return ""
 
 
-def date_role(sentence: str, start: int, end: int) -> LifeEvent:
-    """What the date at ``sentence[start:end]`` is: a birth ("born 3 June 1865", the first date of
-    "(3 June 1865 – 20 January 1936)"), a death ("died ...", the range's second date), or ``""``."""
+def unasked_life_fit(event: LifeEvent, sentence: str, start: int, end: int) -> float:
+    """The type-fit factor of a date for a date question that asks no life event (``event`` is
+    ""): :data:`FIT_LIFE_UNASKED` for a date the evidence says is a birth or a death ("When did
+    the country where X was born refuse ...?" is not answered with "born 9 August 1986"), else 1;
+    1 for every date when the question asks a life event (:func:`life_fit` weighs those). Only the
+    words "born" / "died" count here: a parenthesised range dates wars and reigns as well as lives
+    ("(November 1917 – October 1922)")."""
+    if event or not _stated_role(sentence, start):
+        return 1.0
+    return FIT_LIFE_UNASKED
+
+
+def _stated_role(sentence: str, start: int) -> LifeEvent:
+    """The life event the words right before the date at ``sentence[start:]`` name ("born",
+    "b.", "died", "d."), or ``""``."""
     before = _WORD.findall(sentence[max(0, start - 30):start].lower())[-3:]
     if "born" in before or before[-1:] == ["b"]:
         return "birth"
     if {"died", "death", "d"} & set(before[-2:]):
         return "death"
+    return ""
+
+
+def date_role(sentence: str, start: int, end: int) -> LifeEvent:
+    """What the date at ``sentence[start:end]`` is: a birth ("born 3 June 1865", the first date of
+    "(3 June 1865 – 20 January 1936)"), a death ("died ...", the range's second date), or ``""``."""
+    stated = _stated_role(sentence, start)
+    if stated:
+        return stated
     opened = sentence.rfind("(", 0, start)
     if opened < 0 or sentence.rfind(")", opened, start) >= 0:
         return ""
@@ -122,6 +147,7 @@ def life_fit(event: LifeEvent, sentence: str, start: int, end: int) -> float:
     return FIT_LIFE_OTHER if role != event else 1.0
 
 
+_AMOUNT = re.compile(r"\b(?:what|which) (?:amount|number|quantity) of ([a-z]+)")
 _POPULATION = ("population", "inhabitants", "residents", "people")
 
 
@@ -141,6 +167,13 @@ def count_cues(question: str) -> frozenset[str]:
     if set(words) & {"population", "inhabitants", "residents"}:
         cues.update(_stem4(w) for w in _POPULATION)
     return frozenset(cues)
+
+
+def amount_cues(question: str) -> frozenset[str]:
+    """The (stemmed) word a number answering "what amount (number, quantity) of <noun> ..." should
+    stand beside ("What amount of TEUs did the port handle?" -> TEUs), like :func:`count_cues`'s
+    "how many <noun>"; empty when the question asks no such amount."""
+    return frozenset(_stem4(m.group(1)) for m in _AMOUNT.finditer(question.lower()))
 
 
 def count_fit(cues: frozenset[str], sentence: str, start: int, end: int) -> float:

@@ -17,7 +17,8 @@ than copying a whole sentence. Without a model (``model="offline"``):
 3. **Score**: each mention adds the sentence's support, the share of the question's content
    words that the sentence and its passage's title hold, weighted by the evidence rank and by how
    well the mention fits the type (a head noun in lower case beside it, so not "County" in "DuPage
-   County, Illinois"; "by" after the question's verb, a place after "in", a river after "on the");
+   County, Illinois", or opening the name before its "of"/"on", "Treaty on the Functioning of ...";
+   "by" after the question's verb, a place after "in", a river after "on the");
    a passage that a well-supported sentence elsewhere names (its title) is a hop of the chain and
    counts more, and so, in evidence without titles (a KG's chunks), does a sentence that shares a name with a well-supported one; a mention in the
    passage of a name the question gives (its title is named in the question: the chain's start,
@@ -58,8 +59,9 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from langgraph_kgmem.graphs.answer_phrases import (DIRECTIONS, FIT_NAME_FOR_KIND, FIT_NO_PART, RANK_HEADS, asks_part,
                                                    kind_asked, kind_phrases, ordinals, rank_head, with_direction)
-from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, TITLE_WORDS, asks_year, count_cues, count_fit, date_role,
-                                                 life_event, life_fit, near_focus, question_focus, strip_title, year_of)
+from langgraph_kgmem.graphs.answer_spans import (FOCUS_MISS, TITLE_WORDS, amount_cues, asks_year, count_cues, count_fit,
+                                                 date_role, life_event, life_fit, near_focus, question_focus, strip_title,
+                                                 unasked_life_fit, year_of)
 from langgraph_kgmem.graphs.common import STOPWORDS, content_words, fence, named_in
 from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.ingest.offline_rules import HEAD_NOUNS, MONTHS, entity_mentions, lowercase_words, sentences_of
@@ -113,6 +115,7 @@ _LESS = frozenset("less least fewer fewest smaller smallest lower lowest shorter
 _AGE_WORDS = frozenset("older oldest younger youngest born age".split())   # a comparison of birth dates
 _PLACE_PREPS = frozenset("in at near from of to".split())
 _WATER_PREPS = frozenset("on along across upon".split())   # "a city on the Danube": a river beside its city
+_OPENING = frozenset("of on for".split())   # "Treaty on ...", "University of ...": a name its head opens
 _COPULA = frozenset("is was are were".split())
 _ENDINGS = ("ing", "ed", "es", "s")
 _BRIDGE_PHRASE = re.compile(r"\b(?:the|a|an) (?:[a-z-]+ ){0,3}?([a-z]+) (?:where|that|which|who|whose|in which|of which|when)\b")
@@ -391,7 +394,10 @@ def _fit(t: AnswerType, name: str, sentence: str, start: int, end: int, qverbs: 
                for w in re.findall(r"[A-Za-z0-9]+", sentence[max(0, start - 40):start])[-2:]] if lower_head \
             else before[-2:]
         beside = raw[-1:] == [t.head] or raw[-2:-1] == [t.head] and before[-1] in ("of", "called", "named")
-        if (named and named[-1] == t.head) or beside or (after and after[0] == t.head) \
+        # the head opens the name, before its own "of"/"on": "Treaty on the Functioning of ..." is a
+        # treaty (not a place's head: "City of New York" is not how the city is named)
+        opens = lower_head and len(named) > 2 and named[0] == t.head and named[1] in _OPENING and t.kind == "entity"
+        if (named and named[-1] == t.head) or opens or beside or (after and after[0] == t.head) \
                 or t.head in after[1:3] and after[0] in ("is", "was", "a", "an"):
             return FIT_GOOD
         # "Copper Medal of the Lindmere Academy" names a medal, not an academy; a river, a lake or
@@ -491,7 +497,8 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     which only breaks ties between equal scores (see the module docstring); ``focus``: the answer
     step's own rules (:func:`offline_answer` sets it): a span with none of the question's focus
     words near it weighs :data:`~langgraph_kgmem.graphs.answer_spans.FOCUS_MISS`, a head noun marks
-    a name only in lower case or as an office, and the wider candidates of
+    a name only in lower case or as an office (or opening it, "Treaty on ..."), "what amount of X"
+    counts X, a birth or death date is a poor fit for a date question that asks neither, and the wider candidates of
     :mod:`~langgraph_kgmem.graphs.answer_phrases` (a kind, a rank's ordinal, a part of a place) are
     formed. Off by default so that a sentence ranking built on these scores, AutoPrunedRetriever's
     answer term, keeps its retrieval.
@@ -503,7 +510,7 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
     hops = _hop_support(sents, qwords)
     kind = "entity" if t.kind in ("person", "place", "choice", "yesno") else t.kind
     year_only, event = kind == "date" and asks_year(question), life_event(question) if kind == "date" else ""
-    cues = count_cues(question) if kind == "number" else frozenset()
+    cues = count_cues(question) | (amount_cues(question) if focus else frozenset()) if kind == "number" else frozenset()
     focus_words = question_focus(question) if focus else frozenset()
     asked = kind_asked(question) if focus and kind == "entity" else ""
     part = focus and kind == "entity" and asks_part(question)
@@ -545,7 +552,7 @@ def candidates(question: str, evidence: Sequence[dict[str, Any]], path: Sequence
             if focus_words and not near_focus(focus_words, s.text, start, end, _same_stem):
                 fit *= FOCUS_MISS
             if kind == "date":
-                fit *= life_fit(event, s.text, start, end)
+                fit *= life_fit(event, s.text, start, end) * (unasked_life_fit(event, s.text, start, end) if focus else 1.0)
             elif kind == "number":
                 fit *= count_fit(cues, s.text, start, end)
             gain = base * novelty * fit
