@@ -345,6 +345,29 @@ def test_a_window_embeds_its_merged_entities_facts_in_one_call():
     assert np.allclose(g.vectors([e.id for e in facts], space="facts"), want, atol=1e-5)
 
 
+def test_texts_go_to_the_model_in_batches_of_about_one_length():
+    """A model pads a batch to its longest text: the KG's embedding calls send texts shortest
+    first, so a batch of names is not padded to a long fact's length, and the vectors come back
+    in the caller's order."""
+    from langgraph_kgmem.testing import DeterministicEmbeddings
+
+    class Recording(DeterministicEmbeddings):
+        batches: list[list[str]] = []
+
+        def embed_documents(self, texts):
+            Recording.batches.append(list(texts))
+            return super().embed_documents(texts)
+
+    g = KnowledgeGraph.in_memory(embeddings=Recording(64))
+    texts = [("long fact " * (i % 7 + 1)) + str(i) for i in range(40)]
+    got = g.embed_texts(texts, batch_size=8)
+    lengths = [[len(t) for t in b] for b in Recording.batches]
+    assert len(lengths) == 5
+    assert all(max(a) <= min(b) for a, b in zip(lengths, lengths[1:]))
+    want = np.asarray(DeterministicEmbeddings(64).embed_documents(texts), dtype=np.float32)
+    assert np.allclose(got, want)
+
+
 def test_embed_facts_embeds_only_relations_without_a_vector_and_refuses_unknown_edges(kg):
     a, b = kg.add_node("entity", "Kalo Venrith"), kg.add_node("entity", "Oslo")
     rel = Edge(edge_id(a, b, "relation", "lives in"), a, b, "relation", "lives in")

@@ -84,8 +84,8 @@ def lent(reused: dict[str, Any] | None, method: str) -> bool:
 def own_finds_first(found: Sequence[str], reused: dict[str, Any] | None, method: str,
                     unit: Callable[[str], str]) -> list[str]:
     """A walk's passages (discovery order) with those another method's run lent (:func:`lent`;
-    compared as ``unit`` of each lent passage id) moved after the walk's own finds, in the
-    lender's order. A walk's order is where it went; the lent passages were put in its subgraph
+    compared as ``unit`` of each lent passage id) moved after the walk's own finds, both in
+    discovery order. A walk's order is where it went; the lent passages were put in its subgraph
     before it went anywhere, and taken first they would fill the evidence with the other method's
     ranking. Unchanged for the method's own run or none."""
     if not lent(reused, method):

@@ -33,7 +33,10 @@ class EmbeddingCache:
 
         ``short=True`` for entity names, titles and fact strings: an embedding with a space of its own
         for them (``"fast"``) uses it; any other embedding treats both alike."""
-        missing = list(dict.fromkeys(t for t in texts if (short, t) not in self._prefetched))
+        # shortest first, so that each batch holds texts of about one length: a model pads a batch to
+        # its longest text, and names and facts in input order padded to the odd table row made
+        # every short text cost several times its own length
+        missing = sorted(dict.fromkeys(t for t in texts if (short, t) not in self._prefetched), key=len)
         fresh: dict[str, list[float]] = {}
         if missing:
             t0 = time.perf_counter()
