@@ -121,7 +121,7 @@ SETTINGS.update({f"d{f'-ac{n}' if n else ''}{f'-mt{t}' if t else ''}": {
     for n in (0, 2, 3, 5) for t in (0, 60, 80) if n or t})
 SETTINGS.update({f"d-ac{n}-a{w:g}": {"sentence_answer_cover": n, "relevance_weights": {"answer": w}}
                  for n in (3, 5) for w in (1.0,)})
-# long sentences shown cut to their first T tokens (sentence_clip, default 60 since issue 44's choice):
+# long sentences shown cut to their first T tokens (sentence_clip, default 60):
 # d-clip<T>, and d-clip-off (shown whole: the default before)
 SETTINGS.update({f"d-clip{t}": {"sentence_clip": t} for t in (40, 50, 60, 80)})
 SETTINGS["d-clip-off"] = {"sentence_clip": None}

@@ -157,8 +157,8 @@ RELEVANCE_WEIGHTS: dict[str, float] = {"passage": 2.0, "terms": 0.5, "lead": 0.0
 SENTENCE_BUDGET = 245
 SENTENCE_COVER = 0
 SENTENCE_DENSE_PLACES = 0
-# a sentence over SENTENCE_CLIP tokens is shown cut to its first SENTENCE_CLIP tokens (issue 44: the
-# validation protocol's choice among None, 40, 50, 60 and 80; docs/methods/autopruned.md, "Long sentences clipped")
+# a sentence over SENTENCE_CLIP tokens is shown cut to its first SENTENCE_CLIP tokens (the validation
+# protocol's choice among None, 40, 50, 60 and 80; docs/methods/autopruned.md, "Long sentences clipped")
 SENTENCE_CLIP: int | None = 60
 
 
