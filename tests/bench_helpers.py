@@ -7,11 +7,25 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import pytest
+
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bench_tiny.jsonl"   # three questions, normalized QA form
+
+
+@pytest.fixture
+def bench_cache(tmp_path, monkeypatch):
+    """KG cache and run directories under tmp_path (also for fresh worker processes); a test
+    module takes it with ``from bench_helpers import bench_cache``."""
+    from benchlib import corpus as corpora
+
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(corpora, "CACHE_DIR", cache)
+    monkeypatch.setenv("KGMEM_BENCH_CACHE", str(cache))
+    return cache
 
 
 def offline_kg(passages: Sequence[dict[str, str]]) -> Any:

@@ -7,20 +7,11 @@ import io
 import json
 
 import pytest
-from bench_helpers import FIXTURE  # also puts tools/ on sys.path
+from bench_helpers import FIXTURE, bench_cache  # noqa: F401  (a fixture; also puts tools/ on sys.path)
 
 import answer_replay  # noqa: E402  (tools/)
-from benchlib import corpus as corpora  # noqa: E402
 
 import langgraph_kgmem.graphs.catrag.nodes as catrag_nodes
-
-
-@pytest.fixture
-def bench_cache(tmp_path, monkeypatch):
-    cache = tmp_path / "cache"
-    monkeypatch.setattr(corpora, "CACHE_DIR", cache)
-    monkeypatch.setenv("KGMEM_BENCH_CACHE", str(cache))
-    return cache
 
 
 def test_a_recorded_run_replays_to_the_bench_s_own_answers(bench_cache, tmp_path, capsys):

@@ -562,14 +562,20 @@ def test_new_documents_are_indexed_incrementally(kg, store):
     assert any("Krakow" in e["text"] for e in out["evidence"])
 
 
+def _curie_responder(messages, request):
+    """The model of the Marie Curie questions: her birthplace's triples, then "Warsaw" as the answer."""
+    if request is not None and request.step == "extract_question_triples":
+        return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "?"}]}
+    if request is not None and request.step == "extract_answer_triples":
+        return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "Warsaw"}]}
+    return "Warsaw"
+
+
 def test_llm_decisions_are_typed_and_counted(kg, store):
     def responder(messages, request):
-        if request is not None and request.step == "extract_question_triples":
-            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "?"}]}
-        if request is not None and request.step == "extract_answer_triples":
-            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "Warsaw"}]}
-        assert "Marie Curie" in messages[-1].content and "Question:" in messages[-1].content
-        return "Warsaw"
+        if request is None or request.step not in ("extract_question_triples", "extract_answer_triples"):
+            assert "Marie Curie" in messages[-1].content and "Question:" in messages[-1].content
+        return _curie_responder(messages, request)
 
     model = ScriptedChatModel(responder=responder)
     out = _app(kg, store, model=model).invoke({"question": "Where was Marie Curie born?"})
@@ -585,17 +591,10 @@ def test_llm_decisions_are_typed_and_counted(kg, store):
 
 
 def test_with_reuse_a_text_the_model_already_read_is_not_read_again(kg, store):
-    def responder(messages, request):
-        if request is not None and request.step == "extract_question_triples":
-            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "?"}]}
-        if request is not None and request.step == "extract_answer_triples":
-            return {"triples": [{"subject": "Marie Curie", "relation": "born in", "object": "Warsaw"}]}
-        return "Warsaw"
-
     def steps(out):
         return sorted(out["usage"].get("by_step", {}))
 
-    model = ScriptedChatModel(responder=responder)
+    model = ScriptedChatModel(responder=_curie_responder)
     app = _app(kg, store, model=model, reuse=True, replay=False, memory_scope=("{user_id}",))
     first = app.invoke({"question": "Where was Marie Curie born?"}, context={"user_id": "a"})
     assert steps(first) == ["answer", "extract_answer_triples", "extract_question_triples"]
@@ -607,7 +606,7 @@ def test_with_reuse_a_text_the_model_already_read_is_not_read_again(kg, store):
     other = app.invoke({"question": "Marie Curie was born where?"}, context={"user_id": "b"})
     assert steps(other) == ["answer", "extract_answer_triples", "extract_question_triples"]
     # without reuse every text is read
-    plain = _app(kg, InMemoryStore(), model=ScriptedChatModel(responder=responder), replay=False)
+    plain = _app(kg, InMemoryStore(), model=ScriptedChatModel(responder=_curie_responder), replay=False)
     plain.invoke({"question": "Where was Marie Curie born?"})
     assert steps(plain.invoke({"question": "Marie Curie was born where?"})) == [
         "answer", "extract_answer_triples", "extract_question_triples"]

@@ -11,22 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from bench_helpers import FIXTURE, offline_kg  # also puts tools/ on sys.path
+from bench_helpers import FIXTURE, bench_cache, offline_kg  # noqa: F401  (a fixture; puts tools/ on sys.path)
 
-from benchlib import corpus as corpora
 from benchlib import datasets, metrics, runner
 from benchlib.api import BenchContext, BenchQuestion, MethodResult, titles_of
 from benchlib.registry import discover
 import fusion_rules  # noqa: E402  (tools/, put on the path by bench_helpers)
-
-
-@pytest.fixture
-def bench_cache(tmp_path, monkeypatch):
-    """KG cache and run directories under tmp_path (also for fresh worker processes)."""
-    cache = tmp_path / "cache"
-    monkeypatch.setattr(corpora, "CACHE_DIR", cache)
-    monkeypatch.setenv("KGMEM_BENCH_CACHE", str(cache))
-    return cache
 
 
 def make_ctx(passages, decider="offline"):

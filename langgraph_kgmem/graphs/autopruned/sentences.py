@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -241,6 +241,7 @@ def ranked_sentences(book: Codebook, kg: Any, question: str, selected_f: Sequenc
 CLIP_MARK = " …"
 
 
+@lru_cache(maxsize=16384)   # every question clips the sentences of every passage it shows again
 def clip_sentence(text: str, limit: int) -> str:
     """``text`` itself when it has at most ``limit`` tokens, else its longest run of leading words
     that with :data:`CLIP_MARK` (" …", marking the cut) fits ``limit`` tokens (at least one word)."""
