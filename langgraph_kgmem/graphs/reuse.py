@@ -5,7 +5,8 @@ or reworded, :mod:`langgraph_kgmem.memory.prior_runs`) starts from that run's ev
 deciding again: ReMindRAG puts the passages in its subgraph and skips the first sufficiency
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
 scoring (ReMindRAG takes another method's run as lent, never as its own judgement:
-:func:`lent`); R3-Cycle and Graph-CoT give its answer and evidence again without
+:func:`lent`; of another method's answered run, the passages that ground its answer come first
+and alone seed CatRAG and HippoRAG 2: :func:`seed_passages`); R3-Cycle and Graph-CoT give its answer and evidence again without
 a walk; AutoPrunedRetriever, whose only call is the answer, gives its own earlier answer again
 when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the question
 is the same (not reworded) and the evidence handed to the answer step holds nothing the earlier
