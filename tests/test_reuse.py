@@ -436,5 +436,6 @@ def test_a_lent_run_is_never_handed_on_to_another_kind_of_question_tenant_or_cor
     assert prior_run(kg, store, ("alice",), QUESTION, method="hipporag2", similarity=0.8)["run_id"] == "r-alice"
     give_feedback(kg, "r-lent", verdict="wrong", store=store)
     assert prior_run(kg, store, None, QUESTION, method="hipporag2", similarity=0.8) is None       # a wrong verdict
-    kg.add_documents([{**DOCS[0], "text": "Warsaw is the capital of Poland. Warsaw lies on the Oder."}], model="offline")
-    assert prior_run(kg, store, ("alice",), QUESTION, method="hipporag2", similarity=0.8) is None  # changed document
+    kg.add_documents([{**DOCS[0], "text": "Warsaw is the capital of Poland. Warsaw lies on the Oder."}],
+                     model="offline")
+    assert prior_run(kg, store, ("alice",), QUESTION, method="hipporag2", similarity=0.8) is None   # a changed doc

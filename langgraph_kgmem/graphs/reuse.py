@@ -6,12 +6,12 @@ deciding again: ReMindRAG puts the passages in its subgraph and skips the first 
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
 scoring (ReMindRAG takes another method's run as lent, never as its own judgement:
 :func:`lent`; of another method's answered run, the passages that ground its answer come first
-and alone seed CatRAG and HippoRAG 2: :func:`seed_passages`); R3-Cycle and Graph-CoT give its answer and evidence again without
-a walk; AutoPrunedRetriever, whose only call is the answer, gives its own earlier answer again
-when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the question
-is the same (not reworded) and the evidence handed to the answer step holds nothing the earlier
-answer did not see, that answer is given again without a model call (:func:`reused_answer`). A run that found
-no answer is reused the same way only while the KG holds exactly the documents it searched
+and alone seed CatRAG and HippoRAG 2: :func:`seed_passages`); R3-Cycle and Graph-CoT give its
+answer and evidence again without a walk; AutoPrunedRetriever, whose only call is the answer,
+gives its own earlier answer again when it retrieved exactly the same evidence
+(:func:`same_evidence_answer`). Where the question is the same (not reworded) and the evidence
+handed to the answer step holds nothing the earlier answer did not see, that answer is given
+again without a model call (:func:`reused_answer`). A run that found no answer is reused the same way only while the KG holds exactly the documents it searched
 (``answered`` False in the reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
 """
 
