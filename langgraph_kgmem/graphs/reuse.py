@@ -12,7 +12,8 @@ gives its own earlier answer again when it retrieved exactly the same evidence
 (:func:`same_evidence_answer`). Where the question is the same (not reworded) and the evidence
 handed to the answer step holds nothing the earlier answer did not see, that answer is given
 again without a model call (:func:`reused_answer`). A run that found no answer is reused the
-same way only while the KG holds exactly the documents it searched (``answered`` False in the reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
+same way only while the KG holds exactly the documents it searched (``answered`` False in the
+reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
 """
 
 from __future__ import annotations
