@@ -307,3 +307,20 @@ def test_reuse_never_gives_an_answer_read_from_other_evidence_or_for_another_que
     for changed in (seen[:-1], seen + [extra], seen[::-1]):       # one fewer, one more, another order
         assert same_evidence_answer(kg, store, None, Q, method="autopruned", evidence=changed) is None
     assert same_evidence_answer(kg, store, None, Q, method="catrag", evidence=seen) is None   # another method's
+
+
+def test_reuse_never_gives_an_earlier_answer_to_a_near_question_read_from_the_same_evidence(kg, store):
+    """A question about the same things that asks something else ("Who is older / taller, A or
+    B?") can retrieve exactly the earlier evidence (measured: docs/memory.md, "AutoPrunedRetriever's
+    paraphrases: the same evidence is no proof"): only the very same wording takes the answer."""
+    from langgraph_kgmem.graphs.reuse import same_evidence_answer
+
+    asked = "Who was older, Marie Curie or Pierre Curie?"
+    first = _app(kg, store, model=_model("Pierre Curie"), extraction="offline", reuse=True).invoke({"question": asked})
+    seen = list(first["evidence"])
+    assert seen and same_evidence_answer(kg, store, None, asked, method="autopruned", evidence=seen)
+    for near in ("Who was taller, Marie Curie or Pierre Curie?", "Which was older, Marie Curie or Pierre Curie?"):
+        assert same_evidence_answer(kg, store, None, near, method="autopruned", evidence=seen) is None, near
+        model = _model("Marie Curie")
+        out = _app(kg, store, model=model, extraction="offline", reuse=True).invoke({"question": near})
+        assert len(_answer_calls(model)) == 1 and out["answer"] == "Marie Curie" and out["replayed_answer"] is None

@@ -5,17 +5,18 @@ switched off, every method behaves as before."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_kgmem import KnowledgeGraph, create_catrag_graph, create_remindrag_graph
 from langgraph_kgmem.graphs.feedback import give_feedback
-from langgraph_kgmem.graphs.reuse import lent, own_finds_first
+from langgraph_kgmem.graphs.reuse import lent, own_finds_first, prior_run, reuse_facts, reuse_seeds, seed_passages
 from langgraph_kgmem.memory import namespace
 from langgraph_kgmem.memory import prior_runs
 from langgraph_kgmem.memory.prior_runs import (MAX_METHODS, MAX_REUSED_EVIDENCE, QUESTIONS_KIND, find_prior_run,
                                                index_question, question_key)
-from langgraph_kgmem.memory.runs import run_record, save_run
+from langgraph_kgmem.memory.runs import evidence_provenance, run_record, save_run
 from langgraph_kgmem.testing import ScriptedChatModel
 
 DOCS = [{"id": t.lower(), "title": t, "text": x} for t, x in [
@@ -382,3 +383,59 @@ def test_hipporag2_seeds_a_rewording_of_its_no_answer_run_and_answers_it_remindr
     log.clear()
     walk = remind(kg, store, scripted(log), reuse=True).invoke({"question": REWORDED})
     assert walk["reused"] is None and "check_sufficiency" in log and walk["answer"] == "Warsaw"   # a walk afresh
+
+
+def lender_run(kg, store, question, answer, *, method="autopruned", scope=(), run_id="r-lent"):
+    """Another method's run of ``question`` over Paris, Krakow and Warsaw, in that order."""
+    chunk_of = {d["title"]: next(c.id for c in kg.nodes("chunk") if c.text.startswith(d["title"])) for d in DOCS}
+    evidence = [chunk_of["Paris"], chunk_of["Krakow"], chunk_of["Warsaw"]]
+    save_run(store, kg.name, scope, run_id, run_record(question=question, method=method, evidence_ids=evidence,
+                                                         answer=answer, thread_id=None,
+                                                         provenance=evidence_provenance(kg, evidence)))
+    index_question(store, kg.name, scope, question, kg.embed_query(question), method, run_id)
+    return evidence
+
+
+def test_a_lent_run_hands_on_what_its_answer_stands_on_first_and_seeds_with_it_alone(kg):
+    """Another method's run is lent with the passages that ground its answer first (``grounds``), and
+    CatRAG and HippoRAG 2 seed only with those: the rest is the lender's ranking (docs/memory.md,
+    "A lent run seeds with what its answer stands on")."""
+    store = InMemoryStore()
+    paris, krakow, warsaw = lender_run(kg, store, QUESTION, "Warsaw")
+    lent_run = prior_run(kg, store, None, QUESTION, method="hipporag2", similarity=0.8)
+    assert lent_run["passages"] == [warsaw, paris, krakow] and lent_run["grounds"] == [warsaw]
+    own = prior_run(kg, store, None, QUESTION, method="autopruned", similarity=0.8)      # its own run: as it was
+    assert own["passages"] == [paris, krakow, warsaw] and "grounds" not in own
+    assert seed_passages(own) == [paris, krakow, warsaw] and seed_passages(lent_run) == [warsaw]
+    cands = [{"id": "f1", "chunks": [paris]}, {"id": "f2", "chunks": [warsaw]}, {"id": "f3", "chunks": [krakow]}]
+    assert [c["id"] for c in reuse_facts(cands, lent_run, 5)] == ["f2"]
+    assert [c["id"] for c in reuse_facts(cands, own, 5)] == ["f1", "f2", "f3"]
+    index = {paris: 0, krakow: 1, warsaw: 2}
+    reset = np.zeros(3)
+    assert reuse_seeds(index, reset, lent_run, 1.0) == 1 and reset.tolist() == [0.0, 0.0, 1.0]
+    walk = remind(kg, store, scripted([]), reuse=True).invoke({"question": QUESTION})
+    assert walk["reused"]["grounds"] == [warsaw] and walk["reused"]["passages"][0] == warsaw
+
+
+def test_a_lent_run_whose_answer_no_passage_holds_keeps_its_order_and_seeds_with_all(kg):
+    store = InMemoryStore()
+    paris, krakow, warsaw = lender_run(kg, store, "Is Warsaw the capital of Poland?", "yes")
+    lent_run = prior_run(kg, store, None, "Is Warsaw the capital of Poland?", method="catrag", similarity=0.8)
+    assert lent_run["passages"] == [paris, krakow, warsaw] and lent_run["grounds"] == []
+    assert seed_passages(lent_run) == [paris, krakow, warsaw]
+
+
+def test_a_lent_run_is_never_handed_on_to_another_kind_of_question_tenant_or_corpus_or_after_a_wrong_verdict(kg):
+    store = InMemoryStore()
+    lender_run(kg, store, QUESTION, "Warsaw")
+    assert prior_run(kg, store, None, QUESTION, method="hipporag2", similarity=0.8) is not None
+    assert prior_run(kg, store, None, "When did Poland get its capital city?", method="hipporag2",
+                     similarity=0.0) is None                          # another kind of answer
+    lender_run(kg, store, QUESTION, "Warsaw", scope=("alice",), run_id="r-alice")
+    assert prior_run(kg, store, ("bob",), QUESTION, method="hipporag2", similarity=0.8) is None   # another tenant
+    assert prior_run(kg, store, ("alice",), QUESTION, method="hipporag2", similarity=0.8)["run_id"] == "r-alice"
+    give_feedback(kg, "r-lent", verdict="wrong", store=store)
+    assert prior_run(kg, store, None, QUESTION, method="hipporag2", similarity=0.8) is None       # a wrong verdict
+    kg.add_documents([{**DOCS[0], "text": "Warsaw is the capital of Poland. Warsaw lies on the Oder."}],
+                     model="offline")
+    assert prior_run(kg, store, ("alice",), QUESTION, method="hipporag2", similarity=0.8) is None   # a changed doc

@@ -5,13 +5,15 @@ or reworded, :mod:`langgraph_kgmem.memory.prior_runs`) starts from that run's ev
 deciding again: ReMindRAG puts the passages in its subgraph and skips the first sufficiency
 check; CatRAG and HippoRAG 2 seed PageRank with them and skip the fact filter and the edge
 scoring (ReMindRAG takes another method's run as lent, never as its own judgement:
-:func:`lent`); R3-Cycle and Graph-CoT give its answer and evidence again without
-a walk; AutoPrunedRetriever, whose only call is the answer, gives its own earlier answer again
-when it retrieved exactly the same evidence (:func:`same_evidence_answer`). Where the question
-is the same (not reworded) and the evidence handed to the answer step holds nothing the earlier
-answer did not see, that answer is given again without a model call (:func:`reused_answer`). A run that found
-no answer is reused the same way only while the KG holds exactly the documents it searched
-(``answered`` False in the reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
+:func:`lent`; of another method's answered run, the passages that ground its answer come first
+and alone seed CatRAG and HippoRAG 2: :func:`seed_passages`); R3-Cycle and Graph-CoT give its
+answer and evidence again without a walk; AutoPrunedRetriever, whose only call is the answer,
+gives its own earlier answer again when it retrieved exactly the same evidence
+(:func:`same_evidence_answer`). Where the question is the same (not reworded) and the evidence
+handed to the answer step holds nothing the earlier answer did not see, that answer is given
+again without a model call (:func:`reused_answer`). A run that found no answer is reused the
+same way only while the KG holds exactly the documents it searched (``answered`` False in the
+reuse summary; the rule: :mod:`~langgraph_kgmem.memory.prior_runs`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
 import numpy as np
 from pydantic import Field
 
+from langgraph_kgmem.graphs.grounding import cite_passages
 from langgraph_kgmem.graphs.runs import run_store
 from langgraph_kgmem.graphs.spec import MethodOptions
 from langgraph_kgmem.memory import memory_scope
@@ -69,7 +72,27 @@ def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, que
     passages = passage_ids(kg, prior) if passages_only else [i for i in prior.evidence if kg.node(i) is not None]
     if not passages:
         return None
-    return {**prior.summary(), "passages": passages, "answer": prior.answer}
+    out = {**prior.summary(), "passages": passages, "answer": prior.answer}
+    if passages_only and prior.method != method and prior.answered:   # lent: its answer's grounds first
+        grounds = answer_grounds(kg, passages, prior.answer)
+        out.update(passages=grounds + [p for p in passages if p not in grounds], grounds=grounds)
+    return out
+
+
+def answer_grounds(kg: "KnowledgeGraph", passages: Sequence[str], answer: str) -> list[str]:
+    """The passages of a lent run (ids, its order) that ground its answer
+    (:func:`~langgraph_kgmem.graphs.grounding.cite_passages`: together they hold every content word
+    of it), else none (an answer none of them holds: "yes", a number it computed)."""
+    texts = [(p, str(getattr(kg.node(p), "text", "") or "")) for p in passages]
+    return list(cite_passages(answer, texts) or [])
+
+
+def seed_passages(reused: dict[str, Any] | None) -> list[str]:
+    """The passages of a reused run that seed CatRAG's and HippoRAG 2's ranking: for another
+    method's run, the ones its answer stands on (``grounds``, when it has any); else all of them.
+    The rest of a lent run is the lender's ranking, not its finding."""
+    reused = reused or {}
+    return list(reused.get("grounds") or reused.get("passages", []))
 
 
 def lent(reused: dict[str, Any] | None, method: str) -> bool:
@@ -107,14 +130,14 @@ def passage_ids(kg: "KnowledgeGraph", prior: PriorRun) -> list[str]:
 def reuse_facts(candidates: Sequence[dict[str, Any]], reused: dict[str, Any], keep: int) -> list[dict[str, Any]]:
     """CatRAG's and HippoRAG 2's seed facts under reuse: the retrieved facts stated by one of the
     earlier run's passages, at most ``keep``, in retrieval order."""
-    passages = set(reused.get("passages", []))
+    passages = set(seed_passages(reused))
     return [c for c in candidates if passages & set(c.get("chunks", []))][:keep]
 
 
 def reuse_seeds(index: Mapping[str, int], reset: np.ndarray, reused: dict[str, Any] | None, seed_mass: float) -> int:
     """The earlier run's passages as PageRank seeds (in place): together as much reset mass as
     the entity seeds hold (1 when there are none), shared equally. Returns the seeds added."""
-    rows = [index[p] for p in (reused or {}).get("passages", []) if p in index]
+    rows = [index[p] for p in seed_passages(reused) if p in index]
     if rows:
         reset[rows] += (seed_mass if seed_mass > 0 else 1.0) / len(rows)
     return len(rows)
