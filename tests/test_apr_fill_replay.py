@@ -54,3 +54,18 @@ def test_replay_refuses_a_record_it_cannot_reproduce():
     rec = _records(sentence_budget=40, sentence_cover=2)[0]
     with pytest.raises(ValueError, match="cover"):
         replay_one(rec, {})
+
+
+def test_named_variants_recompute_the_answer_term_and_refill_with_every_candidate():
+    """``ans8-w0.5`` recomputes the recorded answer term (the answer step's 8 candidates, weight
+    0.5): the same fill order as the record's. The greedy re-rankings keep every candidate once;
+    an unknown name is refused."""
+    from benchlib.apr_fill_replay import variant
+
+    for r in _records(sentence_budget=30):
+        assert replay_one(r, variant("ans8-w0.5"))[1] == replay_one(r, {})[1]
+        for name in ("pdecay0.1", "novel0.2", "qcover0.5"):
+            order = replay_one(r, variant(name))[1]
+            assert sorted(order) == sorted(tuple(x) for x in r["cands"])
+    with pytest.raises(ValueError, match="unknown fill variant"):
+        variant("bogus")

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -196,8 +197,117 @@ def load(path: str) -> list[dict[str, Any]]:
     return pickle.loads(Path(path).read_bytes())
 
 
+# ---------------------------------------------------------------- named variants (gold-free fill rules)
+
+_PAREN = re.compile(r"\s*\([^()\d]*\)")   # a parenthesis without a digit: pronunciations, translations
+
+
+def _greedy(penalty: Callable[[dict[str, Any], tuple[str, int], dict[str, Any]], float]) -> Callable[..., list]:
+    """A fill order re-ranked greedily: each next sentence the best by fill score less ``penalty``
+    given what the order already holds (its passages' counts and content words)."""
+    from langgraph_kgmem.graphs.common import content_words
+
+    def refill(r: dict[str, Any], cands: list, filling: list, score: np.ndarray) -> list:
+        of = {c: float(score[j]) for j, c in enumerate(cands)}
+        left, out = list(filling), []
+        state: dict[str, Any] = {"passages": {}, "words": set(), "question": content_words(r["question"])}
+        while left:
+            nxt = max(left, key=lambda x: of[x] - penalty(r, x, state))
+            left.remove(nxt)
+            out.append(nxt)
+            state["passages"][nxt[0]] = state["passages"].get(nxt[0], 0) + 1
+            state["words"] |= content_words(r["sentences"][nxt[0]][nxt[1]])
+        return out
+    return refill
+
+
+def _novelty(lam: float) -> Callable[..., float]:
+    from langgraph_kgmem.graphs.common import content_words
+
+    def pen(r: dict[str, Any], x: tuple[str, int], st: dict[str, Any]) -> float:
+        words = content_words(r["sentences"][x[0]][x[1]])
+        return lam * (1 - len(words - st["question"] - st["words"]) / len(words)) if words else lam
+    return pen
+
+
+def _covered(lam: float) -> Callable[..., float]:
+    from langgraph_kgmem.graphs.common import content_words
+
+    def pen(r: dict[str, Any], x: tuple[str, int], st: dict[str, Any]) -> float:
+        held = content_words(r["sentences"][x[0]][x[1]]) & st["question"]
+        return lam * len(held & st["words"]) / max(len(st["question"]), 1)
+    return pen
+
+
+def _answer_share(maxc: int, focus: bool) -> Callable[..., np.ndarray]:
+    """The answer term recomputed with ``maxc`` candidates (the answer step keeps 8) and the answer
+    step's own ``focus`` rules, over the passages in the ranking's order."""
+    from langgraph_kgmem.graphs import answering
+    from langgraph_kgmem.graphs.autopruned.answer_typed import UNTYPED
+
+    def extra(r: dict[str, Any], cands: list, base: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(cands))
+        kind = answering.answer_type(r["question"])
+        if kind.kind in UNTYPED:
+            return out
+        order = list(dict.fromkeys(cands[j][0] for j in np.argsort(-base, kind="stable").tolist()))
+        ev = [{"id": c, "title": r["titles"].get(c, ""), "text": " ".join(r["sentences"][c])} for c in order]
+        old, answering.MAX_CANDIDATES = answering.MAX_CANDIDATES, maxc
+        try:
+            found = answering.candidates(r["question"], ev, qtype=kind, focus=focus)
+        finally:
+            answering.MAX_CANDIDATES = old
+        top = found[0].score if found else 0.0
+        pats = [(re.compile(r"(?<!\w)" + re.escape(f.text) + r"(?!\w)", re.I), f.score / top)
+                for f in found if top > 0 and f.text.strip()]
+        for j, (c, i) in enumerate(cands):
+            out[j] = max((sh for pat, sh in pats if pat.search(r["sentences"][c][i])), default=0.0)
+        return out
+    return extra
+
+
+def variant(name: str) -> dict[str, Any]:
+    """A named fill rule for :func:`replay_one`: ``default``; ``b<B>`` budget B; ``lead<W>`` the
+    lead weight W; ``ans<M>[f]-w<W>`` the answer term from M candidates (``f``: the answer step's
+    focus rules) at weight W; ``pdecay<D>`` D off a sentence per sentence of its passage already in
+    the order; ``novel<L>`` L × the share of its content words the question and the order already
+    hold; ``qcover<L>`` L × the question words it holds that the order already holds, as a share of
+    the question's; ``nobridge``; ``paren`` parentheses without a digit dropped from what is shown."""
+    num = r"(\d+(?:\.\d+)?)"
+    if name == "default":
+        return {}
+    if name == "nobridge":
+        return {"bridges": False}
+    if name == "paren":
+        return {"pre": lambda r: {**r, "sentences": {c: [_drop_parens(x) for x in xs] for c, xs in r["sentences"].items()}}}
+    for pattern, make in ((rf"b{num}", lambda v: {"budget": int(float(v))}),
+                          (rf"lead{num}", lambda v: {"weights": {"lead": float(v)}}),
+                          (rf"pdecay{num}", lambda v: {"refill": _greedy(lambda r, x, st: float(v) * st["passages"].get(x[0], 0))}),
+                          (rf"novel{num}", lambda v: {"refill": _greedy(_novelty(float(v)))}),
+                          (rf"qcover{num}", lambda v: {"refill": _greedy(_covered(float(v)))})):
+        if (m := re.fullmatch(pattern, name)):
+            return make(m.group(1))
+    if (m := re.fullmatch(rf"ans(\d+)(f?)-w{num}", name)):
+        share, w = _answer_share(int(m.group(1)), bool(m.group(2))), float(m.group(3))
+        return {"weights": {"answer": 0.0}, "extra": lambda r, cands, base: w * share(r, cands, base)}
+    raise ValueError(f"unknown fill variant {name!r}")
+
+
+def _drop_parens(text: str) -> str:
+    prev = None
+    while prev != text:
+        prev, text = text, _PAREN.sub("", text)
+    return text
+
+
+def replay(recs: list[dict[str, Any]], name: str) -> dict[str, float]:
+    """A named variant's mean tokens / AIP / recall@5 / FCR over the records."""
+    v = variant(name)
+    return summary([grade(r, replay_one(v["pre"](r) if "pre" in v else r, v)[0]) for r in recs])
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``record`` or ``replay`` (the default variant only; other variants are built in Python)."""
+    """``record`` a data set, or ``replay`` named variants on a record."""
     ap = argparse.ArgumentParser(prog="python -m benchlib.apr_fill_replay")
     sub = ap.add_subparsers(dest="cmd", required=True)
     rec = sub.add_parser("record")
@@ -207,14 +317,15 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--out", required=True)
     rep = sub.add_parser("replay")
     rep.add_argument("--record", required=True)
+    rep.add_argument("--variants", default="default", help="comma-separated names (see variant())")
     args = ap.parse_args(argv)
     if args.cmd == "record":
         record(args)
         return 0
     recs = load(args.record)
-    rows = [grade(r, replay_one(r, {})[0]) for r in recs]
-    print(json.dumps({"replay": summary(rows), "graph": summary([r["graph_row"] for r in recs]),
-                      "dense": summary([r["dense_row"] for r in recs])}))
+    out = {"dense-5": summary([r["dense_row"] for r in recs]), "graph": summary([r["graph_row"] for r in recs])}
+    out.update({n: replay(recs, n) for n in args.variants.split(",")})
+    print(json.dumps(out, indent=1))
     return 0
 
 
