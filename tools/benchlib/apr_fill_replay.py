@@ -174,7 +174,7 @@ def replay_one(r: dict[str, Any], v: dict[str, Any]) -> tuple[list[dict[str, Any
 
 def grade(r: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, float]:
     """apr_curve's grading of the prompt these groups make."""
-    from benchlib.apr_curve import _point
+    from benchlib.apr_curve import grade_point
 
     from langgraph_kgmem.graphs.autopruned import answer_prompt as apr_prompt
     from langgraph_kgmem.graphs.autopruned.packing import sentence_block
@@ -184,7 +184,7 @@ def grade(r: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, float]:
     prompt = apr_prompt(r["question"], packed, "sentences")
     keys = list(dict.fromkeys(r["keys"][g["chunk"]] for g in groups if r["keys"][g["chunk"]]))
     texts = [" ".join(g["sentences"]) for g in groups]
-    return _point(r["gold"], r["gold_keys"], texts, keys, prompt)
+    return grade_point(r["gold"], r["gold_keys"], texts, keys, prompt)
 
 
 def summary(rows: list[dict[str, float]]) -> dict[str, float]:
