@@ -158,7 +158,7 @@ def _tokens(text: str) -> int:
     return count_message_tokens([HumanMessage(text)])
 
 
-def _point(gold: str, gold_keys: list[str], texts: list[str], keys: list[str], prompt: str,
+def grade_point(gold: str, gold_keys: list[str], texts: list[str], keys: list[str], prompt: str,
            ranking: list[str] | None = None) -> dict[str, float]:
     """One question at one point; coverage counts gold passages (passage keys), not titles.
     ``recall@5`` and ``fcr`` grade the point's passage ranking (``ranking``, else ``keys``: the
@@ -201,13 +201,13 @@ def measure(kg: Any, store: Any, questions: list[Any], *, settings: dict[str, di
             ev = [evidence_item(kg, table.ids[j]) for j in order[:k]]
             texts = [e["text"] for e in ev]
             keys = ranked_passages(kg, [table.ids[j] for j in order[:k]]).keys
-            row = _point(q.answer, gold_passage_keys(q), texts, keys, answer_prompt(q.question, ev), top5)
+            row = grade_point(q.answer, gold_passage_keys(q), texts, keys, answer_prompt(q.question, ev), top5)
             out.setdefault(f"dense-{k}", []).append({**row, "ms": ms})
         if hipporag2:
             ev = [evidence_item(kg, table.ids[j]) for j in order[:5]]
             passages = "\n".join(f"Wikipedia Title: {e.get('title', '')}\n{e['text']}" for e in ev)
             prompt = HIPPORAG2_STYLE.format(passages=passages, question=q.question)
-            row = _point(q.answer, gold_passage_keys(q), [e["text"] for e in ev],
+            row = grade_point(q.answer, gold_passage_keys(q), [e["text"] for e in ev],
                          ranked_passages(kg, [table.ids[j] for j in order[:5]]).keys, prompt)
             out.setdefault("hipporag2-prompt", []).append({**row, "ms": ms})
         for name, app in apps.items():
@@ -218,7 +218,7 @@ def measure(kg: Any, store: Any, questions: list[Any], *, settings: dict[str, di
             ev = res.get("evidence", [])
             keys = ranked_passages(kg, [c for e in ev for c in e.get("chunks", [])]).keys
             prompt = apr_prompt(q.question, res.get("packed_prompt", ""), res.get("encoding", "words"))
-            row = _point(q.answer, gold_passage_keys(q), [e["text"] for e in ev], keys, prompt)
+            row = grade_point(q.answer, gold_passage_keys(q), [e["text"] for e in ev], keys, prompt)
             out.setdefault(name, []).append({**row, "ms": ms, "core_ms": core})
         if (i + 1) % 50 == 0:
             log(f"{i + 1}/{len(questions)} questions")
