@@ -159,7 +159,7 @@ def _tokens(text: str) -> int:
 
 
 def grade_point(gold: str, gold_keys: list[str], texts: list[str], keys: list[str], prompt: str,
-           ranking: list[str] | None = None) -> dict[str, float]:
+                ranking: list[str] | None = None) -> dict[str, float]:
     """One question at one point; coverage counts gold passages (passage keys), not titles.
     ``recall@5`` and ``fcr`` grade the point's passage ranking (``ranking``, else ``keys``: the
     prompt's passages in rank order) as the bench does: the gold passages among its first 5, all
