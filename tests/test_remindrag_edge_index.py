@@ -194,6 +194,7 @@ def test_a_damaged_index_item_is_rebuilt(hub_kg):
     store = InMemoryStore()
     mem = memory(hub_kg, store)
     hub, edges = hub_edges(hub_kg)
+    assert not mem.many(edges, around=[hub]).any()       # the index is complete
     mem.update(edges[:2], lambda k, old: old + 0.5)
     store.put(("kgmem", "hub", EDGE_NODES_KIND), hub, {"e": "not a list"})
     assert mem.many(edges, around=[hub])[:2].any(axis=1).all()
