@@ -249,15 +249,21 @@ class EdgeMemory:
         index lists are read (the rest have no record)."""
         ids = list(edge_ids)
         out = np.zeros((len(ids), self.dim))
-        todo = [i for i, e in enumerate(ids) if seen is None or e not in seen]
-        if seen is not None:
+        zero = _zero_row(self.dim)   # shared by every edge read as having no record: never copied
+        if seen is None:
+            todo = list(range(len(ids)))
+        else:
+            todo = []
             for i, e in enumerate(ids):
-                if e in seen:
-                    out[i] = seen[e]
+                row = seen.get(e)
+                if row is None:
+                    todo.append(i)
+                elif row is not zero:
+                    out[i] = row
         listed = self._listed(around) if todo and around is not None else None
         if listed is not None:
             if seen is not None:   # no record: a zero row, not asked again this walk
-                seen.update((ids[i], out[i]) for i in todo if ids[i] not in listed)
+                seen.update((ids[i], zero) for i in todo if ids[i] not in listed)
             todo = [i for i in todo if ids[i] in listed]
         if todo:
             items = self.store.batch([GetOp(self.ns, ids[i], refresh_ttl=False) for i in todo])
@@ -362,6 +368,19 @@ class EdgeMemory:
 
     def __len__(self) -> int:
         return len(self.keys())
+
+
+_ZERO_ROWS: dict[int, np.ndarray] = {}
+
+
+def _zero_row(dim: int) -> np.ndarray:
+    """A read-only zero vector of ``dim`` values, one per dimension for the process."""
+    row = _ZERO_ROWS.get(dim)
+    if row is None:
+        row = np.zeros(dim)
+        row.flags.writeable = False
+        row = _ZERO_ROWS.setdefault(dim, row)
+    return row
 
 
 def _ends(kg: Any, edge_id: str) -> tuple[str, str] | None:
