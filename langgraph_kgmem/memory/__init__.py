@@ -23,6 +23,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
+from langgraph_kgmem.memory.edge_index import EDGE_NODES_KIND, EdgeIndex, index_namespace
 from langgraph_kgmem.memory.kinds import ShortNames, memory_kind
 from langgraph_kgmem.memory.stored import edge_record
 
@@ -37,7 +38,7 @@ SCOPES_KIND = "provenance_scopes"  # the tenants whose records the index lists
 KINDS = ShortNames()   # short names (CLI) -> the namespace label of every kind the methods registered
 # the package's own bookkeeping beside the methods' memories (the provenance index, run records,
 # the question index of run records, feedback, the shared experience layer, the router's statistics, calibration: not choices of `kgmem memory --kind`): valid namespace kinds and reserved tenant labels like the KINDS
-SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, "runs", "run_questions", "feedback", "experience", "routes",
+SYSTEM_KINDS = frozenset({INDEX_KIND, SCOPES_KIND, EDGE_NODES_KIND, "runs", "run_questions", "feedback", "experience", "routes",
                           "calibration"})
 # Every kind of memory is registered in KINDS or SYSTEM_KINDS (a namespace of any other kind is
 # refused): what a tenant label may not be is read from there, so a new kind is reserved the day
@@ -223,7 +224,9 @@ class EdgeMemory:
 
     ``guard`` (a :class:`~langgraph_kgmem.memory.provenance.Provenance` of the KG): records whose
     provenance no longer holds read as zero vectors, and every record written names the documents
-    its edge rests on and is indexed for invalidation."""
+    its edge rests on and is indexed for invalidation. With a guard, the records are also listed
+    by the nodes their edges touch (:mod:`~langgraph_kgmem.memory.edge_index`), so a read
+    ``around`` a few nodes asks the store only for the edges that have a record."""
 
     def __init__(self, store: BaseStore, kg_name: str, dim: int, scope: Sequence[str] = (), *,
                  guard: Any = None) -> None:
@@ -232,19 +235,36 @@ class EdgeMemory:
         self.scope = tuple(scope)
         self.dim = dim
         self.guard = guard
+        kg = getattr(guard, "kg", None)
+        self.index = EdgeIndex(store, self.ns, lambda e: _ends(kg, e)) if kg is not None else None
+        self.lock_key = "edge_memory:" + "/".join(self.ns[1:-1])
 
-    def many(self, edge_ids: Iterable[str], *, seen: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    def many(self, edge_ids: Iterable[str], *, seen: dict[str, np.ndarray] | None = None,
+             around: Iterable[str] | None = None) -> np.ndarray:
         """The memory vectors of ``edge_ids`` as rows, in their order, in one batched read (zero rows for
         edges without memory). ``seen``: vectors already read (edge id → row), used instead of the
         store and filled with what this call reads; a caller keeps it for as long as it may treat
-        the memory as unchanged (ReMindRAG: the steps of one walk)."""
+        the memory as unchanged (ReMindRAG: the steps of one walk). ``around``: nodes that every
+        edge of ``edge_ids`` touches (the nodes a walk expands); with it, only the edges the node
+        index lists are read (the rest have no record)."""
         ids = list(edge_ids)
         out = np.zeros((len(ids), self.dim))
-        todo = [i for i, e in enumerate(ids) if seen is None or e not in seen]
-        if seen is not None:
+        zero = _zero_row(self.dim)   # shared by every edge read as having no record: never copied
+        if seen is None:
+            todo = list(range(len(ids)))
+        else:
+            todo = []
             for i, e in enumerate(ids):
-                if e in seen:
-                    out[i] = seen[e]
+                row = seen.get(e)
+                if row is None:
+                    todo.append(i)
+                elif row is not zero:
+                    out[i] = row
+        listed = self._listed(around) if todo and around is not None else None
+        if listed is not None:
+            if seen is not None:   # no record: a zero row, not asked again this walk
+                seen.update((ids[i], zero) for i in todo if ids[i] not in listed)
+            todo = [i for i in todo if ids[i] in listed]
         if todo:
             items = self.store.batch([GetOp(self.ns, ids[i], refresh_ttl=False) for i in todo])
             for i, item in zip(todo, items):
@@ -255,6 +275,23 @@ class EdgeMemory:
                 if seen is not None:
                     seen[ids[i]] = out[i]
         return out
+
+    def _listed(self, around: Iterable[str]) -> set[str] | None:
+        """The edges with a record that touch ``around`` (the node index; rebuilt under the lock
+        when it is not complete), None without a KG to index by."""
+        if self.index is None:
+            return None
+        nodes = list(around)
+        listed = self.index.present(nodes)
+        if listed is None:
+            from langgraph_kgmem.memory.locks import memory_lock
+
+            with memory_lock(self.store, self.lock_key):
+                listed = self.index.present(nodes)
+                if listed is None:
+                    self.index.rebuild(list_items(self.store, self.ns))
+                    listed = self.index.present(nodes)
+        return listed
 
     def get(self, edge_id: str) -> np.ndarray:
         """The memory vector of ``edge_id`` (zeros when it has none)."""
@@ -275,11 +312,18 @@ class EdgeMemory:
             return rec
 
         if vectors:
+            from langgraph_kgmem.memory.locks import memory_lock
+
             records = {e: record(e, v) for e, v in sorted(vectors.items())}
             ops = [PutOp(self.ns, e, rec, index=False) for e, rec in records.items()]
             if self.guard is not None:   # the records and their index entries in one batch
                 ops += self.guard.index_ops("edge_memory", self.scope, {e: r["provenance"] for e, r in records.items()})
-            self.store.batch(ops)
+            with memory_lock(self.store, self.lock_key):   # the node index first (edge_index.py)
+                if self.index is not None:
+                    self.index.write(records)
+                else:
+                    EdgeIndex(self.store, self.ns, lambda e: None).drop()
+                self.store.batch(ops)
 
     def update(self, edge_ids: Sequence[str], change: Callable[[int, np.ndarray], np.ndarray | None], *,
                question: str | None = None, credited: Iterable[str] = ()) -> int:
@@ -294,7 +338,7 @@ class EdgeMemory:
         ids = list(edge_ids)
         if not ids:
             return 0
-        with memory_lock(self.store, "edge_memory:" + "/".join(self.ns[1:-1])):
+        with memory_lock(self.store, self.lock_key):
             items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])
             new: dict[str, np.ndarray] = {}
             counts: dict[str, int] = {}
@@ -326,6 +370,25 @@ class EdgeMemory:
         return len(self.keys())
 
 
+_ZERO_ROWS: dict[int, np.ndarray] = {}
+
+
+def _zero_row(dim: int) -> np.ndarray:
+    """A read-only zero vector of ``dim`` values, one per dimension for the process."""
+    row = _ZERO_ROWS.get(dim)
+    if row is None:
+        row = np.zeros(dim)
+        row.flags.writeable = False
+        row = _ZERO_ROWS.setdefault(dim, row)
+    return row
+
+
+def _ends(kg: Any, edge_id: str) -> tuple[str, str] | None:
+    """(source, target) of ``edge_id`` in ``kg``, None when it holds no such edge."""
+    edge = kg.edge(edge_id)
+    return (edge.src, edge.dst) if edge is not None else None
+
+
 def _kept_questions(kept: list[str], question: str) -> list[str]:
     """``kept`` with ``question`` last (moved there when already kept), at most the most recent
     :data:`EDGE_QUESTIONS_KEPT`."""
@@ -354,7 +417,7 @@ def memory_namespaces(store: BaseStore, kg_name: str, kind: str | None = None) -
 
 def _bookkeeping(ns: tuple[str, ...]) -> bool:
     """The provenance index and its list of tenants: how memory is found, not memory itself."""
-    return ns[-1] == SCOPES_KIND or (len(ns) >= 2 and ns[-2] == INDEX_KIND)
+    return ns[-1] in (SCOPES_KIND, EDGE_NODES_KIND) or (len(ns) >= 2 and ns[-2] == INDEX_KIND)
 
 
 def list_memory(store: BaseStore, kg_name: str, kind: str | None = None, *, limit: int = 20) -> list[dict[str, Any]]:
@@ -386,10 +449,27 @@ def reset_memory(store: BaseStore, kg_name: str, kind: str | None = None, *,
     for ns in memory_namespaces(store, kg_name, kind):
         if scope is not None and tuple(ns[2:-1]) != tuple(scope):
             continue
-        keys = [it.key for it in list_items(store, ns)]
+        deleted += _delete_namespace(store, ns)
+    return deleted
+
+
+def _delete_namespace(store: BaseStore, ns: tuple[str, ...]) -> int:
+    """Delete every item of ``ns``; an edge memory's node index goes with it, under the memory's
+    lock and after the records (an entry without its record reads as no record:
+    memory/edge_index.py). Returns the memory items deleted."""
+    from langgraph_kgmem.memory.locks import memory_lock
+
+    def drop(target: tuple[str, ...]) -> int:
+        keys = [it.key for it in list_items(store, target)]
         for i in range(0, len(keys), 500):
-            store.batch([PutOp(ns, k, None) for k in keys[i:i + 500]])
-        deleted += len(keys)
+            store.batch([PutOp(target, k, None) for k in keys[i:i + 500]])
+        return len(keys)
+
+    if ns[-1] != EDGE_MEMORY_KIND:
+        return drop(ns)
+    with memory_lock(store, "edge_memory:" + "/".join(ns[1:-1])):
+        deleted = drop(ns)
+        drop(index_namespace(ns))
     return deleted
 
 

@@ -85,4 +85,4 @@ def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -
     """The replay weight of each of a node's traversable edges for question vector ``q``."""
     if not exp.edge_ids:
         return np.zeros(0)
-    return replay_weights(exp.cos_ab, mem.many(exp.edge_ids), q, alpha)
+    return replay_weights(exp.cos_ab, mem.many(exp.edge_ids, around=exp.members), q, alpha)

@@ -189,7 +189,8 @@ def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: Edg
         w = qs = np.zeros(0)
         if all_edges:
             cos_ab = np.concatenate([expansions[u].cos_ab for u in todo])
-            w = replay_weights(cos_ab, mem.many(all_edges, seen=walk.reads), q, alpha)
+            around = [m for u in todo for m in expansions[u].members]
+            w = replay_weights(cos_ab, mem.many(all_edges, seen=walk.reads, around=around), q, alpha)
             qs = np.vstack([expansions[u].nbr_vecs for u in todo]) @ q.astype(np.float32)
         k = 0
         for u in todo:

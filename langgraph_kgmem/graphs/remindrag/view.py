@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class Expansion:
-    """A node's traversable edges: edge ids, neighbour unit ids, cos(emb(a), emb(b)), neighbour vectors."""
+    """A node's traversable edges: edge ids, neighbour unit ids, cos(emb(a), emb(b)), neighbour
+    vectors, and the nodes every one of those edges touches (the node, and a chunk's anchor)."""
 
     edge_ids: list[str]
     nbr_ids: list[str]
     cos_ab: np.ndarray
     nbr_vecs: np.ndarray
+    members: list[str]
 
 
 class GraphView:
@@ -64,8 +66,9 @@ class GraphView:
             self._anchor[chunk_id] = found[0] if found else None
         return self._anchor[chunk_id]
 
-    def _neighbours(self, nid: str) -> tuple[list[str], list[str]]:
-        """(edge ids, neighbour units) of ``nid`` (a chunk expands with its anchor)."""
+    def _neighbours(self, nid: str) -> tuple[list[str], list[str], list[str]]:
+        """(edge ids, neighbour units, the nodes they were read from) of ``nid`` (a chunk expands
+        with its anchor)."""
         kg = self.kg
         members = [nid]
         node = kg.node(nid)
@@ -85,7 +88,7 @@ class GraphView:
                     continue
                 edge_ids.append(e.id)
                 nbrs.append(u)
-        return edge_ids, nbrs
+        return edge_ids, nbrs, members
 
     def expand_many(self, nids: Sequence[str]) -> dict[str, Expansion]:
         """Expansions of ``nids``; the vectors of every node they reach are read in one call (one
@@ -102,13 +105,13 @@ class GraphView:
                 mat[rows] = self.kg.vectors([uniq[i] for i in rows])
             pos = {u: i for i, u in enumerate(uniq)}
             for n in todo:
-                edge_ids, nbrs = lists[n]
+                edge_ids, nbrs, members = lists[n]
                 if nbrs:
                     nbr_vecs = mat[[pos[b] for b in nbrs]]
                     cos_ab = nbr_vecs @ mat[pos[n]]
                 else:
                     nbr_vecs, cos_ab = np.zeros((0, self.dim), dtype=np.float32), np.zeros(0)
-                self._exp[n] = Expansion(edge_ids, nbrs, np.asarray(cos_ab, dtype=np.float64), nbr_vecs)
+                self._exp[n] = Expansion(edge_ids, nbrs, np.asarray(cos_ab, dtype=np.float64), nbr_vecs, members)
         return {n: self._exp[n] for n in nids}
 
     def expand(self, nid: str) -> Expansion:
