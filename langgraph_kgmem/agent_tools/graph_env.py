@@ -34,6 +34,7 @@ class GraphEnv:
     def __init__(self, kg: "KnowledgeGraph", *, fenced: bool = False) -> None:
         self.kg = kg
         self.fenced = fenced
+        kg.prefetch_scores(("entity",))   # RetrieveNode's search, on a server KG's copy: read now, not at a first question
 
     def _text(self, text: str) -> str:
         """KG text in an observation: quoted (``'Warsaw'``), or fenced for an outer agent."""

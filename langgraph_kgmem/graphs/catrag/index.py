@@ -106,6 +106,7 @@ def kg_index(kg: "KnowledgeGraph") -> CatragIndex:
     # the passage vectors they are scored against now, not at the first question)
     ids = kg.vector_ids(("chunk",))
     kg.prefetch_scores(("chunk",))
+    kg.prefetch_scores(("entity",))   # and the entity vectors its anchoring searches
     keep = [i for i, c in enumerate(ids) if c in snap.index]
     chunk_ids = [ids[i] for i in keep]
     count: dict[str, int] = {}

@@ -60,6 +60,10 @@ def create_remindrag_graph(kg: "KnowledgeGraph", *, model: Any = None, store: Ba
     opts = RemindragOptions.build(**options)
     if opts.synonym_threshold is not None:
         kg.add_synonym_edges(threshold=opts.synonym_threshold)
+    # its seed searches (entities, passages) run on a server KG's in-process copies of those
+    # vectors: read them now, not at the first question
+    kg.prefetch_scores(("entity",))
+    kg.prefetch_scores(("chunk",))
     deps = RemindragDeps(kg=kg, view=GraphView(kg), model=method_model(model, retry_policy), options=opts,
                          store=store)
 
