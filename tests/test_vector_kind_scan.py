@@ -93,3 +93,20 @@ def test_a_kind_holding_most_rows_or_a_small_space_keeps_no_copy(small_threshold
     small, svecs, _, _ = _filled(600)
     assert _search(small, svecs[3], "chunk", 9) == _exact(small, svecs[3], "chunk", 9)
     assert not small._space("nodes")._kind_scans
+
+
+def test_opening_a_kg_directory_makes_the_passages_copy(tmp_path, monkeypatch):
+    """A query worker opens the KG once: the passages' copy is made then, not at its first question."""
+    from langgraph_kgmem import KnowledgeGraph
+
+    monkeypatch.setattr(vec_mod, "KIND_SCAN_MIN_ROWS", 5)
+    g = KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory")
+    for i in range(4):
+        g.add_triples([(f"Person {i}", "born in", f"Town {i}")], text=f"Person {i} was born in Town {i}.",
+                      source=f"d{i}")
+    g.close()
+    with KnowledgeGraph.open(tmp_path / "kg", embeddings="hash", vector_backend="memory") as g2:
+        scan = g2._vectors._space("nodes")._kind_scans.get(("chunk",))
+        assert scan is not None and scan.n == 4
+        assert [n.id for n, _ in g2.nearest("Person 2 was born in Town 2.", k=1, kinds=("chunk",))] == \
+            [g2.vector_ids(("chunk",))[2]]

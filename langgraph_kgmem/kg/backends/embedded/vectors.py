@@ -314,6 +314,13 @@ class NumpyVectorIndex(VectorIndexBase):
             return np.zeros((0, s.dim or 0), dtype=np.float32)
         return s.mat[[s.row[i] for i in ids]]
 
+    def prepare_scan(self, space: str, kinds: Sequence[str]) -> None:
+        """Make now the copy of the rows of ``kinds`` that a search filtered to them scores (in a
+        space of at least :data:`KIND_SCAN_MIN_ROWS` rows; nothing otherwise), so the first such
+        search does not pay for it."""
+        if space in self._spaces:
+            self._spaces[space]._kind_scan(kinds)
+
     def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
                restrict: Sequence[str] | None = None) -> list[tuple[str, float]]:
         s = self._space(space)
