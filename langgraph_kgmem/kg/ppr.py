@@ -439,8 +439,10 @@ def auto_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float] | SparseReset, 
 
 
 def _clean_reset(reset: np.ndarray, n: int) -> np.ndarray:
-    r = np.nan_to_num(np.asarray(reset, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    r[r < 0] = 0.0
+    r = np.asarray(reset, dtype=np.float64)
+    if not (np.isfinite(r).all() and (r >= 0).all()):   # else nothing to clean: no copy
+        r = np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
+        r[r < 0] = 0.0
     total = r.sum()
     return r / total if total > 0 else np.full(n, 1.0 / n)
 
@@ -497,15 +499,19 @@ def personalized_pagerank(snapshot: GraphSnapshot, reset: np.ndarray, *, damping
         corr = sp.csr_matrix((np.concatenate(c_data).astype(dtype), (np.concatenate(c_rows), np.concatenate(c_cols))),
                              shape=(n, n))
     wt = snapshot.wt_as(dtype)
-    with np.errstate(divide="ignore"):
-        inv = np.where(out_w > 0, 1.0 / out_w, 0.0).astype(dtype)
-    dangling = out_w <= 0
-    any_dangling = bool(dangling.any())
+
+    def walk_arrays() -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(divide="ignore"):
+            inv = np.where(out_w > 0, 1.0 / out_w, 0.0).astype(dtype)
+        return inv, np.flatnonzero(out_w <= 0)
+
+    # the snapshot's own (every query without overrides: a whole-graph pass, kept per snapshot)
+    inv, dangling_rows = walk_arrays() if ov else snapshot._cached(f"walk:{np.dtype(dtype)}", walk_arrays)
+    any_dangling = len(dangling_rows) > 0
     certify = not strict and top_k is not None and top_k > 0
     cand = np.arange(n) if top_rows is None else np.asarray(top_rows, dtype=np.int64)
     k = min(int(top_k or 0), len(cand))
     bound_factor = damping / (1.0 - damping)
-    dangling_rows = np.flatnonzero(dangling)
     p = r.copy()
     # scratch reused by every iteration: on a large graph the temporaries' allocation cost as much
     # as the product itself (the same operations in the same order: the same scores to the bit)
@@ -552,12 +558,10 @@ def sparse_reset(reset: Mapping[int, float] | SparseReset, n: int) -> SparseRese
     rows, weights = rows[keep], weights[keep]
     if not len(rows):
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    uniq, inv = np.unique(rows, return_inverse=True)
-    if len(uniq) < len(rows):
-        weights = np.bincount(inv, weights=weights, minlength=len(uniq))
-    else:
-        weights = weights[np.argsort(rows, kind="stable")]
-    return uniq, weights / weights.sum()
+    if len(rows) > 1 and not bool(np.all(rows[1:] > rows[:-1])):   # not ascending and distinct already
+        uniq, inv = np.unique(rows, return_inverse=True)
+        rows, weights = uniq, np.bincount(inv, weights=weights, minlength=len(uniq))
+    return rows, weights / weights.sum()
 
 
 def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float] | SparseReset, *, damping: float = 0.5, eps: float = 1e-5,
@@ -798,7 +802,7 @@ def ppr_scores(snapshot: GraphSnapshot, reset: np.ndarray | Mapping[int, float],
                               overrides=overrides)
             if pushed is not None:
                 return PprResult(snapshot, "push", *pushed)
-            if not len(sparse_reset(sparse, snapshot.n)[0]):
+            if not len(sparse[0]):
                 reset = np.zeros(snapshot.n)
         used = "exact"
     if isinstance(reset, Mapping):
