@@ -13,8 +13,7 @@ from langgraph_kgmem.kg.ppr import (PushBudget, auto_ppr, build_snapshot, person
                                     sparse_reset)
 
 
-@pytest.fixture(scope="module")
-def snap():
+def _graph():
     rng = np.random.default_rng(7)
     n = 3000
     src = np.concatenate([np.arange(n), rng.integers(0, n, 6 * n)])
@@ -22,6 +21,11 @@ def snap():
     keep = src != dst
     return build_snapshot([f"n{i}" for i in range(n)], ["entity"] * n, src[keep], dst[keep],
                           rng.uniform(0.5, 2.0, int(keep.sum())))
+
+
+@pytest.fixture(scope="module")
+def snap():
+    return _graph()
 
 
 def test_sparse_reset_reads_mappings_and_arrays_alike():
@@ -67,3 +71,17 @@ def test_a_push_round_that_would_pass_the_budget_is_not_started(snap):
     roomy = PushBudget(limit=10 ** 9)
     push_ppr(snap, spread, eps=1e-4, budget=roomy)
     assert roomy.spent > 0 and roomy.complete
+
+
+def test_the_walk_arrays_are_kept_per_snapshot_and_overrides_bring_their_own():
+    reset = np.zeros(3000)
+    reset[[5, 17, 400]] = 1.0
+    kept = _graph()
+    first = personalized_pagerank(kept, reset, strict=False)
+    assert "walk:float32" in kept._memo
+    np.testing.assert_array_equal(personalized_pagerank(kept, reset, strict=False), first)
+    u = 5
+    v = int(kept.w.indices[kept.w.indptr[u]])
+    ov = {(u, v): 0.0}
+    np.testing.assert_array_equal(personalized_pagerank(kept, reset, strict=False, overrides=ov),
+                                  personalized_pagerank(_graph(), reset, strict=False, overrides=ov))
