@@ -1,8 +1,9 @@
 """The embedded backend's vector indexes, both implementing
 :class:`~langgraph_kgmem.kg.backends.contract.VectorBackend`.
 
-- :class:`NumpyVectorIndex`: in memory, brute-force cosine with numpy (tests, in-memory KGs, and
-  the search mirror of the persistent index); in a KG directory (:meth:`NumpyVectorIndex.journal_to`)
+- :class:`NumpyVectorIndex`: in memory, exact cosine with numpy (tests, in-memory KGs, and
+  the search mirror of the persistent index); a search filtered to some kinds (the passages) in a
+  large space scores a contiguous copy of those rows (:data:`KIND_SCAN_MIN_ROWS`); in a KG directory (:meth:`NumpyVectorIndex.journal_to`)
   each commit appends to ``vectors.journal`` and closing folds it into ``vectors.npz``.
 - :class:`ChromaVectorIndex`: vectors persisted in a Chroma ``PersistentClient``; we always pass
   explicit vectors (Chroma's default embedding function would download a model) and keep a numpy
