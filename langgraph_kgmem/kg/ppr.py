@@ -399,7 +399,7 @@ def certified_top_k(rows: np.ndarray, scores: np.ndarray, k: int, n_rows: int, *
     return float(scores[top].min()) > max(upper)
 
 
-def auto_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: float, eps: float, tol: float,
+def auto_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float] | SparseReset, *, damping: float, eps: float, tol: float,
              top_k: int | None, top_rows: np.ndarray | None,
              overrides: Mapping[tuple[int, int], float] | None) -> tuple[np.ndarray, np.ndarray, float] | None:
     """``"auto"`` on a large snapshot: push, starting at ``eps`` and lowering it ``AUTO_EPS_STEP``-fold,
@@ -409,8 +409,14 @@ def auto_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
     Push may read at most ``PUSH_BUDGET_SHARE`` of the snapshot's entries in all; a step whose cost,
     predicted as the last step's times ``AUTO_EPS_STEP``, would pass that is not started. Returns
     (rows, scores, L1 error), or None: exact is cheaper at that accuracy (hubs in the answer, whose
-    scores push only settles at a fine eps, or a reset spread over much of the graph)."""
+    scores push only settles at a fine eps, or a reset spread over much of the graph). A reset whose
+    rows alone hold more entries than that (HippoRAG 2's, over every passage) goes to exact at once:
+    a push that cannot push each of its rows once leaves their mass unplaced, and trying costs a
+    pass over the reset per ``eps`` step."""
     budget = PushBudget(PUSH_BUDGET_SHARE * snapshot.nnz)
+    reset = sparse_reset(reset, snapshot.n)   # once, not per eps step
+    if int(snapshot.degree[reset[0]].sum()) > budget.limit:
+        return None
     target = exact_error_bound(damping, tol)
     # per-node bounds need a reversible walk: a symmetric graph, no per-query overrides
     symmetric = not overrides and snapshot.symmetric()
@@ -433,8 +439,10 @@ def auto_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
 
 
 def _clean_reset(reset: np.ndarray, n: int) -> np.ndarray:
-    r = np.nan_to_num(np.asarray(reset, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    r[r < 0] = 0.0
+    r = np.asarray(reset, dtype=np.float64)
+    if not (np.isfinite(r).all() and (r >= 0).all()):   # else nothing to clean: no copy
+        r = np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
+        r[r < 0] = 0.0
     total = r.sum()
     return r / total if total > 0 else np.full(n, 1.0 / n)
 
@@ -491,24 +499,34 @@ def personalized_pagerank(snapshot: GraphSnapshot, reset: np.ndarray, *, damping
         corr = sp.csr_matrix((np.concatenate(c_data).astype(dtype), (np.concatenate(c_rows), np.concatenate(c_cols))),
                              shape=(n, n))
     wt = snapshot.wt_as(dtype)
-    with np.errstate(divide="ignore"):
-        inv = np.where(out_w > 0, 1.0 / out_w, 0.0).astype(dtype)
-    dangling = out_w <= 0
-    any_dangling = bool(dangling.any())
+
+    def walk_arrays() -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(divide="ignore"):
+            inv = np.where(out_w > 0, 1.0 / out_w, 0.0).astype(dtype)
+        return inv, np.flatnonzero(out_w <= 0)
+
+    # the snapshot's own (every query without overrides: a whole-graph pass, kept per snapshot)
+    inv, dangling_rows = walk_arrays() if ov else snapshot._cached(f"walk:{np.dtype(dtype)}", walk_arrays)
+    any_dangling = len(dangling_rows) > 0
     certify = not strict and top_k is not None and top_k > 0
     cand = np.arange(n) if top_rows is None else np.asarray(top_rows, dtype=np.int64)
     k = min(int(top_k or 0), len(cand))
     bound_factor = damping / (1.0 - damping)
     p = r.copy()
+    # scratch reused by every iteration: on a large graph the temporaries' allocation cost as much
+    # as the product itself (the same operations in the same order: the same scores to the bit)
+    x, part_r, diff = np.empty_like(p), np.empty_like(p), np.empty_like(p)
     for _ in range(max_iter):
-        x = p * inv
-        moved = wt @ x
+        np.multiply(p, inv, out=x)
+        new = wt @ x
         if corr is not None:
-            moved += corr @ x
-        back = damping * float(p[dangling].sum()) if any_dangling else 0.0
-        new = damping * moved
-        new += (back + (1.0 - damping)) * r
-        err = float(np.abs(new - p).sum())
+            new += corr @ x
+        back = damping * float(p[dangling_rows].sum()) if any_dangling else 0.0
+        new *= damping
+        np.multiply(r, back + (1.0 - damping), out=part_r)
+        new += part_r
+        np.subtract(new, p, out=diff)
+        err = float(np.abs(diff, out=diff).sum())
         p = new
         if err < tol:
             break
@@ -522,11 +540,35 @@ def personalized_pagerank(snapshot: GraphSnapshot, reset: np.ndarray, *, damping
     return p / p.sum()
 
 
-def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: float = 0.5, eps: float = 1e-5,
+SparseReset = tuple[np.ndarray, np.ndarray]   # (rows, weights): a reset vector's non-zero entries
+
+
+def sparse_reset(reset: Mapping[int, float] | SparseReset, n: int) -> SparseReset:
+    """A reset's positive, finite weights on rows ``[0, n)`` as (rows ascending, weights summing
+    to 1), empty when there are none; repeated rows add up. ``reset`` is ``{row: weight}`` or
+    (rows, weights) arrays: a reset over every passage (HippoRAG 2's) has as many entries as the
+    KG has passages, so it is checked in arrays, not entry by entry."""
+    if isinstance(reset, Mapping):
+        rows = np.fromiter(reset.keys(), dtype=np.int64, count=len(reset))
+        weights = np.fromiter(reset.values(), dtype=np.float64, count=len(reset))
+    else:
+        rows = np.asarray(reset[0], dtype=np.int64).ravel()
+        weights = np.asarray(reset[1], dtype=np.float64).ravel()
+    keep = np.isfinite(weights) & (weights > 0) & (rows >= 0) & (rows < n)
+    rows, weights = rows[keep], weights[keep]
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if len(rows) > 1 and not bool(np.all(rows[1:] > rows[:-1])):   # not ascending and distinct already
+        uniq, inv = np.unique(rows, return_inverse=True)
+        rows, weights = uniq, np.bincount(inv, weights=weights, minlength=len(uniq))
+    return rows, weights / weights.sum()
+
+
+def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float] | SparseReset, *, damping: float = 0.5, eps: float = 1e-5,
              overrides: Mapping[tuple[int, int], float] | None = None,
              max_pushes: int = 5_000_000, budget: PushBudget | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Approximate PPR by forward push (Andersen, Chung & Lang): only nodes the residual mass
-    reaches are touched, so the cost depends on ``eps`` and the seeds' neighbourhood, not on the
+    """Approximate PPR by forward push (Andersen, Chung & Lang) from ``reset`` (``{row: weight}`` or
+    (rows, weights) arrays, see :func:`sparse_reset`): only nodes the residual mass reaches are touched, so the cost depends on ``eps`` and the seeds' neighbourhood, not on the
     graph's size.
 
     Same model as :func:`personalized_pagerank` (``damping`` = probability of following an edge;
@@ -547,11 +589,10 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
     w = snapshot.w
     indptr, indices, data = w.indptr, w.indices, w.data
     out_w = snapshot.out_weight
-    r0 = {int(u): float(x) for u, x in reset.items() if np.isfinite(x) and x > 0 and 0 <= u < snapshot.n}
-    total = sum(r0.values())
-    if not r0 or snapshot.n == 0:
+    n = snapshot.n
+    seeds, seed_share = sparse_reset(reset, n)
+    if not len(seeds):
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    r0 = {u: x / total for u, x in r0.items()}
     # rows that differ from the base: written since it was built (delta), or overridden now
     ov = _override_weights(snapshot, overrides)
     by_row: dict[int, dict[int, float]] = {}
@@ -566,12 +607,9 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
         patched[u] = (cols, vals, float(vals.sum()))
     patched_rows = np.fromiter(patched, dtype=np.int64, count=len(patched))
     deg = snapshot.degree
-    n = snapshot.n
     # dense scratch: np.zeros is calloc, so only the pages the push touches cost anything
     res = np.zeros(n)
     est = np.zeros(n)
-    seeds = np.fromiter(r0, dtype=np.int64, count=len(r0))
-    seed_share = np.fromiter(r0.values(), dtype=np.float64, count=len(r0))
     res[seeds] = seed_share
 
     def over_threshold(res: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -589,7 +627,7 @@ def push_ppr(snapshot: GraphSnapshot, reset: Mapping[int, float], *, damping: fl
 
     return push_rounds(res, est, seeds, seed_share, damping=damping, max_pushes=max_pushes,
                        over_threshold=over_threshold, out_weight=lambda f: out_w[f], rows_of=rows_of,
-                       patched=patched, budget=budget)
+                       patched=patched, budget=budget, entries=lambda f: int(deg[f].sum()))
 
 
 def spread(res: np.ndarray, targets: np.ndarray, mass: np.ndarray) -> None:
@@ -628,14 +666,17 @@ def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share:
                 rows_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
                 patched: Mapping[int, tuple[np.ndarray, np.ndarray, float]],
                 grow: Callable[[np.ndarray], np.ndarray] | None = None,
-                budget: PushBudget | None = None) -> tuple[np.ndarray, np.ndarray]:
+                budget: PushBudget | None = None,
+                entries: Callable[[np.ndarray], int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Forward push in synchronous rounds, whatever holds the adjacency: every node over its
     threshold (``over_threshold(res, candidates)``) pushes at once, vectorised; any push order
     keeps "exact = estimate + what the residual would still spread". ``rows_of(frontier)`` gives
     their out-entries (targets, weights, entries per row), ``out_weight`` their weight sums,
     ``patched`` rows replaced for this query (``{row: (targets, weights, weight sum)}``); ``grow``
     widens ``res``/``est`` when the row space grows during the push (a lazily read graph);
-    ``budget`` counts the adjacency entries read and stops the push once they pass its limit.
+    ``budget`` counts the adjacency entries read and stops the push once they pass its limit;
+    with ``entries(frontier)`` (how many entries a round would read) a round that would pass it is
+    not started (a reset spread over every passage makes one round read much of the graph).
     Returns (touched rows, ascending; scores) with the unpushed residual's own share added."""
     grow = grow or (lambda arr: arr)
     patched_rows = np.fromiter(patched, dtype=np.int64, count=len(patched))
@@ -643,7 +684,8 @@ def push_rounds(res: np.ndarray, est: np.ndarray, seeds: np.ndarray, seed_share:
     frontier = over_threshold(res, seeds)
     pushes = 0
     while len(frontier) and pushes < max_pushes:
-        if budget is not None and budget.spent >= budget.limit:
+        if budget is not None and (budget.spent >= budget.limit or entries is not None
+                                   and budget.spent + entries(frontier) > budget.limit):
             budget.complete = False
             break
         pushes += len(frontier)
@@ -745,11 +787,11 @@ def ppr_scores(snapshot: GraphSnapshot, reset: np.ndarray | Mapping[int, float],
     used = choose_method(snapshot, method, push_min_entries, strict=strict)
     if used in ("push", "auto"):
         if isinstance(reset, Mapping):
-            sparse = dict(reset)
+            sparse = sparse_reset(reset, snapshot.n)
         else:
             arr = np.asarray(reset, dtype=np.float64)
             nz = np.flatnonzero(np.isfinite(arr) & (arr > 0))
-            sparse = dict(zip(nz.tolist(), arr[nz].tolist()))
+            sparse = (nz, arr[nz])
         if used == "push":
             rows, scores = push_ppr(snapshot, sparse, damping=damping, eps=eps, overrides=overrides)
             if len(rows) or snapshot.n == 0:
@@ -760,7 +802,7 @@ def ppr_scores(snapshot: GraphSnapshot, reset: np.ndarray | Mapping[int, float],
                               overrides=overrides)
             if pushed is not None:
                 return PprResult(snapshot, "push", *pushed)
-            if not any(x > 0 for x in sparse.values()):
+            if not len(sparse[0]):
                 reset = np.zeros(snapshot.n)
         used = "exact"
     if isinstance(reset, Mapping):

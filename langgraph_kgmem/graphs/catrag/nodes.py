@@ -324,7 +324,7 @@ def run_ppr(state: CatragState, runtime: Runtime[CatragOptions], *, deps: Catrag
     seed_mass = float(reset.sum())
     dense, credited = with_experience(deps, opts, state["question"], dense_scores(kg, idx, state["question"]))
     if opts.passage_weight > 0 and len(dense):
-        np.add.at(reset, idx.chunk_rows, minmax(dense) * opts.passage_weight)
+        reset[idx.chunk_rows] += minmax(dense) * opts.passage_weight   # distinct rows: no np.add.at
     ov = {(a, b): float(m) for a, b, m in state.get("overrides", []) if a in snap.index and b in snap.index}
     experience_priors(kg, snap, reset, ov, credited, opts.experience_weight, seed_mass)
     reuse_seeds(snap.index, reset, state.get("reused"), seed_mass)

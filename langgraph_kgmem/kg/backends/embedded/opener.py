@@ -151,6 +151,9 @@ def open_directory(target: str, *, name: str | None = None, create: bool = True,
             vectors.journal_to(root)
             releases = [release]
         check_structure_present(store, vectors)
+        # the passages' own copy for every search that scores passages, made while opening (a
+        # query worker's start-up) rather than at its first question
+        vectors.prepare_scan("nodes", ("chunk",))
         if store.get_meta("vector_backend") is None:
             with store.transaction():
                 store.set_meta("vector_backend", chosen)

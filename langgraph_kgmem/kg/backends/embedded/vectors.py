@@ -1,8 +1,9 @@
 """The embedded backend's vector indexes, both implementing
 :class:`~langgraph_kgmem.kg.backends.contract.VectorBackend`.
 
-- :class:`NumpyVectorIndex`: in memory, brute-force cosine with numpy (tests, in-memory KGs, and
-  the search mirror of the persistent index); in a KG directory (:meth:`NumpyVectorIndex.journal_to`)
+- :class:`NumpyVectorIndex`: in memory, exact cosine with numpy (tests, in-memory KGs, and
+  the search mirror of the persistent index); a search filtered to some kinds (the passages) in a
+  large space scores a contiguous copy of those rows (:data:`KIND_SCAN_MIN_ROWS`); in a KG directory (:meth:`NumpyVectorIndex.journal_to`)
   each commit appends to ``vectors.journal`` and closing folds it into ``vectors.npz``.
 - :class:`ChromaVectorIndex`: vectors persisted in a Chroma ``PersistentClient``; we always pass
   explicit vectors (Chroma's default embedding function would download a model) and keep a numpy
@@ -27,6 +28,41 @@ from langgraph_kgmem.kg.backends.embedded.files import (JOURNAL_FILE, append_vec
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 from langgraph_kgmem.ranking import best_first
 
+# A kind filter (e.g. only the passages) scores a contiguous copy of its rows, kept up to date by
+# appends, instead of every row of the space: at 100,000 passages the passages are a third of the
+# node space, and the scan is the largest cost of a dense question. Only spaces of at least
+# KIND_SCAN_MIN_ROWS rows get one, so every smaller KG (the shipped benchmark sets: at most a few
+# ten thousand nodes) scores exactly as a whole-space product does, to the last bit (a product over
+# a copy may round a row's last bit otherwise); a filter keeping more than KIND_SCAN_MAX_SHARE of
+# the rows scans the whole space (the copy would save less than it costs in memory).
+KIND_SCAN_MIN_ROWS = 50_000
+KIND_SCAN_MAX_SHARE = 0.5
+
+
+class _KindScan:
+    """A contiguous copy of the rows of some kinds (positions ascending), grown by appends. Rows
+    deleted since they were copied stay in it (searches drop them by the space's alive mask); a
+    row changed in place or a compaction makes the space drop the copy."""
+
+    def __init__(self, dim: int) -> None:
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.buf = np.zeros((0, dim), dtype=np.float32)
+        self.n = 0       # rows copied
+        self.seen = 0    # rows of the space looked at
+
+    def add(self, rows: np.ndarray, vecs: np.ndarray) -> None:
+        need = self.n + len(rows)
+        if need > len(self.buf):   # doubling: appends cost what they add
+            cap = max(need, 2 * len(self.buf), 1024)
+            buf = np.zeros((cap, self.buf.shape[1]), dtype=np.float32)
+            buf[:self.n] = self.buf[:self.n]
+            grown = np.zeros(cap, dtype=np.int64)
+            grown[:self.n] = self.rows[:self.n]
+            self.buf, self.rows = buf, grown
+        self.buf[self.n:need] = vecs
+        self.rows[self.n:need] = rows
+        self.n = need
+
 
 class _Space:
     """Append-only rows with tombstones; compacts when a third of the rows are dead."""
@@ -44,6 +80,7 @@ class _Space:
         self.dirty: set[str] = set()      # ids upserted since the last take_dirty (when tracked)
         # (kinds, columns) -> candidate index over those rows, and the rows it has looked at
         self._candidate_indexes: dict[Any, tuple[HyperplaneIndex, int]] = {}
+        self._kind_scans: dict[tuple[str, ...], _KindScan] = {}   # kinds -> a copy of their rows
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, kinds: Sequence[str], *,
                normalized: bool = False) -> None:
@@ -64,6 +101,7 @@ class _Space:
                 self._buf[r] = vectors[i]
                 self.kinds[r] = kind
                 self._candidate_indexes.clear()   # a row changed in place: its keys may be wrong now
+                self._kind_scans.clear()          # ... and its copies
             else:
                 pending[nid] = len(new_rows)
                 new_rows.append((nid, kind))
@@ -110,6 +148,7 @@ class _Space:
             self.kinds = [self.kinds[i] for i in keep]
             self.row = {nid: i for i, nid in enumerate(self.ids)}
             self._candidate_indexes.clear()   # positions changed
+            self._kind_scans.clear()
         self.version += 1
         self._kind_arr = None
         self._masks.clear()
@@ -147,6 +186,39 @@ class _Space:
                 index.add(rows, self.mat[rows][:, cols])
         self._candidate_indexes[key] = (index, n)
         return index
+
+    def _kind_scan(self, kinds: Sequence[str]) -> _KindScan | None:
+        """The copy of the rows of ``kinds``, brought up to date (rows appended since the last call
+        are copied); None when the space is below :data:`KIND_SCAN_MIN_ROWS` rows or the kinds
+        hold more than :data:`KIND_SCAN_MAX_SHARE` of it."""
+        n = len(self.ids)
+        if n < KIND_SCAN_MIN_ROWS:
+            return None
+        mask = self.kind_mask(kinds)
+        if len(self.kind_rows(kinds)[0]) > KIND_SCAN_MAX_SHARE * n:
+            return None
+        key = tuple(sorted(set(kinds)))
+        scan = self._kind_scans.get(key) or _KindScan(self.mat.shape[1])
+        if scan.seen < n:
+            fresh = scan.seen + np.flatnonzero(mask[scan.seen:n])
+            if len(fresh):
+                scan.add(fresh, self.mat[fresh])
+            scan.seen = n
+        self._kind_scans[key] = scan
+        return scan
+
+    def kind_scores(self, kinds: Sequence[str] | None, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of the live rows of these kinds (ascending, as :meth:`kind_rows`) and the
+        product of each with the unit vector ``q``: one matrix-vector product over the kinds' own
+        copy (:meth:`_kind_scan`) where one is kept, else over the whole space."""
+        rows = self.kind_rows(kinds)[0]
+        scan = None if kinds is None else self._kind_scan(kinds)
+        if scan is None:
+            return rows, (self.mat @ q)[rows]
+        scores = scan.buf[:scan.n] @ q
+        if scan.n != len(rows):   # rows deleted since they were copied
+            scores = scores[self._alive_buf[scan.rows[:scan.n]]]
+        return rows, scores
 
     def kind_rows(self, kinds: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
         """Positions and ids of the live rows of these kinds, in row order; cached until the next
@@ -243,6 +315,13 @@ class NumpyVectorIndex(VectorIndexBase):
             return np.zeros((0, s.dim or 0), dtype=np.float32)
         return s.mat[[s.row[i] for i in ids]]
 
+    def prepare_scan(self, space: str, kinds: Sequence[str]) -> None:
+        """Make now the copy of the rows of ``kinds`` that a search filtered to them scores (in a
+        space of at least :data:`KIND_SCAN_MIN_ROWS` rows; nothing otherwise), so the first such
+        search does not pay for it."""
+        if space in self._spaces:
+            self._spaces[space]._kind_scan(kinds)
+
     def search(self, space: str, query: np.ndarray, k: int, kinds: Sequence[str] | None = None,
                restrict: Sequence[str] | None = None) -> list[tuple[str, float]]:
         s = self._space(space)
@@ -257,16 +336,14 @@ class NumpyVectorIndex(VectorIndexBase):
             scores = s.mat[rows] @ q
             order = np.lexsort((rows, -scores))[:k]
             return [(s.ids[rows[i]], float(scores[i])) for i in order]
-        mask = s.kind_mask(kinds)
-        n = int(np.count_nonzero(mask))
-        if not n:
-            return []
-        # one mat-vec over every row, then the filter: gathering the kept rows first would copy the
-        # matrix on every query (tens of MB at 40k facts)
-        scores = s.mat @ q
-        scores[~mask] = -np.inf
+        if kinds is None and len(s.row) == len(s.ids):   # every row, none deleted: no gather
+            rows, scores = None, s.mat @ q
+        else:
+            # one product over the kinds' own copy of their rows where the space keeps one, else
+            # over every row (gathering the kept rows first would copy them on every query)
+            rows, scores = s.kind_scores(kinds, q)
         # ties broken by insertion order (row number) so results never depend on hash order
-        return [(s.ids[i], float(scores[i])) for i in best_first(scores, min(k, n))]
+        return [(s.ids[i if rows is None else rows[i]], float(scores[i])) for i in best_first(scores, k)]
 
     def best(self, space: str, queries: np.ndarray, kinds: Sequence[str] | None = None,
              columns: slice | None = None) -> list[tuple[str | None, float]]:
@@ -289,10 +366,9 @@ class NumpyVectorIndex(VectorIndexBase):
         s = self._space(space)
         if not len(s.ids):
             return [], np.zeros(0, dtype=np.float32)
-        rows, ids = s.kind_rows(kinds)
         q = np.asarray(query, dtype=np.float32).ravel()
         q = q / (np.linalg.norm(q) or 1.0)
-        return ids, (s.mat @ q)[rows]
+        return s.kind_rows(kinds)[1], s.kind_scores(kinds, q)[1]
 
     def similar_pairs(self, space: str, kind: str, threshold: float, max_per_node: int,
                       since: int = 0) -> tuple[list[tuple[str, str, float]], int]:
