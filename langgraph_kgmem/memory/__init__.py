@@ -237,7 +237,6 @@ class EdgeMemory:
         self.guard = guard
         kg = getattr(guard, "kg", None)
         self.index = EdgeIndex(store, self.ns, lambda e: _ends(kg, e)) if kg is not None else None
-        self.lock_key = "edge_memory:" + "/".join(self.ns[1:-1])
 
     def many(self, edge_ids: Iterable[str], *, seen: dict[str, np.ndarray] | None = None,
              around: Iterable[str] | None = None) -> np.ndarray:
@@ -284,9 +283,7 @@ class EdgeMemory:
         nodes = list(around)
         listed = self.index.present(nodes)
         if listed is None:
-            from langgraph_kgmem.memory.locks import memory_lock
-
-            with memory_lock(self.store, self.lock_key):
+            with _edge_lock(self.store, self.ns):
                 listed = self.index.present(nodes)
                 if listed is None:
                     self.index.rebuild(list_items(self.store, self.ns))
@@ -312,13 +309,11 @@ class EdgeMemory:
             return rec
 
         if vectors:
-            from langgraph_kgmem.memory.locks import memory_lock
-
             records = {e: record(e, v) for e, v in sorted(vectors.items())}
             ops = [PutOp(self.ns, e, rec, index=False) for e, rec in records.items()]
             if self.guard is not None:   # the records and their index entries in one batch
                 ops += self.guard.index_ops("edge_memory", self.scope, {e: r["provenance"] for e, r in records.items()})
-            with memory_lock(self.store, self.lock_key):   # the node index first (edge_index.py)
+            with _edge_lock(self.store, self.ns):   # the node index first (edge_index.py)
                 if self.index is not None:
                     self.index.write(records)
                 else:
@@ -333,12 +328,10 @@ class EdgeMemory:
         to it in ``"n"``). ``question`` is added to the kept questions of the ``credited`` edges
         (those it strengthened), so a person can see why an edge is remembered. Returns how many
         edges were written."""
-        from langgraph_kgmem.memory.locks import memory_lock
-
         ids = list(edge_ids)
         if not ids:
             return 0
-        with memory_lock(self.store, self.lock_key):
+        with _edge_lock(self.store, self.ns):
             items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in ids])
             new: dict[str, np.ndarray] = {}
             counts: dict[str, int] = {}
@@ -368,6 +361,14 @@ class EdgeMemory:
 
     def __len__(self) -> int:
         return len(self.keys())
+
+
+def _edge_lock(store: BaseStore, ns: tuple[str, ...]) -> Any:
+    """The lock of one edge-memory namespace: every write of its records or node index, and the
+    index's rebuild, hold it (:func:`~langgraph_kgmem.memory.locks.memory_lock`)."""
+    from langgraph_kgmem.memory.locks import memory_lock
+
+    return memory_lock(store, "edge_memory:" + "/".join(ns[1:-1]))
 
 
 _ZERO_ROWS: dict[int, np.ndarray] = {}
@@ -457,8 +458,6 @@ def _delete_namespace(store: BaseStore, ns: tuple[str, ...]) -> int:
     """Delete every item of ``ns``; an edge memory's node index goes with it, under the memory's
     lock and after the records (an entry without its record reads as no record:
     memory/edge_index.py). Returns the memory items deleted."""
-    from langgraph_kgmem.memory.locks import memory_lock
-
     def drop(target: tuple[str, ...]) -> int:
         keys = [it.key for it in list_items(store, target)]
         for i in range(0, len(keys), 500):
@@ -467,7 +466,7 @@ def _delete_namespace(store: BaseStore, ns: tuple[str, ...]) -> int:
 
     if ns[-1] != EDGE_MEMORY_KIND:
         return drop(ns)
-    with memory_lock(store, "edge_memory:" + "/".join(ns[1:-1])):
+    with _edge_lock(store, ns):
         deleted = drop(ns)
         drop(index_namespace(ns))
     return deleted

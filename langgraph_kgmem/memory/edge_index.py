@@ -2,8 +2,7 @@
 
 ReMindRAG weighs every edge on its walk's frontier by the edge's memory, and a hub's frontier
 holds thousands of edges of which a handful have a memory. Reading one record per frontier edge
-made a question's cost grow with the hub's degree (150,000 store reads for three questions on a
-100,000-passage KG). The index answers "which of these edges have a memory?" with one read per
+made a question's cost grow with the hub's degree (docs/capacity.md). The index answers "which of these edges have a memory?" with one read per
 node the walk expands instead:
 
 - namespace ``("kgmem", <kg>, *scope, "edge_memory_nodes")`` beside the memory's own;

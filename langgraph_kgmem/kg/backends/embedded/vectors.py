@@ -29,8 +29,8 @@ from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_abo
 from langgraph_kgmem.ranking import best_first
 
 # A kind filter (e.g. only the passages) scores a contiguous copy of its rows, kept up to date by
-# appends, instead of every row of the space: at 100,000 passages the passages are a third of the
-# node space, and the scan is the largest cost of a dense question. Only spaces of at least
+# appends, instead of every row of the space: the passages are a fraction of the node space, and
+# scoring the other rows is wasted work on every passage search (docs/capacity.md). Only spaces of at least
 # KIND_SCAN_MIN_ROWS rows get one, so every smaller KG (the shipped benchmark sets: at most a few
 # ten thousand nodes) scores exactly as a whole-space product does, to the last bit (a product over
 # a copy may round a row's last bit otherwise); a filter keeping more than KIND_SCAN_MAX_SHARE of
