@@ -235,6 +235,28 @@ def test_per_question_records_feed_the_offline_fusion_rules(bench_cache, tmp_pat
     assert "| catrag |" in capsys.readouterr().out
 
 
+def test_per_question_records_say_what_the_after_method_lent(bench_cache, tmp_path):
+    """``--after M --per-question``: M's own runs come first as pass 0 (``then`` names the method
+    asked after it), and each run of the measured method says what it was lent and whether the
+    lent answer was given again (docs/memory.md reads the issue-40 cells from these)."""
+    out, rec = tmp_path / "r.json", tmp_path / "q.jsonl"
+    rc = runner.main(["--method", "hipporag2", "--after", "catrag", "--reuse", "--decider", "oracle",
+                      "--dataset", str(FIXTURE), "--questions", "3", "--passes", "1", "--json", str(out),
+                      "--embeddings", "hash", "--per-question", str(rec)])
+    assert rc == 0
+    rows = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert [(r["method"], r["pass"], r.get("then")) for r in rows] == \
+        [("catrag", 0, "hipporag2")] * 3 + [("hipporag2", 1, None)] * 3
+    first = {r["qid"]: r for r in rows[:3]}
+    lent = [r for r in rows[3:] if r["extra"].get("reused")]
+    assert lent and all(r["extra"]["reused"]["method"] == "catrag" and r["extra"]["reused"]["passages"] for r in lent)
+    assert {r["qid"] for r in lent} == {q for q, r in first.items() if r["answer"] != "no answer"}
+    for r in rows[3:]:   # the answer call is counted by step, and only where no lent answer was given again
+        given = (r["extra"].get("reused") or {}).get("answer_given", False)
+        assert r["calls_by_step"].get("answer", 0) == (0 if given else 1)
+        assert sum(r["calls_by_step"].values()) == r["llm_calls"]
+
+
 class _MemoryProbe:
     """An adapter that writes one store item per question and reports how many it found."""
 

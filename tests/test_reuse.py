@@ -425,6 +425,23 @@ def test_a_lent_run_whose_answer_no_passage_holds_keeps_its_order_and_seeds_with
     assert seed_passages(lent_run) == [paris, krakow, warsaw]
 
 
+def test_a_run_whose_passages_do_not_hold_its_answer_is_lent_to_no_other_method(kg):
+    """An answer none of the lender's passages holds (nor a plain yes or no) is one it did not read
+    there: its passages say no more than a "no answer" run's, lent to no other method
+    (docs/memory.md, "What a question answered first leaves to lend")."""
+    store = InMemoryStore()
+    lender_run(kg, store, QUESTION, "Gdansk")
+    assert prior_run(kg, store, None, QUESTION, method="hipporag2", similarity=0.8) is None
+    assert prior_run(kg, store, None, QUESTION, method="remindrag", similarity=0.8) is None
+    log = []
+    walk = remind(kg, store, scripted(log), reuse=True).invoke({"question": QUESTION})
+    assert walk["reused"] is None and "check_sufficiency" in log                         # walked as cold
+    assert prior_run(kg, store, None, QUESTION, method="autopruned", similarity=0.8)["answer"] == "Gdansk"  # its own
+    other = InMemoryStore()
+    lender_run(kg, other, "Is Warsaw the capital of Poland?", "No.")
+    assert prior_run(kg, other, None, "Is Warsaw the capital of Poland?", method="catrag", similarity=0.8)["grounds"] == []
+
+
 def test_a_lent_run_is_never_handed_on_to_another_kind_of_question_tenant_or_corpus_or_after_a_wrong_verdict(kg):
     store = InMemoryStore()
     lender_run(kg, store, QUESTION, "Warsaw")

@@ -31,6 +31,12 @@ def answer_terms(answer: str) -> set[str]:
     return {w for w in _terms(answer) if w not in _ANSWER_FILLER}
 
 
+def polar_answer(answer: str) -> bool:
+    """Whether ``answer`` is a plain yes or no: it names nothing a passage must hold, so it stands
+    on its evidence without being cited from it."""
+    return answer_terms(answer) in ({"yes"}, {"no"})
+
+
 def cite_passages(answer: str, passages: Sequence[tuple[str, str]]) -> list[str] | None:
     """The passages (``(id, text)``, in evidence order) that ground ``answer``: a smallest-first
     cover of its :func:`answer_terms` (greedily the passage holding the most words not yet held;

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypedDict
 import numpy as np
 from pydantic import Field
 
-from langgraph_kgmem.graphs.grounding import cite_passages
+from langgraph_kgmem.graphs.grounding import cite_passages, polar_answer
 from langgraph_kgmem.graphs.runs import run_store
 from langgraph_kgmem.graphs.spec import MethodOptions
 from langgraph_kgmem.memory import memory_scope
@@ -60,7 +60,10 @@ def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, que
     ``memory_scope`` template), as a JSON-native state value: the summary of
     :class:`~langgraph_kgmem.memory.prior_runs.PriorRun` plus its ``passages`` (the evidence ids
     that are passages, best first; every evidence id still in the KG when not ``passages_only``)
-    and ``answer``; None without a store or a confirmed run. ``unanswered_rewordings``: see
+    and ``answer``; None without a store or a confirmed run. Another method's answered run is lent
+    (``passages_only``) with the passages that ground its answer first (``grounds``), and not at
+    all when none of its passages holds the answer and it is no plain yes or no
+    (:func:`~langgraph_kgmem.graphs.grounding.polar_answer`). ``unanswered_rewordings``: see
     :func:`~langgraph_kgmem.memory.prior_runs.find_prior_run` (CatRAG and HippoRAG 2 pass it)."""
     found = run_store(store)
     if found is None:
@@ -75,6 +78,10 @@ def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, que
     out = {**prior.summary(), "passages": passages, "answer": prior.answer}
     if passages_only and prior.method != method and prior.answered:   # lent: its answer's grounds first
         grounds = answer_grounds(kg, passages, prior.answer)
+        if not grounds and not polar_answer(prior.answer):
+            # its passages do not hold what it answered: they say no more than a "no answer"
+            # run's, and those are lent to no other method (memory.prior_runs)
+            return None
         out.update(passages=grounds + [p for p in passages if p not in grounds], grounds=grounds)
     return out
 
@@ -82,14 +89,16 @@ def prior_run(kg: "KnowledgeGraph", store: Any, scope: Sequence[str] | None, que
 def answer_grounds(kg: "KnowledgeGraph", passages: Sequence[str], answer: str) -> list[str]:
     """The passages of a lent run (ids, its order) that ground its answer
     (:func:`~langgraph_kgmem.graphs.grounding.cite_passages`: together they hold every content word
-    of it), else none (an answer none of them holds: "yes", a number it computed)."""
+    of it), else none (an answer none of them holds: "yes" or "no", or one the lender did not
+    read there, which :func:`prior_run` does not lend)."""
     texts = [(p, str(getattr(kg.node(p), "text", "") or "")) for p in passages]
     return list(cite_passages(answer, texts) or [])
 
 
 def seed_passages(reused: dict[str, Any] | None) -> list[str]:
     """The passages of a reused run that seed CatRAG's and HippoRAG 2's ranking: for another
-    method's run, the ones its answer stands on (``grounds``, when it has any); else all of them.
+    method's run, the ones its answer stands on (``grounds``, when it has any: not for a yes or
+    no); else all of them.
     The rest of a lent run is the lender's ranking, not its finding."""
     reused = reused or {}
     return list(reused.get("grounds") or reused.get("passages", []))

@@ -223,6 +223,22 @@ def fusion_extra(kg: Any, fusion: dict[str, Any] | None) -> dict[str, Any]:
     return {"fusion": out}
 
 
+def reuse_extra(kg: Any, reused: dict[str, Any] | None, usage: dict[str, Any] | None) -> dict[str, Any]:
+    """What a run took from an earlier run (``reuse=True``, graphs/reuse.py) as a result's ``extra``
+    entry ``reused``: the lender (``method``, ``exact``, ``answered``), the passages lent and the
+    ones its answer stands on (``grounds``), both as passage keys, and whether the earlier answer
+    was given again (``answer_given``: no answer call was made); empty without a reused run. What
+    per-question reads of ``--after`` runs count (docs/memory.md)."""
+    if not reused:
+        return {}
+    steps = (usage or {}).get("by_step", {})
+    return {"reused": {"method": reused.get("method"), "exact": bool(reused.get("exact")),
+                       "answered": bool(reused.get("answered", True)),
+                       "passages": ranked_passages(kg, reused.get("passages", [])).keys,
+                       "grounds": ranked_passages(kg, reused.get("grounds", [])).keys,
+                       "answer_given": not steps.get("answer", {}).get("llm_calls", 0)}}
+
+
 def oracle_answer(gold: str, evidence_texts: list[str]) -> str:
     """What a competent reader answers: the gold answer if the evidence contains it, else "no answer".
     (yes/no questions count as answerable when any evidence was retrieved.)"""

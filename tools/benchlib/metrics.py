@@ -81,6 +81,8 @@ class QuestionOutcome:
                 "answer": self.answer, "gold_answer": self.gold_answer, "retrieved_count": self.retrieved_count,
                 "wall_seconds": round(self.wall_seconds, 4), "llm_calls": int(self.usage.get("llm_calls", 0)),
                 "prompt_tokens": int(self.usage.get("prompt_tokens", 0)), "error": self.error,
+                "calls_by_step": {k: int(v.get("llm_calls", 0)) for k, v in (self.usage.get("by_step") or {}).items()
+                                  if v.get("llm_calls")},
                 "extra": self.extra}
 
 

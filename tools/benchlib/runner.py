@@ -327,7 +327,8 @@ def run_plan(plan: MethodPlan, passes: Sequence[int], run_dir: Path, emb: Any, a
         ctx = open_context(plan, c, run_dir, emb, args, reopen)
         try:
             if first is not None and not reopen:
-                curves.warm_up(first, ctx, c.questions, args.decider, llm, run_question)
+                warm = curves.warm_up(first, ctx, c.questions, args.decider, llm, run_question)
+                dump_outcomes(args, first.name, 0, warm, then=plan.adapter.name)   # pass 0: what was lent
             t0 = time.perf_counter()
             plan.adapter.setup(ctx)
             out[passes[0]]["setup_seconds"] += time.perf_counter() - t0
@@ -343,16 +344,25 @@ def run_plan(plan: MethodPlan, passes: Sequence[int], run_dir: Path, emb: Any, a
     return out
 
 
+def dump_outcomes(args: argparse.Namespace, method: str, pass_no: int, outcomes: Sequence[QuestionOutcome], *,
+                  then: str | None = None) -> None:
+    """``--per-question``: one line per question (what the aggregate rows average over, for offline
+    analysis); pass 0 holds the runs of ``--after``'s method, made before the passes of method
+    ``then`` on the same KG and store (each measured method gets its own copy, asked first anew)."""
+    dump = getattr(args, "per_question", None)
+    if not dump:
+        return
+    with open(dump, "a", encoding="utf-8") as f:
+        for o in outcomes:
+            f.write(json.dumps({"method": method, "dataset": dataset_label(args.dataset), "pass": pass_no,
+                                **({"then": then} if then else {}), **o.to_dict()}) + "\n")
+
+
 def rows_for(plan: MethodPlan, results: dict[int, dict[str, Any]], args: argparse.Namespace,
              who: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     rows = []
-    dump = getattr(args, "per_question", None)
     for p, res in sorted(results.items()):
-        if dump:   # one line per question: what the aggregate rows average over, for offline analysis
-            with open(dump, "a", encoding="utf-8") as f:
-                for o in res["outcomes"]:
-                    f.write(json.dumps({"method": plan.adapter.name, "dataset": dataset_label(args.dataset), "pass": p,
-                                        **o.to_dict()}) + "\n")
+        dump_outcomes(args, plan.adapter.name, p, res["outcomes"])
         more = {**(who or {}), "corpus": plan.mode, "embeddings": args.embeddings, "asked": curves.asked(args, p),
                 "after": getattr(args, "after", None),
                 "noise": args.noise if args.decider == "oracle" else None,

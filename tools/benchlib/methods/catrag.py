@@ -33,7 +33,7 @@ from typing import Any
 
 from benchlib.curves import reuse_options
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, fusion_extra,
-                          gold_chunk_ids, mistakes, oracle_answer, with_offline_answer_prompt)
+                          gold_chunk_ids, mistakes, oracle_answer, reuse_extra, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.catrag import create_catrag_graph, kg_index, prepare_catrag_kg
 from langgraph_kgmem.graphs.registry import METHODS
@@ -75,6 +75,7 @@ class CatragAdapter:
             "summary_calls": steps.get("summarize_neighbour", {}).get("llm_calls", 0),
             "scoring_calls": steps.get("weight_edges", {}).get("llm_calls", 0),
             **fusion_extra(ctx.kg, (out.get("ppr") or {}).get("fusion")),
+            **reuse_extra(ctx.kg, out.get("reused"), out.get("usage")),
         }
         evidence = out.get("evidence", [])
         # offline: the answer prompt the graph's answer step would send (decision prompts are not built)

@@ -34,7 +34,7 @@ from typing import Any
 
 from benchlib.curves import reuse_options
 from benchlib.api import (BenchContext, BenchQuestion, MethodResult, Responder, answer_prompt, fusion_extra,
-                          gold_chunk_ids, mistakes, oracle_answer, with_offline_answer_prompt)
+                          gold_chunk_ids, mistakes, oracle_answer, reuse_extra, with_offline_answer_prompt)
 
 from langgraph_kgmem.graphs.remindrag import create_remindrag_graph, hop_distances
 
@@ -92,7 +92,8 @@ class ReMindRAGAdapter:
             retrieved_count=len(evidence),
             extra={"hops": len(out.get("path") or []), "replayed_nodes": len((out.get("replayed") or {}).get("nodes", [])),
                    "replay_only": float(not out.get("path")), "enhanced": int(updates.get("enhanced", 0)),
-                   "penalised": int(updates.get("penalised", 0)), **fusion_extra(ctx.kg, out.get("fusion"))})
+                   "penalised": int(updates.get("penalised", 0)), **fusion_extra(ctx.kg, out.get("fusion")),
+                   **reuse_extra(ctx.kg, out.get("reused"), out.get("usage"))})
 
     def oracle(self, ctx: BenchContext, q: BenchQuestion) -> Responder:
         kg = ctx.kg
