@@ -265,8 +265,9 @@ class PgVectorIndex(VectorIndexBase):
                 grown[:n] = buf[:n]
                 buf = grown
             buf[n:n + len(new)] = np.asarray([_arr(r[2]) for r in new], dtype=np.float32)
-            ids = ids + [r[0] for r in new]
-            seqs = seqs + [int(r[1]) for r in new]
+            # extended in place: a new list per call would copy the whole copy's ids each window
+            ids.extend(r[0] for r in new)
+            seqs.extend(int(r[1]) for r in new)
         self._resolution[key] = (ids, seqs, buf)
         return ids, buf[:len(ids)]
 
