@@ -17,7 +17,9 @@ from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 
 HNSW_MIN_ROWS = 20_000    # a space gets its HNSW index once it holds this many vectors
-RESOLUTION_CACHE_ROWS = 500_000   # entity vectors a writer keeps in process for resolution (750 MB at 384-d)
+# entity vectors a writer keeps in process for resolution; past it every name is a server scan, exact
+# (no HNSW index) all through a bulk load: docs/capacity.md has the bytes per row and that scan's cost
+RESOLUTION_CACHE_ROWS = 2_000_000
 HNSW_PAIRS_MAX_NEW = 500   # more new rows than this: synonym pairs by exact block products instead
 DELETIONS_KEY = "vectors_deleted"   # kgmem_meta: vector delete statements committed (resolution copies start over)
 
