@@ -17,8 +17,9 @@ from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 
 HNSW_MIN_ROWS = 20_000    # a space gets its HNSW index once it holds this many vectors
-# entity vectors a writer keeps in process for resolution; past it every name is a server scan, exact
-# (no HNSW index) all through a bulk load: docs/capacity.md has the bytes per row and that scan's cost
+# entity vectors a writer keeps in process for resolution; past it the server answers every name, by
+# HNSW, or by an exact scan inside a bulk load (which drops the index): docs/capacity.md has the
+# copy's bytes per row and that scan's cost
 RESOLUTION_CACHE_ROWS = 2_000_000
 HNSW_PAIRS_MAX_NEW = 500   # more new rows than this: synonym pairs by exact block products instead
 DELETIONS_KEY = "vectors_deleted"   # kgmem_meta: vector delete statements committed (resolution copies start over)
@@ -237,7 +238,7 @@ class PgVectorIndex(VectorIndexBase):
         committed later have higher ``seq``). A writer of an earlier release deletes without
         counting; a process of this release writing beside it sees those deletions at its next
         open. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
-        (HNSW by then) answers instead (None)."""
+        answers instead (None): by HNSW, or by an exact scan while a bulk load has dropped the index."""
         key = (space, tuple(kinds) if kinds is not None else None)
         ids, seqs, buf = self._resolution.get(key) or ([], [], np.zeros((0, self.dim or 0), dtype=np.float32))
         where, params = "space = %s", [space]
