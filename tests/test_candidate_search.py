@@ -70,9 +70,9 @@ def test_recall_of_rows_exactly_at_the_threshold():
 
 def test_rows_compared_per_query_stay_a_tiny_share_of_the_rows_held():
     """Each candidate costs a gather of its vector and a product. With one shared bucket enough,
-    about 1 row in 200 of any KG was compared with every new name, so a name cost eight times as
-    much in a KG eight times larger; unrelated rows must now share a probed bucket in several
-    tables, so candidates are rows that are near, or rare chances (the square of one table's)."""
+    about 1 row in 200 of any KG was compared with every new name, so a name's cost grew in
+    proportion to the KG; unrelated rows must now share a probed bucket in several tables, so
+    candidates are rows that are near, or rare chances (the square of one table's)."""
     queries = random_rows(64, 12)
     rows = random_rows(64_000, 11)
     index = HyperplaneIndex(DIM)
