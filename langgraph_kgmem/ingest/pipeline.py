@@ -239,7 +239,7 @@ class _Merger:
     had when the merger began and those created since; ties go to the older entity. The KG's
     entities are searched by locality-sensitive hashing (see ``HyperplaneIndex``), which finds an
     entity above the threshold with a probability set by its cosine alone, short of certainty by
-    about 2 in 10,000 at 0.85; those created since the merger began are compared exactly. Documents
+    about 8 in 100,000 at 0.85; those created since the merger began are compared exactly. Documents
     written one after another share a merger only within one transaction that deletes nothing, so
     this is the set each of them would see on its own."""
 

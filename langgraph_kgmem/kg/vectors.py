@@ -65,8 +65,13 @@ def pairs_above(ids: Sequence[str], mat: np.ndarray, threshold: float, max_per_n
     return pairs
 
 
-LSH_TABLES = 20     # independent hash tables: a pair one misses, another finds
+LSH_TABLES = 28     # independent hash tables: a pair some miss, others find
 LSH_BITS = 18       # hyperplanes per table: about N / 2**18 unrelated rows share a query's bucket
+# tables a row must share a probed bucket with a query in to be compared with it: an unrelated
+# row lands in one table's probed buckets with a chance that does not shrink as the KG grows, so
+# with one hit the rows compared per query grew in proportion to the KG; two hits of independent
+# tables make that chance's square (see docs/capacity.md)
+LSH_MIN_HITS = 2
 LSH_DOUBT = 6       # a query probes every bucket its 6 least certain sides lead to (64 per table)
 LSH_SEED = 20240611  # fixed: the same rows give the same tables in every process
 TAIL_ROWS = 2048    # newest rows, compared exactly, before they are filed into the tables
@@ -84,8 +89,11 @@ class HyperplaneIndex:
     reached by flipping any of its :data:`LSH_DOUBT` sides closest to a hyperplane (where a near
     row most likely lies on the other side). The hyperplanes are Gaussian, so the chance that a
     row at a given cosine is compared depends on that cosine alone, whatever the vectors look
-    like: by simulation, about 2 in 10,000 at cosine 0.85 and fewer than 1 in 100,000 at 0.9 are
-    missed (tests/test_candidate_search.py measures it). So the best match above a merge
+    like: by simulation, about 8 in 100,000 at cosine 0.85 and fewer than 1 in 10,000,000 at 0.9 are
+    missed (tests/test_candidate_search.py measures it). A row is compared only when it shares a
+    probed bucket in at least :data:`LSH_MIN_HITS` tables: an unrelated row's chance of one such
+    hit is the same in a large KG as in a small one, so comparing every row with one hit would make
+    the comparisons per query grow with the KG. So the best match above a merge
     threshold is a full scan's but for that chance; a poor best match (cosine 0.5) may be missed,
     which merging ignores anyway. Ties go to the lowest position, like a full scan's first maximum.
 
@@ -145,8 +153,8 @@ class HyperplaneIndex:
         self.filed = self.n
 
     def candidates(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query, row index) pairs that share a probed bucket in some table, each pair once,
-        sorted by query then row."""
+        """(query, row index) pairs that share a probed bucket in at least :data:`LSH_MIN_HITS`
+        tables, each pair once, sorted by query then row."""
         if not self.filed:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         proj, qkeys = self._project(queries)
@@ -173,7 +181,11 @@ class HyperplaneIndex:
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         pairs = np.sort(np.concatenate(found))
-        pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+        # a pair appears once per table it shares a bucket in (one row, one key per table; a
+        # query's probes of a table are distinct keys): runs of at least LSH_MIN_HITS equal values
+        starts = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]])
+        hits = np.diff(np.r_[starts, len(pairs)])
+        pairs = pairs[starts[hits >= LSH_MIN_HITS]]
         return pairs // self.n, pairs % self.n
 
     def best(self, queries: np.ndarray, alive: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

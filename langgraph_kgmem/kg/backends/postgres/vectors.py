@@ -17,7 +17,10 @@ from langgraph_kgmem.kg.backends.postgres.pool import PgDatabase
 from langgraph_kgmem.kg.vectors import HyperplaneIndex, check_vectors, pairs_above, unit_rows
 
 HNSW_MIN_ROWS = 20_000    # a space gets its HNSW index once it holds this many vectors
-RESOLUTION_CACHE_ROWS = 500_000   # entity vectors a writer keeps in process for resolution (750 MB at 384-d)
+# entity vectors a writer keeps in process for resolution; past it the server answers every name, by
+# HNSW, or by an exact scan inside a bulk load (which drops the index): docs/capacity.md has the
+# copy's bytes per row and that scan's cost
+RESOLUTION_CACHE_ROWS = 2_000_000
 HNSW_PAIRS_MAX_NEW = 500   # more new rows than this: synonym pairs by exact block products instead
 DELETIONS_KEY = "vectors_deleted"   # kgmem_meta: vector delete statements committed (resolution copies start over)
 
@@ -235,7 +238,7 @@ class PgVectorIndex(VectorIndexBase):
         committed later have higher ``seq``). A writer of an earlier release deletes without
         counting; a process of this release writing beside it sees those deletions at its next
         open. Only writers call ``best``; above :data:`RESOLUTION_CACHE_ROWS` rows the server
-        (HNSW by then) answers instead (None)."""
+        answers instead (None): by HNSW, or by an exact scan while a bulk load has dropped the index."""
         key = (space, tuple(kinds) if kinds is not None else None)
         ids, seqs, buf = self._resolution.get(key) or ([], [], np.zeros((0, self.dim or 0), dtype=np.float32))
         where, params = "space = %s", [space]
@@ -265,8 +268,9 @@ class PgVectorIndex(VectorIndexBase):
                 grown[:n] = buf[:n]
                 buf = grown
             buf[n:n + len(new)] = np.asarray([_arr(r[2]) for r in new], dtype=np.float32)
-            ids = ids + [r[0] for r in new]
-            seqs = seqs + [int(r[1]) for r in new]
+            # extended in place: a new list per call would copy the whole copy's ids each window
+            ids.extend(r[0] for r in new)
+            seqs.extend(int(r[1]) for r in new)
         self._resolution[key] = (ids, seqs, buf)
         return ids, buf[:len(ids)]
 
