@@ -371,9 +371,9 @@ def test_a_walk_ranks_each_nodes_neighbours_once(kg, monkeypatch):
         scored["rows"] += len(cos_ab)
         return real_weights(cos_ab, memory, q, alpha)
 
-    def frontier(deps, state, *args):
+    def frontier(deps, state, *args, **kwargs):
         in_s.update(state.get("subgraph_nodes", []))
-        return real_frontier(deps, state, *args)
+        return real_frontier(deps, state, *args, **kwargs)
 
     monkeypatch.setattr(nodes, "replay_weights", weights)
     monkeypatch.setattr(nodes, "frontier_of", frontier)

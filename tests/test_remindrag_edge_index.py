@@ -82,7 +82,7 @@ def test_replays_and_memory_are_those_of_reading_every_edge(hub_kg, monkeypatch)
         return [(o["replayed"], o["evidence"], o["answer"], o["memory_updates"]) for o in outs], records
 
     indexed = run(InMemoryStore())
-    monkeypatch.setattr(EdgeMemory, "_listed", lambda self, around: None)
+    monkeypatch.setattr(EdgeMemory, "_listed", lambda self, around, cache=None: None)
     plain = run(InMemoryStore())
     assert indexed == plain and indexed[1]
     assert any(out[0]["edges"] for out in indexed[0])       # memory was replayed, not only written

@@ -45,9 +45,9 @@ class RemindragDeps:
 
 
     def walk(self, thread: str, question: str, *, new_walk: bool) -> "Walk":
-        """The :class:`Walk` in progress for (``thread``, ``question``); a new walk starts empty, so
-        each walk sees the memory as it is when it starts. The last :data:`WALKS_KEPT` walks are
-        kept (concurrent runs of one compiled graph)."""
+        """The :class:`Walk` in progress for (``thread``, ``question``); a new walk (a run's replay
+        starts one) starts empty, so each run sees the memory as it is when it starts. The last
+        :data:`WALKS_KEPT` walks are kept (concurrent runs of one compiled graph)."""
         key = (thread, question)
         with self._walk_lock:
             walk = None if new_walk else self._walks.get(key)
@@ -70,6 +70,7 @@ class Walk:
     memory only after it ends, and :meth:`ranked_at` forgets its rankings when the KG changes)."""
 
     reads: dict[str, np.ndarray] = field(default_factory=dict)   # edge id -> memory row (EdgeMemory.many(seen=))
+    listed: dict[str, frozenset[str]] = field(default_factory=dict)   # node -> its remembered edges (many(listed=))
     ranked: dict[str, list[tuple[str, str, float, float]]] = field(default_factory=dict)
     version: int | None = None
 
@@ -81,8 +82,12 @@ class Walk:
         return self.ranked
 
 
-def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -> np.ndarray:
-    """The replay weight of each of a node's traversable edges for question vector ``q``."""
+def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float, walk: "Walk | None" = None) -> np.ndarray:
+    """The replay weight of each of a node's traversable edges for question vector ``q`` (with
+    ``walk``: from and into what it has read)."""
     if not exp.edge_ids:
         return np.zeros(0)
-    return replay_weights(exp.cos_ab, mem.many(exp.edge_ids, around=exp.members), q, alpha)
+    if walk is None:
+        return replay_weights(exp.cos_ab, mem.many(exp.edge_ids, around=exp.members), q, alpha)
+    return replay_weights(exp.cos_ab, mem.many(exp.edge_ids, seen=walk.reads, around=exp.members, listed=walk.listed),
+                          q, alpha)
