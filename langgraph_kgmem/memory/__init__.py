@@ -275,20 +275,19 @@ class EdgeMemory:
         return out
 
     def read_around(self, nodes: Iterable[str], seen: dict[str, np.ndarray],
-                    listed: dict[str, frozenset[str]]) -> None:
+                    listed: dict[str, frozenset[str]], edge_ids: Iterable[str] = ()) -> None:
         """Read ahead, for a walk that keeps ``seen`` and ``listed`` (see :meth:`many`): the node
-        index items of ``nodes`` not in ``listed``, then the records of the edges they list that
-        are not in ``seen``: at most two round trips for all of them, where :meth:`many` node by
+        index items of ``nodes`` not in ``listed``, then the records of those of ``edge_ids`` (the
+        edges the walk will weigh next, each touching a node of ``nodes``) that the index lists
+        and ``seen`` lacks: at most two round trips for all of them, where :meth:`many` node by
         node sends up to two each. Without a node index (no KG) it reads nothing."""
         if self.index is None:
             return
         todo = [n for n in dict.fromkeys(nodes) if n not in listed]
-        if not todo:
-            return
-        known = self._listed(todo, listed)
+        known = self._listed(todo, listed) if todo else None
         if known is None:
             return
-        edges = sorted(e for e in known if e not in seen)
+        edges = [e for e in dict.fromkeys(edge_ids) if e in known and e not in seen]
         if edges:
             rows = self._records(edges)
             zero = _zero_row(self.dim)

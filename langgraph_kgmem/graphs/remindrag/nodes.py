@@ -95,6 +95,7 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
         exp = deps.view.expand(u)
         if not exp.edge_ids:
             continue
+        read_ahead(deps, mem, walk, [u])
         w = edge_weights(exp, mem, q, opts.alpha, walk)
         if opts.experience:
             w = w + (1.0 - opts.alpha) * experience_credit(deps, exp.edge_ids, exp.nbr_ids, q)
@@ -110,7 +111,6 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
             edges.append(exp.edge_ids[i])
             followed.append({"edge": exp.edge_ids[i], "from": u, "to": b, "weight": round(float(w[i]), 4)})
             pushed.append(b)
-        read_ahead(deps, mem, walk, pushed)
         stack.extend(reversed(pushed))  # the strongest neighbour is explored next (depth first)
     replayed = {"nodes": [f["to"] for f in followed], "edges": followed}
     emit_progress({"event": "replay", "method": METHOD, "nodes": len(followed)})
@@ -123,11 +123,18 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
 
 
 def read_ahead(deps: RemindragDeps, mem: EdgeMemory, walk: Walk, nodes: Sequence[str]) -> None:
-    """The memory of the edges around ``nodes`` (each with its chunk's anchor), read into ``walk``
-    in one go (:meth:`~langgraph_kgmem.memory.EdgeMemory.read_around`)."""
-    if nodes:
-        expansions = deps.view.expand_many(nodes)
-        mem.read_around([m for n in nodes for m in expansions[n].members], walk.reads, walk.listed)
+    """When ``walk`` has not read the memory around ``nodes`` (each with its chunk's anchor) yet:
+    that of ``nodes`` and of their neighbours, in one go
+    (:meth:`~langgraph_kgmem.memory.EdgeMemory.read_around`). The next move goes to a neighbour,
+    so it finds its memory read, and a walk reads at most every other step."""
+    if not nodes:
+        return
+    expansions = deps.view.expand_many(nodes)
+    members = [m for n in nodes for m in expansions[n].members]
+    if all(m in walk.listed for m in members):
+        return
+    ahead = [m for n in nodes for b in dict.fromkeys(expansions[n].nbr_ids) for m in deps.view.members(b)]
+    mem.read_around(members + ahead, walk.reads, walk.listed, [e for n in nodes for e in expansions[n].edge_ids])
 
 
 WALK_CREDIT = 0.5   # a confirmed walk credits as an agent's feedback does: half a person's
@@ -197,6 +204,7 @@ def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: Edg
     ranked = walk.ranked_at(deps.kg.version)
     todo = [u for u in nodes if u not in ranked]
     if todo:
+        read_ahead(deps, mem, walk, todo)
         expansions = deps.view.expand_many(todo)
         # one store read and one matrix product for every node new to the walk
         all_edges = [e for u in todo for e in expansions[u].edge_ids]
