@@ -199,3 +199,20 @@ def test_a_damaged_index_item_is_rebuilt(hub_kg):
     store.put(("kgmem", "hub", EDGE_NODES_KIND), hub, {"e": "not a list"})
     assert mem.many(edges, around=[hub])[:2].any(axis=1).all()
     assert set(store.get(("kgmem", "hub", EDGE_NODES_KIND), hub).value["e"]) == set(edges[:2])
+
+
+def test_a_walk_is_its_tenants_alone(hub_kg):
+    """Runs of one question without a thread id (a server's threadless calls) by two tenants keep
+    two walks: one tenant's walk never starts from what another's read of its own memory."""
+    from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps
+    from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
+    from langgraph_kgmem.graphs.remindrag.view import GraphView
+
+    store = InMemoryStore()
+    deps = RemindragDeps(kg=hub_kg, view=GraphView(hub_kg), model="offline", options=RemindragOptions.build(),
+                         store=store)
+    alice, bob = memory(hub_kg, store, ("alice",)), memory(hub_kg, store, ("bob",))
+    hers = deps.walk("", QUESTION, new_walk=True, memory=alice)
+    hers.reads["rel-x"] = np.ones(3)
+    assert deps.walk("", QUESTION, new_walk=False, memory=bob).reads == {}
+    assert deps.walk("", QUESTION, new_walk=False, memory=alice) is hers

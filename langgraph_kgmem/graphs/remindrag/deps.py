@@ -34,7 +34,7 @@ class RemindragDeps:
     store: Any = None             # the factory's store; None: the compiled graph's
     # what the walk in progress has read and ranked, per (thread, question): a hub's thousands of
     # edges are read and ranked once a walk, not at every step (the walk writes memory only after it ends)
-    _walks: dict[tuple[str, str], "Walk"] = field(default_factory=dict, compare=False, repr=False)
+    _walks: dict[tuple[str, str, tuple[str, ...]], "Walk"] = field(default_factory=dict, compare=False, repr=False)
     _walk_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def memory_of(self, q: np.ndarray) -> EdgeMemory:
@@ -44,11 +44,12 @@ class RemindragDeps:
                           guard=Provenance(self.kg, store))
 
 
-    def walk(self, thread: str, question: str, *, new_walk: bool) -> "Walk":
-        """The :class:`Walk` in progress for (``thread``, ``question``); a new walk (a run's replay
-        starts one) starts empty, so each run sees the memory as it is when it starts. The last
+    def walk(self, thread: str, question: str, *, new_walk: bool, memory: EdgeMemory | None = None) -> "Walk":
+        """The :class:`Walk` in progress for (``thread``, ``question``) in ``memory``'s namespace
+        (a tenant's walk never sees another's reads); a new walk (a run's replay starts one)
+        starts empty, so each run sees the memory as it is when it starts. The last
         :data:`WALKS_KEPT` walks are kept (concurrent runs of one compiled graph)."""
-        key = (thread, question)
+        key = (thread, question, tuple(memory.ns) if memory is not None else ())
         with self._walk_lock:
             walk = None if new_walk else self._walks.get(key)
             if walk is None:

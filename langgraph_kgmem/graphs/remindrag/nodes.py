@@ -83,7 +83,7 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
     q = kg.embed_query(state["question"])
     mem = deps.memory_of(q)
     # the run's walk starts here: what replay reads, the walk's first step reads no more
-    walk = deps.walk(thread_of_run(), state["question"], new_walk=True)
+    walk = deps.walk(thread_of_run(), state["question"], new_walk=True, memory=mem)
     nodes = list(state.get("subgraph_nodes", []))
     in_s = set(nodes)
     edges: list[str] = []
@@ -200,7 +200,7 @@ def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: Edg
     replay started its walk (else its first move does)."""
     nodes = list(dict.fromkeys(state.get("subgraph_nodes", [])))
     # replay started this run's walk (with replay off, the first move starts it)
-    walk = deps.walk(thread_of_run(), state["question"], new_walk=not replayed and not state.get("hops"))
+    walk = deps.walk(thread_of_run(), state["question"], new_walk=not replayed and not state.get("hops"), memory=mem)
     ranked = walk.ranked_at(deps.kg.version)
     todo = [u for u in nodes if u not in ranked]
     if todo:
