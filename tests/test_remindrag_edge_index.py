@@ -216,3 +216,32 @@ def test_a_walk_is_its_tenants_alone(hub_kg):
     hers.reads["rel-x"] = np.ones(3)
     assert deps.walk("", QUESTION, new_walk=False, memory=bob).reads == {}
     assert deps.walk("", QUESTION, new_walk=False, memory=alice) is hers
+
+
+def test_a_walk_reads_a_hubs_neighbours_index_only_up_to_its_look_ahead(hub_kg, monkeypatch):
+    """A walk's read takes the node index of the expanded nodes' neighbours along, but of a hub's
+    thousands only ``LOOK_AHEAD`` (the nearest the question): the read stays bounded by it, not
+    by the hub's degree. Answers are the same whatever it is (it only saves reads)."""
+    from langgraph_kgmem.graphs.remindrag import nodes
+
+    class Largest(CountingStore):
+        most = 0
+
+        def batch(self, ops):
+            ops = list(ops)
+            self.most = max(self.most, sum(isinstance(op, GetOp) and op.namespace[-1] == EDGE_NODES_KIND
+                                           for op in ops))
+            return super().batch(ops)
+
+    outs, most = {}, {}
+    for ahead in (3, 1000):
+        monkeypatch.setattr(nodes, "LOOK_AHEAD", ahead)
+        store = Largest()
+        app = create_remindrag_graph(hub_kg, model="offline", store=store).compile(store=store)
+        outs[ahead] = [app.invoke({"question": q}) for q in (QUESTION, QUESTION)]
+        most[ahead] = store.most
+    # the completeness item, two seeds of up to two nodes each, and up to three neighbours of each
+    # (a chunk with its anchor): all 30 of the hub's neighbours without the bound
+    assert most[3] <= 1 + 2 * 2 + 2 * 3 * 2 < most[1000], most
+    assert [(o["answer"], o["evidence"], o["replayed"]) for o in outs[3]] == \
+        [(o["answer"], o["evidence"], o["replayed"]) for o in outs[1000]]

@@ -89,13 +89,13 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
     edges: list[str] = []
     followed: list[dict[str, Any]] = []
     stack = list(reversed(state.get("seed_ids", [])))
-    read_ahead(deps, mem, walk, stack)   # every seed's memory in one read, not one a seed
+    read_ahead(deps, mem, walk, stack, q)   # every seed's memory in one read, not one a seed
     while stack and len(followed) < opts.max_replay_nodes:
         u = stack.pop()
         exp = deps.view.expand(u)
         if not exp.edge_ids:
             continue
-        read_ahead(deps, mem, walk, [u])
+        read_ahead(deps, mem, walk, [u], q)
         w = edge_weights(exp, mem, q, opts.alpha, walk)
         if opts.experience:
             w = w + (1.0 - opts.alpha) * experience_credit(deps, exp.edge_ids, exp.nbr_ids, q)
@@ -122,18 +122,30 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
     return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed, "reused": reused}
 
 
-def read_ahead(deps: RemindragDeps, mem: EdgeMemory, walk: Walk, nodes: Sequence[str]) -> None:
+LOOK_AHEAD = 256   # neighbours of a node whose memory index a walk's read takes along (read_ahead)
+
+
+def read_ahead(deps: RemindragDeps, mem: EdgeMemory, walk: Walk, nodes: Sequence[str], q: np.ndarray) -> None:
     """When ``walk`` has not read the memory around ``nodes`` (each with its chunk's anchor) yet:
     that of ``nodes`` and of their neighbours, in one go
     (:meth:`~langgraph_kgmem.memory.EdgeMemory.read_around`). The next move goes to a neighbour,
-    so it finds its memory read, and a walk reads at most every other step."""
+    so it finds its memory read, and a walk reads at most every other step. Of a hub's neighbours
+    only the :data:`LOOK_AHEAD` nearest the question are taken along (the next move is among the
+    best-ranked), so the read stays bounded; a move elsewhere reads then, as before."""
     if not nodes:
         return
     expansions = deps.view.expand_many(nodes)
     members = [m for n in nodes for m in expansions[n].members]
     if all(m in walk.listed for m in members):
         return
-    ahead = [m for n in nodes for b in dict.fromkeys(expansions[n].nbr_ids) for m in deps.view.members(b)]
+    ahead: list[str] = []
+    for n in nodes:
+        exp = expansions[n]
+        nbrs = list(dict.fromkeys(exp.nbr_ids))
+        if len(nbrs) > LOOK_AHEAD:
+            cos = dict(zip(exp.nbr_ids, (exp.nbr_vecs @ q.astype(np.float32)).tolist()))
+            nbrs = sorted(nbrs, key=lambda b: -cos[b])[:LOOK_AHEAD]
+        ahead += [m for b in nbrs for m in deps.view.members(b)]
     mem.read_around(members + ahead, walk.reads, walk.listed, [e for n in nodes for e in expansions[n].edge_ids])
 
 
@@ -204,7 +216,7 @@ def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: Edg
     ranked = walk.ranked_at(deps.kg.version)
     todo = [u for u in nodes if u not in ranked]
     if todo:
-        read_ahead(deps, mem, walk, todo)
+        read_ahead(deps, mem, walk, todo, q)
         expansions = deps.view.expand_many(todo)
         # one store read and one matrix product for every node new to the walk
         all_edges = [e for u in todo for e in expansions[u].edge_ids]
