@@ -122,16 +122,17 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
     return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed, "reused": reused}
 
 
-LOOK_AHEAD = 256   # neighbours of a node whose memory index a walk's read takes along (read_ahead)
+LOOK_AHEAD = 2 * MAX_CANDIDATES   # neighbours of a node whose memory index a walk's read takes along (read_ahead)
 
 
 def read_ahead(deps: RemindragDeps, mem: EdgeMemory, walk: Walk, nodes: Sequence[str], q: np.ndarray) -> None:
     """When ``walk`` has not read the memory around ``nodes`` (each with its chunk's anchor) yet:
     that of ``nodes`` and of their neighbours, in one go
     (:meth:`~langgraph_kgmem.memory.EdgeMemory.read_around`). The next move goes to a neighbour,
-    so it finds its memory read, and a walk reads at most every other step. Of a hub's neighbours
-    only the :data:`LOOK_AHEAD` nearest the question are taken along (the next move is among the
-    best-ranked), so the read stays bounded; a move elsewhere reads then, as before."""
+    so it finds its memory read, and a walk reads about every other step. Only a node's
+    :data:`LOOK_AHEAD` neighbours nearest the question are taken along (the next move is nearly
+    always among them, and finding each chunk's anchor costs time on every backend), so the read
+    stays bounded at a hub; a move elsewhere reads then, as before."""
     if not nodes:
         return
     expansions = deps.view.expand_many(nodes)
