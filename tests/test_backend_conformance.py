@@ -333,9 +333,10 @@ def _check_bulk_reads(spec, target) -> None:
     backend = _open(spec, target, "bulk")
     try:
         store, vec = backend.store, backend.vectors
-        nodes, _ = _graph(store)
+        nodes, edges = _graph(store)
         ids, mat = ["ent-a", "ent-b", "chk-c"], _unit([[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0]])
         with store.transaction():
+            store.add_sources([nodes[1].id], [edges[0].id], "doc-0")   # a second source, sorted before the first
             store.put_alias("osloby", nodes[0].id, 0.91)
             store.put_document("doc-1", title="One", status="ok", content_hash="txt-1")
             vec.upsert("nodes", ids, mat, ["entity", "entity", "chunk"])
@@ -345,6 +346,8 @@ def _check_bulk_reads(spec, target) -> None:
         assert inherited == [], f"{spec.name} declares 'bulk_reads' but inherits {inherited} from the defaults"
         calls = {"alias_targets": (["osloby", "bergen", "osloby"],), "alias_count": (), "document_count": (),
                  "document_hashes": (["doc-1", "nope", "doc-1"],),
+                 "node_sources_many": ([nodes[1].id, "nope", nodes[0].id, nodes[1].id],),
+                 "edge_sources_many": ([edges[0].id, "nope"],),
                  "get": ("nodes", ["chk-c", "ent-a"]), "has": ("nodes", ["ent-a", "nope"]), "ids": ("nodes", ["entity"]),
                  "scores": ("nodes", mat[1], ["entity"]), "search": ("nodes", mat[1], 2),
                  "best": ("nodes", mat[[0, 2]], ["entity"])}

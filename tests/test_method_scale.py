@@ -74,11 +74,14 @@ def test_an_existing_postgres_kg_is_opened_beside_an_embedded_one(tmp_path, new_
     for target in (uri, directory):
         assert ingest(["--kg", target, "--docs", "30", "--batch", "30", "--pairs", "0"]) == 0
     out = tmp_path / "scale.json"
-    assert main(["--sizes", "", "--methods", "dense", "--clients", "1", "--questions", "1",
+    assert main(["--sizes", "", "--methods", "dense,remindrag", "--clients", "1", "--questions", "1",
                  "--open", f"postgres={uri}", "--open", f"embedded={directory}", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert {(r["backend"], r["passages"]) for r in report["rows"]} == {("postgres", 30), ("embedded", 30)}
     assert set(report["pg_over_embedded"]["dense"]["30"]["1"]) == {"p50", "p95"}
+    # the statements a steady question sends to PostgreSQL are counted (ReMindRAG writes its memory)
+    sent = {(r["backend"], r["method"]): r["steady_statements"] for r in report["rows"]}
+    assert sent[("postgres", "remindrag")] > 0 and sent[("embedded", "remindrag")] == 0
 
 
 def test_a_kg_not_of_the_scale_documents_is_refused(tmp_path):

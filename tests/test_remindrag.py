@@ -371,9 +371,9 @@ def test_a_walk_ranks_each_nodes_neighbours_once(kg, monkeypatch):
         scored["rows"] += len(cos_ab)
         return real_weights(cos_ab, memory, q, alpha)
 
-    def frontier(deps, state, *args):
+    def frontier(deps, state, *args, **kwargs):
         in_s.update(state.get("subgraph_nodes", []))
-        return real_frontier(deps, state, *args)
+        return real_frontier(deps, state, *args, **kwargs)
 
     monkeypatch.setattr(nodes, "replay_weights", weights)
     monkeypatch.setattr(nodes, "frontier_of", frontier)
@@ -382,6 +382,32 @@ def test_a_walk_ranks_each_nodes_neighbours_once(kg, monkeypatch):
     assert len(out["path"]) >= 3
     view = GraphView(kg)
     assert 0 < scored["rows"] <= sum(len(view.expand(u).edge_ids) for u in in_s)
+
+
+@pytest.mark.parametrize("replay", [True, False])
+def test_each_run_walks_afresh(kg, monkeypatch, replay):
+    """A question asked again in the same thread walks with a new walk, which reads the memory the
+    first run wrote: a walk was started only when ``steps`` was 0, which it never is at the first
+    move, so the second run took the first's reads and rankings."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps
+
+    walks, real_walk = [], RemindragDeps.walk
+
+    def walk(self, *args, **kwargs):
+        walks[-1].append(real_walk(self, *args, **kwargs))
+        return walks[-1][-1]
+
+    monkeypatch.setattr(RemindragDeps, "walk", walk)
+    # replay at lam 1.0 follows no edge, and without reuse the second run walks as the first did
+    app = create_remindrag_graph(kg, model="offline", store=InMemoryStore(), max_hops=4, replay=replay, lam=1.0,
+                                 reuse=False).compile()
+    for _ in range(2):
+        walks.append([])
+        out = run(app, Q_RIVER, "again")
+        assert out["path"], "the walk should move for this check to mean anything"
+    assert walks[0] and walks[1] and not any(w is v for w in walks[0] for v in walks[1])
 
 
 def test_memories_persist_into_a_new_process(tmp_path, sample_docs):

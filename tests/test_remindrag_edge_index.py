@@ -82,7 +82,7 @@ def test_replays_and_memory_are_those_of_reading_every_edge(hub_kg, monkeypatch)
         return [(o["replayed"], o["evidence"], o["answer"], o["memory_updates"]) for o in outs], records
 
     indexed = run(InMemoryStore())
-    monkeypatch.setattr(EdgeMemory, "_listed", lambda self, around: None)
+    monkeypatch.setattr(EdgeMemory, "_listed", lambda self, around, cache=None: None)
     plain = run(InMemoryStore())
     assert indexed == plain and indexed[1]
     assert any(out[0]["edges"] for out in indexed[0])       # memory was replayed, not only written
@@ -199,3 +199,49 @@ def test_a_damaged_index_item_is_rebuilt(hub_kg):
     store.put(("kgmem", "hub", EDGE_NODES_KIND), hub, {"e": "not a list"})
     assert mem.many(edges, around=[hub])[:2].any(axis=1).all()
     assert set(store.get(("kgmem", "hub", EDGE_NODES_KIND), hub).value["e"]) == set(edges[:2])
+
+
+def test_a_walk_is_its_tenants_alone(hub_kg):
+    """Runs of one question without a thread id (a server's threadless calls) by two tenants keep
+    two walks: one tenant's walk never starts from what another's read of its own memory."""
+    from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps
+    from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
+    from langgraph_kgmem.graphs.remindrag.view import GraphView
+
+    store = InMemoryStore()
+    deps = RemindragDeps(kg=hub_kg, view=GraphView(hub_kg), model="offline", options=RemindragOptions.build(),
+                         store=store)
+    alice, bob = memory(hub_kg, store, ("alice",)), memory(hub_kg, store, ("bob",))
+    hers = deps.walk("", QUESTION, new_walk=True, memory=alice)
+    hers.reads["rel-x"] = np.ones(3)
+    assert deps.walk("", QUESTION, new_walk=False, memory=bob).reads == {}
+    assert deps.walk("", QUESTION, new_walk=False, memory=alice) is hers
+
+
+def test_a_walk_reads_a_hubs_neighbours_index_only_up_to_its_look_ahead(hub_kg, monkeypatch):
+    """A walk's read takes the node index of the expanded nodes' neighbours along, but of a hub's
+    thousands only ``LOOK_AHEAD`` (the nearest the question): the read stays bounded by it, not
+    by the hub's degree. Answers are the same whatever it is (it only saves reads)."""
+    from langgraph_kgmem.graphs.remindrag import nodes
+
+    class Largest(CountingStore):
+        most = 0
+
+        def batch(self, ops):
+            ops = list(ops)
+            self.most = max(self.most, sum(isinstance(op, GetOp) and op.namespace[-1] == EDGE_NODES_KIND
+                                           for op in ops))
+            return super().batch(ops)
+
+    outs, most = {}, {}
+    for ahead in (3, 1000):
+        monkeypatch.setattr(nodes, "LOOK_AHEAD", ahead)
+        store = Largest()
+        app = create_remindrag_graph(hub_kg, model="offline", store=store).compile(store=store)
+        outs[ahead] = [app.invoke({"question": q}) for q in (QUESTION, QUESTION)]
+        most[ahead] = store.most
+    # the completeness item, two seeds of up to two nodes each, and up to three neighbours of each
+    # (a chunk with its anchor): all 30 of the hub's neighbours without the bound
+    assert most[3] <= 1 + 2 * 2 + 2 * 3 * 2 < most[1000], most
+    assert [(o["answer"], o["evidence"], o["replayed"]) for o in outs[3]] == \
+        [(o["answer"], o["evidence"], o["replayed"]) for o in outs[1000]]

@@ -13,7 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
 from langgraph_kgmem.memory import memory_scope
-from langgraph_kgmem.memory.prior_runs import index_question, no_answer
+from langgraph_kgmem.memory.prior_runs import index_question_op, no_answer
 from langgraph_kgmem.memory.runs import evidence_provenance, run_record, run_record_ops
 
 if TYPE_CHECKING:
@@ -78,8 +78,9 @@ def finish_run(kg: "KnowledgeGraph", *, method: str, question: str, evidence: Se
         return {"run_id": run_id or new_run_id()}
     rid, ops = run_ops(kg, method=method, question=question, evidence=evidence, answer=answer, scope=scope,
                        run_id=run_id)
-    found.batch(ops)
-    # the question index: a later run of this question (any method, reuse=True) finds this one
+    # the question index: a later run of this question (any method, reuse=True) finds this one;
+    # written after the run's record, in its batch
     asked = " ".join(str(question).split())
-    index_question(found, kg.name, memory_scope(scope), asked, kg.embed_query(asked), method, rid)
+    ops.append(index_question_op(found, kg.name, memory_scope(scope), asked, kg.embed_query(asked), method, rid))
+    found.batch(ops)
     return {"run_id": rid}

@@ -60,9 +60,11 @@ TEXT_VECTOR_BATCH = 4096      # ids per lookup in text_vectors
 # past this many ids read one by one in a KG version, document_hashes scans every document row
 # instead (a point read is a round trip on PostgreSQL)
 HASH_READ_ALL = 256
+SOURCES_KEPT = 50_000   # node/edge sources remembered per KG version (sources_of_many) before starting afresh
 # a remote backend's space of at most this many vectors is scored in this process, from a copy
 # (1 GB of float32 at 256 dimensions); a larger one is scored in the server
 SCORE_COPY_MAX_ROWS = 1_000_000
+UNIT_TOLERANCE = 1e-6   # a score copy whose rows' norms all lie this close to 1 keeps the server's rows
 
 
 def text_vector_id(text: str) -> str:
@@ -94,12 +96,16 @@ class KnowledgeGraphCore:
         # (None, None: a space too large to copy, scored in the server)
         self._score_copies: dict[tuple[str, tuple[str, ...] | None],
                                  tuple[int, list[str] | None, np.ndarray | None]] = {}
+        # copies whose rows are the server's own (stored unit vectors): (their rows, id → row),
+        # so vectors() and has_vectors() answer from them without a round trip
+        self._copy_positions: dict[tuple[str, tuple[str, ...] | None], tuple[np.ndarray, dict[str, int]]] = {}
         self._closed = False
         self._doomed_vectors: list[tuple[str, list[str]]] = []   # deleted after the outermost commit
         self._synonyms_done: tuple | None = None                 # add_synonym_edges state with nothing left to do
         # (version, doc id → content hash or None, whether the map holds every document)
         self._doc_hashes: tuple[int, dict[str, str | None], bool] | None = None
         self._corpus_hash: tuple[dict[str, str | None], str] | None = None   # (the map it hashed, corpus_hash())
+        self._sources: tuple[int, dict[str, list[str]]] | None = None   # (version, node/edge id → its sources)
         # documents ingested since the planner statistics were last refreshed, and the KG's documents then
         self._unanalyzed, self._analyzed_docs = 0, 0
         self._feed = ChangeFeed(self._store, self._graph, name=name, reload=self._reload, changed=self._changed,
@@ -208,8 +214,10 @@ class KnowledgeGraphCore:
     def _touch(self) -> None:
         self._version += 1
         self._doc_hashes = None
+        self._sources = None
         self._vector_cache.clear()
         self._score_copies = {}
+        self._copy_positions = {}
 
     @property
     def schema_version(self) -> int:
@@ -581,6 +589,7 @@ class KnowledgeGraphCore:
             known = [d["id"] for d in self._store.documents()][:5]
             raise KgmemInputError(f"no document {doc_id!r} in KG {self.name!r}; known ids start with {known}")
         self._doc_hashes = None
+        self._sources = None
         with self.transaction():
             doc_edges = self._store.doc_edge_ids(doc_id)
             nodes, edges = self._store.remove_document_sources(doc_id)
@@ -713,6 +722,25 @@ class KnowledgeGraphCore:
             return self._store.edge_sources(nid)
         return self._store.node_sources(nid)
 
+    def sources_of_many(self, ids: Iterable[str]) -> dict[str, list[str]]:
+        """:meth:`sources_of` for each of ``ids`` (nodes and edges), remembered for the KG's
+        current version: the ids not known yet are read in one batched read per kind (one round
+        trip on a server, where a memory write naming each edge's documents sent one per edge)."""
+        ids = list(dict.fromkeys(ids))
+        cached = self._sources
+        if cached is None or cached[0] != self.version or len(cached[1]) > SOURCES_KEPT:
+            cached = self._sources = (self.version, {})
+        known = cached[1]
+        missing = [i for i in ids if i not in known]
+        if missing:
+            edges = [i for i in missing if i in self._graph.edges]
+            nodes = [i for i in missing if i not in self._graph.edges]
+            found = {**(self._store.node_sources_many(nodes) if nodes else {}),
+                     **(self._store.edge_sources_many(edges) if edges else {})}
+            for i in missing:
+                known[i] = list(found.get(i, []))
+        return {i: list(known[i]) for i in ids}
+
     def document_nodes(self, doc_id: str) -> list[str]:
         """Ids of the nodes document ``doc_id`` contributed."""
         return self._store.doc_node_ids(doc_id)
@@ -793,10 +821,16 @@ class KnowledgeGraphCore:
     def vectors(self, ids: Sequence[str], space: str = "nodes") -> np.ndarray:
         """Unit vectors of ``ids`` (rows in the given order); see :meth:`has_vectors`. On a remote
         vector backend (a database server) recently read vectors are kept in a bounded cache until
-        the next write."""
+        the next write, and those in this version's copies (:meth:`prefetch_scores`) come from there."""
         try:
             if self._vectors.remote:
-                return self._vector_cache.get(space, ids)
+                copied = self._from_copies(space, ids)
+                if not copied:
+                    return self._vector_cache.get(space, ids)
+                rest = [i for i in ids if i not in copied]
+                if rest:
+                    copied.update(zip(rest, self._vector_cache.get(space, rest)))
+                return np.asarray([copied[i] for i in ids], dtype=np.float32).reshape(len(ids), -1)
             return self._vectors.get(space, ids)
         except KeyError as exc:
             missing = [i for i, h in zip(ids, self._vectors.has(space, ids)) if not h]
@@ -809,8 +843,28 @@ class KnowledgeGraphCore:
         """Which of ``ids`` have a vector in ``space`` (only entity/chunk/anchor nodes and relation
         edges are embedded)."""
         if self._vectors.remote:
-            return self._vector_cache.has(space, ids)
+            copied = self._from_copies(space, ids)
+            rest = [i for i in ids if i not in copied]
+            have = dict(zip(rest, self._vector_cache.has(space, rest))) if rest else {}
+            return [i in copied or have[i] for i in ids]
         return self._vectors.has(space, ids)
+
+    def _from_copies(self, space: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The rows of ``ids`` held in this version's score copies of ``space`` whose rows are the
+        server's own (a remote backend; see :meth:`_score_copy`): id → row."""
+        out: dict[str, np.ndarray] = {}
+        version = self._version
+        for key, hit in list(self._score_copies.items()):
+            if key[0] != space or hit[0] != version or hit[2] is None:
+                continue
+            entry = self._copy_positions.get(key)
+            if entry is None or entry[0] is not hit[2]:
+                continue
+            rows, positions = entry
+            for i in ids:
+                if i not in out and (r := positions.get(i)) is not None:
+                    out[i] = rows[r]
+        return out
 
     def vector_matrix(self, kinds: Sequence[str] | None = None, space: str = "nodes") -> tuple[list[str], np.ndarray]:
         """Every vector of these kinds (analysis, migration). On the server backend this copies them
@@ -863,10 +917,17 @@ class KnowledgeGraphCore:
             return None
         ids, rows = self._vectors.matrix(space, kinds)
         rows = np.asarray(rows, dtype=np.float32)
+        own = True   # the rows as the server holds them
         if ids:
-            rows = rows / np.where((norms := np.linalg.norm(rows, axis=1, keepdims=True)) > 0, norms, 1.0)
+            norms = np.linalg.norm(rows, axis=1, keepdims=True)
+            # stored vectors are unit already: dividing would only move their last bits away
+            # from the server's, and the copy then could not stand in for its reads
+            if np.abs(norms - 1.0).max() > UNIT_TOLERANCE:
+                rows, own = rows / np.where(norms > 0, norms, 1.0), False
         if version == self._version:   # no write moved it while this read ran
             self._score_copies[key] = (version, ids, rows)
+            if own:
+                self._copy_positions[key] = (rows, {i: r for r, i in enumerate(ids)})
         return ids, rows
 
     @traced("kg.nearest")
@@ -1113,6 +1174,7 @@ class KgWriter:
         kg = self._kg
         with kg.transaction():
             kg._store.add_sources(list(node_ids), list(edge_ids), doc_id)
+            kg._sources = None
 
     def put_alias(self, alias: str, node_id: str, similarity: float) -> None:
         """Record that the normalised name ``alias`` denotes node ``node_id`` (an entity merged into

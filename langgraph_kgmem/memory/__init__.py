@@ -23,7 +23,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.errors import ConfigurationError, KgmemInputError
 from langgraph_kgmem.kg.types import check_kg_name
-from langgraph_kgmem.memory.edge_index import EDGE_NODES_KIND, EdgeIndex, index_namespace
+from langgraph_kgmem.memory.edge_index import COMPLETE, EDGE_NODES_KIND, EdgeIndex, index_namespace
 from langgraph_kgmem.memory.kinds import ShortNames, memory_kind
 from langgraph_kgmem.memory.stored import edge_record
 
@@ -239,13 +239,14 @@ class EdgeMemory:
         self.index = EdgeIndex(store, self.ns, lambda e: _ends(kg, e)) if kg is not None else None
 
     def many(self, edge_ids: Iterable[str], *, seen: dict[str, np.ndarray] | None = None,
-             around: Iterable[str] | None = None) -> np.ndarray:
+             around: Iterable[str] | None = None, listed: dict[str, frozenset[str]] | None = None) -> np.ndarray:
         """The memory vectors of ``edge_ids`` as rows, in their order, in one batched read (zero rows for
         edges without memory). ``seen``: vectors already read (edge id → row), used instead of the
         store and filled with what this call reads; a caller keeps it for as long as it may treat
         the memory as unchanged (ReMindRAG: the steps of one walk). ``around``: nodes that every
         edge of ``edge_ids`` touches (the nodes a walk expands); with it, only the edges the node
-        index lists are read (the rest have no record)."""
+        index lists are read (the rest have no record). ``listed``: the node index items already
+        read (see :meth:`read_around`), kept and filled as ``seen`` is."""
         ids = list(edge_ids)
         out = np.zeros((len(ids), self.dim))
         zero = _zero_row(self.dim)   # shared by every edge read as having no record: never copied
@@ -259,36 +260,76 @@ class EdgeMemory:
                     todo.append(i)
                 elif row is not zero:
                     out[i] = row
-        listed = self._listed(around) if todo and around is not None else None
-        if listed is not None:
+        known = self._listed(around, listed) if todo and around is not None else None
+        if known is not None:
             if seen is not None:   # no record: a zero row, not asked again this walk
-                seen.update((ids[i], zero) for i in todo if ids[i] not in listed)
-            todo = [i for i in todo if ids[i] in listed]
+                seen.update((ids[i], zero) for i in todo if ids[i] not in known)
+            todo = [i for i in todo if ids[i] in known]
         if todo:
-            items = self.store.batch([GetOp(self.ns, ids[i], refresh_ttl=False) for i in todo])
-            for i, item in zip(todo, items):
-                if item is not None:
-                    vec = edge_record(item, self.dim, self.ns)[0]
-                    if self.guard is None or self.guard.holds(item.value):
-                        out[i] = vec
+            rows = self._records([ids[i] for i in todo])
+            for i in todo:
+                if (row := rows.get(ids[i])) is not None:
+                    out[i] = row
                 if seen is not None:
                     seen[ids[i]] = out[i]
         return out
 
-    def _listed(self, around: Iterable[str]) -> set[str] | None:
+    def read_around(self, nodes: Iterable[str], seen: dict[str, np.ndarray],
+                    listed: dict[str, frozenset[str]], edge_ids: Iterable[str] = ()) -> None:
+        """Read ahead, for a walk that keeps ``seen`` and ``listed`` (see :meth:`many`): the node
+        index items of ``nodes`` not in ``listed``, then the records of those of ``edge_ids`` (the
+        edges the walk will weigh next, each touching a node of ``nodes``) that the index lists
+        and ``seen`` lacks: at most two round trips for all of them, where :meth:`many` node by
+        node sends up to two each. Without a node index (no KG) it reads nothing."""
+        if self.index is None:
+            return
+        todo = [n for n in dict.fromkeys(nodes) if n not in listed]
+        known = self._listed(todo, listed) if todo else None
+        if known is None:
+            return
+        edges = [e for e in dict.fromkeys(edge_ids) if e in known and e not in seen]
+        if edges:
+            rows = self._records(edges)
+            zero = _zero_row(self.dim)
+            for e in edges:
+                row = rows.get(e)
+                seen[e] = zero if row is None else row
+
+    def _records(self, edge_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Edge id → memory vector of those of ``edge_ids`` with a record that holds, in one batch."""
+        items = self.store.batch([GetOp(self.ns, e, refresh_ttl=False) for e in edge_ids])
+        out: dict[str, np.ndarray] = {}
+        for e, item in zip(edge_ids, items):
+            if item is not None:
+                vec = edge_record(item, self.dim, self.ns)[0]
+                if self.guard is None or self.guard.holds(item.value):
+                    out[e] = vec
+        return out
+
+    def _listed(self, around: Iterable[str], cache: dict[str, frozenset[str]] | None = None) -> set[str] | None:
         """The edges with a record that touch ``around`` (the node index; rebuilt under the lock
-        when it is not complete), None without a KG to index by."""
+        when it is not complete), None without a KG to index by. ``cache``: index items already
+        read (node → its edges, :data:`~langgraph_kgmem.memory.edge_index.COMPLETE` → the orphans),
+        used instead of the store and filled with what this call reads."""
         if self.index is None:
             return None
-        nodes = list(around)
-        listed = self.index.present(nodes)
-        if listed is None:
-            with _edge_lock(self.store, self.ns):
-                listed = self.index.present(nodes)
-                if listed is None:
-                    self.index.rebuild(list_items(self.store, self.ns))
-                    listed = self.index.present(nodes)
-        return listed
+        nodes = list(dict.fromkeys(around))
+        todo = nodes if cache is None else [n for n in nodes if n not in cache]
+        got: dict[str, frozenset[str]] | None = {}
+        if todo or cache is None or COMPLETE not in cache:
+            got = self.index.present_each(todo)
+            if got is None:
+                with _edge_lock(self.store, self.ns):
+                    got = self.index.present_each(todo)
+                    if got is None:
+                        self.index.rebuild(list_items(self.store, self.ns))
+                        got = self.index.present_each(todo)
+            if got is None:
+                return None
+            if cache is not None:
+                cache.update(got)
+        have = got if cache is None else cache
+        return {e for n in (*nodes, COMPLETE) for e in have.get(n, ())}
 
     def get(self, edge_id: str) -> np.ndarray:
         """The memory vector of ``edge_id`` (zeros when it has none)."""
@@ -304,18 +345,20 @@ class EdgeMemory:
                                    "n": int((counts or {}).get(e, 0))}
             if (questions or {}).get(e):
                 rec["q"] = list(questions[e])  # type: ignore[index]
-            if self.guard is not None:
-                rec["provenance"] = self.guard.of_edges([e])
+            if provenance is not None:
+                rec["provenance"] = provenance[e]
             return rec
 
         if vectors:
+            # what every edge rests on, from one read of their sources (not one per edge)
+            provenance = self.guard.of_each_edge(list(vectors)) if self.guard is not None else None
             records = {e: record(e, v) for e, v in sorted(vectors.items())}
             ops = [PutOp(self.ns, e, rec, index=False) for e, rec in records.items()]
-            if self.guard is not None:   # the records and their index entries in one batch
+            if self.guard is not None:   # the records and their provenance index entries in one batch
                 ops += self.guard.index_ops("edge_memory", self.scope, {e: r["provenance"] for e, r in records.items()})
-            with _edge_lock(self.store, self.ns):   # the node index first (edge_index.py)
+            with _edge_lock(self.store, self.ns):   # the node index entries ahead of the records (edge_index.py)
                 if self.index is not None:
-                    self.index.write(records)
+                    ops = self.index.write_ops(records) + ops
                 else:
                     EdgeIndex(self.store, self.ns, lambda e: None).drop()
                 self.store.batch(ops)

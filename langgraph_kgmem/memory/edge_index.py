@@ -17,9 +17,12 @@ The invariant readers rely on: while :data:`COMPLETE` exists, every record of th
 listed under both its edge's ends or among the orphans. What keeps it:
 
 - every write through :class:`~langgraph_kgmem.memory.EdgeMemory` holds the namespace's
-  :func:`~langgraph_kgmem.memory.locks.memory_lock` and writes the index entries in a batch
-  *before* the records' batch (a reader between the two reads a record that is not there yet:
-  a zero vector, as before the write);
+  :func:`~langgraph_kgmem.memory.locks.memory_lock` and puts the index entries ahead of the
+  records in the records' own batch (:meth:`EdgeIndex.write_ops`): the PostgreSQL store writes
+  one batch's items in one statement and the SQLite store in one transaction, so a reader sees
+  both or neither; a store that applies a batch's writes one by one (``InMemoryStore``) applies
+  the entries first, and a reader between them reads a record that is not there yet: a zero
+  vector, as before the write;
 - a writer that cannot name the ends (an ``EdgeMemory`` without a KG) deletes :data:`COMPLETE`
   before it writes, so the next reader rebuilds the index from the namespace (under the lock);
 - ``reset_memory`` deletes the records first and the index after them, under the lock;
@@ -62,33 +65,48 @@ class EdgeIndex:
     def present(self, around: Iterable[str]) -> set[str] | None:
         """The remembered edges that touch a node of ``around`` (plus the orphans), in one batched
         read; None when the index is not complete (rebuild it, or read every edge)."""
-        nodes = list(dict.fromkeys(around))
+        each = self.present_each(around)
+        return None if each is None else {e for ids in each.values() for e in ids}
+
+    def present_each(self, around: Iterable[str]) -> dict[str, frozenset[str]] | None:
+        """:meth:`present` node by node: node → the remembered edges that touch it, and
+        :data:`COMPLETE` → the orphans; None when the index is not complete."""
+        nodes = [n for n in dict.fromkeys(around) if n != COMPLETE]
         items = self.store.batch([GetOp(self.ns, COMPLETE, refresh_ttl=False),
                                   *(GetOp(self.ns, n, refresh_ttl=False) for n in nodes)])
         if items[0] is None:
             return None
-        lists = [_ids(items[0].value, "orphans"), *(_ids(it.value, "e") for it in items[1:] if it is not None)]
-        if any(ids is None for ids in lists):   # a damaged item: read as incomplete, rebuilt over
+        lists = {COMPLETE: _ids(items[0].value, "orphans"),
+                 **{n: _ids(it.value, "e") if it is not None else [] for n, it in zip(nodes, items[1:])}}
+        if any(ids is None for ids in lists.values()):   # a damaged item: read as incomplete, rebuilt over
             return None
-        return {e for ids in lists for e in ids or ()}
+        return {n: frozenset(ids or ()) for n, ids in lists.items()}
 
     def write(self, edge_ids: Iterable[str]) -> None:
         """List ``edge_ids`` (about to be written) in the index, before their records are written.
         An incomplete index is left as it is (its rebuild will list them)."""
+        ops = self.write_ops(edge_ids)
+        if ops:
+            self.store.batch(ops)
+
+    def write_ops(self, edge_ids: Iterable[str]) -> list[PutOp]:
+        """The writes that list ``edge_ids`` in the index (reading its items now), for the caller
+        to put ahead of the records in the records' own batch; none for an incomplete index (its
+        rebuild will list them). A damaged item drops the index here (the next reader rebuilds it)."""
         ids = list(dict.fromkeys(edge_ids))
         if not ids:
-            return
+            return []
         ends = {e: self.ends(e) for e in ids}
         nodes = sorted({n for pair in ends.values() if pair is not None for n in pair})
         items = self.store.batch([GetOp(self.ns, COMPLETE, refresh_ttl=False),
                                   *(GetOp(self.ns, n, refresh_ttl=False) for n in nodes)])
         if items[0] is None:
-            return
+            return []
         got = {n: _ids(it.value, "e") if it is not None else [] for n, it in zip(nodes, items[1:])}
         old_orphans = _ids(items[0].value, "orphans")
         if old_orphans is None or any(v is None for v in got.values()):
             self.drop()   # a damaged item: the next reader rebuilds the whole index
-            return
+            return []
         lists = {n: set(v or ()) for n, v in got.items()}
         orphans = set(old_orphans)
         before = {n: set(v) for n, v in lists.items()}, set(orphans)
@@ -101,8 +119,7 @@ class EdgeIndex:
         ops = [PutOp(self.ns, n, {"e": sorted(v)}, index=False) for n, v in lists.items() if v != before[0][n]]
         if orphans != before[1]:
             ops.append(PutOp(self.ns, COMPLETE, {"orphans": sorted(orphans)}, index=False))
-        if ops:
-            self.store.batch(ops)
+        return ops
 
     def rebuild(self, records: Iterable[Any]) -> None:
         """Index ``records`` (every item of the memory namespace, read under the lock) afresh: the

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
-from langgraph.store.base import BaseStore, GetOp
+from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from langgraph_kgmem.kg.types import content_hash
 from langgraph_kgmem.memory import namespace
@@ -164,6 +164,13 @@ class PriorRun:
 def index_question(store: BaseStore, kg_name: str, scope: Sequence[str], question: str, vector: np.ndarray,
                    method: str, run_id: str) -> None:
     """Point the question's index item at ``run_id`` as ``method``'s latest run of it."""
+    store.batch([index_question_op(store, kg_name, scope, question, vector, method, run_id)])
+
+
+def index_question_op(store: BaseStore, kg_name: str, scope: Sequence[str], question: str, vector: np.ndarray,
+                      method: str, run_id: str) -> PutOp:
+    """The write of :func:`index_question` (its item read now), for a caller that adds it to a
+    batch of its own after the run's record (one round trip for both)."""
     ns = namespace(kg_name, QUESTIONS_KIND, scope)
     key = question_key(question)
     old = store.get(ns, key)
@@ -173,8 +180,8 @@ def index_question(store: BaseStore, kg_name: str, scope: Sequence[str], questio
     runs = dict(sorted(runs.items(), key=lambda kv: -float(kv[1]["ts"]))[:MAX_METHODS])
     v = np.asarray(vector, dtype=np.float64)
     v = v / max(float(np.linalg.norm(v)), 1e-12)
-    store.put(ns, key, {"question": " ".join(str(question).split())[:QUESTION_CHARS],
-                        "v": [round(float(x), 5) for x in v], "runs": runs, "ts": time.time()}, index=False)
+    return PutOp(ns, key, {"question": " ".join(str(question).split())[:QUESTION_CHARS],
+                           "v": [round(float(x), 5) for x in v], "runs": runs, "ts": time.time()}, index=False)
 
 
 def _matches(store: BaseStore, ns: tuple[str, ...], key: str, question: str, query: np.ndarray,

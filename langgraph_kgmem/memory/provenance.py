@@ -66,6 +66,7 @@ def provenance_for(kg: "KnowledgeGraph", passage_ids: Iterable[str]) -> list[dic
 def provenance_of_nodes(kg: "KnowledgeGraph", node_ids: Iterable[str]) -> list[dict[str, str]]:
     """What nodes rest on: a passage's own document, an entity's contributing documents."""
     docs: list[str] = []
+    others: list[str] = []
     for nid in dict.fromkeys(node_ids):
         node = kg.node(nid)
         if node is None:
@@ -73,17 +74,32 @@ def provenance_of_nodes(kg: "KnowledgeGraph", node_ids: Iterable[str]) -> list[d
         if node.kind in PASSAGE_KINDS and node.attrs.get("doc_id"):
             docs.append(str(node.attrs["doc_id"]))
         else:
-            docs.extend(kg.sources_of(nid))
+            others.append(nid)
+    for found in kg.sources_of_many(others).values():
+        docs.extend(found)
     return _entries(kg, docs)
 
 
 def provenance_of_edges(kg: "KnowledgeGraph", edge_ids: Iterable[str]) -> list[dict[str, str]]:
     """What edges rest on: the documents that contributed each (its sources)."""
-    docs: list[str] = []
+    return _entries(kg, [d for found in _edge_sources(kg, edge_ids).values() for d in found])
+
+
+def provenance_of_each_edge(kg: "KnowledgeGraph", edge_ids: Iterable[str]) -> dict[str, list[dict[str, str]]]:
+    """:func:`provenance_of_edges` of each edge by itself, from one read of all their sources and
+    one of their documents' hashes (a write of many edge records names each one's documents)."""
+    sources = _edge_sources(kg, edge_ids)
+    hashes = kg.document_hashes(d for found in sources.values() for d in found if d and d != DERIVED_SOURCE)
+    out = {}
     for eid in dict.fromkeys(edge_ids):
-        if kg.edge(eid) is not None:
-            docs.extend(kg.sources_of(eid))
-    return _entries(kg, docs)
+        wanted = sorted({d for d in sources.get(eid, ()) if d and d != DERIVED_SOURCE})
+        out[eid] = [{"doc": d, "hash": h} for d in wanted if (h := hashes.get(d)) is not None]
+    return out
+
+
+def _edge_sources(kg: "KnowledgeGraph", edge_ids: Iterable[str]) -> dict[str, list[str]]:
+    """The sources of the edges among ``edge_ids`` the KG holds, in one read."""
+    return kg.sources_of_many([e for e in dict.fromkeys(edge_ids) if kg.edge(e) is not None])
 
 
 def holds(kg: "KnowledgeGraph", provenance: Sequence[Mapping[str, Any]] | None) -> bool:
@@ -186,6 +202,10 @@ class Provenance:
     def of_edges(self, edge_ids: Iterable[str]) -> list[dict[str, str]]:
         """:func:`provenance_of_edges` of this KG."""
         return provenance_of_edges(self.kg, edge_ids)
+
+    def of_each_edge(self, edge_ids: Iterable[str]) -> dict[str, list[dict[str, str]]]:
+        """:func:`provenance_of_each_edge` of this KG."""
+        return provenance_of_each_edge(self.kg, edge_ids)
 
     def index_ops(self, kind: str, scope: Sequence[str],
                   records: Mapping[str, Sequence[Mapping[str, Any]] | None]) -> list[PutOp]:

@@ -11,6 +11,9 @@ at the same moment (a barrier) and ask their lists in turn.
 Each caller's first question is its ``first`` (on a method's first job in the worker its caches
 are cold, as after a worker starts; later jobs of the same method reuse what the method keeps per
 KG version), the rest are steady; steady latencies of all callers are pooled for p50 and p95.
+On PostgreSQL the worker also counts the statements each steady question sends from its caller's
+thread (``psycopg.Cursor.execute``, as ``tests/test_read_round_trips.py`` counts them): each one
+waits for the server's turn on a loaded machine, so their count explains a latency the load blurs.
 The KG's opening is timed apart (``open_s``): a per-process cost, not a question's. ``dense`` is
 the backend's own vector search (``kg.nearest`` over the passages, top 5) and the methods'
 offline answer over them; every other method is its registered graph with the offline decider,
@@ -56,31 +59,61 @@ def asker(kg: Any, store: Any, method: str) -> Callable[[str], Any]:
     return lambda q: app.invoke({"question": q})
 
 
+_SENT = threading.local()   # statements this thread has sent to PostgreSQL (count_statements)
+
+
+def count_statements() -> None:
+    """Count every statement psycopg sends, per sending thread (:func:`sent`); once a process."""
+    import psycopg
+
+    original = psycopg.Cursor.execute
+    if getattr(original, "counted", False):
+        return
+
+    def execute(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _SENT.n = getattr(_SENT, "n", 0) + 1
+        return original(self, *args, **kwargs)
+
+    execute.counted = True   # type: ignore[attr-defined]
+    psycopg.Cursor.execute = execute   # type: ignore[method-assign]
+
+
+def sent() -> int:
+    """Statements this thread has sent since :func:`count_statements` (0 without it)."""
+    return getattr(_SENT, "n", 0)
+
+
 def _caller(ask: Callable[[str], Any], questions: Sequence[str], barrier: threading.Barrier, out: list,
-            errors: list) -> None:
+            errors: list, statements: list) -> None:
     try:
         barrier.wait()
-        times = []
+        times, counts = [], []
         for q in questions:
-            t = time.perf_counter()
+            t, n = time.perf_counter(), sent()
             ask(q)
             times.append((time.perf_counter() - t) * 1000)
+            counts.append(sent() - n)
         out.append(times)
+        statements.append(counts)
     except BaseException as exc:   # the job reports it
         errors.append(f"{type(exc).__name__}: {exc}")
         barrier.abort()
 
 
-def summary(times: list[list[float]]) -> dict[str, Any]:
+def summary(times: list[list[float]], statements: list[list[int]] | None = None) -> dict[str, Any]:
     """Callers' latencies (ms, first question first) -> ``first_ms`` (median of the firsts),
     ``steady_p50_ms``, ``steady_p95_ms`` (all callers' later questions pooled), ``n_steady``,
-    ``first_over_steady``."""
+    ``first_over_steady``; with ``statements`` (each question's, in the same shape) also
+    ``steady_statements`` (their median over the steady questions)."""
     firsts = [t[0] for t in times]
     steady = [x for t in times for x in t[1:]]
     p50 = percentile(steady, 50)
-    return {"first_ms": round(statistics.median(firsts), 1), "steady_p50_ms": round(p50, 1),
-            "steady_p95_ms": round(percentile(steady, 95), 1), "n_steady": len(steady),
-            "first_over_steady": round(statistics.median(firsts) / p50, 2) if p50 else None}
+    out = {"first_ms": round(statistics.median(firsts), 1), "steady_p50_ms": round(p50, 1),
+           "steady_p95_ms": round(percentile(steady, 95), 1), "n_steady": len(steady),
+           "first_over_steady": round(statistics.median(firsts) / p50, 2) if p50 else None}
+    if statements is not None:
+        out["steady_statements"] = statistics.median([n for c in statements for n in c[1:]])
+    return out
 
 
 def _job(kg: Any, store: Any, method: str, questions: list[list[str]]) -> dict[str, Any]:
@@ -91,14 +124,15 @@ def _job(kg: Any, store: Any, method: str, questions: list[list[str]]) -> dict[s
     gate = threading.Barrier(len(questions))
     out: list[list[float]] = []
     errors: list[str] = []
-    threads = [threading.Thread(target=_caller, args=(ask, qs, gate, out, errors)) for qs in questions]
+    statements: list[list[int]] = []
+    threads = [threading.Thread(target=_caller, args=(ask, qs, gate, out, errors, statements)) for qs in questions]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if errors:
         raise RuntimeError(f"{len(errors)} of {len(questions)} callers failed, the first: {errors[0]}")
-    return {"build_ms": build_ms, **summary(out)}
+    return {"build_ms": build_ms, **summary(out, statements)}
 
 
 def serve(target: str, name: str, embeddings: str, jobs: Any, results: Any) -> None:
@@ -109,6 +143,8 @@ def serve(target: str, name: str, embeddings: str, jobs: Any, results: Any) -> N
         from langgraph_kgmem.llm import count_tokens
 
         count_tokens("load the token encoder before any timing")
+        if target.startswith("postgres"):
+            count_statements()
         t0 = time.perf_counter()
         kg = KnowledgeGraph.open(target, name=name, embeddings=embeddings, create=False)
         results.put({"open_s": round(time.perf_counter() - t0, 2)})

@@ -34,7 +34,7 @@ class RemindragDeps:
     store: Any = None             # the factory's store; None: the compiled graph's
     # what the walk in progress has read and ranked, per (thread, question): a hub's thousands of
     # edges are read and ranked once a walk, not at every step (the walk writes memory only after it ends)
-    _walks: dict[tuple[str, str], "Walk"] = field(default_factory=dict, compare=False, repr=False)
+    _walks: dict[tuple[str, str, tuple[str, ...]], "Walk"] = field(default_factory=dict, compare=False, repr=False)
     _walk_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def memory_of(self, q: np.ndarray) -> EdgeMemory:
@@ -44,11 +44,12 @@ class RemindragDeps:
                           guard=Provenance(self.kg, store))
 
 
-    def walk(self, thread: str, question: str, *, new_walk: bool) -> "Walk":
-        """The :class:`Walk` in progress for (``thread``, ``question``); a new walk starts empty, so
-        each walk sees the memory as it is when it starts. The last :data:`WALKS_KEPT` walks are
-        kept (concurrent runs of one compiled graph)."""
-        key = (thread, question)
+    def walk(self, thread: str, question: str, *, new_walk: bool, memory: EdgeMemory | None = None) -> "Walk":
+        """The :class:`Walk` in progress for (``thread``, ``question``) in ``memory``'s namespace
+        (a tenant's walk never sees another's reads); a new walk (a run's replay starts one)
+        starts empty, so each run sees the memory as it is when it starts. The last
+        :data:`WALKS_KEPT` walks are kept (concurrent runs of one compiled graph)."""
+        key = (thread, question, tuple(memory.ns) if memory is not None else ())
         with self._walk_lock:
             walk = None if new_walk else self._walks.get(key)
             if walk is None:
@@ -70,6 +71,7 @@ class Walk:
     memory only after it ends, and :meth:`ranked_at` forgets its rankings when the KG changes)."""
 
     reads: dict[str, np.ndarray] = field(default_factory=dict)   # edge id -> memory row (EdgeMemory.many(seen=))
+    listed: dict[str, frozenset[str]] = field(default_factory=dict)   # node -> its remembered edges (many(listed=))
     ranked: dict[str, list[tuple[str, str, float, float]]] = field(default_factory=dict)
     version: int | None = None
 
@@ -81,8 +83,12 @@ class Walk:
         return self.ranked
 
 
-def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float) -> np.ndarray:
-    """The replay weight of each of a node's traversable edges for question vector ``q``."""
+def edge_weights(exp: Expansion, mem: EdgeMemory, q: np.ndarray, alpha: float, walk: "Walk | None" = None) -> np.ndarray:
+    """The replay weight of each of a node's traversable edges for question vector ``q`` (with
+    ``walk``: from and into what it has read)."""
     if not exp.edge_ids:
         return np.zeros(0)
-    return replay_weights(exp.cos_ab, mem.many(exp.edge_ids, around=exp.members), q, alpha)
+    if walk is None:
+        return replay_weights(exp.cos_ab, mem.many(exp.edge_ids, around=exp.members), q, alpha)
+    return replay_weights(exp.cos_ab, mem.many(exp.edge_ids, seen=walk.reads, around=exp.members, listed=walk.listed),
+                          q, alpha)

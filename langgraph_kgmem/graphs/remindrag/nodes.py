@@ -21,7 +21,7 @@ from langgraph_kgmem.graphs.answering import answer_with_candidates, path_names
 from langgraph_kgmem.graphs.common import (check_question, content_words, data_text, dense_passages, emit_progress,
                                            evidence_item, fence, fuse_with_dense, fuse_with_dense_adaptive,
                                            id_validator, named_in, require, run_model)
-from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps, edge_weights
+from langgraph_kgmem.graphs.remindrag.deps import RemindragDeps, Walk, edge_weights
 from langgraph_kgmem.graphs.remindrag.maths import enhance, penalize, replay_weights, unit_vector
 from langgraph_kgmem.graphs.remindrag.options import RemindragOptions
 from langgraph_kgmem.graphs.remindrag.prompts import node_label, render_evidence
@@ -82,17 +82,21 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
     kg = deps.kg
     q = kg.embed_query(state["question"])
     mem = deps.memory_of(q)
+    # the run's walk starts here: what replay reads, the walk's first step reads no more
+    walk = deps.walk(thread_of_run(), state["question"], new_walk=True, memory=mem)
     nodes = list(state.get("subgraph_nodes", []))
     in_s = set(nodes)
     edges: list[str] = []
     followed: list[dict[str, Any]] = []
     stack = list(reversed(state.get("seed_ids", [])))
+    read_ahead(deps, mem, walk, stack, q)   # every seed's memory in one read, not one a seed
     while stack and len(followed) < opts.max_replay_nodes:
         u = stack.pop()
         exp = deps.view.expand(u)
         if not exp.edge_ids:
             continue
-        w = edge_weights(exp, mem, q, opts.alpha)
+        read_ahead(deps, mem, walk, [u], q)
+        w = edge_weights(exp, mem, q, opts.alpha, walk)
         if opts.experience:
             w = w + (1.0 - opts.alpha) * experience_credit(deps, exp.edge_ids, exp.nbr_ids, q)
         pushed = []
@@ -116,6 +120,34 @@ def replay_memory(state: ReMindState, runtime: Runtime[RemindragOptions],
         nodes += [u for u in dict.fromkeys(deps.view.unit(p) for p in reused["passages"]) if u not in set(nodes)]
     # the walk (if any) starts at the first seed; replayed nodes are reachable by backward moves
     return {"subgraph_nodes": nodes, "subgraph_edges": edges, "replayed": replayed, "reused": reused}
+
+
+LOOK_AHEAD = 2 * MAX_CANDIDATES   # neighbours of a node whose memory index a walk's read takes along (read_ahead)
+
+
+def read_ahead(deps: RemindragDeps, mem: EdgeMemory, walk: Walk, nodes: Sequence[str], q: np.ndarray) -> None:
+    """When ``walk`` has not read the memory around ``nodes`` (each with its chunk's anchor) yet:
+    that of ``nodes`` and of their neighbours, in one go
+    (:meth:`~langgraph_kgmem.memory.EdgeMemory.read_around`). The next move goes to a neighbour,
+    so it finds its memory read, and a walk reads about every other step. Only a node's
+    :data:`LOOK_AHEAD` neighbours nearest the question are taken along (the next move is nearly
+    always among them, and finding each chunk's anchor costs time on every backend), so the read
+    stays bounded at a hub; a move elsewhere reads then, as before."""
+    if not nodes:
+        return
+    expansions = deps.view.expand_many(nodes)
+    members = [m for n in nodes for m in expansions[n].members]
+    if all(m in walk.listed for m in members):
+        return
+    ahead: list[str] = []
+    for n in nodes:
+        exp = expansions[n]
+        nbrs = list(dict.fromkeys(exp.nbr_ids))
+        if len(nbrs) > LOOK_AHEAD:
+            cos = dict(zip(exp.nbr_ids, (exp.nbr_vecs @ q.astype(np.float32)).tolist()))
+            nbrs = sorted(nbrs, key=lambda b: -cos[b])[:LOOK_AHEAD]
+        ahead += [m for b in nbrs for m in deps.view.members(b)]
+    mem.read_around(members + ahead, walk.reads, walk.listed, [e for n in nodes for e in expansions[n].edge_ids])
 
 
 WALK_CREDIT = 0.5   # a confirmed walk credits as an agent's feedback does: half a person's
@@ -172,17 +204,20 @@ def thread_of_run() -> str:
 
 
 def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: EdgeMemory,
-                alpha: float) -> dict[str, list[tuple[str, str, float, float]]]:
+                alpha: float, replayed: bool = True) -> dict[str, list[tuple[str, str, float, float]]]:
     """For each node of S with unexplored neighbours, its best :data:`MAX_CANDIDATES` of them:
     [(neighbour, edge, w, cos(q, neighbour))], best first, one entry per neighbour (its strongest edge).
 
     A node's neighbours are ranked once a walk (:class:`~langgraph_kgmem.graphs.remindrag.deps.Walk`) and filtered by S at each step:
-    S only grows, and the ranking of a neighbour does not depend on S."""
+    S only grows, and the ranking of a neighbour does not depend on S. ``replayed``: the run's
+    replay started its walk (else its first move does)."""
     nodes = list(dict.fromkeys(state.get("subgraph_nodes", [])))
-    walk = deps.walk(thread_of_run(), state["question"], new_walk=not state.get("steps"))
+    # replay started this run's walk (with replay off, the first move starts it)
+    walk = deps.walk(thread_of_run(), state["question"], new_walk=not replayed and not state.get("hops"), memory=mem)
     ranked = walk.ranked_at(deps.kg.version)
     todo = [u for u in nodes if u not in ranked]
     if todo:
+        read_ahead(deps, mem, walk, todo, q)
         expansions = deps.view.expand_many(todo)
         # one store read and one matrix product for every node new to the walk
         all_edges = [e for u in todo for e in expansions[u].edge_ids]
@@ -190,7 +225,7 @@ def frontier_of(deps: RemindragDeps, state: ReMindState, q: np.ndarray, mem: Edg
         if all_edges:
             cos_ab = np.concatenate([expansions[u].cos_ab for u in todo])
             around = [m for u in todo for m in expansions[u].members]
-            w = replay_weights(cos_ab, mem.many(all_edges, seen=walk.reads, around=around), q, alpha)
+            w = replay_weights(cos_ab, mem.many(all_edges, seen=walk.reads, around=around, listed=walk.listed), q, alpha)
             qs = np.vstack([expansions[u].nbr_vecs for u in todo]) @ q.astype(np.float32)
         k = 0
         for u in todo:
@@ -243,7 +278,7 @@ def traverse_step(state: ReMindState, runtime: Runtime[RemindragOptions],
     question = state["question"]
     q = kg.embed_query(question)
     mem = deps.memory_of(q)
-    frontier = frontier_of(deps, state, q, mem, opts.alpha)
+    frontier = frontier_of(deps, state, q, mem, opts.alpha, replayed=opts.replay)
     current = state.get("current", "")
     forward = frontier.get(current, [])[:MAX_CANDIDATES]
     backward = sorted((u for u in frontier if u != current), key=lambda u: -(frontier[u][0][3] + frontier[u][0][2]))

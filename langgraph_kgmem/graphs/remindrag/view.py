@@ -66,16 +66,20 @@ class GraphView:
             self._anchor[chunk_id] = found[0] if found else None
         return self._anchor[chunk_id]
 
+    def members(self, nid: str) -> list[str]:
+        """The nodes unit ``nid`` is read from: itself, and a chunk's anchor."""
+        node = self.kg.node(nid)
+        if node is not None and node.kind == "chunk":
+            anc = self.anchor_of(nid)
+            if anc:
+                return [nid, anc]
+        return [nid]
+
     def _neighbours(self, nid: str) -> tuple[list[str], list[str], list[str]]:
         """(edge ids, neighbour units, the nodes they were read from) of ``nid`` (a chunk expands
         with its anchor)."""
         kg = self.kg
-        members = [nid]
-        node = kg.node(nid)
-        if node is not None and node.kind == "chunk":
-            anc = self.anchor_of(nid)
-            if anc:
-                members.append(anc)
+        members = self.members(nid)
         edge_ids, nbrs = [], []
         seen_edges: set[str] = set()
         for m in members:

@@ -66,6 +66,14 @@ class GraphStoreBase:
                 found[doc_id] = row["content_hash"]
         return found
 
+    def node_sources_many(self, node_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Node id -> its sources, by one :meth:`node_sources` each."""
+        return {n: self.node_sources(n) for n in dict.fromkeys(node_ids)}   # type: ignore[attr-defined]
+
+    def edge_sources_many(self, edge_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Edge id -> its sources, by one :meth:`edge_sources` each."""
+        return {e: self.edge_sources(e) for e in dict.fromkeys(edge_ids)}   # type: ignore[attr-defined]
+
     def alias_count(self) -> int:
         """How many aliases :meth:`aliases` lists."""
         return len(self.aliases())   # type: ignore[attr-defined]

@@ -51,7 +51,7 @@ CAPABILITIES: dict[str, str] = {
               "``version``, ``last_committed_version``, ``changes_since`` and a consistent ``load_all`` "
               "(one process sees another's writes through the change log)",
     "bulk_reads": "the derived reads (``alias_targets``, ``alias_count``, ``document_count``, ``document_hashes``, "
-                  "``get``, ``has``, "
+                  "``node_sources_many``, ``edge_sources_many``, ``get``, ``has``, "
                   "``ids``, ``scores``, ``search``, ``best``) are the backend's own, in one read or an index, "
                   "and agree with the defaults built on the core",
     "drop": "a target holds many KGs picked by name, and ``BackendSpec.drop`` removes one (``server``)",
@@ -61,7 +61,7 @@ CAPABILITIES: dict[str, str] = {
 }
 #: The members a backend declaring ``bulk_reads`` implements itself.
 BULK_READS = (("store", "alias_targets"), ("store", "alias_count"), ("store", "document_count"),
-              ("store", "document_hashes"),
+              ("store", "document_hashes"), ("store", "node_sources_many"), ("store", "edge_sources_many"),
               ("vectors", "get"), ("vectors", "has"), ("vectors", "ids"), ("vectors", "scores"),
               ("vectors", "search"), ("vectors", "best"))
 #: The members a backend declaring ``shared`` implements itself.
@@ -124,6 +124,12 @@ class GraphBackend(Protocol):
 
     def edge_sources(self, edge_id: str) -> list[str]:
         """Ids of the documents citing edge ``edge_id``, sorted."""
+
+    def node_sources_many(self, node_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Node id -> :meth:`node_sources` for each of ``node_ids``, in one read where the backend can."""
+
+    def edge_sources_many(self, edge_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Edge id -> :meth:`edge_sources` for each of ``edge_ids``, in one read where the backend can."""
 
     def doc_node_ids(self, doc_id: str) -> list[str]:
         """Ids of the nodes document ``doc_id`` cites, sorted."""

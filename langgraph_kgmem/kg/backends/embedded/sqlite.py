@@ -267,6 +267,24 @@ class SqliteGraphStore(GraphStoreBase):
         return [r[0] for r in self.conn.execute(
             "SELECT doc_id FROM edge_sources WHERE edge_id=? ORDER BY doc_id", (edge_id,))]
 
+    def node_sources_many(self, node_ids: Sequence[str]) -> dict[str, list[str]]:
+        return self._sources_many("SELECT node_id, doc_id FROM node_sources WHERE node_id IN ({}) ORDER BY doc_id",
+                                  node_ids)
+
+    def edge_sources_many(self, edge_ids: Sequence[str]) -> dict[str, list[str]]:
+        return self._sources_many("SELECT edge_id, doc_id FROM edge_sources WHERE edge_id IN ({}) ORDER BY doc_id",
+                                  edge_ids)
+
+    def _sources_many(self, sql: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> its documents (sorted) of every key, 500 keys a query (SQLite's bound on variables)."""
+        uniq = list(dict.fromkeys(keys))
+        out: dict[str, list[str]] = {k: [] for k in uniq}
+        for off in range(0, len(uniq), 500):
+            part = uniq[off:off + 500]
+            for key, doc in self.conn.execute(sql.format(",".join("?" * len(part))), part):
+                out[key].append(doc)
+        return out
+
     def doc_node_ids(self, doc_id: str) -> list[str]:
         return [r[0] for r in self.conn.execute(
             "SELECT node_id FROM node_sources WHERE doc_id=? ORDER BY node_id", (doc_id,))]

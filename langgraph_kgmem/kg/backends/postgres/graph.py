@@ -235,6 +235,24 @@ class PostgresGraphStore(GraphStoreBase):
         return self._ids("SELECT doc_id FROM kgmem_edge_sources WHERE kg = %s AND edge_id = %s ORDER BY doc_id",
                          edge_id)
 
+    def node_sources_many(self, node_ids: Sequence[str]) -> dict[str, list[str]]:
+        return self._sources_many("SELECT node_id, doc_id FROM kgmem_node_sources "
+                                  "WHERE kg = %s AND node_id = ANY(%s) ORDER BY doc_id", node_ids)
+
+    def edge_sources_many(self, edge_ids: Sequence[str]) -> dict[str, list[str]]:
+        return self._sources_many("SELECT edge_id, doc_id FROM kgmem_edge_sources "
+                                  "WHERE kg = %s AND edge_id = ANY(%s) ORDER BY doc_id", edge_ids)
+
+    def _sources_many(self, sql: str, keys: Sequence[str]) -> dict[str, list[str]]:
+        """Key -> its documents (sorted) of every key, in one query."""
+        uniq = list(dict.fromkeys(keys))
+        out: dict[str, list[str]] = {k: [] for k in uniq}
+        if uniq:
+            with self.db.read() as conn:
+                for key, doc in conn.execute(sql, (self.kg_id, uniq)):
+                    out[key].append(doc)
+        return out
+
     def doc_node_ids(self, doc_id: str) -> list[str]:
         return self._ids("SELECT node_id FROM kgmem_node_sources WHERE kg = %s AND doc_id = %s ORDER BY node_id",
                          doc_id)
