@@ -301,7 +301,8 @@ def test_llm_decisions_are_counted_and_invalid_anchor_falls_back(rkg):
     assert out["usage"]["fallbacks"] and out["usage"]["fallbacks"][0]["step"] == "judge_retrieval"
     assert out["usage"]["llm_calls"] == len(seen) == 1 + (out["iterations"] + 1) + 1
     assert out["usage"]["by_step"]["synthesize_answer"]["llm_calls"] == 1
-    assert "rain_mm > 0" in model.calls[1]["messages"][0].content   # the judge reads the reasoning prompt
+    # the judge reads the planner's reasoning, fenced: the model's reply may quote a record's location
+    assert "<data>An hour with rain_mm &gt; 0 is abnormal" in model.calls[1]["messages"][1].content
 
 
 def test_model_can_be_swapped_per_run_and_compiles_with_persistence(rkg):

@@ -107,7 +107,7 @@ def test_a_rejection_goes_back_to_the_planner_with_its_reason_until_max_rounds(e
     out = run(ex, kg, planner, rejecting_verifier(), ex.scripted_method_model(kg), max_rounds=3)
     assert out["rounds"] == 3 and out["verified"] is False
     assert [(v["round"], v["ok"]) for v in out["verdicts"]] == [(1, False), (2, False), (3, False)]
-    plan_prompts = [c["messages"][0].content for c in planner.calls if c["request"].step == "plan"]
+    plan_prompts = [c["messages"][1].content for c in planner.calls if c["request"].step == "plan"]
     assert len(plan_prompts) == 3
     assert "rejected" not in plan_prompts[0]
     assert "Verifier's reason: REASON-1: the second hop is not supported" in plan_prompts[1]

@@ -6,6 +6,7 @@ bound at import), and the outside text inside them still arrives fenced."""
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from langgraph_kgmem import KnowledgeGraph
 from langgraph_kgmem.errors import KgmemInputError
@@ -42,8 +43,20 @@ def scripted():
     return ScriptedChatModel(responder=responder)
 
 
+def step_calls(model, step):
+    return [c["messages"] for c in model.calls if c["request"] is not None and c["request"].step == step]
+
+
 def step_messages(model, step):
-    return [c["messages"][0].content for c in model.calls if c["request"] is not None and c["request"].step == step]
+    """The prompt each call of ``step`` sent: its human message (the system message is the fence rule)."""
+    return [next(m.content for m in msgs if isinstance(m, HumanMessage)) for msgs in step_calls(model, step)]
+
+
+def sends_the_data_note_once(model, step) -> bool:
+    """Every call of ``step`` opened with the data note as its system message and did not repeat it."""
+    calls = step_calls(model, step)
+    return bool(calls) and all(isinstance(msgs[0], SystemMessage) and msgs[0].content == DATA_NOTE
+                               and not any(DATA_NOTE in str(m.content) for m in msgs[1:]) for msgs in calls)
 
 
 def test_every_method_prompt_is_in_the_mapping():
@@ -60,7 +73,7 @@ def test_an_override_reaches_the_models_messages_and_keeps_the_fence(pier):
     assert out["answer"] == "2025-01-01 04:00"
     [sent] = step_messages(model, "synthesize_answer")
     assert sent.startswith("Records:\n<data>") and "(custom answer prompt)" in sent
-    assert sent.endswith(DATA_NOTE)          # the data note comes with the records it explains
+    assert sends_the_data_note_once(model, "synthesize_answer")   # the data note comes with the records it explains
     assert "- Pier &lt;b&gt; at 2025-01-01 02:00" in sent and "Pier <b>" not in sent   # the records, fenced
     # the other prompts are the defaults
     assert step_messages(model, "judge_retrieval")[0].splitlines()[0] != ANSWER_OVERRIDE.splitlines()[0]
@@ -154,7 +167,7 @@ def test_r3cycle_reads_its_overrides_too(text_kg):
     first = model.calls[0]["messages"][0].content
     assert first == "You explore a graph with tools; 10 of 10 steps left. (custom system prompt)"
     reflected = step_messages(model, "reflect")
-    assert reflected and "(custom reflect)" in reflected[0] and reflected[0].endswith(DATA_NOTE)
+    assert reflected and "(custom reflect)" in reflected[0] and sends_the_data_note_once(model, "reflect")
     with pytest.raises(KgmemInputError, match=r"prompt 'reflect' uses \{advice\}"):
         create_r3cycle_graph(text_kg, model="offline", prompts={"reflect": "{advice}"})
 
@@ -192,5 +205,6 @@ def test_autopruned_reads_its_overrides_too(text_kg):
         "({legend})", "").replace("{known_note}", "")})
     out = app.compile(store=InMemoryStore()).invoke({"question": "Where was Marie Curie born?"})
     [sent] = step_messages(model, "answer")
-    assert sent.startswith("Facts") and "Q: Where was Marie Curie born?" in sent and sent.endswith(DATA_NOTE)
+    assert sent.startswith("Facts") and "Q: Where was Marie Curie born?" in sent
+    assert sends_the_data_note_once(model, "answer")
     assert out["answer"] == "Warsaw"

@@ -19,12 +19,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generator, Iterator, NoReturn, Sequence, TypeVar
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel
 
 from langgraph_kgmem.errors import describe_error
 from langgraph_kgmem.llm.endpoints import ain_flight_slot, feature_refusal, in_flight_slot
+from langgraph_kgmem.llm.prompts import DATA_NOTE
 from langgraph_kgmem.llm.retry import policy_retries
 
 R = TypeVar("R")
@@ -46,10 +47,31 @@ _attempts: ContextVar[list[int] | None] = ContextVar("kgmem_call_attempts", defa
 
 
 def as_messages(prompt: str | Sequence[BaseMessage]) -> list[BaseMessage]:
-    """A prompt as chat messages: a string becomes one human message."""
+    """A prompt as chat messages, opened by a system message holding the fence rule
+    (:data:`~langgraph_kgmem.llm.prompts.DATA_NOTE`): a string becomes that system message and one
+    human message, with the note's own line taken out of the human text; a message list that opens
+    with no system message gets it in front, one that has its own is sent as it is.
+
+    The fence rule holds for every call, so it is sent where models weigh standing rules above the
+    user's turn, once; and a call that sends a system message of its own gets no default one from
+    the model's chat template (some templates add a persona to every call that sends none). The
+    system message is this constant only: no document or user text ever reaches it."""
     if isinstance(prompt, str):
-        return [HumanMessage(prompt)]
-    return list(prompt)
+        return [SystemMessage(DATA_NOTE), HumanMessage(without_data_note(prompt))]
+    msgs = list(prompt)
+    if msgs and isinstance(msgs[0], SystemMessage):
+        return msgs
+    return [SystemMessage(DATA_NOTE), *(m.model_copy(update={"content": without_data_note(m.content)})
+                                        if isinstance(m, HumanMessage) and isinstance(m.content, str)
+                                        else m for m in msgs)]
+
+
+def without_data_note(text: str) -> str:
+    """``text`` less the lines that are the data note alone (the system message carries it; fenced
+    text cannot hold the note, whose ``<data>`` a fence writes as ``&lt;data&gt;``)."""
+    if DATA_NOTE not in text:
+        return text
+    return "\n".join(line for line in text.split("\n") if line.strip() != DATA_NOTE).strip("\n")
 
 
 def is_model_failure(exc: BaseException) -> bool:

@@ -270,8 +270,9 @@ def with_offline_answer_prompt(usage: dict[str, Any] | None, model: Any,
 
     Offline (``model == "offline"``) the tokens of ``prompt`` (a string, or a callable building it;
     ``None``: the method would send no answer prompt) are added to ``prompt_tokens``, counted like a
-    real call's prompt (one human message); ``llm_calls`` stays what was really called (0). Under
-    any other model ``usage`` is returned unchanged: the real calls are already counted."""
+    real call's prompt (the messages ``as_messages`` makes of it); ``llm_calls`` stays what was
+    really called (0). Under any other model ``usage`` is returned unchanged: the real calls are
+    already counted."""
     from langgraph_kgmem.llm import is_offline
 
     out = dict(usage or {})
@@ -279,9 +280,9 @@ def with_offline_answer_prompt(usage: dict[str, Any] | None, model: Any,
         return out
     text = prompt() if callable(prompt) else prompt
     if text is not None:
-        from langchain_core.messages import HumanMessage
-
         from langgraph_kgmem.llm import count_message_tokens
+        from langgraph_kgmem.llm.calls import as_messages
 
-        out["prompt_tokens"] = int(out.get("prompt_tokens", 0) or 0) + count_message_tokens([HumanMessage(text)])
+        # the messages the call would send (the fence rule's system message included)
+        out["prompt_tokens"] = int(out.get("prompt_tokens", 0) or 0) + count_message_tokens(as_messages(text))
     return out

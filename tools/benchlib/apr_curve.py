@@ -151,11 +151,10 @@ Thought:"""
 
 
 def _tokens(text: str) -> int:
-    from langchain_core.messages import HumanMessage
-
     from langgraph_kgmem.llm import count_message_tokens
+    from langgraph_kgmem.llm.calls import as_messages
 
-    return count_message_tokens([HumanMessage(text)])
+    return count_message_tokens(as_messages(text))
 
 
 def grade_point(gold: str, gold_keys: list[str], texts: list[str], keys: list[str], prompt: str,

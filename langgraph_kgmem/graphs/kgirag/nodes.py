@@ -107,7 +107,9 @@ def plan_query(state: KgiragState, runtime: Runtime[KgiragOptions], *, deps: Kgi
             "hours": int(decision.trip_hours), "horizon": int(decision.horizon_hours),
             "step": int(step or decision.step_hours), "k0": int(k0 or decision.k0),
             "event": (guess or {}).get("event") or idx.event_name, "valid": bool(ok and len(idx.slots))}
-    plan["reasoning"] = decision.reasoning.strip() or _reasoning(plan, rule, opts)
+    # the model's instruction for the judge is its reply, which can quote a record's location (data
+    # it was shown fenced): it goes into the later prompts fenced like one
+    plan["reasoning"] = fence(decision.reasoning, inline=True, empty="") or _reasoning(plan, rule, opts)
     if not plan["valid"]:   # said in the output: a bare "no answer" leaves the user guessing why
         plan["problem"] = (f"{unreadable or 'the model gave no usable plan'}; ask about a departure time "
                            f"within the records ({span[0]} to {span[1]}), e.g. 'if I leave at {span[0]} and "
