@@ -44,11 +44,14 @@ PASSAGE_KINDS = ("chunk", "anchor")
 
 # ------------------------------------------------------------------ what a record rests on
 
-def _entries(kg: "KnowledgeGraph", docs: Iterable[str]) -> list[dict[str, str]]:
-    """``[{"doc", "hash"}]`` of the documents among ``docs`` the KG holds, sorted by id."""
+def _entries(kg: "KnowledgeGraph", docs: Iterable[str],
+             hashes: Mapping[str, str | None] | None = None) -> list[dict[str, str]]:
+    """``[{"doc", "hash"}]`` of the documents among ``docs`` the KG holds, sorted by id; from
+    ``hashes`` (document → hash, read beforehand for many calls) when given."""
     wanted = sorted({d for d in docs if d and d != DERIVED_SOURCE})
-    hashes = kg.document_hashes(wanted)
-    return [{"doc": d, "hash": h} for d, h in hashes.items() if h is not None]
+    if hashes is None:
+        hashes = kg.document_hashes(wanted)
+    return [{"doc": d, "hash": h} for d in wanted if (h := hashes.get(d)) is not None]
 
 
 def provenance_for(kg: "KnowledgeGraph", passage_ids: Iterable[str]) -> list[dict[str, str]]:
@@ -90,11 +93,7 @@ def provenance_of_each_edge(kg: "KnowledgeGraph", edge_ids: Iterable[str]) -> di
     one of their documents' hashes (a write of many edge records names each one's documents)."""
     sources = _edge_sources(kg, edge_ids)
     hashes = kg.document_hashes(d for found in sources.values() for d in found if d and d != DERIVED_SOURCE)
-    out = {}
-    for eid in dict.fromkeys(edge_ids):
-        wanted = sorted({d for d in sources.get(eid, ()) if d and d != DERIVED_SOURCE})
-        out[eid] = [{"doc": d, "hash": h} for d in wanted if (h := hashes.get(d)) is not None]
-    return out
+    return {eid: _entries(kg, sources.get(eid, ()), hashes) for eid in dict.fromkeys(edge_ids)}
 
 
 def _edge_sources(kg: "KnowledgeGraph", edge_ids: Iterable[str]) -> dict[str, list[str]]:
