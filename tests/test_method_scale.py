@@ -84,6 +84,23 @@ def test_an_existing_postgres_kg_is_opened_beside_an_embedded_one(tmp_path, new_
     assert sent[("postgres", "remindrag")] > 0 and sent[("embedded", "remindrag")] == 0
 
 
+def test_two_kgs_of_one_backend_are_measured_one_after_the_other(tmp_path, capsys):
+    """``--open`` naming a backend twice: the second KG is a step of its own, and ``growth`` takes
+    the larger over the smaller (how p95 at a million is set against p95 at 100,000)."""
+    from ingest_scale import main as ingest
+    from method_scale import main
+
+    small, large = str(tmp_path / "small"), str(tmp_path / "large")
+    for target, docs in ((small, "20"), (large, "40")):
+        assert ingest(["--kg", target, "--docs", docs, "--batch", docs, "--pairs", "0"]) == 0
+    out = tmp_path / "scale.json"
+    assert main(["--sizes", "", "--methods", "dense", "--clients", "1", "--questions", "1",
+                 "--open", f"embedded={small}", "--open", f"embedded={large}", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [(r["backend"], r["passages"]) for r in report["rows"]] == [("embedded", 20), ("embedded", 40)]
+    assert report["growth"]["embedded"]["dense"]["1"]["sizes"] == [20, 40]
+
+
 def test_a_kg_not_of_the_scale_documents_is_refused(tmp_path):
     from langgraph_kgmem import KnowledgeGraph
     from method_scale import main

@@ -17,7 +17,9 @@ Per backend (``--backend``: ``embedded``, SQLite with numpy vectors in a tempora
 ``tools/ingest_scale.py`` (each names a new person, an organisation and a year), ingested offline
 (on PostgreSQL inside ``kg.bulk_load()``, so each step ends with its HNSW indexes built). ``--open
 BACKEND=TARGET`` adds a KG that already holds such documents (e.g. one ``ingest_scale.py --kg``
-built), measured after the grown sizes at its own size. ``--dataset D`` measures a shipped set's
+built), measured after the grown sizes at its own size; naming a backend again measures a second
+KG of it after the first (``--open postgres=URI_100K --open postgres=URI_1M``: ``growth`` then
+holds p95 at a million over p95 at 100,000). ``--dataset D`` measures a shipped set's
 pooled benchmark KG with the set's own questions instead (``benchlib.scale_dataset``). At each size, per method: its setup
 outside any question (AutoPrunedRetriever: ``sync_codebook``, the step meant to follow
 ingestion); then each backend gets a query worker, a new process that opens the KG once
@@ -171,14 +173,19 @@ def _targets(args: argparse.Namespace, tmp: str) -> tuple[dict[str, str], list]:
     return targets, servers
 
 
-def _opened(specs: list[str]) -> list[tuple[str, str]]:
-    out = []
+def _opened(specs: list[str]) -> list[dict[str, str]]:
+    """The ``--open`` KGs as steps, in the order given: a step takes one KG per backend (measured
+    side by side), and a backend named again starts the next step, so two KGs of one backend (a
+    100,000- and a million-document PostgreSQL KG) are measured one after the other in one run."""
+    steps: list[dict[str, str]] = []
     for spec in specs:
         backend, _, target = spec.partition("=")
         if backend not in BACKENDS or not target:
             raise SystemExit(f"--open takes BACKEND=TARGET with BACKEND one of {BACKENDS}, not {spec!r}")
-        out.append((backend, target))
-    return out
+        if not steps or backend in steps[-1]:
+            steps.append({})
+        steps[-1][backend] = target
+    return steps
 
 
 def run(args: argparse.Namespace, sizes: list[int], methods: list[str], clients: list[int]) -> list[dict]:
@@ -192,10 +199,7 @@ def run(args: argparse.Namespace, sizes: list[int], methods: list[str], clients:
         targets, servers = _targets(args, tmp)
         try:
             steps: list[tuple[dict[str, str], int | None]] = [(dict(targets), size) for size in sizes]
-            opened: dict[str, str] = {}
-            for backend, target in _opened(args.open):
-                opened[backend] = target
-            steps += [(opened, None)] if opened else []
+            steps += [(opened, None) for opened in _opened(args.open)]
             have = 0
             for step_targets, size in steps:
                 infos = {b: prepare(t, args.name, args, methods, have, size) for b, t in step_targets.items()}
