@@ -34,8 +34,11 @@ A run longer than one sitting goes on where the last stopped: ``--log FILE`` app
 figures to FILE as a JSON line, and ``--resume`` (with ``--kg`` and ``--log``) starts after the
 last document the KG holds (found with point reads, not a scan) and takes the earlier batches'
 figures, the first one's included, from the log, so every ratio is still against the run's first
-batch. CPU seconds do not count the time between sittings; a ``--bulk`` load that was cut off
-leaves its indexes to the next opener, which builds them (that CPU is not in the log).
+batch. CPU seconds do not count the time between sittings. A ``--bulk`` load that was cut off
+leaves its indexes unbuilt, and the next process to open the KG builds them; ``--bulk --resume``
+holds the loader lock while it opens the KG, so its own block takes them over and they are built
+once, at its end (at 600,000 documents the build at open would take some 20 minutes, only for the
+block to drop the indexes again).
 """
 
 from __future__ import annotations
@@ -277,6 +280,24 @@ def held(kg) -> int:
     return hi
 
 
+def hold_bulk_lock(uri: str, name: str):
+    """A connection holding the shared loader lock of KG ``name`` (None when the KG does not exist
+    yet): while it is held, opening the KG leaves a cut-off bulk load's indexes unbuilt
+    (``HnswIndexes.repair_if_abandoned``), for the bulk block that follows to take over."""
+    import psycopg
+
+    from langgraph_kgmem.kg.backends.postgres.hnsw import BULK_LOCK_CLASS
+
+    conn = psycopg.connect(uri, autocommit=True)
+    known = conn.execute("SELECT to_regclass('kgmem_graphs')").fetchone()[0] is not None
+    row = conn.execute("SELECT id FROM kgmem_graphs WHERE name = %s", (name,)).fetchone() if known else None
+    if row is None:
+        conn.close()
+        return None
+    conn.execute("SELECT pg_advisory_lock_shared(%s, %s)", (BULK_LOCK_CLASS, row[0]))
+    return conn
+
+
 def resume_point(kg, log: str) -> tuple[int, list[dict[str, Any]]]:
     """(the first document to add, the earlier batches' figures) for ``--resume``. Documents a
     sitting wrote without logging them (it was stopped between the two) are kept, and missing from
@@ -350,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     postgres = target.startswith("postgres")
     meter, size = server_probe(target) if postgres else (None, lambda: directory_size(Path(target)))
     kw = {} if postgres else {"vector_backend": args.vectors}
+    held_lock = hold_bulk_lock(target, "scale") if postgres and args.bulk and args.resume else None
     kg = KnowledgeGraph.open(target, name="scale", embeddings=args.embeddings, **kw)
     args.start, args.earlier = (resume_point(kg, args.log) if args.resume else (0, []))
     if args.start:
@@ -364,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
         scope = kg.bulk_load() if args.bulk else None
         if scope is not None:
             scope.__enter__()
+        if held_lock is not None:   # the block holds the lock now
+            held_lock.close()
         try:
             out = _ingest(kg, args, meter, size)
         finally:
