@@ -189,3 +189,20 @@ def test_resolution_forgets_rows_a_rollback_undid(new_database):
                 raise RuntimeError("rolled back")
         assert seen[0] not in vec.ids("nodes")
         assert vec.best("nodes", q, kinds=["entity"])[0][0] != seen[0]
+
+
+def test_an_index_build_asks_for_the_memory_its_graph_needs_up_to_the_configured_cap(monkeypatch):
+    """At a million documents the default 1 GB cap made pgvector finish the graph on disk, about 9×
+    slower; KGMEM_HNSW_BUILD_MEMORY_MB lets a server with the memory build it in memory."""
+    from langgraph_kgmem.errors import ConfigurationError
+
+    monkeypatch.delenv(hnsw.BUILD_MEMORY_ENV, raising=False)
+    assert hnsw.build_memory_mb(1_000, 256) == 1                       # a small graph asks for what it needs
+    assert hnsw.build_memory_mb(3_000_000, 256) == hnsw.HNSW_BUILD_MEMORY_MB == 1024
+    monkeypatch.setenv(hnsw.BUILD_MEMORY_ENV, "8192")
+    assert hnsw.build_memory_mb(3_000_000, 256) == 5_918           # 3 million node vectors: 5.8 GB
+    assert hnsw.build_memory_mb(1_000, 256) == 1
+    for bad in ("lots", "12.5", "0"):
+        monkeypatch.setenv(hnsw.BUILD_MEMORY_ENV, bad)
+        with pytest.raises(ConfigurationError, match="KGMEM_HNSW_BUILD_MEMORY_MB"):
+            hnsw.build_memory_mb(1_000, 256)

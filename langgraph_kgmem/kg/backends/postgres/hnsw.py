@@ -40,10 +40,12 @@ or to cross the threshold sees the markers, takes the lock and builds the missin
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from langgraph_kgmem.errors import ConfigurationError
 from langgraph_kgmem.kg.backends.postgres.graph import PostgresGraphStore
 from langgraph_kgmem.kg.backends.postgres.pool import LOCK_CLASS, PgDatabase
 
@@ -55,10 +57,32 @@ SPACES = ("nodes", "facts")   # the searched spaces; "texts" is read by id alone
 #: inserting the rest one by one (a build costs less server CPU a row than an insert:
 #: docs/capacity.md), and a smaller call keeps the index and its readers' speed.
 BULK_REBUILD_FRACTION = 1.0
-HNSW_BUILD_MEMORY_MB = 1024   # most maintenance_work_mem a build asks for (a parallel build reserves it in shared memory)
+#: the most ``maintenance_work_mem`` a build asks for unless ``KGMEM_HNSW_BUILD_MEMORY_MB`` says
+#: otherwise (a parallel build reserves it in shared memory, so the default suits a small server)
+HNSW_BUILD_MEMORY_MB = 1024
+BUILD_MEMORY_ENV = "KGMEM_HNSW_BUILD_MEMORY_MB"
 BULK_LOCK_CLASS = LOCK_CLASS + 1   # advisory-lock namespace of bulk loaders; the second key is the KG id
 MARKER = "hnsw_deferred:"   # kgmem_meta key prefix of a deferred space
 
+
+
+def build_memory_mb(rows: int, dim: int) -> int:
+    """The ``maintenance_work_mem`` (MB) a build of ``rows`` vectors of ``dim`` asks for: what
+    pgvector's graph needs in memory (about ``4 * dim + 700`` bytes a vector, with a fifth to
+    spare), at most :data:`HNSW_BUILD_MEMORY_MB` or ``KGMEM_HNSW_BUILD_MEMORY_MB``. Past that the
+    build finishes the graph on disk: at a million documents (2 million fact vectors) that ran
+    about 9× slower than in memory (docs/capacity.md), so a server with the memory should say so."""
+    raw = os.environ.get(BUILD_MEMORY_ENV, "").strip()
+    cap = HNSW_BUILD_MEMORY_MB
+    if raw:
+        try:
+            cap = int(raw)
+        except ValueError:
+            cap = 0
+        if cap < 64:
+            raise ConfigurationError(f"{BUILD_MEMORY_ENV}={raw!r}: use a whole number of megabytes, at least 64 "
+                                     "(what the server may give one HNSW build; default 1024)")
+    return min(int(rows * (4 * dim + 700) * 1.2) >> 20, cap)
 
 class HnswIndexes:
     """The HNSW index of each searched space of one KG's vector table (``table``): when to build,
@@ -153,7 +177,7 @@ class HnswIndexes:
         :data:`HNSW_BUILD_MEMORY_MB`; a larger graph is finished on disk, slower)."""
         rows = self._rows.get(space) or self._count(conn, space)
         dim = conn.execute("SELECT dim FROM kgmem_graphs WHERE id = %s", (self.kg,)).fetchone()[0] or 0
-        want = min(int(rows * (4 * dim + 700) * 1.2) >> 20, HNSW_BUILD_MEMORY_MB)
+        want = build_memory_mb(rows, dim)
         have = conn.execute("SELECT pg_size_bytes(current_setting('maintenance_work_mem'))").fetchone()[0] >> 20
         if want > have:
             conn.execute(f"SET LOCAL maintenance_work_mem = '{int(want)}MB'")
