@@ -135,6 +135,18 @@ def prepare(target: str, name: str, args: argparse.Namespace, methods: list[str]
     return info
 
 
+def prepared(target: str, name: str, args: argparse.Namespace, methods: list[str], have: int,
+             size: int | None) -> dict:
+    """:func:`prepare` in a process of its own: the KG it opens is then not held in this process
+    beside the query workers' copies (a million-document KG's structure is some 8 GB a process,
+    which Python does not give back after ``close``)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(prepare, target, name, args, methods, have, size).result()
+
+
 def summarise(rows: list[dict]) -> tuple[dict, dict]:
     """``growth`` (backend -> method -> clients -> steady p50/p95 at the largest size over the
     smallest) and ``pg_over_embedded`` (method -> passages -> clients -> PostgreSQL's steady
@@ -202,7 +214,7 @@ def run(args: argparse.Namespace, sizes: list[int], methods: list[str], clients:
             steps += [(opened, None) for opened in _opened(args.open)]
             have = 0
             for step_targets, size in steps:
-                infos = {b: prepare(t, args.name, args, methods, have, size) for b, t in step_targets.items()}
+                infos = {b: prepared(t, args.name, args, methods, have, size) for b, t in step_targets.items()}
                 have = size or have
                 workers = {}
                 try:
