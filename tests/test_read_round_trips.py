@@ -291,7 +291,33 @@ def test_a_space_too_large_to_copy_is_scored_in_the_server_and_counted_once_per_
         for q in (QUESTION, "Who was born in Oslo?"):
             ids, scores = kg.similarity_scores(q, ("chunk",))
             assert len(ids) == len(DOCS) and scores.shape == (len(DOCS),)
-        assert calls == Counter({"count": 1, "scores": 2})
+        assert calls == Counter({"scores": 2})   # the kind's rows are counted in the structure
+    finally:
+        kg.close()
+
+
+@pytest.mark.integration
+def test_the_copy_cap_counts_the_rows_of_the_kinds_copied_not_the_whole_space(new_database, monkeypatch):
+    """At a million documents the node space held 3 million rows while each kind held at most a
+    million: counting the space put every passage score in a server scan (1-5 s a statement)."""
+    import langgraph_kgmem.kg.graph as graph_module
+    from langgraph_kgmem import KnowledgeGraph
+
+    kg = KnowledgeGraph.open(new_database(), name="kinds", embeddings="hash")
+    try:
+        kg.add_documents(DOCS, model="offline")
+        chunks = kg.stats()["nodes_by_kind"]["chunk"]
+        assert kg._vectors.count("nodes") > chunks
+        monkeypatch.setattr(graph_module, "SCORE_COPY_MAX_ROWS", chunks)   # below the space, at the kind
+        calls = Counter()
+        for name in ("matrix", "scores"):
+            _count_calls(monkeypatch, type(kg._vectors), name, calls)
+        ids, scores = kg.similarity_scores(QUESTION, ("chunk",))
+        assert len(ids) == len(DOCS) and calls == Counter({"matrix": 1})   # scored on the copy
+        monkeypatch.setattr(graph_module, "SCORE_COPY_MAX_ROWS", chunks - 1)
+        kg.add_documents([{"id": "doc-new", "text": "Rolf Hane joined the Harbor Guild in 1950."}], model="offline")
+        kg.similarity_scores(QUESTION, ("chunk",))
+        assert calls["scores"] == 1   # more rows of the kind than the cap: the server scores them
     finally:
         kg.close()
 

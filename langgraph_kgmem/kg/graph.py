@@ -61,8 +61,8 @@ TEXT_VECTOR_BATCH = 4096      # ids per lookup in text_vectors
 # instead (a point read is a round trip on PostgreSQL)
 HASH_READ_ALL = 256
 SOURCES_KEPT = 50_000   # node/edge sources remembered per KG version (sources_of_many) before starting afresh
-# a remote backend's space of at most this many vectors is scored in this process, from a copy
-# (1 GB of float32 at 256 dimensions); a larger one is scored in the server
+# a remote backend's vectors of the kinds scored, at most this many, are scored in this process,
+# from a copy (1 GB of float32 at 256 dimensions); more are scored in the server
 SCORE_COPY_MAX_ROWS = 1_000_000
 UNIT_TOLERANCE = 1e-6   # a score copy whose rows' norms all lie this close to 1 keeps the server's rows
 
@@ -906,13 +906,13 @@ class KnowledgeGraphCore:
         """A remote backend's vectors of ``space`` / ``kinds`` as unit rows in this process, read once
         per KG version (every write and every refresh that applied another process's writes moves
         it): scoring every passage is then a product here, not a scan of every row in the server
-        per question. None above :data:`SCORE_COPY_MAX_ROWS` rows in the space."""
+        per question. None above :data:`SCORE_COPY_MAX_ROWS` rows of ``kinds`` (:meth:`_copy_rows`)."""
         key = (space, None if kinds is None else tuple(kinds))
         version = self._version
         hit = self._score_copies.get(key)
         if hit is not None and hit[0] == version:
             return None if hit[1] is None else (hit[1], hit[2])
-        if self._vectors.count(space) > SCORE_COPY_MAX_ROWS:
+        if self._copy_rows(space, kinds) > SCORE_COPY_MAX_ROWS:
             self._score_copies[key] = (version, None, None)
             return None
         ids, rows = self._vectors.matrix(space, kinds)
@@ -929,6 +929,17 @@ class KnowledgeGraphCore:
             if own:
                 self._copy_positions[key] = (rows, {i: r for r, i in enumerate(ids)})
         return ids, rows
+
+    def _copy_rows(self, space: str, kinds: Sequence[str] | None) -> int:
+        """The rows a copy of ``space`` / ``kinds`` would hold. The cap is on what the copy holds,
+        not on the space: at a million documents the node space holds 3 million rows though each
+        kind holds at most a million, and counting the space sent every passage and entity score
+        to a server scan (docs/capacity.md). Node kinds are counted in the structure, without a
+        statement; any other space by the server."""
+        if space == "nodes" and kinds is not None:
+            wanted = set(kinds)
+            return sum(1 for n in self._graph.nodes.values() if n.kind in wanted)
+        return self._vectors.count(space)
 
     @traced("kg.nearest")
     def nearest(self, query: str | np.ndarray, k: int = 5, *, kinds: Sequence[str] | None = ("entity",),
