@@ -65,7 +65,6 @@ BULK_LOCK_CLASS = LOCK_CLASS + 1   # advisory-lock namespace of bulk loaders; th
 MARKER = "hnsw_deferred:"   # kgmem_meta key prefix of a deferred space
 
 
-
 def build_memory_mb(rows: int, dim: int) -> int:
     """The ``maintenance_work_mem`` (MB) a build of ``rows`` vectors of ``dim`` asks for: what
     pgvector's graph needs in memory (about ``4 * dim + 700`` bytes a vector, with a fifth to
@@ -83,6 +82,7 @@ def build_memory_mb(rows: int, dim: int) -> int:
             raise ConfigurationError(f"{BUILD_MEMORY_ENV}={raw!r}: use a whole number of megabytes, at least 64 "
                                      "(what the server may give one HNSW build; default 1024)")
     return min(int(rows * (4 * dim + 700) * 1.2) >> 20, cap)
+
 
 class HnswIndexes:
     """The HNSW index of each searched space of one KG's vector table (``table``): when to build,
