@@ -192,8 +192,8 @@ def test_resolution_forgets_rows_a_rollback_undid(new_database):
 
 
 def test_an_index_build_asks_for_the_memory_its_graph_needs_up_to_the_configured_cap(monkeypatch):
-    """At a million documents the default 1 GB cap made pgvector finish the graph on disk, about 9×
-    slower; KGMEM_HNSW_BUILD_MEMORY_MB lets a server with the memory build it in memory."""
+    """A build asks for what its graph needs up to a cap, and KGMEM_HNSW_BUILD_MEMORY_MB raises the
+    cap for a server with the memory to build a large graph in memory."""
     from langgraph_kgmem.errors import ConfigurationError
 
     monkeypatch.delenv(hnsw.BUILD_MEMORY_ENV, raising=False)

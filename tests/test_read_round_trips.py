@@ -298,8 +298,8 @@ def test_a_space_too_large_to_copy_is_scored_in_the_server_and_counted_once_per_
 
 @pytest.mark.integration
 def test_the_copy_cap_counts_the_rows_of_the_kinds_copied_not_the_whole_space(new_database, monkeypatch):
-    """At a million documents the node space held 3 million rows while each kind held at most a
-    million: counting the space put every passage score in a server scan (1-5 s a statement)."""
+    """The node space holds every kind: a kind under the cap is copied even when the space is
+    over it, and a kind over the cap is scored in the server."""
     import langgraph_kgmem.kg.graph as graph_module
     from langgraph_kgmem import KnowledgeGraph
 

@@ -37,8 +37,7 @@ figures, the first one's included, from the log, so every ratio is still against
 batch. CPU seconds do not count the time between sittings. A ``--bulk`` load that was cut off
 leaves its indexes unbuilt, and the next process to open the KG builds them; ``--bulk --resume``
 holds the loader lock while it opens the KG, so its own block takes them over and they are built
-once, at its end (at 600,000 documents the build at open was still running after 5 minutes, only
-for the block to drop the indexes again).
+once, at its end, rather than at open and then dropped by the block.
 """
 
 from __future__ import annotations

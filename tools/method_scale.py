@@ -138,8 +138,8 @@ def prepare(target: str, name: str, args: argparse.Namespace, methods: list[str]
 def prepared(target: str, name: str, args: argparse.Namespace, methods: list[str], have: int,
              size: int | None) -> dict:
     """:func:`prepare` in a process of its own: the KG it opens is then not held in this process
-    beside the query workers' copies (a million-document KG's structure is some 8 GB a process,
-    which Python does not give back after ``close``)."""
+    beside the query workers' copies (Python does not give a large KG's structure back after
+    ``close``)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

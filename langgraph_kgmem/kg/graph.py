@@ -931,11 +931,10 @@ class KnowledgeGraphCore:
         return ids, rows
 
     def _copy_rows(self, space: str, kinds: Sequence[str] | None) -> int:
-        """The rows a copy of ``space`` / ``kinds`` would hold. The cap is on what the copy holds,
-        not on the space: at a million documents the node space holds 3 million rows though each
-        kind holds at most a million, and counting the space sent every passage and entity score
-        to a server scan (docs/capacity.md). Node kinds are counted in the structure, without a
-        statement; any other space by the server."""
+        """The rows a copy of ``space`` / ``kinds`` would hold. The cap bounds what the copy holds,
+        not the space: the node space holds every kind, so counting it would send the scores of a
+        kind well under the cap to a server scan on a KG whose other kinds are large. Node kinds
+        are counted in the structure, without a statement; any other space by the server."""
         if space == "nodes" and kinds is not None:
             wanted = set(kinds)
             return sum(1 for n in self._graph.nodes.values() if n.kind in wanted)

@@ -68,9 +68,9 @@ MARKER = "hnsw_deferred:"   # kgmem_meta key prefix of a deferred space
 def build_memory_mb(rows: int, dim: int) -> int:
     """The ``maintenance_work_mem`` (MB) a build of ``rows`` vectors of ``dim`` asks for: what
     pgvector's graph needs in memory (about ``4 * dim + 700`` bytes a vector, with a fifth to
-    spare), at most :data:`HNSW_BUILD_MEMORY_MB` or ``KGMEM_HNSW_BUILD_MEMORY_MB``. Past that the
-    build finishes the graph on disk: at a million documents (2 million fact vectors) that ran
-    about 9× slower than in memory (docs/capacity.md), so a server with the memory should say so."""
+    spare), at most :data:`HNSW_BUILD_MEMORY_MB` or ``KGMEM_HNSW_BUILD_MEMORY_MB``. Past that
+    pgvector finishes the graph on disk, many times slower (docs/capacity.md), so a server with
+    the memory should say so."""
     raw = os.environ.get(BUILD_MEMORY_ENV, "").strip()
     cap = HNSW_BUILD_MEMORY_MB
     if raw:
